@@ -1,0 +1,41 @@
+# The README's commands. `make test` installs what the tests need first.
+GO      ?= go
+BIN     ?= bin
+# A tagged checkout stamps its tag; otherwise the binaries fall back to the
+# module version, then "dev" (internal/version).
+VERSION ?= $(shell git describe --tags --exact-match 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X alpnib.dev/internal/version.Version=$(VERSION))
+export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
+
+.PHONY: all build test setup check demo bench clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/alp ./cmd/nibrunnerd
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/nibrun-init ./cmd/nibrun-init
+
+# setup installs host tools (Debian packages) and Go tools the tests use, only
+# when they are missing.
+setup:
+	@scripts/setup.sh
+
+# check runs the static checks: formatting, vet, staticcheck.
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	staticcheck ./...
+
+test: setup check
+	$(GO) test -race -timeout 45m ./...
+
+demo: build
+	@scripts/demo.sh $(BIN)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN)

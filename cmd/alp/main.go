@@ -1,0 +1,71 @@
+// Command alp manages an Internet Computer node fleet declared in HCL: it
+// checks each declared change against live state, submits it as an NNS
+// proposal and records the result in state.json.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/internal/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes alp with args and returns the process exit code:
+// 0 fine, 1 error, 2 flagged (drift, a flagged plan).
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "alp:", err)
+		return exitCode(err)
+	}
+	return 0
+}
+
+// exitError carries an exit code other than 1 up to run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	if e, ok := err.(*exitError); ok {
+		return e.code
+	}
+	return 1
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "alp",
+		Short: "Declarative node-fleet management for the Internet Computer",
+		Long: `alp turns the node fleet you declare in HCL (resources.hcl, proposals.hcl) into
+NNS proposals: it checks each change against live state, dry-runs it on a local
+NNS, submits it with your neuron and records the result in state.json.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the release version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), "alp", version.String())
+			return nil
+		},
+	}
+}

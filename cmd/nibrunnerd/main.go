@@ -1,0 +1,55 @@
+// Command nibrunnerd turns one Linux machine into a host for many microVMs:
+// it watches desired.json and converges the host on it, reporting what it
+// did in reported.json.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/internal/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes nibrunnerd with args and returns the process exit code.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)
+		return 1
+	}
+	return 0
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nibrunnerd",
+		Short: "Run hundreds of microVMs on one Linux host, converging on desired.json",
+		Long: `nibrunnerd watches desired.json and converges this host on it: it fetches
+layers, formats volumes, boots microVMs, routes hostnames to them, puts idle
+apps to sleep and wakes them on the next request, and reports everything in
+reported.json.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the release version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), "nibrunnerd", version.String())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs when it is missing: the Debian host tools
+# named in ARCHITECTURE.md and the Go tools the checks run. Idempotent.
+set -euo pipefail
+
+# command -> Debian package that provides it
+declare -A need=(
+  [qemu-system-x86_64]=qemu-system-x86
+  [mke2fs]=e2fsprogs
+  [mksquashfs]=squashfs-tools
+  [nft]=nftables
+  [ip]=iproute2
+)
+missing=()
+for cmd in "${!need[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || missing+=("${need[$cmd]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing Debian packages ${missing[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+gobin="$(go env GOPATH)/bin"
+if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; then
+  echo "setup: installing staticcheck" >&2
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
