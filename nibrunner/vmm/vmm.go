@@ -1,0 +1,183 @@
+// Package vmm declares what the host daemon needs from a virtual machine
+// monitor, and nothing more. The daemon decides what should run; a VMM only
+// knows how to start, stop, snapshot and look at one guest per app.
+//
+// Two implementations exist: nibrunner/vmm/qemu drives QEMU's microvm machine
+// over QMP, and nibrunner/vmm/fake runs each "guest" as a local HTTP server
+// process so the converge loop can be tested end to end without QEMU.
+//
+// Guests must outlive the daemon: an implementation starts every guest in its
+// own session and records it in a pidfile under its runtime folder, so that a
+// restarted daemon finds it again with List (an adopted guest keeps its PID
+// and its start time; nothing is restarted). A pidfile is trusted only when
+// its boot id is this boot's and its PID is alive and still the guest it
+// names.
+package vmm
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) when an operation names an app the VMM
+// has no guest, pidfile or snapshot for.
+var ErrNotFound = errors.New("no such guest")
+
+// LayerKind tells an image that is attached as it is from one the VMM packs
+// around a single program.
+type LayerKind string
+
+const (
+	// LayerFilesystem is a squashfs or ext4 image attached read-only as is.
+	LayerFilesystem LayerKind = "filesystem"
+	// LayerExecutable is one program that is packed into an image at
+	// DestinationPath with mode 0755.
+	LayerExecutable LayerKind = "executable"
+)
+
+// Layer is one read-only layer of a guest's root, already fetched and
+// verified into the host's cache. Layers stack in Spec order, first at the
+// bottom.
+type Layer struct {
+	Kind   LayerKind
+	Digest string // sha256 of the object as uploaded
+	// Path is the local file: the image (filesystem) or the program
+	// (executable).
+	Path string
+	// DestinationPath is where an executable layer's program appears in the
+	// guest; empty for a filesystem layer.
+	DestinationPath string
+}
+
+// Command is what the guest's init runs as uid/gid 65534 once the root is
+// stacked. Environment is the tenant's, already validated; the guest adds
+// NIBRUN_HTTP_PORT, PORT, NIBRUN_DATA_DIR and NIBRUN_HOSTNAME itself.
+type Command struct {
+	Program          string
+	Args             []string
+	WorkingDirectory string
+	Environment      map[string]string
+}
+
+// RestartPolicy is the document's restart policy, which the guest's init
+// applies to the tenant process (the daemon applies it to VM starts).
+type RestartPolicy struct {
+	MaxRestarts    int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	BackoffFactor  float64
+	ResetAfter     time.Duration
+}
+
+// Port is a raw port the guest answers on beside its HTTP one.
+type Port struct {
+	Name      string
+	GuestPort int
+	HostPort  int
+}
+
+// Network is the app's slot on the host network: a tap device and a /30.
+type Network struct {
+	Tap       string     // "nbrN"
+	HostIPv4  netip.Addr // 10.201.x.(4N+1)
+	GuestIPv4 netip.Addr // 10.201.x.(4N+2)
+	PrefixLen int        // 30
+	// HostPort is the first of the slot's eight host ports (the HTTP one);
+	// raw ports follow it.
+	HostPort int
+}
+
+// Spec is everything needed to boot one app's guest. It is complete: a VMM
+// keeps no other configuration of its own per app.
+type Spec struct {
+	AppID        string
+	DeploymentID string
+	Slot         int
+	MemoryMiB    int
+	VCPUs        int
+	Layers       []Layer
+	// VolumePath is the app's writable volume (a file or block device),
+	// stacked over the layers.
+	VolumePath string
+	Command    Command
+	HTTPPort   int // the port the tenant listens on inside the guest
+	Ports      []Port
+	Restart    RestartPolicy
+	Network    Network
+	// Hostname is the first platform hostname, or empty.
+	Hostname string
+}
+
+// State is what a VMM can see of a guest.
+type State string
+
+const (
+	// Running: the guest's process is alive and executing.
+	Running State = "running"
+	// Exited: the guest's process is gone; ExitCode says how if known.
+	Exited State = "exited"
+)
+
+// Status is one guest as the VMM sees it.
+type Status struct {
+	AppID        string
+	DeploymentID string
+	Slot         int
+	State        State
+	PID          int
+	BootID       string // the host boot id the guest was started under
+	StartedAt    time.Time
+	// ExitCode is set for an Exited guest whose exit is known: the tenant
+	// program's code, 128+signal for a signal.
+	ExitCode *int
+	// Endpoint is host:port at which the daemon reaches the guest's
+	// HTTP port for health checks (the guest IP for a real VM, loopback for
+	// the fake).
+	Endpoint string
+	// Restored is true when Wake brought the guest back from its snapshot
+	// rather than booting it cold.
+	Restored bool
+}
+
+// Measurement is a guest's resource use at one moment. CPU and byte
+// counters are cumulative since the guest started.
+type Measurement struct {
+	MemoryTotalBytes uint64
+	MemoryUsedBytes  uint64
+	CPUTime          time.Duration
+	RxBytes          uint64
+	TxBytes          uint64
+	MeasuredAt       time.Time
+}
+
+// VMM runs guests. Every method is safe for concurrent use on different
+// apps; the daemon never calls two methods on the same app at once.
+type VMM interface {
+	// Start boots spec.AppID's guest and returns once its process runs (not
+	// once the tenant answers: that is the health check's business). An app
+	// that already has a live guest is an error.
+	Start(ctx context.Context, spec Spec) (Status, error)
+	// Stop takes the app's guest down: gracefully first, then by force once
+	// ctx's deadline nears. It removes the pidfile; stopping an app with no
+	// guest is not an error. Any snapshot is kept (see Discard).
+	Stop(ctx context.Context, appID string) error
+	// List returns every guest the VMM knows of: the ones it started and the
+	// ones it adopted from pidfiles, live or exited (an exited guest stays
+	// listed until Stop or Start clears it, so its exit code can be read).
+	List(ctx context.Context) ([]Status, error)
+	// Sleep saves the guest's state and memory under the snapshot folder,
+	// stamped with the deployment, guest image version, host boot id and
+	// slot, then ends its process.
+	Sleep(ctx context.Context, appID string) error
+	// Wake restores the snapshot Sleep saved when its stamp matches spec,
+	// and otherwise boots spec cold (Status.Restored tells which).
+	Wake(ctx context.Context, spec Spec) (Status, error)
+	// Discard deletes the app's snapshot, if any.
+	Discard(ctx context.Context, appID string) error
+	// Measure reads the guest's resource use.
+	Measure(ctx context.Context, appID string) (Measurement, error)
+	// Version names the VMM for reported.json's versions.vmm.
+	Version() string
+}
