@@ -1,0 +1,191 @@
+// Package reported is the contract of reported.json: what the host says
+// about itself after every pass. Optional fields are omitted, never
+// written empty; status words are typed constants so there is one place
+// that spells them.
+package reported
+
+import (
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+)
+
+// MaxMessageLen is the longest message a report carries, in characters.
+const MaxMessageLen = 512
+
+// HostState is the host's own state.
+type HostState string
+
+// The host states.
+const (
+	HostRegistering HostState = "registering"
+	HostReady       HostState = "ready"
+	HostDraining    HostState = "draining"
+	HostUnreachable HostState = "unreachable"
+)
+
+// VolumeState is a volume's state.
+type VolumeState string
+
+// The volume states.
+const (
+	VolumePending  VolumeState = "pending"
+	VolumeReady    VolumeState = "ready"
+	VolumeDetached VolumeState = "detached"
+	VolumeDeleted  VolumeState = "deleted"
+	VolumeFailed   VolumeState = "failed"
+)
+
+// InstanceState is an instance's state.
+type InstanceState string
+
+// The instance states.
+const (
+	InstancePending   InstanceState = "pending"
+	InstanceStarting  InstanceState = "starting"
+	InstanceRunning   InstanceState = "running"
+	InstanceUnhealthy InstanceState = "unhealthy"
+	InstanceStopping  InstanceState = "stopping"
+	InstanceStopped   InstanceState = "stopped"
+	InstanceIdle      InstanceState = "idle"
+	InstanceFailed    InstanceState = "failed"
+)
+
+// CheckpointState is a checkpoint's state.
+type CheckpointState string
+
+// The checkpoint states.
+const (
+	CheckpointPending CheckpointState = "pending"
+	CheckpointReady   CheckpointState = "ready"
+	CheckpointFailed  CheckpointState = "failed"
+)
+
+// ExportState is an export's state.
+type ExportState string
+
+// The export states.
+const (
+	ExportPending   ExportState = "pending"
+	ExportPreparing ExportState = "preparing"
+	ExportReady     ExportState = "ready"
+	ExportFailed    ExportState = "failed"
+)
+
+// HostReportedState is reported.json, written atomically after every pass.
+type HostReportedState struct {
+	HostId      desired.HostId `json:"hostId"`
+	ReportedAt  time.Time      `json:"reportedAt"`
+	State       HostState      `json:"state"`
+	Capacity    Resources      `json:"capacity"`
+	Allocatable Resources      `json:"allocatable"`
+	Versions    Versions       `json:"versions"`
+	// AcceptedDigest is the lowercase hex sha-256 of the accepted
+	// document's bytes (ours); absent until a document was accepted.
+	AcceptedDigest desired.Sha256Digest `json:"acceptedDigest,omitempty" nib:"optional"`
+	Volumes        []Volume             `json:"volumes"`
+	Instances      []Instance           `json:"instances"`
+	Checkpoints    []Checkpoint         `json:"checkpoints"`
+	Exports        []Export             `json:"exports"`
+	// Message is set while the last document was refused, and cleared once
+	// a readable one is taken.
+	Message string `json:"message,omitempty" nib:"optional"`
+}
+
+// Resources is what a host has (capacity) or has left (allocatable).
+type Resources struct {
+	VcpuCount  uint32 `json:"vcpuCount"`
+	MemoryMib  uint64 `json:"memoryMib"`
+	CacheBytes uint64 `json:"cacheBytes"`
+}
+
+// Versions names what this host runs.
+type Versions struct {
+	Agent      string `json:"agent"`
+	GuestImage string `json:"guestImage"`
+	Vmm        string `json:"vmm"`
+}
+
+// Volume is one volume's report. A deleted volume keeps being reported.
+type Volume struct {
+	VolumeId   desired.VolumeId `json:"volumeId"`
+	AppId      desired.AppId    `json:"appId"`
+	State      VolumeState      `json:"state"`
+	SizeBytes  uint64           `json:"sizeBytes"`
+	DevicePath string           `json:"devicePath,omitempty" nib:"optional"`
+	Usage      *Usage           `json:"usage,omitempty" nib:"optional"`
+	Message    string           `json:"message,omitempty" nib:"optional"`
+}
+
+// Usage is a volume's measured fill.
+type Usage struct {
+	TotalBytes uint64    `json:"totalBytes"`
+	UsedBytes  uint64    `json:"usedBytes"`
+	MeasuredAt time.Time `json:"measuredAt"`
+}
+
+// Instance is one app's report.
+type Instance struct {
+	AppId         desired.AppId          `json:"appId"`
+	DeploymentId  desired.DeploymentId   `json:"deploymentId"`
+	State         InstanceState          `json:"state"`
+	RestartCount  uint32                 `json:"restartCount"`
+	HostPort      uint16                 `json:"hostPort,omitempty" nib:"optional"`
+	GuestIpv4     string                 `json:"guestIpv4,omitempty" nib:"optional"`
+	LayerDigests  []desired.Sha256Digest `json:"layerDigests,omitempty" nib:"optional"`
+	StartedAt     *time.Time             `json:"startedAt,omitempty" nib:"optional"`
+	LastHealthyAt *time.Time             `json:"lastHealthyAt,omitempty" nib:"optional"`
+	ConvergedAt   *time.Time             `json:"convergedAt,omitempty" nib:"optional"`
+	// LastExitCode is 128+signal for a process ended by a signal.
+	LastExitCode *int     `json:"lastExitCode,omitempty" nib:"optional"`
+	Compute      *Compute `json:"compute,omitempty" nib:"optional"`
+	Meters       *Meters  `json:"meters,omitempty" nib:"optional"`
+	// Message is a sentence a person can act on.
+	Message string `json:"message,omitempty" nib:"optional"`
+}
+
+// Compute is an instance's measured use of its microVM.
+type Compute struct {
+	MemoryTotalBytes uint64    `json:"memoryTotalBytes"`
+	MemoryUsedBytes  uint64    `json:"memoryUsedBytes"`
+	CpuShare         float64   `json:"cpuShare"`
+	MeasuredAt       time.Time `json:"measuredAt"`
+}
+
+// Meters are an instance's counters; they only ever grow.
+type Meters struct {
+	RunningMs uint64 `json:"runningMs"`
+	IdleMs    uint64 `json:"idleMs"`
+	CpuMs     uint64 `json:"cpuMs"`
+	RxBytes   uint64 `json:"rxBytes"`
+	TxBytes   uint64 `json:"txBytes"`
+}
+
+// Checkpoint is one checkpoint's report.
+type Checkpoint struct {
+	CheckpointId desired.CheckpointId `json:"checkpointId"`
+	VolumeId     desired.VolumeId     `json:"volumeId"`
+	State        CheckpointState      `json:"state"`
+	Reference    string               `json:"reference,omitempty" nib:"optional"`
+	ReadyAt      *time.Time           `json:"readyAt,omitempty" nib:"optional"`
+	Message      string               `json:"message,omitempty" nib:"optional"`
+}
+
+// Export is one export's report.
+type Export struct {
+	ExportId  desired.ExportId `json:"exportId"`
+	State     ExportState      `json:"state"`
+	SizeBytes uint64           `json:"sizeBytes,omitempty" nib:"optional"`
+	ReadyAt   *time.Time       `json:"readyAt,omitempty" nib:"optional"`
+	Message   string           `json:"message,omitempty" nib:"optional"`
+}
+
+// Truncate shortens a message to MaxMessageLen characters, ending it with
+// an ellipsis when it had to cut.
+func Truncate(msg string) string {
+	r := []rune(msg)
+	if len(r) <= MaxMessageLen {
+		return msg
+	}
+	return string(r[:MaxMessageLen-1]) + "…"
+}
