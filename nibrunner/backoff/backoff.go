@@ -1,0 +1,112 @@
+// Package backoff decides when the host may start an instance's VM again
+// after it failed: delay(n) = min(initial·factor^(n−1), max), a count that
+// resets once the instance has gone resetAfter without a start, and a
+// budget of maxRestarts after which the instance is out of restarts until a
+// new deployment replaces it. It is pure: the caller keeps the Budget.
+//
+// Wakes never go through here: putting an on-request app to sleep and
+// waking it is the platform's doing, not a failure, so it must never spend
+// the tenant's restart budget.
+package backoff
+
+import (
+	"math"
+	"time"
+)
+
+// Policy is a document's restartPolicy.
+type Policy struct {
+	MaxRestarts int
+	Initial     time.Duration
+	Max         time.Duration
+	Factor      float64
+	ResetAfter  time.Duration
+}
+
+// Delay returns how long to wait before restart number n (n ≥ 1).
+func (p Policy) Delay(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	f := p.Factor
+	if f < 1 {
+		f = 1
+	}
+	d := float64(p.Initial) * math.Pow(f, float64(n-1))
+	if p.Max > 0 && (d > float64(p.Max) || math.IsInf(d, 0) || math.IsNaN(d)) {
+		return p.Max
+	}
+	return time.Duration(d)
+}
+
+// Budget is what the host remembers of one instance's restarts. It belongs
+// to one deployment: a new DeploymentID starts a fresh Budget.
+type Budget struct {
+	DeploymentID string
+	// Window counts restarts since the count last reset.
+	Window int
+	// Total counts every restart of this deployment (reported as
+	// restartCount).
+	Total int
+	// LastStart is when the VM was last started (first boot or restart).
+	LastStart time.Time
+	// Exhausted is terminal until a new deployment.
+	Exhausted bool
+}
+
+// ForDeployment returns b if it belongs to deploymentID, else a fresh
+// budget for it: a new deployment is the only way out of restarts.
+func (b Budget) ForDeployment(deploymentID string) Budget {
+	if b.DeploymentID == deploymentID {
+		return b
+	}
+	return Budget{DeploymentID: deploymentID}
+}
+
+// Started records a start at now that was not a restart (the first boot of
+// a deployment, or a wake).
+func (b Budget) Started(now time.Time) Budget {
+	b.LastStart = now
+	return b
+}
+
+// Decision says what to do with a failed instance.
+type Decision struct {
+	// OutOfRestarts: no restart, ever, for this deployment.
+	OutOfRestarts bool
+	// At is the earliest time the restart may happen.
+	At time.Time
+	// N is the number of the restart in the current window (1-based).
+	N int
+}
+
+// Next decides on a restart of an instance that failed at failedAt, as
+// seen at now. It does not change the budget: call Restarted when the
+// restart actually happens.
+func (p Policy) Next(b Budget, failedAt, now time.Time) Decision {
+	if b.Exhausted {
+		return Decision{OutOfRestarts: true}
+	}
+	n := b.Window + 1
+	if p.ResetAfter > 0 && !b.LastStart.IsZero() && now.Sub(b.LastStart) >= p.ResetAfter && failedAt.Sub(b.LastStart) >= p.ResetAfter {
+		n = 1
+	}
+	if n > p.MaxRestarts {
+		return Decision{OutOfRestarts: true, N: n}
+	}
+	return Decision{At: failedAt.Add(p.Delay(n)), N: n}
+}
+
+// Restarted records that restart d happened at now.
+func (b Budget) Restarted(d Decision, now time.Time) Budget {
+	b.Window = d.N
+	b.Total++
+	b.LastStart = now
+	return b
+}
+
+// Exhaust marks the budget spent for good.
+func (b Budget) Exhaust() Budget {
+	b.Exhausted = true
+	return b
+}

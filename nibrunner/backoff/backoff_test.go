@@ -1,0 +1,69 @@
+package backoff
+
+import (
+	"testing"
+	"time"
+)
+
+var policy = Policy{MaxRestarts: 3, Initial: time.Second, Max: 5 * time.Second, Factor: 2, ResetAfter: time.Minute}
+
+func TestTheDelayGrowsByTheFactorAndStopsAtTheMaximum(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 60: 5 * time.Second, 5000: 5 * time.Second} {
+		if got := policy.Delay(n); got != want {
+			t.Errorf("Delay(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestAFailingInstanceRunsOutOfRestartsAndStaysOutUntilANewDeployment(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := Budget{DeploymentID: "d1"}.Started(t0)
+	now := t0
+	for i := 1; i <= 3; i++ {
+		now = now.Add(time.Second) // fails a second after each start
+		d := policy.Next(b, now, now)
+		if d.OutOfRestarts || d.N != i {
+			t.Fatalf("restart %d: %+v", i, d)
+		}
+		if want := now.Add(policy.Delay(i)); !d.At.Equal(want) {
+			t.Fatalf("restart %d at %v, want %v", i, d.At, want)
+		}
+		now = d.At
+		b = b.Restarted(d, now)
+	}
+	if b.Total != 3 {
+		t.Fatalf("Total = %d", b.Total)
+	}
+	now = now.Add(time.Second)
+	d := policy.Next(b, now, now)
+	if !d.OutOfRestarts {
+		t.Fatalf("a fourth restart was allowed: %+v", d)
+	}
+	b = b.Exhaust()
+	// Even long after, the same deployment stays out of restarts.
+	if d := policy.Next(b, now.Add(time.Hour), now.Add(time.Hour)); !d.OutOfRestarts {
+		t.Fatal("out of restarts is not terminal")
+	}
+	if b.ForDeployment("d1") != b {
+		t.Fatal("the same deployment got a fresh budget")
+	}
+	fresh := b.ForDeployment("d2")
+	if fresh.Exhausted || fresh.Total != 0 || fresh.DeploymentID != "d2" {
+		t.Fatalf("a new deployment did not get a fresh budget: %+v", fresh)
+	}
+}
+
+func TestTheCountResetsAfterResetAfterWithoutAStart(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := Budget{DeploymentID: "d", Window: 3, Total: 3}.Started(t0)
+	failed := t0.Add(2 * time.Minute)
+	d := policy.Next(b, failed, failed)
+	if d.OutOfRestarts || d.N != 1 || !d.At.Equal(failed.Add(time.Second)) {
+		t.Fatalf("after a quiet window the count did not reset: %+v", d)
+	}
+	// A failure inside the window does not reset it.
+	early := t0.Add(10 * time.Second)
+	if d := policy.Next(b, early, early); !d.OutOfRestarts {
+		t.Fatalf("a failure inside the window reset the count: %+v", d)
+	}
+}
