@@ -30,3 +30,7 @@ if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; th
   echo "setup: installing staticcheck" >&2
   go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
+if ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$gobin/versitygw" ]; then
+  echo "setup: installing versitygw (S3 server for the store tests)" >&2
+  go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+fi

@@ -1,0 +1,100 @@
+// Package store is the artifact store nibrunnerd fetches layers and volume
+// seeds from and writes exports to: a flat namespace of keys mapped to
+// immutable byte streams. Two backends sit behind one small interface so the
+// rest of the daemon never learns which one a host is configured with: a
+// local folder (the default an install writes, and what tests use) and S3 or
+// anything that speaks it (through minio-go).
+//
+// The interface is deliberately the four calls the daemon needs and no more:
+// no listing, no metadata. Callers verify what they read (layers carry a
+// sha256), so a store is trusted to deliver bytes, not to vouch for them.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotFound is returned (wrapped) by Get, Stat and Delete when no object has
+// the key. Test for it with errors.Is.
+var ErrNotFound = errors.New("no such object")
+
+// Info describes one stored object.
+type Info struct {
+	Key  string
+	Size int64
+}
+
+// Store reads and writes objects by key.
+type Store interface {
+	// Get opens the object for reading and returns its size. The caller
+	// closes the reader.
+	Get(ctx context.Context, key string) (io.ReadCloser, int64, error)
+	// Put stores r under key, replacing any object there. size is the number
+	// of bytes r yields, or -1 when unknown. A reader that yields a different
+	// number of bytes than size fails the put, and nothing is stored.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// Stat describes the object without reading it.
+	Stat(ctx context.Context, key string) (Info, error)
+	// Delete removes the object. Deleting a missing key is ErrNotFound.
+	Delete(ctx context.Context, key string) error
+}
+
+// Open returns the store a store_url names: an absolute folder path (or
+// file:///path) or s3://bucket/prefix. S3 endpoint, region and credentials
+// come from the environment (see NewS3), never from the URL, so a config file
+// never holds a secret.
+func Open(ctx context.Context, url string) (Store, error) {
+	switch {
+	case strings.HasPrefix(url, "s3://"):
+		return NewS3(ctx, url)
+	case strings.HasPrefix(url, "file://"):
+		return NewDir(strings.TrimPrefix(url, "file://"))
+	case filepath.IsAbs(url):
+		return NewDir(url)
+	case url == "":
+		return nil, errors.New("open artifact store: store_url is empty; give an absolute folder path or s3://bucket/prefix")
+	default:
+		return nil, fmt.Errorf("open artifact store %q: not an absolute folder path nor s3://bucket/prefix", url)
+	}
+}
+
+// checkKey refuses keys a store cannot hold safely. Keys are relative,
+// slash-separated names (ObjectKey in desired.json: 1–1024 characters); a key
+// that would climb out of its folder or prefix, or name the folder itself, is
+// refused before any backend sees it.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("object key is empty")
+	case len(key) > 1024:
+		return fmt.Errorf("object key is %d characters long; at most 1024 are allowed", len(key))
+	case strings.ContainsAny(key, "\x00\\"):
+		return fmt.Errorf("object key %q holds a NUL or a backslash", key)
+	case strings.HasPrefix(key, "/"):
+		return fmt.Errorf("object key %q is absolute; keys are relative to the store", key)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("object key %q has an empty, . or .. segment; keys cannot leave the store", key)
+		}
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it, so a put can tell a
+// short or long reader from a truthful one.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
