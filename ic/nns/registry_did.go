@@ -1,0 +1,222 @@
+package nns
+
+import "alpnib.dev/ic/principal"
+
+// Go types for the registry canister methods alp calls, field for field as
+// rs/registry/canister/canister/registry.did declares them. Candid mapping:
+// `opt T` is *T, `vec T` is []T, `blob` is []byte, a record is a struct whose
+// fields carry `candid:"name"` tags, and a variant is a struct of pointer
+// fields of which exactly one is set.
+
+// ChangeSubnetMembershipPayload is change_subnet_membership's argument
+// (NNS function 31).
+type ChangeSubnetMembershipPayload struct {
+	NodeIDsAdd    []principal.Principal `candid:"node_ids_add"`
+	SubnetID      principal.Principal   `candid:"subnet_id"`
+	NodeIDsRemove []principal.Principal `candid:"node_ids_remove"`
+}
+
+// DeployGuestosToAllSubnetNodesPayload is deploy_guestos_to_all_subnet_nodes'
+// argument (NNS function 11).
+type DeployGuestosToAllSubnetNodesPayload struct {
+	SubnetID         principal.Principal `candid:"subnet_id"`
+	ReplicaVersionID string              `candid:"replica_version_id"`
+}
+
+// RemoveNodesPayload is remove_nodes' argument (NNS function 18).
+type RemoveNodesPayload struct {
+	NodeIDs []principal.Principal `candid:"node_ids"`
+}
+
+// RemoveNodeOperatorsPayload is remove_node_operators' argument (NNS function
+// 23). Operators are named either as raw principal bytes in
+// NodeOperatorsToRemove (the original field) or as principals in
+// NodeOperatorPrincipalsToRemove (the newer one); the registry takes the union.
+type RemoveNodeOperatorsPayload struct {
+	NodeOperatorsToRemove          [][]byte                `candid:"node_operators_to_remove"`
+	NodeOperatorPrincipalsToRemove *NodeOperatorPrincipals `candid:"node_operator_principals_to_remove"`
+}
+
+// NodeOperatorPrincipals wraps a list of node operator principals.
+type NodeOperatorPrincipals struct {
+	Principals []principal.Principal `candid:"principals"`
+}
+
+// SubnetFeatures is the registry.did SubnetFeatures record. sev_enabled is
+// `opt bool` on the wire; the registry refuses to change it after creation.
+type SubnetFeatures struct {
+	CanisterSandboxing bool  `candid:"canister_sandboxing"`
+	HTTPRequests       bool  `candid:"http_requests"`
+	SevEnabled         *bool `candid:"sev_enabled"`
+}
+
+// SubnetType is the registry.did SubnetType variant (unit cases).
+type SubnetType struct {
+	Application         *struct{} `candid:"application"`
+	VerifiedApplication *struct{} `candid:"verified_application"`
+	System              *struct{} `candid:"system"`
+	CloudEngine         *struct{} `candid:"cloud_engine"`
+}
+
+// Name is the case that is set, "" for none.
+func (t SubnetType) Name() string {
+	switch {
+	case t.Application != nil:
+		return "application"
+	case t.VerifiedApplication != nil:
+		return "verified_application"
+	case t.System != nil:
+		return "system"
+	case t.CloudEngine != nil:
+		return "cloud_engine"
+	}
+	return ""
+}
+
+// SubnetTypeNamed builds the variant for a case name.
+func SubnetTypeNamed(name string) (SubnetType, bool) {
+	var t SubnetType
+	switch name {
+	case "application":
+		t.Application = &struct{}{}
+	case "verified_application":
+		t.VerifiedApplication = &struct{}{}
+	case "system":
+		t.System = &struct{}{}
+	case "cloud_engine":
+		t.CloudEngine = &struct{}{}
+	default:
+		return t, false
+	}
+	return t, true
+}
+
+// ResourceLimits is the subnet's resource-consumption limits.
+type ResourceLimits struct {
+	MaximumStateSize  *uint64 `candid:"maximum_state_size"`
+	MaximumStateDelta *uint64 `candid:"maximum_state_delta"`
+}
+
+// UpdateSubnetPayload is update_subnet's argument (NNS function 7). Every
+// setting is opt: null leaves the registry's value untouched. Two fields are
+// plain, not opt, and must be sent: subnet_id and set_gossip_config_to_default.
+// The gossip/chain-key fields alp never sets are kept so the record has the
+// canister's shape; they are always null.
+type UpdateSubnetPayload struct {
+	SubnetID                   principal.Principal    `candid:"subnet_id"`
+	SetGossipConfigToDefault   bool                   `candid:"set_gossip_config_to_default"`
+	UnitDelayMillis            *uint64                `candid:"unit_delay_millis"`
+	MaxDuplicity               *uint32                `candid:"max_duplicity"`
+	Features                   *SubnetFeatures        `candid:"features"`
+	HaltAtCupHeight            *bool                  `candid:"halt_at_cup_height"`
+	PfnEvaluationPeriodMs      *uint32                `candid:"pfn_evaluation_period_ms"`
+	MaxIngressBytesPerMessage  *uint64                `candid:"max_ingress_bytes_per_message"`
+	DkgDealingsPerBlock        *uint64                `candid:"dkg_dealings_per_block"`
+	MaxBlockPayloadSize        *uint64                `candid:"max_block_payload_size"`
+	StartAsNns                 *bool                  `candid:"start_as_nns"`
+	IsHalted                   *bool                  `candid:"is_halted"`
+	MaxIngressMessagesPerBlock *uint64                `candid:"max_ingress_messages_per_block"`
+	MaxNumberOfCanisters       *uint64                `candid:"max_number_of_canisters"`
+	RetransmissionRequestMs    *uint32                `candid:"retransmission_request_ms"`
+	DkgIntervalLength          *uint64                `candid:"dkg_interval_length"`
+	RegistryPollPeriodMs       *uint32                `candid:"registry_poll_period_ms"`
+	MaxChunkWaitMs             *uint32                `candid:"max_chunk_wait_ms"`
+	ReceiveCheckCacheSize      *uint32                `candid:"receive_check_cache_size"`
+	SSHBackupAccess            *[]string              `candid:"ssh_backup_access"`
+	MaxChunkSize               *uint32                `candid:"max_chunk_size"`
+	InitialNotaryDelayMillis   *uint64                `candid:"initial_notary_delay_millis"`
+	MaxArtifactStreamsPerPeer  *uint32                `candid:"max_artifact_streams_per_peer"`
+	SubnetType                 *SubnetType            `candid:"subnet_type"`
+	SSHReadonlyAccess          *[]string              `candid:"ssh_readonly_access"`
+	MaxIngressBytesPerBlock    *uint64                `candid:"max_ingress_bytes_per_block"`
+	SubnetAdmins               *[]principal.Principal `candid:"subnet_admins"`
+	ResourceLimits             *ResourceLimits        `candid:"resource_limits"`
+}
+
+// GetSubnetRequest is get_subnet's argument.
+type GetSubnetRequest struct {
+	SubnetID *principal.Principal `candid:"subnet_id"`
+}
+
+// SubnetRecord is the subnet record as get_subnet returns it: the registry's
+// SubnetRecord protobuf rendered as Candid (membership as raw principal bytes).
+// Fields alp does not read are left out; Candid decoding ignores extra fields.
+type SubnetRecord struct {
+	Membership                 [][]byte              `candid:"membership"`
+	MaxIngressBytesPerMessage  uint64                `candid:"max_ingress_bytes_per_message"`
+	UnitDelayMillis            uint64                `candid:"unit_delay_millis"`
+	InitialNotaryDelayMillis   uint64                `candid:"initial_notary_delay_millis"`
+	ReplicaVersionID           string                `candid:"replica_version_id"`
+	DkgIntervalLength          uint64                `candid:"dkg_interval_length"`
+	StartAsNns                 bool                  `candid:"start_as_nns"`
+	SubnetType                 SubnetType            `candid:"subnet_type"`
+	DkgDealingsPerBlock        uint64                `candid:"dkg_dealings_per_block"`
+	IsHalted                   bool                  `candid:"is_halted"`
+	MaxIngressMessagesPerBlock uint64                `candid:"max_ingress_messages_per_block"`
+	MaxIngressBytesPerBlock    uint64                `candid:"max_ingress_bytes_per_block"`
+	MaxBlockPayloadSize        uint64                `candid:"max_block_payload_size"`
+	Features                   *SubnetFeatures       `candid:"features"`
+	MaxNumberOfCanisters       uint64                `candid:"max_number_of_canisters"`
+	SSHReadonlyAccess          []string              `candid:"ssh_readonly_access"`
+	SSHBackupAccess            []string              `candid:"ssh_backup_access"`
+	HaltAtCupHeight            bool                  `candid:"halt_at_cup_height"`
+	CanisterCyclesCostSchedule *CostSchedule         `candid:"canister_cycles_cost_schedule"`
+	SubnetAdmins               []principal.Principal `candid:"subnet_admins"`
+	ResourceLimits             *ResourceLimits       `candid:"resource_limits"`
+}
+
+// CostSchedule is the registry.did CanisterCyclesCostSchedule variant.
+type CostSchedule struct {
+	Normal *struct{} `candid:"Normal"`
+	Free   *struct{} `candid:"Free"`
+}
+
+// GetSubnetResponse is get_subnet's result variant.
+type GetSubnetResponse struct {
+	Ok  *SubnetRecord `candid:"Ok"`
+	Err *string       `candid:"Err"`
+}
+
+// Gps is a data center's coordinates.
+type Gps struct {
+	Latitude  float32 `candid:"latitude"`
+	Longitude float32 `candid:"longitude"`
+}
+
+// DataCenterRecordDid is registry.did's DataCenterRecord.
+type DataCenterRecordDid struct {
+	ID     string `candid:"id"`
+	Gps    *Gps   `candid:"gps"`
+	Region string `candid:"region"`
+	Owner  string `candid:"owner"`
+}
+
+// NodeTypeCount is one `record { text; nat32 }` entry of rewardable_nodes.
+type NodeTypeCount struct {
+	NodeType string `candid:"0"`
+	Count    uint32 `candid:"1"`
+}
+
+// NodeOperatorRecordDid is registry.did's NodeOperatorRecord.
+type NodeOperatorRecordDid struct {
+	IPv6                    *string         `candid:"ipv6"`
+	MaxRewardableNodes      []NodeTypeCount `candid:"max_rewardable_nodes"`
+	NodeOperatorPrincipalID []byte          `candid:"node_operator_principal_id"`
+	NodeAllowance           uint64          `candid:"node_allowance"`
+	RewardableNodes         []NodeTypeCount `candid:"rewardable_nodes"`
+	NodeProviderPrincipalID []byte          `candid:"node_provider_principal_id"`
+	DcID                    string          `candid:"dc_id"`
+}
+
+// OperatorAndDc is one `record { DataCenterRecord; NodeOperatorRecord }`.
+type OperatorAndDc struct {
+	DataCenter   DataCenterRecordDid   `candid:"0"`
+	NodeOperator NodeOperatorRecordDid `candid:"1"`
+}
+
+// GetNodeOperatorsAndDcsOfNodeProviderResponse is the result variant of
+// get_node_operators_and_dcs_of_node_provider.
+type GetNodeOperatorsAndDcsOfNodeProviderResponse struct {
+	Ok  *[]OperatorAndDc `candid:"Ok"`
+	Err *string          `candid:"Err"`
+}
