@@ -1,0 +1,99 @@
+// Package slot gives each app its place on the host: a persistent slot
+// number N, and from it eight host ports (21000+8N … +7: the first for
+// HTTP, the rest for raw ports), a /30 out of 10.201.0.0/16 (host .4N+1,
+// guest .4N+2) and a tap named nbrN. It also decides memory admission.
+// Everything here is pure arithmetic over numbers the daemon persists.
+package slot
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"alpnib.dev/nibrunner/vmm"
+)
+
+const (
+	// BasePort is slot 0's HTTP host port.
+	BasePort = 21000
+	// PortsPerSlot is how many host ports each slot owns.
+	PortsPerSlot = 8
+	// Max is the number of slots the address plan and port range allow:
+	// ports must stay ≤ 65535 (the /16 would allow 16384).
+	Max = (65535 - BasePort + 1) / PortsPerSlot
+)
+
+// HostPort returns slot n's first (HTTP) host port.
+func HostPort(n int) int { return BasePort + PortsPerSlot*n }
+
+// Tap returns slot n's tap device name.
+func Tap(n int) string { return fmt.Sprintf("nbr%d", n) }
+
+// Network returns slot n's network.
+func Network(n int) vmm.Network {
+	base := uint32(10)<<24 | uint32(201)<<16 | uint32(4*n)
+	return vmm.Network{
+		Tap:       Tap(n),
+		HostIPv4:  addr(base + 1),
+		GuestIPv4: addr(base + 2),
+		PrefixLen: 30,
+		HostPort:  HostPort(n),
+	}
+}
+
+func addr(v uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// Assign gives every app in apps that has no slot in existing the lowest
+// free one below limit (and below Max). It returns only the new
+// assignments; an app that finds none is listed in full.
+func Assign(existing map[string]int, apps []string, limit int) (added map[string]int, full []string) {
+	if limit <= 0 || limit > Max {
+		limit = Max
+	}
+	used := make(map[int]bool, len(existing))
+	for _, n := range existing {
+		used[n] = true
+	}
+	sorted := append([]string(nil), apps...)
+	sort.Strings(sorted)
+	added = map[string]int{}
+	next := 0
+	for _, app := range sorted {
+		if _, ok := existing[app]; ok {
+			continue
+		}
+		if _, ok := added[app]; ok {
+			continue
+		}
+		for next < limit && used[next] {
+			next++
+		}
+		if next >= limit {
+			full = append(full, app)
+			continue
+		}
+		added[app] = next
+		used[next] = true
+	}
+	return added, full
+}
+
+// Shortfall returns how many MiB short the host is of admitting a start
+// that needs need MiB, when capacity MiB are usable and inUse MiB are held
+// by everything up or starting; 0 means it is admitted.
+func Shortfall(capacity, inUse, need uint64) uint64 {
+	if inUse+need <= capacity {
+		return 0
+	}
+	if inUse >= capacity {
+		return need
+	}
+	return inUse + need - capacity
+}
+
+// WaitingMessage explains a start held back by memory admission.
+func WaitingMessage(shortMiB uint64) string {
+	return fmt.Sprintf("waiting to be started: its host is %d MiB short of the memory it needs", shortMiB)
+}

@@ -1,0 +1,49 @@
+package slot
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestASlotNamesItsPortsAddressesAndTap(t *testing.T) {
+	n := Network(3)
+	if n.HostPort != 21024 || n.Tap != "nbr3" || n.HostIPv4.String() != "10.201.0.13" || n.GuestIPv4.String() != "10.201.0.14" || n.PrefixLen != 30 {
+		t.Fatalf("slot 3 = %+v", n)
+	}
+	n = Network(100)
+	if n.HostIPv4.String() != "10.201.1.145" || n.GuestIPv4.String() != "10.201.1.146" {
+		t.Fatalf("slot 100 = %+v", n)
+	}
+	if last := HostPort(Max-1) + PortsPerSlot - 1; last > 65535 {
+		t.Fatalf("the last slot's ports end at %d", last)
+	}
+}
+
+func TestNewAppsTakeTheLowestFreeSlotsAndExistingOnesKeepTheirs(t *testing.T) {
+	added, full := Assign(map[string]int{"b": 0, "d": 2}, []string{"a", "b", "c", "d"}, 10)
+	if want := map[string]int{"a": 1, "c": 3}; !reflect.DeepEqual(added, want) || full != nil {
+		t.Fatalf("added %v full %v", added, full)
+	}
+}
+
+func TestAppsBeyondMaxAppsFindNoSlot(t *testing.T) {
+	added, full := Assign(map[string]int{"a": 0}, []string{"a", "b", "c"}, 2)
+	if !reflect.DeepEqual(added, map[string]int{"b": 1}) || !reflect.DeepEqual(full, []string{"c"}) {
+		t.Fatalf("added %v full %v", added, full)
+	}
+}
+
+func TestAdmission(t *testing.T) {
+	for _, tt := range []struct{ capacity, inUse, need, want uint64 }{
+		{1024, 512, 512, 0},
+		{1024, 768, 512, 256},
+		{1024, 2048, 512, 512},
+	} {
+		if got := Shortfall(tt.capacity, tt.inUse, tt.need); got != tt.want {
+			t.Errorf("Shortfall(%d, %d, %d) = %d, want %d", tt.capacity, tt.inUse, tt.need, got, tt.want)
+		}
+	}
+	if got := WaitingMessage(256); got != "waiting to be started: its host is 256 MiB short of the memory it needs" {
+		t.Fatal(got)
+	}
+}
