@@ -1,0 +1,9 @@
+// Package agent talks to the Internet Computer over its HTTP interface: status,
+// query, call and read_state, with CBOR envelopes, request ids, ingress expiry,
+// nonces and signatures, and certificate verification for everything read from
+// the state tree.
+//
+// It knows nothing of any particular canister: arguments and replies are raw
+// Candid bytes. Rejections come back as *RejectError with the reject code and
+// message the replica gave.
+package agent
