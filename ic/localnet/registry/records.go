@@ -1,0 +1,168 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// Typed reads of the records the local network uses. Each returns ok=false
+// when the record is absent; a record that fails to decode is reported as an
+// error because only this package writes them.
+
+// Subnet reads subnet_record_<id>.
+func (r *Registry) Subnet(id principal.Principal) (nns.SubnetRecordPB, bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.subnet(id)
+}
+
+// Node reads node_record_<id>.
+func (r *Registry) Node(id principal.Principal) (nns.NodeRecordPB, bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.node(id)
+}
+
+// NodeOperator reads node_operator_record_<id>.
+func (r *Registry) NodeOperator(id principal.Principal) (nns.NodeOperatorRecordPB, bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.operator(id)
+}
+
+// DataCenter reads data_center_record_<id>.
+func (r *Registry) DataCenter(id string) (nns.DataCenterRecordPB, bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var rec nns.DataCenterRecordPB
+	b, ok := view{r}.get(nns.DataCenterRecordKey(id))
+	if !ok {
+		return rec, false, nil
+	}
+	if err := rec.Unmarshal(b); err != nil {
+		return rec, false, fmt.Errorf("decode data center %s: %w", id, err)
+	}
+	return rec, true, nil
+}
+
+// Elected reports whether a replica version is elected: its
+// replica_version_<id> record is present.
+func (r *Registry) Elected(versionID string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := view{r}.get(nns.ReplicaVersionRecordKey(versionID))
+	return ok
+}
+
+// Subnets lists every subnet with a record.
+func (r *Registry) Subnets() []principal.Principal {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.ids("subnet_record_")
+}
+
+// Nodes lists every registered node.
+func (r *Registry) Nodes() []principal.Principal {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.ids("node_record_")
+}
+
+// NodeOperators lists every node operator with a record.
+func (r *Registry) NodeOperators() []principal.Principal {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.ids("node_operator_record_")
+}
+
+// NodesOfOperator lists the registered nodes whose record names operator.
+func (r *Registry) NodesOfOperator(operator principal.Principal) ([]principal.Principal, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.nodesOf(operator)
+}
+
+// SubnetOf returns the subnet a node is a member of.
+func (r *Registry) SubnetOf(node principal.Principal) (principal.Principal, bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.subnetOf(node)
+}
+
+func (v view) ids(prefix string) []principal.Principal {
+	var out []principal.Principal
+	for _, k := range v.keys(prefix) {
+		if p, err := principal.Decode(strings.TrimPrefix(k, prefix)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (v view) subnet(id principal.Principal) (nns.SubnetRecordPB, bool, error) {
+	var rec nns.SubnetRecordPB
+	b, ok := v.get(nns.SubnetRecordKey(id.String()))
+	if !ok {
+		return rec, false, nil
+	}
+	if err := rec.Unmarshal(b); err != nil {
+		return rec, false, fmt.Errorf("decode subnet %s: %w", id, err)
+	}
+	return rec, true, nil
+}
+
+func (v view) node(id principal.Principal) (nns.NodeRecordPB, bool, error) {
+	var rec nns.NodeRecordPB
+	b, ok := v.get(nns.NodeRecordKey(id.String()))
+	if !ok {
+		return rec, false, nil
+	}
+	if err := rec.Unmarshal(b); err != nil {
+		return rec, false, fmt.Errorf("decode node %s: %w", id, err)
+	}
+	return rec, true, nil
+}
+
+func (v view) operator(id principal.Principal) (nns.NodeOperatorRecordPB, bool, error) {
+	var rec nns.NodeOperatorRecordPB
+	b, ok := v.get(nns.NodeOperatorRecordKey(id.String()))
+	if !ok {
+		return rec, false, nil
+	}
+	if err := rec.Unmarshal(b); err != nil {
+		return rec, false, fmt.Errorf("decode node operator %s: %w", id, err)
+	}
+	return rec, true, nil
+}
+
+func (v view) nodesOf(operator principal.Principal) ([]principal.Principal, error) {
+	var out []principal.Principal
+	for _, id := range v.ids("node_record_") {
+		rec, _, err := v.node(id)
+		if err != nil {
+			return nil, err
+		}
+		if string(rec.NodeOperatorID) == string(operator.Bytes()) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func (v view) subnetOf(node principal.Principal) (principal.Principal, bool, error) {
+	for _, s := range v.ids("subnet_record_") {
+		rec, _, err := v.subnet(s)
+		if err != nil {
+			return principal.Principal{}, false, err
+		}
+		for _, m := range rec.Membership {
+			if string(m) == string(node.Bytes()) {
+				return s, true, nil
+			}
+		}
+	}
+	return principal.Principal{}, false, nil
+}

@@ -1,0 +1,151 @@
+// Package registry is an in-memory NNS registry for the local network: a
+// versioned key-value store whose values are the registry's record protobufs,
+// and the mutations alp proposes, each enforcing the invariants the real
+// registry canister enforces (rs/registry/canister/src/mutations in
+// dfinity/ic). Every successful mutation writes all its changes at one new
+// registry version; a refused one writes nothing.
+//
+// It is the functional core behind the local registry canister and the
+// registry-explorer stand-in: no I/O, safe for concurrent use.
+package registry
+
+import (
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Entry is one version of one key; a nil Value is a deletion.
+type Entry struct {
+	Version uint64
+	Value   []byte
+}
+
+// Mutation sets Key to Value, or deletes it when Delete is set.
+type Mutation struct {
+	Key    string
+	Value  []byte
+	Delete bool
+}
+
+// Registry is the versioned store. The zero value is not usable; call New.
+type Registry struct {
+	mu      sync.RWMutex
+	version uint64
+	log     map[string][]Entry
+}
+
+// New returns an empty registry at version 0.
+func New() *Registry {
+	return &Registry{log: map[string][]Entry{}}
+}
+
+// Version is the latest registry version.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
+}
+
+// Get returns the latest value of key and the version that wrote it; ok is
+// false when the key was never set or its latest entry is a deletion.
+func (r *Registry) Get(key string) (value []byte, version uint64, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.getLocked(key, r.version)
+}
+
+// GetAt returns the value key had at registry version v.
+func (r *Registry) GetAt(key string, v uint64) (value []byte, version uint64, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.getLocked(key, v)
+}
+
+func (r *Registry) getLocked(key string, v uint64) ([]byte, uint64, bool) {
+	h := r.log[key]
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Version <= v {
+			if h[i].Value == nil {
+				return nil, h[i].Version, false
+			}
+			return h[i].Value, h[i].Version, true
+		}
+	}
+	return nil, 0, false
+}
+
+// History returns every entry ever written to key, oldest first (nil when
+// the key was never written).
+func (r *Registry) History(key string) []Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]Entry(nil), r.log[key]...)
+}
+
+// Keys returns the keys with prefix whose latest entry is not a deletion,
+// sorted.
+func (r *Registry) Keys(prefix string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.keysLocked(prefix)
+}
+
+func (r *Registry) keysLocked(prefix string) []string {
+	var out []string
+	for k, h := range r.log {
+		if strings.HasPrefix(k, prefix) && len(h) > 0 && h[len(h)-1].Value != nil {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Apply writes muts at one new version and returns it. An empty slice
+// changes nothing and returns the current version.
+func (r *Registry) Apply(muts []Mutation) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applyLocked(muts)
+}
+
+func (r *Registry) applyLocked(muts []Mutation) uint64 {
+	if len(muts) == 0 {
+		return r.version
+	}
+	r.version++
+	for _, m := range muts {
+		v := m.Value
+		if m.Delete {
+			v = nil
+		} else if v == nil {
+			v = []byte{} // an empty record is present, not deleted
+		}
+		r.log[m.Key] = append(r.log[m.Key], Entry{Version: r.version, Value: v})
+	}
+	return r.version
+}
+
+// update runs f under the write lock with a read view, then applies the
+// mutations it returns unless it fails.
+func (r *Registry) update(f func(v view) ([]Mutation, error)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	muts, err := f(view{r})
+	if err != nil {
+		return err
+	}
+	r.applyLocked(muts)
+	return nil
+}
+
+// view reads the latest state while the write lock is held.
+type view struct{ r *Registry }
+
+func (v view) get(key string) ([]byte, bool) {
+	b, _, ok := v.r.getLocked(key, v.r.version)
+	return b, ok
+}
+
+func (v view) keys(prefix string) []string { return v.r.keysLocked(prefix) }
