@@ -1,0 +1,216 @@
+// Package config loads an alp configuration: resources.hcl plus every
+// resources/*.hcl beside it, and proposals.hcl. It resolves the
+// `<kind>.<name>.id` references between blocks, applies every load-time rule
+// of the v0.5.0 schema, and reports each problem as an HCL diagnostic with
+// file, line and column.
+//
+// The schema itself lives in the struct tags of schema.go, which is also what
+// docs/config.md is generated from.
+package config
+
+//go:generate go run ./internal/gendoc ../../docs/config.md
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Config is a loaded, validated configuration.
+type Config struct {
+	// ProposalsFile is the path proposals.hcl was read from ("" when only
+	// resources were loaded).
+	ProposalsFile string
+	Resources
+	Provider  *Provider
+	Proposals []*Proposal
+}
+
+// Resources are the declared fleet: every resource block of resources.hcl
+// and resources/*.hcl, in file order (files sorted by name).
+type Resources struct {
+	Subnets         []*Subnet
+	DataCenters     []*DataCenter
+	NodeProviders   []*NodeProvider
+	NodeOperators   []*NodeOperator
+	GuestOSVersions []*GuestOSVersion
+	Nodes           []*Node
+}
+
+// Proposal returns the proposal named name, or nil.
+func (c *Config) Proposal(name string) *Proposal {
+	for _, p := range c.Proposals {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// DefaultGuestOSVersion returns the guestos_version marked default, or nil.
+func (r *Resources) DefaultGuestOSVersion() *GuestOSVersion {
+	for _, v := range r.GuestOSVersions {
+		if v.Default {
+			return v
+		}
+	}
+	return nil
+}
+
+// Error is a failed load: every problem found, each with its place.
+type Error struct {
+	Diagnostics hcl.Diagnostics
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	n := 0
+	for _, d := range e.Diagnostics {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte('\n')
+		}
+		n++
+		b.WriteString(FormatDiagnostic(d))
+	}
+	return b.String()
+}
+
+// FormatDiagnostic renders one diagnostic as "file:line:col: summary: detail".
+func FormatDiagnostic(d *hcl.Diagnostic) string {
+	var b strings.Builder
+	if d.Subject != nil {
+		fmt.Fprintf(&b, "%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+	}
+	b.WriteString(d.Summary)
+	if d.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(d.Detail)
+	}
+	return b.String()
+}
+
+// Load reads the proposals file at proposalsPath and the resources beside it
+// (resources.hcl and resources/*.hcl in the same folder). A missing
+// resources.hcl is an empty fleet; a missing proposals file is an error.
+func Load(proposalsPath string) (*Config, error) {
+	if _, err := os.Stat(proposalsPath); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("load config: %s does not exist; run alp in the folder that holds proposals.hcl or point --config at it", proposalsPath)
+		}
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	l := newLoader()
+	l.parseResources(filepath.Dir(proposalsPath))
+	l.parse(proposalsPath, proposalsFile)
+	return l.finish(proposalsPath)
+}
+
+// LoadResources reads only the resources in dir (resources.hcl and
+// resources/*.hcl), for commands that need no proposals.
+func LoadResources(dir string) (*Config, error) {
+	l := newLoader()
+	l.parseResources(dir)
+	return l.finish("")
+}
+
+type fileKind int
+
+const (
+	resourcesFile fileKind = iota
+	proposalsFile
+)
+
+type loader struct {
+	parser *hclparse.Parser
+	diags  hcl.Diagnostics
+	// blocks collects the top-level blocks of every file in load order.
+	blocks map[string][]*hcl.Block
+	// scope holds every resource once decoded, for proposals to refer to.
+	scope *scope
+}
+
+func newLoader() *loader {
+	return &loader{parser: hclparse.NewParser(), blocks: map[string][]*hcl.Block{}}
+}
+
+var resourcesSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "subnet", LabelNames: []string{"name"}},
+	{Type: "data_center", LabelNames: []string{"name"}},
+	{Type: "node_provider", LabelNames: []string{"name"}},
+	{Type: "node_operator", LabelNames: []string{"name"}},
+	{Type: "guestos_version", LabelNames: []string{"name"}},
+	{Type: "node", LabelNames: []string{"name"}},
+}}
+
+var proposalsSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "provider"},
+	{Type: "proposal", LabelNames: []string{"name"}},
+}}
+
+func (l *loader) parseResources(dir string) {
+	main := filepath.Join(dir, "resources.hcl")
+	if _, err := os.Stat(main); err == nil {
+		l.parse(main, resourcesFile)
+	}
+	more, _ := filepath.Glob(filepath.Join(dir, "resources", "*.hcl"))
+	sort.Strings(more)
+	for _, f := range more {
+		l.parse(f, resourcesFile)
+	}
+}
+
+func (l *loader) parse(path string, kind fileKind) {
+	f, diags := l.parser.ParseHCLFile(path)
+	l.diags = append(l.diags, diags...)
+	if diags.HasErrors() || f == nil {
+		return
+	}
+	schema := resourcesSchema
+	if kind == proposalsFile {
+		schema = proposalsSchema
+	}
+	content, diags := f.Body.Content(schema)
+	l.diags = append(l.diags, diags...)
+	for _, b := range content.Blocks {
+		l.blocks[b.Type] = append(l.blocks[b.Type], b)
+	}
+}
+
+func (l *loader) finish(proposalsPath string) (*Config, error) {
+	if l.diags.HasErrors() {
+		return nil, &Error{Diagnostics: l.diags}
+	}
+	c := &Config{ProposalsFile: proposalsPath}
+	l.decodeResources(&c.Resources)
+	if !l.diags.HasErrors() {
+		l.validateResources(&c.Resources)
+	}
+	if proposalsPath != "" && !l.diags.HasErrors() {
+		l.decodeProposals(c)
+	}
+	if l.diags.HasErrors() {
+		return nil, &Error{Diagnostics: l.diags}
+	}
+	return c, nil
+}
+
+func (l *loader) errorf(subject *hcl.Range, summary, format string, args ...any) {
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  subject,
+	})
+}
+
+// site renders a range as file:line for messages that name a second place.
+func site(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }

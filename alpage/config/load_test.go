@@ -1,0 +1,293 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func loadFleet(t *testing.T) *Config {
+	t.Helper()
+	c, err := Load("testdata/fleet/proposals.hcl")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func TestAFleetSpreadOverResourceFilesLoadsWithReferencesResolved(t *testing.T) {
+	c := loadFleet(t)
+	if len(c.Subnets) != 2 || len(c.Nodes) != 3 || len(c.NodeOperators) != 2 || len(c.GuestOSVersions) != 2 {
+		t.Fatalf("loaded %d subnets, %d nodes, %d operators, %d versions", len(c.Subnets), len(c.Nodes), len(c.NodeOperators), len(c.GuestOSVersions))
+	}
+	op := c.NodeOperators[0]
+	if op.Provider != "em77e-bvlzu-aq" || op.DC != "zh1" {
+		t.Fatalf("operator provider/dc = %q/%q, want the referenced ids", op.Provider, op.DC)
+	}
+	if n := c.Nodes[0]; n.Subnet != "67htk-vfkxp-gn33q-baibq" || n.Operator != "rwlgt-iiaaa-aaaaa-aaaaa-cai" {
+		t.Fatalf("node n1 subnet/operator = %q/%q", n.Subnet, n.Operator)
+	}
+	m := c.Proposal("add-n2").Membership
+	if m.SubnetID != "67htk-vfkxp-gn33q-baibq" || m.Add[0].ID != "ryjl3-tyaaa-aaaaa-aaaba-cai" || m.Remove[0].ID != "5ffj3-jarcq-lruhj-aemtc-sla" {
+		t.Fatalf("membership = %+v", m)
+	}
+	if d := c.Proposal("upgrade-app1").DeployGuestOS; d.ReplicaVersionID != "2e921c9adfc71f3edc96a9eb5d85fc742e7d8a9f" {
+		t.Fatalf("deploy_guestos replica_version_id = %q, want the guestos_version reference resolved", d.ReplicaVersionID)
+	}
+	if c.Provider == nil || c.Provider.Neuron == nil || *c.Provider.Neuron != 42 {
+		t.Fatalf("provider = %+v", c.Provider)
+	}
+}
+
+func TestUpdateSubnetKeepsOmittedFieldsAbsentAndAnEmptyListPresent(t *testing.T) {
+	u := loadFleet(t).Proposal("halt-app1").UpdateSubnet
+	if u.IsHalted == nil || !*u.IsHalted {
+		t.Fatal("is_halted = true was not kept")
+	}
+	if u.HaltAtCupHeight != nil || u.SSHBackupAccess != nil || u.ResourceLimits != nil {
+		t.Fatal("an omitted field decoded as present; omitted must stay untouched on-chain")
+	}
+	if u.SSHReadonlyAccess == nil || len(*u.SSHReadonlyAccess) != 0 {
+		t.Fatal("ssh_readonly_access = [] must decode as a present, empty list (it revokes every key)")
+	}
+	if u.Features == nil || !u.Features.SevEnabled || !u.Features.HTTPRequests {
+		t.Fatalf("features = %+v", u.Features)
+	}
+}
+
+func TestNodesInheritTheDefaultGuestOSVersionUnlessTheyOverrideOrOptOut(t *testing.T) {
+	c := loadFleet(t)
+	byName := map[string]*Node{}
+	for _, n := range c.Nodes {
+		byName[n.Name] = n
+	}
+	if n := byName["n1"]; n.Version != "2e921c9adfc71f3edc96a9eb5d85fc742e7d8a9f" || n.VersionOverride {
+		t.Errorf("n1 (no version) = %q override=%v; want the default, not an override", n.Version, n.VersionOverride)
+	}
+	if n := byName["n2"]; n.Version != "d4ee25b0865e89d3eaac13a60f0016d5e3296b31" || !n.VersionOverride {
+		t.Errorf("n2 (own version) = %q override=%v; want its own, marked override", n.Version, n.VersionOverride)
+	}
+	if n := byName["n3"]; n.Version != "" {
+		t.Errorf("n3 (none) = %q; want unchecked", n.Version)
+	}
+}
+
+func TestADecommissionedProviderDecommissionsItsOperators(t *testing.T) {
+	c := loadFleet(t)
+	for _, o := range c.NodeOperators {
+		want := o.Name == "old"
+		if o.Decommissioned != want || o.DecommissionedByProvider != want {
+			t.Errorf("operator %s decommissioned=%v byProvider=%v, want %v", o.Name, o.Decommissioned, o.DecommissionedByProvider, want)
+		}
+	}
+}
+
+func TestAHexChipIDDecodesTo64Bytes(t *testing.T) {
+	n := loadFleet(t).Nodes[0]
+	if len(n.Chip) != 64 || n.Chip[1] != 0x11 {
+		t.Fatalf("chip = %x", n.Chip)
+	}
+}
+
+func TestChipIDAcceptsBase64OfTheSameBytes(t *testing.T) {
+	hexForm := strings.Repeat("ab", 64)
+	a, err := DecodeChipID(hexForm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DecodeChipID("q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Fatal("hex and base64 of the same chip decode differently")
+	}
+}
+
+// writeFleet lays out a config folder from file name → content.
+func writeFleet(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := files["proposals.hcl"]; !ok {
+		os.WriteFile(filepath.Join(dir, "proposals.hcl"), nil, 0o644)
+	}
+	return filepath.Join(dir, "proposals.hcl")
+}
+
+func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
+	const subnetA = `subnet "a" { id = "67htk-vfkxp-gn33q-baibq" }` + "\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  []string // substrings of the error
+	}{
+		{"duplicate names across files", map[string]string{
+			"resources.hcl":      subnetA,
+			"resources/more.hcl": `subnet "a" { id = "2vxsx-fae" }`,
+		}, []string{"resources/more.hcl:1:", "Duplicate subnet name", "resources.hcl:1", "more.hcl:1"}},
+		{"duplicate ids", map[string]string{
+			"resources.hcl": subnetA + `subnet "b" { id = "67htk-vfkxp-gn33q-baibq" }`,
+		}, []string{"resources.hcl:2:", "Duplicate subnet id", `"a" and subnet "b"`}},
+		{"undeclared reference", map[string]string{
+			"resources.hcl": subnetA + `node "n" {
+  id = "5ffj3-jarcq-lruhj-aemtc-sla"
+  subnet = subnet.b.id
+}`,
+		}, []string{"resources.hcl:4:", "subnet.b is not declared", "declared: a"}},
+		{"reference against the tiers", map[string]string{
+			"resources.hcl": `node "n" { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+node_operator "o" {
+  id = "2vxsx-fae"
+  dc = node.n.id
+}`,
+		}, []string{"resources.hcl:4:", "a node_operator cannot refer to a node"}},
+		{"not a principal", map[string]string{
+			"resources.hcl": `subnet "a" { id = "not-a-principal" }`,
+		}, []string{"resources.hcl:1:", `subnet "a": id`}},
+		{"cloud engine on the normal schedule", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "cloud_engine"
+  cost_schedule = "normal"
+}`,
+		}, []string{"must be on the free schedule"}},
+		{"free schedule on a system subnet", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "system"
+  cost_schedule = "free"
+}`,
+		}, []string{"only for application or cloud_engine"}},
+		{"admins on a normal application subnet", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  admins = ["aaaaa-aa"]
+}`,
+		}, []string{"admins are allowed only on a cloud_engine or a rented subnet"}},
+		{"eleven admins", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "cloud_engine"
+  admins = [` + strings.Repeat(`"aaaaa-aa",`, 11) + `]
+}`,
+		}, []string{"declares 11 admins; at most 10"}},
+		{"two defaults", map[string]string{
+			"resources.hcl": `guestos_version "a" {
+  id = "aa"
+  default = true
+}
+guestos_version "b" {
+  id = "bb"
+  default = true
+}`,
+		}, []string{"resources.hcl:5:", "both marked default", "resources.hcl:1", "resources.hcl:5"}},
+		{"chip id of the wrong length", map[string]string{
+			"resources.hcl": `node "n" {
+  id = "5ffj3-jarcq-lruhj-aemtc-sla"
+  chip_id = "abcd"
+}`,
+		}, []string{"resources.hcl:1:", "chip_id is 2 bytes"}},
+		{"unknown attribute", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  colour = "blue"
+}`,
+		}, []string{"resources.hcl:3:", "colour"}},
+		{"missing required id", map[string]string{
+			"resources.hcl": `subnet "a" { label = "x" }`,
+		}, []string{"resources.hcl:1:", `"id" is required`}},
+		{"proposal kind without its block", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "membership"
+  title = "t"
+}`,
+		}, []string{"proposals.hcl:2:", "needs a membership { } block"}},
+		{"proposal block of another kind", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "deploy_guestos"
+  title = "t"
+  deploy_guestos {
+    subnet_id = subnet.a.id
+    replica_version_id = "ab"
+  }
+  membership {
+    subnet_id = subnet.a.id
+    add { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+  }
+}`,
+		}, []string{"proposals.hcl:8:", "cannot hold a membership block"}},
+		{"the old resize kind", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "resize"
+  title = "t"
+}`,
+		}, []string{"proposals.hcl:2:", `renamed "membership" in v0.3.0`}},
+		{"duplicate proposals", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_provider"
+  title = "t"
+  remove_node_provider { node_provider_id = "2vxsx-fae" }
+}
+proposal "p" {
+  kind = "remove_node_provider"
+  title = "t"
+  remove_node_provider { node_provider_id = "2vxsx-fae" }
+}`,
+		}, []string{"proposals.hcl:6:", "Duplicate proposal name"}},
+		{"a bad id inside a proposal", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_nodes"
+  title = "t"
+  remove_nodes {
+    node { id = "nope" }
+  }
+}`,
+		}, []string{"proposals.hcl:4:", `proposal "p": node.id "nope"`}},
+		{"a syntax error", map[string]string{
+			"resources.hcl": `subnet "a" {`,
+		}, []string{"resources.hcl:1:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeFleet(t, tc.files))
+			if err == nil {
+				t.Fatal("Load accepted the configuration")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestAMissingProposalsFileSaysWhereItLooked(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "proposals.hcl"))
+	if err == nil || !strings.Contains(err.Error(), "proposals.hcl does not exist") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestResourcesLoadWithoutAProposalsFile(t *testing.T) {
+	c, err := LoadResources("testdata/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes) != 3 || len(c.Proposals) != 0 {
+		t.Fatalf("nodes=%d proposals=%d", len(c.Nodes), len(c.Proposals))
+	}
+}

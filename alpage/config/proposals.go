@@ -1,0 +1,171 @@
+package config
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// decodeProposals decodes the provider block and every proposal, checking
+// each proposal's kind against its nested block and every id in it.
+func (l *loader) decodeProposals(c *Config) {
+	s := l.scope
+	if s == nil {
+		s = newScope()
+	}
+	all := map[string]bool{}
+	for k := range allKinds {
+		all[k] = true
+	}
+	ctx := s.evalContext()
+
+	providers := l.blocks["provider"]
+	for i, b := range providers {
+		if i > 0 {
+			l.errorf(&b.DefRange, "Duplicate provider block", "a second provider block at %s; the first is at %s; keep one", site(b.DefRange), site(providers[0].DefRange))
+			continue
+		}
+		if !l.checkRefs(b.Body, s, all, "provider") {
+			continue
+		}
+		p := &Provider{Range: b.DefRange}
+		l.diags = append(l.diags, gohcl.DecodeBody(b.Body, ctx, p)...)
+		c.Provider = p
+	}
+
+	l.checkDuplicateNames("proposal")
+	if l.diags.HasErrors() {
+		return
+	}
+	for _, b := range l.blocks["proposal"] {
+		if !l.checkRefs(b.Body, s, all, "proposal") {
+			continue
+		}
+		p := &Proposal{Name: b.Labels[0], Range: b.DefRange}
+		diags := gohcl.DecodeBody(b.Body, ctx, p)
+		l.diags = append(l.diags, diags...)
+		if diags.HasErrors() {
+			continue
+		}
+		l.validateProposal(p, b)
+		c.Proposals = append(c.Proposals, p)
+	}
+}
+
+// bodyBlock names each kind's nested block.
+var bodyBlock = map[Kind]string{
+	KindMembership:          "membership",
+	KindDeployGuestOS:       "deploy_guestos",
+	KindUpdateSubnet:        "update_subnet",
+	KindRemoveNodes:         "remove_nodes",
+	KindRemoveNodeOperators: "remove_node_operators",
+	KindRemoveNodeProvider:  "remove_node_provider",
+}
+
+func (p *Proposal) bodies() map[Kind]bool {
+	return map[Kind]bool{
+		KindMembership:          p.Membership != nil,
+		KindDeployGuestOS:       p.DeployGuestOS != nil,
+		KindUpdateSubnet:        p.UpdateSubnet != nil,
+		KindRemoveNodes:         p.RemoveNodes != nil,
+		KindRemoveNodeOperators: p.RemoveNodeOperators != nil,
+		KindRemoveNodeProvider:  p.RemoveNodeProvider != nil,
+	}
+}
+
+func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
+	kindAt := attrRange(b, "kind")
+	want, known := bodyBlock[p.Kind]
+	if !known {
+		if p.Kind == "resize" {
+			l.errorf(&kindAt, "Renamed proposal kind", "proposal %q: kind \"resize\" was renamed \"membership\" in v0.3.0; rename the kind and its resize block to membership", p.Name)
+			return
+		}
+		l.errorf(&kindAt, "Unknown proposal kind", "proposal %q: kind %q is not one of membership, deploy_guestos, update_subnet, remove_nodes, remove_node_operators, remove_node_provider", p.Name, p.Kind)
+		return
+	}
+	for kind, present := range p.bodies() {
+		if kind == p.Kind && !present {
+			l.errorf(&kindAt, "Missing proposal body", "proposal %q of kind %q needs a %s { } block", p.Name, p.Kind, want)
+		}
+		if kind != p.Kind && present {
+			at := blockRange(b, bodyBlock[kind])
+			l.errorf(&at, "Block does not match the kind", "proposal %q is of kind %q, so it cannot hold a %s block; change kind or move the block to its own proposal", p.Name, p.Kind, bodyBlock[kind])
+		}
+	}
+	if l.diags.HasErrors() {
+		return
+	}
+	body := blockRange(b, want)
+	check := func(field, id string) {
+		l.checkPrincipal(id, body, "proposal", p.Name, field)
+	}
+	switch p.Kind {
+	case KindMembership:
+		m := p.Membership
+		check("subnet_id", m.SubnetID)
+		for _, n := range m.Add {
+			check("add.id", n.ID)
+		}
+		for _, n := range m.Remove {
+			check("remove.id", n.ID)
+		}
+		if len(m.Add) == 0 && len(m.Remove) == 0 {
+			l.errorf(&body, "Empty membership change", "proposal %q adds and removes no node; add at least one add { } or remove { } block", p.Name)
+		}
+	case KindDeployGuestOS:
+		check("subnet_id", p.DeployGuestOS.SubnetID)
+		if p.DeployGuestOS.ReplicaVersionID == "" {
+			l.errorf(&body, "Missing replica version", "proposal %q: replica_version_id is empty", p.Name)
+		}
+	case KindUpdateSubnet:
+		u := p.UpdateSubnet
+		check("subnet_id", u.SubnetID)
+		if u.SubnetAdmins != nil {
+			for _, a := range *u.SubnetAdmins {
+				check("subnet_admins", a)
+			}
+			if len(*u.SubnetAdmins) > MaxSubnetAdmins {
+				l.errorf(&body, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins)
+			}
+		}
+	case KindRemoveNodes:
+		if len(p.RemoveNodes.Nodes) == 0 {
+			l.errorf(&body, "No node to remove", "proposal %q: add one node { id = … } block per node to deregister", p.Name)
+		}
+		for _, n := range p.RemoveNodes.Nodes {
+			check("node.id", n.ID)
+		}
+	case KindRemoveNodeOperators:
+		if len(p.RemoveNodeOperators.Operators) == 0 {
+			l.errorf(&body, "No operator to remove", "proposal %q: operators is empty", p.Name)
+		}
+		for _, o := range p.RemoveNodeOperators.Operators {
+			check("operators", o)
+		}
+	case KindRemoveNodeProvider:
+		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID)
+	}
+}
+
+// attrRange is the range of attribute name in b, or b's header.
+func attrRange(b *hcl.Block, name string) hcl.Range {
+	if sb, ok := b.Body.(*hclsyntax.Body); ok {
+		if a, ok := sb.Attributes[name]; ok {
+			return a.SrcRange
+		}
+	}
+	return b.DefRange
+}
+
+// blockRange is the header range of the first nested block typ in b, or b's.
+func blockRange(b *hcl.Block, typ string) hcl.Range {
+	if sb, ok := b.Body.(*hclsyntax.Body); ok {
+		for _, nb := range sb.Blocks {
+			if nb.Type == typ {
+				return nb.DefRange()
+			}
+		}
+	}
+	return b.DefRange
+}
