@@ -9,8 +9,10 @@
 // Struct tags: `json` gives the property name; `nib` carries what JSON
 // alone cannot say: "optional" (may be absent or null; everything else is
 // required), "kind" (the discriminator of a tagged union) and
-// "variant=a|b" (the field belongs only to those kinds). Patterns and
-// ranges live on the named scalar types, in rules.go.
+// "variant=a|b" (the field belongs only to those kinds; in other kinds it
+// is ignored), "minItems=", "maxItems=" and "rule=" (a field-level rule
+// from rules.go). Patterns and ranges live on the named scalar types, in
+// rules.go.
 package desired
 
 // Identifiers. Each matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$.
@@ -164,7 +166,7 @@ type DesiredInstance struct {
 	VolumeId     VolumeId             `json:"volumeId"`
 	DesiredState DesiredInstanceState `json:"desiredState"`
 	// Layers stack first at the bottom; 1 to 8 of them.
-	Layers    []DesiredLayer `json:"layers"`
+	Layers    []DesiredLayer `json:"layers" nib:"minItems=1,maxItems=8"`
 	Config    AppConfig      `json:"config"`
 	Hostnames []AppHostname  `json:"hostnames"`
 	// IdleTimeoutMs is the older spelling of activation.sleepWhen
@@ -198,7 +200,7 @@ type DesiredLayer struct {
 	Digest    Sha256Digest `json:"digest"`
 	ObjectKey ObjectKey    `json:"objectKey"`
 	// DestinationPath is where an executable layer's program lands (mode 0755).
-	DestinationPath ExecutablePath `json:"destinationPath,omitempty" nib:"variant=executable"`
+	DestinationPath ExecutablePath `json:"destinationPath" nib:"variant=executable"`
 	// SizeBytes, when present, is verified against the fetched object.
 	SizeBytes *uint64 `json:"sizeBytes,omitempty" nib:"optional"`
 }
@@ -231,16 +233,18 @@ type InstanceResources struct {
 }
 
 // HealthCheck tells the host an instance is well, told apart by Kind. The
-// timings are required for http and tcp and optional for boot-completed.
+// timings are required for http and tcp; boot-completed has none (they
+// stay zero), since it is asked only until httpPort first accepts.
 type HealthCheck struct {
 	Kind HealthCheckKind `json:"kind" nib:"kind"`
-	// Path is requested on httpPort by an http check; 2xx is healthy.
-	Path               string `json:"path,omitempty" nib:"variant=http"`
-	IntervalMs         uint64 `json:"intervalMs,omitempty" nib:"variant=http|tcp"`
-	TimeoutMs          uint64 `json:"timeoutMs,omitempty" nib:"variant=http|tcp"`
-	GracePeriodMs      uint64 `json:"gracePeriodMs,omitempty" nib:"variant=http|tcp"`
-	HealthyThreshold   uint32 `json:"healthyThreshold,omitempty" nib:"variant=http|tcp"`
-	UnhealthyThreshold uint32 `json:"unhealthyThreshold,omitempty" nib:"variant=http|tcp"`
+	// Path is requested on httpPort by an http check; 2xx is healthy. It
+	// starts with "/".
+	Path               string `json:"path" nib:"variant=http,rule=httpPath"`
+	IntervalMs         uint64 `json:"intervalMs" nib:"variant=http|tcp"`
+	TimeoutMs          uint64 `json:"timeoutMs" nib:"variant=http|tcp"`
+	GracePeriodMs      uint64 `json:"gracePeriodMs" nib:"variant=http|tcp"`
+	HealthyThreshold   uint32 `json:"healthyThreshold" nib:"variant=http|tcp"`
+	UnhealthyThreshold uint32 `json:"unhealthyThreshold" nib:"variant=http|tcp"`
 }
 
 // RestartPolicy bounds restarts: delay(n) = min(initial·factor^(n−1), max),
@@ -277,9 +281,9 @@ type ActivationPolicy struct {
 type SleepPolicy struct {
 	Kind SleepPolicyKind `json:"kind" nib:"kind"`
 	// TimeoutMs: traffic-idle sleeps after this long with nothing sent to the app.
-	TimeoutMs IdleTimeoutMs `json:"timeoutMs,omitempty" nib:"variant=traffic-idle"`
+	TimeoutMs IdleTimeoutMs `json:"timeoutMs" nib:"variant=traffic-idle"`
 	// TtlMs: max-lifetime sleeps after this long up, however busy.
-	TtlMs MaxLifetimeMs `json:"ttlMs,omitempty" nib:"variant=max-lifetime"`
+	TtlMs MaxLifetimeMs `json:"ttlMs" nib:"variant=max-lifetime"`
 }
 
 // DesiredCheckpoint is a point-in-time copy of a volume.

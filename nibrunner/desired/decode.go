@@ -1,0 +1,388 @@
+package desired
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// A Reason is one rule a document breaks, at one JSON path
+// (instances[2].config.command.environment.FOO). An empty Path is the
+// document itself.
+type Reason struct {
+	Path string
+	Rule string
+}
+
+func (r Reason) String() string {
+	if r.Path == "" {
+		return r.Rule
+	}
+	return r.Path + ": " + r.Rule
+}
+
+// Refusal is the error Decode returns: every reason the document is
+// refused whole, in document order.
+type Refusal struct {
+	Reasons []Reason
+}
+
+func (r *Refusal) Error() string {
+	parts := make([]string, len(r.Reasons))
+	for i, reason := range r.Reasons {
+		parts[i] = reason.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Decode reads a desired.json document and enforces every rule of the seed:
+// each scalar's pattern and range, required fields, and the cross-field
+// rules. Unknown properties are ignored and null is the same as absent for
+// an optional field. A document breaking any rule is refused whole: the
+// error is a *Refusal naming each path and rule.
+//
+// Problems the spec charges to one instance rather than the document (see
+// InstanceProblems) do not refuse it.
+func Decode(data []byte) (*HostDesiredState, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, &Refusal{Reasons: []Reason{{Rule: "is not JSON: " + err.Error()}}}
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, &Refusal{Reasons: []Reason{{Rule: "is not one JSON value: something follows the document"}}}
+	}
+	var doc HostDesiredState
+	d := &decoder{}
+	d.value("", tree, reflect.ValueOf(&doc).Elem())
+	d.crossField(&doc)
+	if len(d.reasons) > 0 {
+		return nil, &Refusal{Reasons: d.reasons}
+	}
+	return &doc, nil
+}
+
+// Reasons returns the reasons of a *Refusal, or the error itself as one
+// reason when err is something else.
+func Reasons(err error) []Reason {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Reasons
+	}
+	if err == nil {
+		return nil
+	}
+	return []Reason{{Rule: err.Error()}}
+}
+
+type decoder struct {
+	reasons []Reason
+}
+
+func (d *decoder) fail(path, format string, args ...any) {
+	d.reasons = append(d.reasons, Reason{Path: path, Rule: fmt.Sprintf(format, args...)})
+}
+
+// fieldOpts are the parsed `nib` tag of one struct field.
+type fieldOpts struct {
+	optional           bool
+	kind               bool
+	variants           []string
+	minItems, maxItems int
+	rule               string
+}
+
+func parseOpts(tag string) fieldOpts {
+	var o fieldOpts
+	for _, part := range strings.Split(tag, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "optional":
+			o.optional = true
+		case "kind":
+			o.kind = true
+		case "variant":
+			o.variants = strings.Split(v, "|")
+		case "minItems":
+			o.minItems, _ = strconv.Atoi(v)
+		case "maxItems":
+			o.maxItems, _ = strconv.Atoi(v)
+		case "rule":
+			o.rule = v
+		}
+	}
+	return o
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// value checks the JSON value v against dst's type and stores it in dst.
+func (d *decoder) value(path string, v any, dst reflect.Value) {
+	t := dst.Type()
+	if t.Kind() == reflect.Pointer {
+		if v == nil {
+			return
+		}
+		p := reflect.New(t.Elem())
+		d.value(path, v, p.Elem())
+		dst.Set(p)
+		return
+	}
+	rule := rules[t]
+	switch t.Kind() {
+	case reflect.Struct:
+		d.object(path, v, dst)
+	case reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			d.fail(path, "must be a string")
+			return
+		}
+		if rule != nil {
+			if broken := rule.checkString(s); broken != "" {
+				d.fail(path, "%s", broken)
+				return
+			}
+		}
+		dst.SetString(s)
+	case reflect.Int, reflect.Int64, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		d.integer(path, v, dst, rule)
+	case reflect.Float64:
+		n, ok := v.(json.Number)
+		f, err := n.Float64()
+		if !ok || err != nil {
+			d.fail(path, "must be a number")
+			return
+		}
+		dst.SetFloat(f)
+	case reflect.Slice:
+		d.array(path, v, dst, rule, fieldOpts{})
+	case reflect.Map:
+		d.object2map(path, v, dst, rule)
+	default:
+		d.fail(path, "has no decoder for Go type %s", t)
+	}
+}
+
+func (d *decoder) integer(path string, v any, dst reflect.Value, rule *scalarRule) {
+	n, ok := v.(json.Number)
+	if !ok {
+		d.fail(path, "must be an integer")
+		return
+	}
+	lo, hi := intBounds(dst.Type())
+	if rule != nil && rule.hasRange {
+		lo, hi = float64(rule.Minimum), float64(rule.Maximum)
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f != math.Trunc(f) {
+		d.fail(path, "must be an integer, not %s", n)
+		return
+	}
+	if f < lo || f > hi {
+		d.fail(path, "%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
+		return
+	}
+	// Exact parse where possible: a float64 loses precision past 2^53.
+	switch dst.Kind() {
+	case reflect.Int, reflect.Int64:
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			if f >= 1<<63 || f < -(1<<63) {
+				d.fail(path, "%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
+				return
+			}
+			i = int64(f)
+		}
+		dst.SetInt(i)
+	default:
+		u, err := strconv.ParseUint(string(n), 10, 64)
+		if err != nil {
+			if f >= 1<<64 {
+				d.fail(path, "%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
+				return
+			}
+			u = uint64(f)
+		}
+		dst.SetUint(u)
+	}
+}
+
+func fmtBound(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func intBounds(t reflect.Type) (float64, float64) {
+	switch t.Kind() {
+	case reflect.Uint16:
+		return 0, math.MaxUint16
+	case reflect.Uint32:
+		return 0, math.MaxUint32
+	case reflect.Uint64:
+		return 0, math.MaxUint64
+	default:
+		return math.MinInt64, math.MaxInt64
+	}
+}
+
+func (d *decoder) array(path string, v any, dst reflect.Value, rule *scalarRule, opts fieldOpts) {
+	items, ok := v.([]any)
+	if !ok {
+		d.fail(path, "must be an array")
+		return
+	}
+	maxItems := opts.maxItems
+	if rule != nil && rule.MaxItems > 0 {
+		maxItems = rule.MaxItems
+	}
+	switch {
+	case opts.minItems > 0 && len(items) < opts.minItems && maxItems > 0:
+		d.fail(path, "has %d items; it must have %d to %d", len(items), opts.minItems, maxItems)
+		return
+	case opts.minItems > 0 && len(items) < opts.minItems:
+		d.fail(path, "has %d items; it must have at least %d", len(items), opts.minItems)
+		return
+	case maxItems > 0 && len(items) > maxItems && opts.minItems > 0:
+		d.fail(path, "has %d items; it must have %d to %d", len(items), opts.minItems, maxItems)
+		return
+	case maxItems > 0 && len(items) > maxItems:
+		d.fail(path, "has %d items; at most %d are allowed", len(items), maxItems)
+		return
+	}
+	out := reflect.MakeSlice(dst.Type(), len(items), len(items))
+	for i, item := range items {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if rule != nil && rule.ItemMaxLength > 0 {
+			s, ok := item.(string)
+			if !ok {
+				d.fail(p, "must be a string")
+				continue
+			}
+			if n := len([]rune(s)); n > rule.ItemMaxLength {
+				d.fail(p, "is %d characters; at most %d are allowed", n, rule.ItemMaxLength)
+				continue
+			}
+		}
+		d.value(p, item, out.Index(i))
+	}
+	dst.Set(out)
+}
+
+func (d *decoder) object2map(path string, v any, dst reflect.Value, rule *scalarRule) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "must be an object")
+		return
+	}
+	out := reflect.MakeMapWithSize(dst.Type(), len(m))
+	for _, k := range sortedKeys(m) {
+		p := join(path, k)
+		if rule != nil && rule.keyMatch != nil && !rule.keyMatch.MatchString(k) {
+			d.fail(p, "%s is not a variable name (%s)", quote(k), rule.KeyPattern)
+			continue
+		}
+		ev := reflect.New(dst.Type().Elem()).Elem()
+		before := len(d.reasons)
+		d.value(p, m[k], ev)
+		if len(d.reasons) == before {
+			out.SetMapIndex(reflect.ValueOf(k).Convert(dst.Type().Key()), ev)
+		}
+	}
+	dst.Set(out)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// object decodes a JSON object into a struct, field by field. A struct
+// with a `nib:"kind"` field is a tagged union: its kind is read first and
+// decides which `variant=` fields apply.
+func (d *decoder) object(path string, v any, dst reflect.Value) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "must be an object")
+		return
+	}
+	t := dst.Type()
+	kind, kindKnown := "", true
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !parseOpts(f.Tag.Get("nib")).kind {
+			continue
+		}
+		before := len(d.reasons)
+		name := jsonName(f)
+		if raw, ok := m[name]; !ok || raw == nil {
+			d.fail(join(path, name), "is required")
+		} else {
+			d.value(join(path, name), raw, dst.Field(i))
+		}
+		kind = dst.Field(i).String()
+		kindKnown = len(d.reasons) == before
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		opts := parseOpts(f.Tag.Get("nib"))
+		if opts.kind {
+			continue
+		}
+		if opts.variants != nil && (!kindKnown || !contains(opts.variants, kind)) {
+			continue
+		}
+		name := jsonName(f)
+		p := join(path, name)
+		raw, present := m[name]
+		if !present || raw == nil {
+			if !opts.optional {
+				d.fail(p, "is required")
+			}
+			continue
+		}
+		if r := fieldRules[opts.rule]; r != nil {
+			if s, ok := raw.(string); ok {
+				if broken := r.checkString(s); broken != "" {
+					d.fail(p, "%s", broken)
+					continue
+				}
+			}
+		}
+		if f.Type.Kind() == reflect.Slice && (opts.minItems > 0 || opts.maxItems > 0) {
+			d.array(p, raw, dst.Field(i), rules[f.Type], opts)
+			continue
+		}
+		d.value(p, raw, dst.Field(i))
+	}
+}
+
+func contains(words []string, w string) bool {
+	for _, x := range words {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
