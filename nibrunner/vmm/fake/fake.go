@@ -1,0 +1,535 @@
+// Package fake is a VMM for tests: each "guest" is a real local process
+// serving HTTP on a loopback port, started in its own session with a
+// pidfile, so the converge loop, health checks, restarts, sleep/wake and
+// adoption after a daemon restart are all exercised end to end without
+// QEMU.
+//
+// A guest is the current executable run again with NIBRUN_FAKE_GUEST=1: a
+// test binary's TestMain calls RunGuestIfAsked first thing. The tenant
+// environment of the spec steers the guest, so a test writes its scenario
+// into desired.json like a tenant would:
+//
+//	FAKE_BOOT_DELAY_MS   wait this long before answering (a slow boot)
+//	FAKE_EXIT_AFTER_MS   exit after this long (a crash)
+//	FAKE_EXIT_CODE       with that exit code (default 1)
+//	FAKE_HEALTH_STATUS   answer every request with this HTTP status
+//
+// and SetHealth changes the answer of a running guest. The guest's listener
+// is opened by the VMM and handed to the process, so Endpoint is known at
+// Start and never collides with another test's port.
+package fake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// Version is what reported.json shows as versions.vmm.
+const Version = "fake"
+
+// Options configure a fake VMM.
+type Options struct {
+	// RuntimeDir holds pidfiles, exit files, logs and health overrides.
+	RuntimeDir string
+	// SnapshotDir holds one folder per sleeping app.
+	SnapshotDir string
+	// Command runs a guest; empty means the current executable.
+	Command []string
+	// InProcess serves every guest from a goroutine of this process
+	// instead of a child process. Benchmarks use it to carry a thousand
+	// guests; nothing is adoptable across a restart in this mode.
+	InProcess bool
+}
+
+// VMM is the fake. It is safe for concurrent use.
+type VMM struct {
+	opts   Options
+	bootID string
+
+	mu     sync.Mutex
+	guests map[string]*guest
+}
+
+type guest struct {
+	status  vmm.Status
+	memory  uint64
+	adopted bool          // not our child: liveness is polled
+	done    chan struct{} // closed when our child exited
+	srv     *http.Server  // in-process guests
+	spec    vmm.Spec
+}
+
+// New returns a fake VMM, adopting every guest whose pidfile in
+// RuntimeDir names a live process of this boot.
+func New(opts Options) (*VMM, error) {
+	for _, d := range []string{opts.RuntimeDir, opts.SnapshotDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("fake vmm: %w", err)
+		}
+	}
+	if len(opts.Command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("fake vmm: find this executable: %w", err)
+		}
+		opts.Command = []string{exe}
+	}
+	boot, err := vmm.BootID()
+	if err != nil {
+		return nil, err
+	}
+	v := &VMM{opts: opts, bootID: boot, guests: map[string]*guest{}}
+	pids, err := vmm.ReadPidfiles(opts.RuntimeDir)
+	if err != nil {
+		return nil, fmt.Errorf("fake vmm: read pidfiles: %w", err)
+	}
+	for _, p := range pids {
+		g := &guest{adopted: true, status: vmm.Status{
+			AppID: p.AppID, DeploymentID: p.DeploymentID, Slot: p.Slot, PID: p.PID, BootID: p.BootID,
+			StartedAt: p.StartedAt, Endpoint: p.Endpoint, State: vmm.Running,
+		}}
+		if !p.Alive(boot) {
+			g.status.State = vmm.Exited
+			g.status.ExitCode = v.readExit(p.AppID)
+		}
+		v.guests[p.AppID] = g
+	}
+	return v, nil
+}
+
+func (v *VMM) pidfile(app string) string  { return filepath.Join(v.opts.RuntimeDir, app+".pid") }
+func (v *VMM) exitfile(app string) string { return filepath.Join(v.opts.RuntimeDir, app+".exit") }
+func (v *VMM) healthfile(app string) string {
+	return filepath.Join(v.opts.RuntimeDir, app+".health")
+}
+
+func (v *VMM) readExit(app string) *int {
+	b, err := os.ReadFile(v.exitfile(app))
+	if err != nil {
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// Version implements vmm.VMM.
+func (v *VMM) Version() string { return Version }
+
+// Start implements vmm.VMM.
+func (v *VMM) Start(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
+	v.mu.Lock()
+	if g, ok := v.guests[spec.AppID]; ok && g.status.State == vmm.Running {
+		v.mu.Unlock()
+		return vmm.Status{}, fmt.Errorf("start %s: a guest is already running (pid %d)", spec.AppID, g.status.PID)
+	}
+	delete(v.guests, spec.AppID)
+	v.mu.Unlock()
+	os.Remove(v.exitfile(spec.AppID))
+	os.Remove(v.healthfile(spec.AppID))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return vmm.Status{}, fmt.Errorf("start %s: listen: %w", spec.AppID, err)
+	}
+	g := &guest{spec: spec, memory: uint64(spec.MemoryMiB) << 20}
+	g.status = vmm.Status{
+		AppID: spec.AppID, DeploymentID: spec.DeploymentID, Slot: spec.Slot, State: vmm.Running,
+		BootID: v.bootID, StartedAt: time.Now().UTC(), Endpoint: ln.Addr().String(),
+	}
+	if v.opts.InProcess {
+		g.status.PID = os.Getpid()
+		g.srv = &http.Server{Handler: handler(spec.AppID, spec.DeploymentID, spec.Command.Environment, v.healthfile(spec.AppID)), ReadHeaderTimeout: 5 * time.Second}
+		go g.srv.Serve(ln)
+	} else {
+		if err := v.spawn(spec, ln, g); err != nil {
+			return vmm.Status{}, err
+		}
+	}
+	v.mu.Lock()
+	v.guests[spec.AppID] = g
+	st := g.status
+	v.mu.Unlock()
+	return st, nil
+}
+
+func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", spec.AppID, err)
+	}
+	defer f.Close()
+	logf, err := os.OpenFile(filepath.Join(v.opts.RuntimeDir, spec.AppID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", spec.AppID, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(v.opts.Command[0], v.opts.Command[1:]...)
+	env := append(os.Environ(),
+		"NIBRUN_FAKE_GUEST=1",
+		"NIBRUN_FAKE_APP="+spec.AppID,
+		"NIBRUN_FAKE_DEPLOYMENT="+spec.DeploymentID,
+		"NIBRUN_FAKE_EXIT_FILE="+v.exitfile(spec.AppID),
+		"NIBRUN_FAKE_HEALTH_FILE="+v.healthfile(spec.AppID),
+	)
+	for k, val := range spec.Command.Environment {
+		env = append(env, k+"="+val)
+	}
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{f}
+	// Its own session: the guest outlives the daemon, as a microVM does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", spec.AppID, err)
+	}
+	g.status.PID = cmd.Process.Pid
+	ticks, _ := vmm.StartTicks(cmd.Process.Pid)
+	g.done = make(chan struct{})
+	if err := vmm.WritePidfile(v.pidfile(spec.AppID), vmm.Pidfile{
+		AppID: spec.AppID, DeploymentID: spec.DeploymentID, Slot: spec.Slot, PID: cmd.Process.Pid,
+		BootID: v.bootID, StartTicks: ticks, StartedAt: g.status.StartedAt, Endpoint: g.status.Endpoint,
+	}); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("start %s: %w", spec.AppID, err)
+	}
+	go func() {
+		err := cmd.Wait()
+		code := exitCode(cmd.ProcessState, err)
+		v.mu.Lock()
+		g.status.State = vmm.Exited
+		g.status.ExitCode = &code
+		v.mu.Unlock()
+		close(g.done)
+	}()
+	return nil
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// List implements vmm.VMM. Adopted guests are checked against /proc on
+// every call; the VMM's own children report their exit through Wait.
+func (v *VMM) List(ctx context.Context) ([]vmm.Status, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]vmm.Status, 0, len(v.guests))
+	for app, g := range v.guests {
+		if g.adopted && g.status.State == vmm.Running {
+			p := vmm.Pidfile{PID: g.status.PID, BootID: g.status.BootID}
+			if pf, err := vmm.ReadPidfile(v.pidfile(app)); err == nil {
+				p = pf
+			}
+			if !p.Alive(v.bootID) {
+				g.status.State = vmm.Exited
+				g.status.ExitCode = v.readExit(app)
+			}
+		}
+		out = append(out, g.status)
+	}
+	return out, nil
+}
+
+// Stop implements vmm.VMM: SIGTERM, then SIGKILL when ctx is about to end
+// (or after 5 s).
+func (v *VMM) Stop(ctx context.Context, app string) error {
+	v.mu.Lock()
+	g, ok := v.guests[app]
+	delete(v.guests, app)
+	var st vmm.Status
+	if ok {
+		st = g.status
+	}
+	v.mu.Unlock()
+	if ok {
+		if err := v.terminate(ctx, g, st); err != nil {
+			return fmt.Errorf("stop %s: %w", app, err)
+		}
+	}
+	for _, f := range []string{v.pidfile(app), v.exitfile(app), v.healthfile(app)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("stop %s: %w", app, err)
+		}
+	}
+	return nil
+}
+
+func (v *VMM) terminate(ctx context.Context, g *guest, st vmm.Status) error {
+	if g.srv != nil {
+		return g.srv.Close()
+	}
+	if st.State != vmm.Running {
+		return nil
+	}
+	grace := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		grace = time.Until(dl) / 2
+	}
+	pid := st.PID
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	if g.waitGone(pid, v.bootID, grace) {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if g.waitGone(pid, v.bootID, 5*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("pid %d did not end after SIGKILL", pid)
+}
+
+func (g *guest) waitGone(pid int, boot string, d time.Duration) bool {
+	if g.done != nil {
+		select {
+		case <-g.done:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); err != nil {
+			return true
+		}
+		if _, err := vmm.StartTicks(pid); err != nil { // a zombie is gone
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+type stamp struct {
+	DeploymentID string `json:"deploymentId"`
+	GuestImage   string `json:"guestImage"`
+	BootID       string `json:"bootId"`
+	Slot         int    `json:"slot"`
+}
+
+func (v *VMM) stampPath(app string) string {
+	return filepath.Join(v.opts.SnapshotDir, app, "stamp.json")
+}
+
+// Sleep implements vmm.VMM: the fake saves only the stamp, then ends the
+// guest.
+func (v *VMM) Sleep(ctx context.Context, app string) error {
+	v.mu.Lock()
+	g, ok := v.guests[app]
+	var st vmm.Status
+	if ok {
+		st = g.status
+	}
+	v.mu.Unlock()
+	if !ok || st.State != vmm.Running {
+		return fmt.Errorf("sleep %s: %w", app, vmm.ErrNotFound)
+	}
+	if err := os.MkdirAll(filepath.Dir(v.stampPath(app)), 0o755); err != nil {
+		return fmt.Errorf("sleep %s: %w", app, err)
+	}
+	b, _ := json.Marshal(stamp{DeploymentID: st.DeploymentID, GuestImage: Version, BootID: v.bootID, Slot: st.Slot})
+	if err := atomicfile.WriteFile(v.stampPath(app), b, 0o644); err != nil {
+		return fmt.Errorf("sleep %s: %w", app, err)
+	}
+	return v.Stop(ctx, app)
+}
+
+// Wake implements vmm.VMM.
+func (v *VMM) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
+	restored := false
+	if b, err := os.ReadFile(v.stampPath(spec.AppID)); err == nil {
+		var s stamp
+		if json.Unmarshal(b, &s) == nil && s == (stamp{DeploymentID: spec.DeploymentID, GuestImage: Version, BootID: v.bootID, Slot: spec.Slot}) {
+			restored = true
+		}
+	}
+	if err := v.Discard(ctx, spec.AppID); err != nil {
+		return vmm.Status{}, err
+	}
+	st, err := v.Start(ctx, spec)
+	if err != nil {
+		return st, err
+	}
+	st.Restored = restored
+	return st, nil
+}
+
+// Discard implements vmm.VMM.
+func (v *VMM) Discard(ctx context.Context, app string) error {
+	if err := os.RemoveAll(filepath.Join(v.opts.SnapshotDir, app)); err != nil {
+		return fmt.Errorf("discard the snapshot of %s: %w", app, err)
+	}
+	return nil
+}
+
+// Measure implements vmm.VMM from /proc.
+func (v *VMM) Measure(ctx context.Context, app string) (vmm.Measurement, error) {
+	v.mu.Lock()
+	g, ok := v.guests[app]
+	var st vmm.Status
+	var total uint64
+	if ok {
+		st, total = g.status, g.memory
+	}
+	v.mu.Unlock()
+	if !ok || st.State != vmm.Running {
+		return vmm.Measurement{}, fmt.Errorf("measure %s: %w", app, vmm.ErrNotFound)
+	}
+	m := vmm.Measurement{MemoryTotalBytes: total, MeasuredAt: time.Now().UTC()}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				m.MemoryUsedBytes = kb << 10
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/stat"); err == nil {
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i > 0 {
+			f := strings.Fields(s[i+1:])
+			if len(f) > 12 {
+				ut, _ := strconv.ParseUint(f[11], 10, 64)
+				stt, _ := strconv.ParseUint(f[12], 10, 64)
+				m.CPUTime = time.Duration(ut+stt) * 10 * time.Millisecond // USER_HZ = 100
+			}
+		}
+	}
+	return m, nil
+}
+
+// Crash kills app's guest with sig, the way a guest kernel panic or an
+// OOM kill ends a microVM.
+func (v *VMM) Crash(app string, sig syscall.Signal) error {
+	v.mu.Lock()
+	g, ok := v.guests[app]
+	var st vmm.Status
+	if ok {
+		st = g.status
+	}
+	v.mu.Unlock()
+	if !ok || st.State != vmm.Running || g.srv != nil {
+		return fmt.Errorf("crash %s: %w", app, vmm.ErrNotFound)
+	}
+	return syscall.Kill(st.PID, sig)
+}
+
+// SetHealth makes app's running guest answer every request with status
+// (0 restores the default).
+func (v *VMM) SetHealth(app string, status int) error {
+	if status == 0 {
+		err := os.Remove(v.healthfile(app))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return atomicfile.WriteFile(v.healthfile(app), []byte(strconv.Itoa(status)), 0o644)
+}
+
+// KillAll ends every guest with a pidfile in runtimeDir, for test cleanup:
+// guests outlive whoever started them, by design.
+func KillAll(runtimeDir string) {
+	pids, _ := vmm.ReadPidfiles(runtimeDir)
+	boot, _ := vmm.BootID()
+	for _, p := range pids {
+		if p.Alive(boot) {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+	}
+}
+
+// RunGuestIfAsked runs this process as a fake guest when the fake VMM
+// started it, and never returns then. Call it first thing in TestMain (or
+// main) of any binary the fake VMM runs.
+func RunGuestIfAsked() {
+	if os.Getenv("NIBRUN_FAKE_GUEST") != "1" {
+		return
+	}
+	os.Exit(guestMain())
+}
+
+func guestMain() int {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, val, ok := strings.Cut(kv, "="); ok {
+			env[k] = val
+		}
+	}
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake guest: listener:", err)
+		return 2
+	}
+	exitFile := env["NIBRUN_FAKE_EXIT_FILE"]
+	if ms, err := strconv.Atoi(env["FAKE_EXIT_AFTER_MS"]); err == nil {
+		code := 1
+		if c, err := strconv.Atoi(env["FAKE_EXIT_CODE"]); err == nil {
+			code = c
+		}
+		time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
+			_ = os.WriteFile(exitFile, []byte(strconv.Itoa(code)), 0o644)
+			os.Exit(code)
+		})
+	}
+	if ms, err := strconv.Atoi(env["FAKE_BOOT_DELAY_MS"]); err == nil {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+	srv := &http.Server{Handler: handler(env["NIBRUN_FAKE_APP"], env["NIBRUN_FAKE_DEPLOYMENT"], env, env["NIBRUN_FAKE_HEALTH_FILE"]), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signalNotify(sig)
+		<-sig
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "fake guest:", err)
+		return 1
+	}
+	return 0
+}
+
+// handler answers every request with the guest's health: the override
+// file if present, else FAKE_HEALTH_STATUS, else 200.
+func handler(app, deployment string, env map[string]string, healthFile string) http.Handler {
+	fixed := http.StatusOK
+	if s, err := strconv.Atoi(env["FAKE_HEALTH_STATUS"]); err == nil {
+		fixed = s
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := fixed
+		if b, err := os.ReadFile(healthFile); err == nil {
+			if s, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				status = s
+			}
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, app+" "+deployment+"\n")
+	})
+}
