@@ -1,0 +1,199 @@
+// Package state reads and writes state.json, alp's record of what it
+// submitted: per proposal its id, payload hash, submitter and last known
+// status, and per AMD chip the verdict KDS gave. The file is committed to
+// git beside the configuration, so it is written deterministically (sorted
+// keys, 2-space indent, trailing newline) and atomically, and no entry is
+// ever lost or moved backwards.
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+)
+
+// State is the whole of state.json.
+type State struct {
+	Proposals map[string]*Proposal `json:"proposals"`
+	Chips     map[string]*Chip     `json:"chips,omitempty"`
+}
+
+// Proposal is what alp recorded about one submitted proposal.
+type Proposal struct {
+	Kind          string     `json:"kind"`
+	ProposalID    uint64     `json:"proposal_id"`
+	PayloadSHA256 string     `json:"payload_sha256"`
+	SubmittedBy   string     `json:"submitted_by"`
+	Neuron        uint64     `json:"neuron"`
+	Host          string     `json:"host"`
+	SubmittedAt   time.Time  `json:"submitted_at"`
+	Status        Status     `json:"status,omitempty"`
+	ResolvedAt    *time.Time `json:"resolved_at,omitempty"`
+}
+
+// Chip is a positive AMD KDS verdict for one chip id (hex), kept forever
+// unless `alp reconcile --refresh-chips` sees it refused.
+type Chip struct {
+	Verified   bool      `json:"verified"`
+	Product    string    `json:"product"`
+	VerifiedAt time.Time `json:"verified_at"`
+}
+
+// Status is a proposal's lifecycle status as recorded.
+type Status string
+
+// The statuses, in lifecycle order. Executed, rejected and failed are
+// terminal.
+const (
+	StatusOpen     Status = "open"
+	StatusAdopted  Status = "adopted"
+	StatusExecuted Status = "executed"
+	StatusRejected Status = "rejected"
+	StatusFailed   Status = "failed"
+)
+
+// Terminal reports whether no later status can follow s.
+func (s Status) Terminal() bool {
+	return s == StatusExecuted || s == StatusRejected || s == StatusFailed
+}
+
+func (s Status) rank() int {
+	switch s {
+	case StatusOpen:
+		return 1
+	case StatusAdopted:
+		return 2
+	case StatusExecuted, StatusRejected, StatusFailed:
+		return 3
+	}
+	return 0
+}
+
+// Valid reports whether s is one of the recorded statuses (or empty).
+func (s Status) Valid() bool { return s == "" || s.rank() > 0 }
+
+// New returns an empty state.
+func New() *State { return &State{Proposals: map[string]*Proposal{}} }
+
+// Load reads path; a missing file is an empty state.
+func Load(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return New(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes state.json content; name is used in errors.
+func Parse(name string, data []byte) (*State, error) {
+	s := New()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(s); err != nil {
+		return nil, fmt.Errorf("state %s: %s; fix or restore the file from git", name, describeJSONError(data, err))
+	}
+	if s.Proposals == nil {
+		s.Proposals = map[string]*Proposal{}
+	}
+	for name, p := range s.Proposals {
+		if p == nil {
+			return nil, fmt.Errorf("state %s: proposal %q is null", name, name)
+		}
+		if !p.Status.Valid() {
+			return nil, fmt.Errorf("state %s: proposal %q has unknown status %q", name, name, p.Status)
+		}
+	}
+	return s, nil
+}
+
+func describeJSONError(data []byte, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var off int64 = -1
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 {
+		return err.Error()
+	}
+	line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
+	return fmt.Sprintf("line %d: %v", line, err)
+}
+
+// Marshal renders the state as it is written: sorted keys, 2-space indent,
+// trailing newline.
+func (s *State) Marshal() ([]byte, error) {
+	out, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// Save writes the state to path atomically: a crash leaves the old file or
+// the new one, never a mix.
+func (s *State) Save(path string) error {
+	data, err := s.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+// Observe records a status read back from governance for proposal name at
+// time at, and reports whether anything changed. Status only moves forward:
+// a terminal status is never overwritten, an empty observation never clears
+// one, and an earlier lifecycle status never replaces a later one.
+// resolved_at is set when a terminal status is first recorded.
+func (s *State) Observe(name string, st Status, at time.Time) bool {
+	p := s.Proposals[name]
+	if p == nil || st == "" || !st.Valid() {
+		return false
+	}
+	if p.Status.Terminal() || st == p.Status || st.rank() < p.Status.rank() {
+		return false
+	}
+	p.Status = st
+	if st.Terminal() && p.ResolvedAt == nil {
+		t := at.UTC()
+		p.ResolvedAt = &t
+	}
+	return true
+}
+
+// Record adds the submission of proposal name. It refuses to replace an
+// entry that is terminal, since a proposal's payload on-chain is immutable.
+func (s *State) Record(name string, p *Proposal) error {
+	if prev := s.Proposals[name]; prev != nil && prev.Status.Terminal() {
+		return fmt.Errorf("proposal %q is already recorded as %s (proposal %d); rename the proposal block to submit a new one", name, prev.Status, prev.ProposalID)
+	}
+	s.Proposals[name] = p
+	return nil
+}
+
+// Import adopts an already submitted proposal into the state, like
+// terraform import. It refuses proposal id 0 and a name already recorded.
+func (s *State) Import(name string, p *Proposal) error {
+	if p.ProposalID == 0 {
+		return fmt.Errorf("import %q: proposal id 0 is not a proposal", name)
+	}
+	if prev := s.Proposals[name]; prev != nil {
+		return fmt.Errorf("import %q: already recorded as proposal %d; remove that entry first if it is wrong", name, prev.ProposalID)
+	}
+	s.Proposals[name] = p
+	return nil
+}

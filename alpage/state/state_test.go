@@ -1,0 +1,140 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func recorded(st Status) *State {
+	s := New()
+	s.Proposals["p"] = &Proposal{Kind: "membership", ProposalID: 7, PayloadSHA256: "aa", Status: st, SubmittedAt: t0}
+	return s
+}
+
+func TestAMissingStateFileIsAnEmptyState(t *testing.T) {
+	s, err := Load(filepath.Join(t.TempDir(), "state.json"))
+	if err != nil || len(s.Proposals) != 0 {
+		t.Fatalf("Load = %+v, %v", s, err)
+	}
+}
+
+func TestStateIsWrittenWithTwoSpaceIndentSortedKeysAndATrailingNewline(t *testing.T) {
+	s := New()
+	s.Proposals["b"] = &Proposal{Kind: "remove_nodes", ProposalID: 2, SubmittedAt: t0}
+	s.Proposals["a"] = &Proposal{Kind: "membership", ProposalID: 1, SubmittedAt: t0, Status: StatusOpen}
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	text := string(data)
+	if !strings.HasSuffix(text, "}\n") || !strings.Contains(text, "\n  \"proposals\": {\n    \"a\": {") {
+		t.Fatalf("unexpected layout:\n%s", text)
+	}
+	if strings.Index(text, `"a"`) > strings.Index(text, `"b"`) {
+		t.Fatal("proposal names are not sorted")
+	}
+	if strings.Contains(text, "resolved_at") || strings.Contains(text, "chips") {
+		t.Fatalf("empty optional fields were written:\n%s", text)
+	}
+	back, err := Load(path)
+	if err != nil || back.Proposals["a"].Status != StatusOpen || back.Proposals["b"].ProposalID != 2 {
+		t.Fatalf("round trip = %+v, %v", back, err)
+	}
+}
+
+func TestAMalformedStateFileIsRefusedNamingTheLine(t *testing.T) {
+	_, err := Parse("state.json", []byte("{\n  \"proposals\": {\n    \"a\": {\"proposal_id\": \"seven\"}\n  }\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "state.json: line 3") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = Parse("state.json", []byte(`{"proposals": {"a": {"status": "pending"}}}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown status "pending"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStatusOnlyMovesForward(t *testing.T) {
+	cases := []struct {
+		from, seen, want Status
+		changed          bool
+	}{
+		{"", StatusOpen, StatusOpen, true},
+		{StatusOpen, StatusAdopted, StatusAdopted, true},
+		{StatusOpen, StatusExecuted, StatusExecuted, true},
+		{StatusAdopted, StatusOpen, StatusAdopted, false},
+		{StatusExecuted, StatusFailed, StatusExecuted, false},
+		{StatusRejected, StatusOpen, StatusRejected, false},
+		{StatusExecuted, "", StatusExecuted, false},
+		{StatusOpen, "", StatusOpen, false},
+		{StatusOpen, StatusOpen, StatusOpen, false},
+	}
+	for _, c := range cases {
+		s := recorded(c.from)
+		changed := s.Observe("p", c.seen, t0)
+		if got := s.Proposals["p"].Status; got != c.want || changed != c.changed {
+			t.Errorf("%q then %q: status %q changed=%v; want %q changed=%v", c.from, c.seen, got, changed, c.want, c.changed)
+		}
+	}
+}
+
+func TestResolvedAtIsSetOnceWhenATerminalStatusIsFirstSeen(t *testing.T) {
+	s := recorded(StatusOpen)
+	s.Observe("p", StatusExecuted, t0)
+	s.Observe("p", StatusFailed, t0.Add(time.Hour))
+	if r := s.Proposals["p"].ResolvedAt; r == nil || !r.Equal(t0) {
+		t.Fatalf("resolved_at = %v, want %v", r, t0)
+	}
+}
+
+func TestApplyDecisions(t *testing.T) {
+	cases := []struct {
+		name  string
+		rec   *Proposal
+		hash  string
+		force bool
+		want  Decision
+	}{
+		{"no record goes", nil, "aa", false, Submit},
+		{"a terminal record is refused even with force", &Proposal{PayloadSHA256: "aa", Status: StatusExecuted}, "bb", true, Refuse},
+		{"force resubmits a changed open proposal", &Proposal{PayloadSHA256: "aa", Status: StatusOpen}, "bb", true, Submit},
+		{"the same hash is nothing to do", &Proposal{PayloadSHA256: "aa", Status: StatusOpen}, "aa", false, NothingToDo},
+		{"a changed hash is refused without force", &Proposal{PayloadSHA256: "aa"}, "bb", false, Refuse},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, why := Decide("p", c.rec, c.hash, c.force)
+			if got != c.want {
+				t.Fatalf("Decide = %v (%s), want %v", got, why, c.want)
+			}
+			if got != Submit && why == "" {
+				t.Fatal("a refusal or no-op gave no reason")
+			}
+		})
+	}
+}
+
+func TestImportRefusesIDZeroAndANameAlreadyRecorded(t *testing.T) {
+	s := recorded(StatusOpen)
+	if err := s.Import("q", &Proposal{ProposalID: 0}); err == nil {
+		t.Error("imported proposal id 0")
+	}
+	if err := s.Import("p", &Proposal{ProposalID: 9}); err == nil {
+		t.Error("imported over a recorded name")
+	}
+	if err := s.Import("q", &Proposal{ProposalID: 9}); err != nil || s.Proposals["q"].ProposalID != 9 {
+		t.Errorf("import of a new name: %v", err)
+	}
+}
+
+func TestRecordRefusesToReplaceATerminalEntry(t *testing.T) {
+	s := recorded(StatusFailed)
+	if err := s.Record("p", &Proposal{ProposalID: 8}); err == nil || s.Proposals["p"].ProposalID != 7 {
+		t.Fatalf("Record over a failed entry: %v, id now %d", err, s.Proposals["p"].ProposalID)
+	}
+}
