@@ -153,3 +153,21 @@ func DecodeDrive(b []byte) (Config, error) {
 	}
 	return c, nil
 }
+
+// Where the initramfs keeps the kernel modules the init loads: each module
+// file directly in ModulesDir, and ModulesOrderFile listing their file names
+// one per line in an order that loads every dependency first.
+const (
+	ModulesDir       = "/lib/modules"
+	ModulesOrderFile = "/lib/modules/load-order"
+)
+
+// Kernel command line parameters the host sets for the init.
+const (
+	// ParamIP is the guest's address with prefix, e.g. 10.201.0.2/30.
+	ParamIP = "nibrun.ip"
+	// ParamGateway is the guest's default gateway.
+	ParamGateway = "nibrun.gw"
+	// ParamDNS is a name server the guest's resolv.conf names.
+	ParamDNS = "nibrun.dns"
+)

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"alpnib.dev/nibrunner/guest"
+)
+
+// control is the guest's end of the virtio-serial control port.
+//
+// A write to the port blocks while no host is connected (the daemon may be
+// restarting), so messages go through a bounded queue drained by one writer;
+// when the queue is full new log chunks are dropped rather than stalling the
+// tenant. A read returns end-of-file while no host is connected, so the
+// reader waits and tries again.
+type control struct {
+	f       *os.File
+	enc     *guest.Encoder
+	q       chan guest.Message
+	dropped int
+}
+
+// findControlPort returns the device of the virtio-serial port named
+// nibrun.control.
+func findControlPort() (string, error) {
+	names, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err == nil && strings.TrimSpace(string(b)) == guest.ControlPortName {
+			return "/dev/" + filepath.Base(filepath.Dir(n)), nil
+		}
+	}
+	return "", errors.New("no virtio-serial port named " + guest.ControlPortName)
+}
+
+func openControl(timeout time.Duration) (*control, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		dev, err := findControlPort()
+		if err == nil {
+			f, err := os.OpenFile(dev, os.O_RDWR, 0)
+			if err == nil {
+				c := &control{f: f, enc: guest.NewEncoder(f), q: make(chan guest.Message, 4096)}
+				go c.writer()
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("after %v: %w", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *control) writer() {
+	for m := range c.q {
+		_ = c.enc.Send(m)
+	}
+}
+
+// send queues m; a log chunk is dropped when the queue is full, anything
+// else waits for room.
+func (c *control) send(m guest.Message) {
+	if m.Kind != guest.KindLog {
+		c.q <- m
+		return
+	}
+	select {
+	case c.q <- m:
+	default:
+		c.dropped++
+	}
+}
+
+// flush waits up to timeout for the queue to drain.
+func (c *control) flush(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for len(c.q) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the last message may be mid-write
+}
+
+// handle serves the host's requests until the machine stops.
+func (c *control) handle(s *supervisor) {
+	go func() {
+		dec := guest.NewDecoder(c.f)
+		for {
+			m, err := dec.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					logf("control port: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			c.send(c.answer(s, m))
+		}
+	}()
+}
+
+// FIFREEZE and FITHAW are _IOWR('X', 119, int) and _IOWR('X', 120, int).
+const (
+	fiFreeze = 0xC0045877
+	fiThaw   = 0xC0045878
+)
+
+func (c *control) answer(s *supervisor, m guest.Message) guest.Message {
+	r := guest.Message{Kind: guest.KindReply, ID: m.ID}
+	var err error
+	switch m.Kind {
+	case guest.KindPing:
+	case guest.KindFreeze:
+		err = ioctlVolume(fiFreeze)
+	case guest.KindThaw:
+		err = ioctlVolume(fiThaw)
+	case guest.KindMeasure:
+		var ms guest.Measurement
+		ms, err = measure()
+		r.Measurement = &ms
+	case guest.KindShutdown:
+		s.stop()
+	default:
+		err = fmt.Errorf("unknown request %q", m.Kind)
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+func ioctlVolume(req uint) error {
+	f, err := os.Open(mntVolume)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(f.Fd()), req, 0); err != nil {
+		return fmt.Errorf("ioctl on the volume: %w", err)
+	}
+	return nil
+}

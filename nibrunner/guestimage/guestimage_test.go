@@ -1,0 +1,171 @@
+package guestimage
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+)
+
+// readCpio parses a newc archive back into name -> (mode, data).
+func readCpio(t *testing.T, b []byte) map[string]struct {
+	mode uint64
+	data []byte
+} {
+	t.Helper()
+	out := map[string]struct {
+		mode uint64
+		data []byte
+	}{}
+	off := 0
+	align := func(n int) int { return (n + 3) &^ 3 }
+	for {
+		h := string(b[off : off+110])
+		if !strings.HasPrefix(h, "070701") {
+			t.Fatalf("bad magic at %d: %q", off, h[:6])
+		}
+		field := func(i int) int {
+			v, err := strconv.ParseUint(h[6+8*i:14+8*i], 16, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(v)
+		}
+		mode, size, nameSize := field(1), field(6), field(11)
+		name := string(b[off+110 : off+110+nameSize-1])
+		dataOff := align(off + 110 + nameSize)
+		if name == "TRAILER!!!" {
+			return out
+		}
+		out[name] = struct {
+			mode uint64
+			data []byte
+		}{uint64(mode), b[dataOff : dataOff+size]}
+		off = align(dataOff + size)
+	}
+}
+
+func TestTheCpioWriterWritesWhatTheNewcFormatReadsBack(t *testing.T) {
+	var buf bytes.Buffer
+	c := newCpioWriter(&buf)
+	c.Dir("dev", 0o755)
+	c.CharDev("dev/console", 0o600, 5, 1)
+	c.File("init", 0o755, []byte("odd-length"))
+	c.File("empty", 0o644, nil)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readCpio(t, buf.Bytes())
+	if got["init"].mode != 0o100755 || string(got["init"].data) != "odd-length" {
+		t.Errorf("init = %o %q", got["init"].mode, got["init"].data)
+	}
+	if got["dev"].mode != 0o040755 || got["dev/console"].mode != 0o020600 {
+		t.Errorf("dev = %o, dev/console = %o", got["dev"].mode, got["dev/console"].mode)
+	}
+	if _, ok := got["empty"]; !ok {
+		t.Error("the empty file is missing")
+	}
+	if cpio, err := exec.LookPath("cpio"); err == nil {
+		cmd := exec.Command(cpio, "-t")
+		cmd.Stdin = bytes.NewReader(buf.Bytes())
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "dev/console") {
+			t.Errorf("GNU cpio cannot list the archive: %v\n%s", err, out)
+		}
+	}
+}
+
+// imageDir is shared by the tests in this package run so the kernel is
+// fetched once.
+func imageDir(t *testing.T) string {
+	t.Helper()
+	testenv.RequireCommand(t, "apt-get", "dpkg-deb", "mksquashfs", "go")
+	if _, err := os.Stat(CACertificates); err != nil {
+		testenv.Missing(t, "needs the ca-certificates package")
+	}
+	return filepath.Join(os.TempDir(), "nibrun-guestimage-test")
+}
+
+func TestTheImageBuildsWithTheKernelModulesAndInitAndASecondBuildIsCached(t *testing.T) {
+	dir := imageDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	img, err := Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(img.Version, "gi-") || !strings.HasSuffix(img.KernelRelease, "-cloud-amd64") {
+		t.Errorf("version %q, kernel release %q", img.Version, img.KernelRelease)
+	}
+	f, err := os.Open(img.Initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := readCpio(t, raw)
+	if files["init"].mode&0o111 == 0 || len(files["init"].data) < 1<<20 {
+		t.Errorf("/init is missing or not executable")
+	}
+	order := strings.Fields(string(files["lib/modules/load-order"].data))
+	pos := map[string]int{}
+	for i, m := range order {
+		pos[m] = i
+		if _, ok := files["lib/modules/"+m]; !ok {
+			t.Errorf("load order names %s, which the initramfs lacks", m)
+		}
+	}
+	for _, m := range []string{"virtio_mmio.ko", "virtio_blk.ko", "virtio_console.ko", "virtio_net.ko", "squashfs.ko", "overlay.ko"} {
+		if _, ok := pos[m]; !ok {
+			t.Errorf("module %s is not loaded (order %v)", m, order)
+		}
+	}
+	// virtio_mmio needs virtio and virtio_ring, virtio_net needs failover.
+	for _, dep := range [][2]string{{"virtio.ko", "virtio_mmio.ko"}, {"virtio_ring.ko", "virtio_mmio.ko"}, {"net_failover.ko", "virtio_net.ko"}, {"failover.ko", "net_failover.ko"}} {
+		if a, ok := pos[dep[0]]; !ok || a > pos[dep[1]] {
+			t.Errorf("%s must load before %s (order %v)", dep[0], dep[1], order)
+		}
+	}
+	b, err := os.ReadFile(img.Base)
+	if err != nil || !bytes.HasPrefix(b, []byte("hsqs")) {
+		t.Fatalf("base root is not a squashfs: %v", err)
+	}
+	if unsq, err := exec.LookPath("unsquashfs"); err == nil {
+		out, err := exec.Command(unsq, "-lls", img.Base).CombinedOutput()
+		if err != nil {
+			t.Fatalf("unsquashfs: %v\n%s", err, out)
+		}
+		for _, want := range []string{"drwxrwxrwt root/root", "squashfs-root/etc/ssl/certs/ca-certificates.crt", "squashfs-root/etc/passwd"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("base root lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	start := time.Now()
+	again, err := Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Version != img.Version || again.Initrd != img.Initrd {
+		t.Errorf("second build changed the image: %+v vs %+v", again, img)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("second build took %v; it should be cached", d)
+	}
+}
