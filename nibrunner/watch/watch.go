@@ -1,0 +1,145 @@
+// Package watch tells the daemon when desired.json may have changed. It
+// watches the file's folder rather than the file, because the usual way to
+// replace a document — write a temporary file, rename it over the old one —
+// swaps the inode a file watch would be holding: create, write, rename into
+// and delete in the folder all count. Events are debounced so a document
+// written in several chunks is read once it is whole, and a backstop reread
+// every 30 s covers an event the kernel dropped (inotify queues overflow).
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Defaults.
+const (
+	DefaultBackstop = 30 * time.Second
+	DefaultDebounce = 150 * time.Millisecond
+)
+
+// Document is one reading of the desired-state file.
+type Document struct {
+	Data []byte
+	// Err is set when the file could not be read (missing, unreadable);
+	// Data is nil then.
+	Err error
+}
+
+// Watcher watches one file.
+type Watcher struct {
+	Path     string
+	Backstop time.Duration
+	Debounce time.Duration
+}
+
+// Run sends the file's content on out at start and whenever it changes,
+// until ctx ends. A reading equal to the last one sent is not sent again.
+func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
+	backstop, debounce := w.Backstop, w.Debounce
+	if backstop <= 0 {
+		backstop = DefaultBackstop
+	}
+	if debounce <= 0 {
+		debounce = DefaultDebounce
+	}
+	dir, name := filepath.Split(filepath.Clean(w.Path))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("watch %s: %w", w.Path, err)
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", w.Path, err)
+	}
+	defer fw.Close()
+	if err := fw.Add(dir); err != nil {
+		return fmt.Errorf("watch %s: %w", w.Path, err)
+	}
+
+	var last *Document
+	send := func() bool {
+		d := read(w.Path)
+		if last != nil && same(*last, d) {
+			return true
+		}
+		select {
+		case out <- d:
+			last = &d
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !send() {
+		return nil
+	}
+	tick := time.NewTicker(backstop)
+	defer tick.Stop()
+	var settle <-chan time.Time
+	var timer *time.Timer
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return nil
+			}
+			if filepath.Base(ev.Name) != name {
+				continue
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+			timer = time.NewTimer(debounce)
+			settle = timer.C
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return nil
+			}
+			// An overflow loses events: reread now rather than wait for
+			// the backstop.
+			_ = err
+			if !send() {
+				return nil
+			}
+		case <-settle:
+			settle = nil
+			if !send() {
+				return nil
+			}
+		case <-tick.C:
+			if !send() {
+				return nil
+			}
+		}
+	}
+}
+
+func read(path string) Document {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Document{Err: fmt.Errorf("%s does not exist", path)}
+		}
+		return Document{Err: fmt.Errorf("read %s: %w", path, err)}
+	}
+	return Document{Data: b}
+}
+
+func same(a, b Document) bool {
+	if (a.Err == nil) != (b.Err == nil) {
+		return false
+	}
+	if a.Err != nil {
+		return a.Err.Error() == b.Err.Error()
+	}
+	return bytes.Equal(a.Data, b.Data)
+}

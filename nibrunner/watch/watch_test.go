@@ -1,0 +1,108 @@
+package watch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func start(t *testing.T, w *Watcher) <-chan Document {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan Document)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Run(ctx, out); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return out
+}
+
+func next(t *testing.T, c <-chan Document) Document {
+	t.Helper()
+	select {
+	case d := <-c:
+		return d
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reading within 5s")
+		return Document{}
+	}
+}
+
+func quiet(t *testing.T, c <-chan Document, d time.Duration) {
+	t.Helper()
+	select {
+	case got := <-c:
+		t.Fatalf("unexpected reading %q %v", got.Data, got.Err)
+	case <-time.After(d):
+	}
+}
+
+func TestAMissingFileIsReportedThenItsCreationSeen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desired.json")
+	c := start(t, &Watcher{Path: path, Debounce: 20 * time.Millisecond})
+	if d := next(t, c); d.Err == nil {
+		t.Fatalf("missing file read as %q", d.Data)
+	}
+	os.WriteFile(path, []byte("one"), 0o644)
+	if d := next(t, c); string(d.Data) != "one" {
+		t.Fatalf("got %q %v", d.Data, d.Err)
+	}
+}
+
+func TestARenameIntoTheFolderIsSeen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "desired.json")
+	os.WriteFile(path, []byte("one"), 0o644)
+	c := start(t, &Watcher{Path: path, Debounce: 20 * time.Millisecond})
+	next(t, c)
+	tmp := filepath.Join(dir, ".tmp")
+	os.WriteFile(tmp, []byte("two"), 0o644)
+	os.Rename(tmp, path)
+	if d := next(t, c); string(d.Data) != "two" {
+		t.Fatalf("got %q %v", d.Data, d.Err)
+	}
+}
+
+func TestAFileWrittenInChunksIsReadOnceWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desired.json")
+	os.WriteFile(path, []byte("x"), 0o644)
+	c := start(t, &Watcher{Path: path, Debounce: 150 * time.Millisecond})
+	next(t, c)
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644)
+	for _, chunk := range []string{"ab", "cd", "ef"} {
+		f.WriteString(chunk)
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.Close()
+	if d := next(t, c); string(d.Data) != "abcdef" {
+		t.Fatalf("got %q", d.Data)
+	}
+	quiet(t, c, 300*time.Millisecond)
+}
+
+func TestTheBackstopNeverResendsAnUnchangedDocument(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "desired.json")
+	os.WriteFile(path, []byte("one"), 0o644)
+	c := start(t, &Watcher{Path: path, Backstop: 100 * time.Millisecond})
+	next(t, c)
+	// Unchanged content is not sent again, however often the backstop runs.
+	quiet(t, c, 350*time.Millisecond)
+}
+
+func TestADeletedFileIsReported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desired.json")
+	os.WriteFile(path, []byte("one"), 0o644)
+	c := start(t, &Watcher{Path: path, Debounce: 20 * time.Millisecond})
+	next(t, c)
+	os.Remove(path)
+	if d := next(t, c); d.Err == nil {
+		t.Fatal("the deletion was not reported")
+	}
+}
