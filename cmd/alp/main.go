@@ -55,6 +55,7 @@ NNS, submits it with your neuron and records the result in state.json.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newKeygenCmd())
 	return root
 }
 

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/ic/identity"
+	"alpnib.dev/internal/atomicfile"
+)
+
+func newKeygenCmd() *cobra.Command {
+	var out, show, output string
+	cmd := &cobra.Command{
+		Use:   "keygen (--out key.pem | --show key.pem)",
+		Short: "Make an ed25519 identity, or print the principal of one",
+		Long: `keygen --out FILE writes a new ed25519 identity as a PKCS#8 PEM file (mode 0600)
+and prints its principal. It never overwrites an existing file.
+
+keygen --show FILE prints the principal of an identity file: ed25519 PKCS#8
+(as OpenSSL or dfx write it) or secp256k1 (dfx's default).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (out == "") == (show == "") {
+				return errors.New("keygen: give exactly one of --out FILE or --show FILE")
+			}
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if out != "" {
+				return keygen(cmd.OutOrStdout(), out, output)
+			}
+			return showKey(cmd.OutOrStdout(), show, output)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write a new identity to this file")
+	cmd.Flags().StringVar(&show, "show", "", "print the principal of this identity file")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func keygen(w io.Writer, path, output string) error {
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("keygen: %s already exists; keygen never overwrites a key, choose another path", path)
+	}
+	id, err := identity.GenerateEd25519(rand.Reader)
+	if err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	pem, err := id.PEM()
+	if err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, pem, 0o600); err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	return printPrincipal(w, path, id.Sender().String(), output)
+}
+
+func showKey(w io.Writer, path, output string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("keygen --show: %w", err)
+	}
+	id, err := identity.FromPEM(data)
+	if err != nil {
+		return fmt.Errorf("keygen --show %s: %w", path, err)
+	}
+	return printPrincipal(w, path, id.Sender().String(), output)
+}
+
+func printPrincipal(w io.Writer, path, p, output string) error {
+	if output == "json" {
+		return json.NewEncoder(w).Encode(map[string]string{"file": path, "principal": p})
+	}
+	_, err := fmt.Fprintln(w, p)
+	return err
+}
+
+// checkOutput validates an --output value.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return fmt.Errorf("--output %q: use text or json", output)
+	}
+	return nil
+}
