@@ -1,6 +1,9 @@
 package nns
 
-import "alpnib.dev/ic/principal"
+import (
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/principal"
+)
 
 // Go types for the registry canister methods alp calls, field for field as
 // rs/registry/canister/canister/registry.did declares them. Candid mapping:
@@ -52,6 +55,7 @@ type SubnetFeatures struct {
 
 // SubnetType is the registry.did SubnetType variant (unit cases).
 type SubnetType struct {
+	candid.OneOf
 	Application         *struct{} `candid:"application"`
 	VerifiedApplication *struct{} `candid:"verified_application"`
 	System              *struct{} `candid:"system"`
@@ -141,38 +145,43 @@ type GetSubnetRequest struct {
 // SubnetRecord is the subnet record as get_subnet returns it: the registry's
 // SubnetRecord protobuf rendered as Candid (membership as raw principal bytes).
 // Fields alp does not read are left out; Candid decoding ignores extra fields.
+// The stored registry.did predates get_subnet, so the fields added to the
+// record most recently are opt here: an opt field the canister does not send
+// decodes as null, where a missing plain field would fail the whole reply.
 type SubnetRecord struct {
-	Membership                 [][]byte              `candid:"membership"`
-	MaxIngressBytesPerMessage  uint64                `candid:"max_ingress_bytes_per_message"`
-	UnitDelayMillis            uint64                `candid:"unit_delay_millis"`
-	InitialNotaryDelayMillis   uint64                `candid:"initial_notary_delay_millis"`
-	ReplicaVersionID           string                `candid:"replica_version_id"`
-	DkgIntervalLength          uint64                `candid:"dkg_interval_length"`
-	StartAsNns                 bool                  `candid:"start_as_nns"`
-	SubnetType                 SubnetType            `candid:"subnet_type"`
-	DkgDealingsPerBlock        uint64                `candid:"dkg_dealings_per_block"`
-	IsHalted                   bool                  `candid:"is_halted"`
-	MaxIngressMessagesPerBlock uint64                `candid:"max_ingress_messages_per_block"`
-	MaxIngressBytesPerBlock    uint64                `candid:"max_ingress_bytes_per_block"`
-	MaxBlockPayloadSize        uint64                `candid:"max_block_payload_size"`
-	Features                   *SubnetFeatures       `candid:"features"`
-	MaxNumberOfCanisters       uint64                `candid:"max_number_of_canisters"`
-	SSHReadonlyAccess          []string              `candid:"ssh_readonly_access"`
-	SSHBackupAccess            []string              `candid:"ssh_backup_access"`
-	HaltAtCupHeight            bool                  `candid:"halt_at_cup_height"`
-	CanisterCyclesCostSchedule *CostSchedule         `candid:"canister_cycles_cost_schedule"`
-	SubnetAdmins               []principal.Principal `candid:"subnet_admins"`
-	ResourceLimits             *ResourceLimits       `candid:"resource_limits"`
+	Membership                 [][]byte               `candid:"membership"`
+	MaxIngressBytesPerMessage  uint64                 `candid:"max_ingress_bytes_per_message"`
+	UnitDelayMillis            uint64                 `candid:"unit_delay_millis"`
+	InitialNotaryDelayMillis   uint64                 `candid:"initial_notary_delay_millis"`
+	ReplicaVersionID           string                 `candid:"replica_version_id"`
+	DkgIntervalLength          uint64                 `candid:"dkg_interval_length"`
+	StartAsNns                 bool                   `candid:"start_as_nns"`
+	SubnetType                 SubnetType             `candid:"subnet_type"`
+	DkgDealingsPerBlock        uint64                 `candid:"dkg_dealings_per_block"`
+	IsHalted                   bool                   `candid:"is_halted"`
+	MaxIngressMessagesPerBlock uint64                 `candid:"max_ingress_messages_per_block"`
+	MaxIngressBytesPerBlock    uint64                 `candid:"max_ingress_bytes_per_block"`
+	MaxBlockPayloadSize        uint64                 `candid:"max_block_payload_size"`
+	Features                   *SubnetFeatures        `candid:"features"`
+	MaxNumberOfCanisters       uint64                 `candid:"max_number_of_canisters"`
+	SSHReadonlyAccess          []string               `candid:"ssh_readonly_access"`
+	SSHBackupAccess            []string               `candid:"ssh_backup_access"`
+	HaltAtCupHeight            bool                   `candid:"halt_at_cup_height"`
+	CanisterCyclesCostSchedule *CostSchedule          `candid:"canister_cycles_cost_schedule"`
+	SubnetAdmins               *[]principal.Principal `candid:"subnet_admins"`
+	ResourceLimits             *ResourceLimits        `candid:"resource_limits"`
 }
 
 // CostSchedule is the registry.did CanisterCyclesCostSchedule variant.
 type CostSchedule struct {
+	candid.OneOf
 	Normal *struct{} `candid:"Normal"`
 	Free   *struct{} `candid:"Free"`
 }
 
 // GetSubnetResponse is get_subnet's result variant.
 type GetSubnetResponse struct {
+	candid.OneOf
 	Ok  *SubnetRecord `candid:"Ok"`
 	Err *string       `candid:"Err"`
 }
@@ -217,6 +226,7 @@ type OperatorAndDc struct {
 // GetNodeOperatorsAndDcsOfNodeProviderResponse is the result variant of
 // get_node_operators_and_dcs_of_node_provider.
 type GetNodeOperatorsAndDcsOfNodeProviderResponse struct {
+	candid.OneOf
 	Ok  *[]OperatorAndDc `candid:"Ok"`
 	Err *string          `candid:"Err"`
 }
