@@ -39,6 +39,7 @@ reported.json.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newCheckCmd())
 	return root
 }
 

@@ -28,7 +28,8 @@ func (r Reason) String() string {
 }
 
 // Refusal is the error Decode returns: every reason the document is
-// refused whole, in document order.
+// refused whole, those of single fields in document order first, then
+// those across fields and entries.
 type Refusal struct {
 	Reasons []Reason
 }
@@ -54,6 +55,10 @@ func Decode(data []byte) (*HostDesiredState, error) {
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is not JSON: %v (at byte %d)", err, syntax.Offset)}}}
+		}
 		return nil, &Refusal{Reasons: []Reason{{Rule: "is not JSON: " + err.Error()}}}
 	}
 	if _, err := dec.Token(); err == nil {
@@ -200,7 +205,7 @@ func (d *decoder) integer(path string, v any, dst reflect.Value, rule *scalarRul
 		return
 	}
 	if f < lo || f > hi {
-		d.fail(path, "%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
+		d.fail(path, "%s", outOfRange(string(n), lo, hi))
 		return
 	}
 	// Exact parse where possible: a float64 loses precision past 2^53.
@@ -209,7 +214,7 @@ func (d *decoder) integer(path string, v any, dst reflect.Value, rule *scalarRul
 		i, err := strconv.ParseInt(string(n), 10, 64)
 		if err != nil {
 			if f >= 1<<63 || f < -(1<<63) {
-				d.fail(path, "%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
+				d.fail(path, "%s", outOfRange(string(n), lo, hi))
 				return
 			}
 			i = int64(f)
@@ -219,12 +224,25 @@ func (d *decoder) integer(path string, v any, dst reflect.Value, rule *scalarRul
 		u, err := strconv.ParseUint(string(n), 10, 64)
 		if err != nil {
 			if f >= 1<<64 {
-				d.fail(path, "%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
+				d.fail(path, "%s", outOfRange(string(n), lo, hi))
 				return
 			}
 			u = uint64(f)
 		}
 		dst.SetUint(u)
+	}
+}
+
+// outOfRange says which range n missed, leaving out a bound that is only
+// the Go type's (a uint64 is "0 or more", not "0 to 18446744073709551615").
+func outOfRange(n string, lo, hi float64) string {
+	switch {
+	case hi >= math.MaxInt64 && lo <= math.MinInt64:
+		return n + " is out of range"
+	case hi >= math.MaxInt64:
+		return fmt.Sprintf("%s is out of range: must be %s or more", n, fmtBound(lo))
+	default:
+		return fmt.Sprintf("%s is out of range: must be %s to %s", n, fmtBound(lo), fmtBound(hi))
 	}
 }
 
