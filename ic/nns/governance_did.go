@@ -1,9 +1,6 @@
 package nns
 
-import (
-	"alpnib.dev/ic/candid"
-	"alpnib.dev/ic/principal"
-)
+import "alpnib.dev/ic/principal"
 
 // Go types for the governance canister methods alp calls, as
 // rs/nns/governance/canister/governance.did declares them (same Candid
@@ -23,7 +20,6 @@ type ProposalID struct {
 
 // NeuronIDOrSubaccount is the NeuronIdOrSubaccount variant.
 type NeuronIDOrSubaccount struct {
-	candid.OneOf
 	Subaccount *[]byte   `candid:"Subaccount"`
 	NeuronID   *NeuronID `candid:"NeuronId"`
 }
@@ -48,7 +44,6 @@ type NodeProvider struct {
 
 // Change is the AddOrRemoveNodeProvider change variant.
 type Change struct {
-	candid.OneOf
 	ToRemove *NodeProvider `candid:"ToRemove"`
 	ToAdd    *NodeProvider `candid:"ToAdd"`
 }
@@ -67,7 +62,6 @@ type Motion struct {
 // ProposalActionRequest is the action variant of MakeProposalRequest, with
 // the cases alp uses.
 type ProposalActionRequest struct {
-	candid.OneOf
 	ExecuteNnsFunction      *ExecuteNnsFunction      `candid:"ExecuteNnsFunction"`
 	AddOrRemoveNodeProvider *AddOrRemoveNodeProvider `candid:"AddOrRemoveNodeProvider"`
 	Motion                  *Motion                  `candid:"Motion"`
@@ -96,7 +90,6 @@ type Proposal struct {
 // ManageNeuronCommandRequest is the command variant of manage_neuron with the
 // case alp uses.
 type ManageNeuronCommandRequest struct {
-	candid.OneOf
 	MakeProposal *MakeProposalRequest `candid:"MakeProposal"`
 }
 
@@ -157,7 +150,6 @@ type MakeProposalResponse struct {
 // ManageNeuronCommandResponse is the command variant of manage_neuron's reply
 // (Command_1 in governance.did) with the cases alp reads.
 type ManageNeuronCommandResponse struct {
-	candid.OneOf
 	Error        *GovernanceError      `candid:"Error"`
 	MakeProposal *MakeProposalResponse `candid:"MakeProposal"`
 }
@@ -210,7 +202,6 @@ type ProposalInfo struct {
 
 // DissolveState is the neuron dissolve-state variant.
 type DissolveState struct {
-	candid.OneOf
 	DissolveDelaySeconds          *uint64 `candid:"DissolveDelaySeconds"`
 	WhenDissolvedTimestampSeconds *uint64 `candid:"WhenDissolvedTimestampSeconds"`
 }
@@ -234,7 +225,6 @@ type Neuron struct {
 
 // GetFullNeuronResponse is get_full_neuron's result variant.
 type GetFullNeuronResponse struct {
-	candid.OneOf
 	Ok  *Neuron          `candid:"Ok"`
 	Err *GovernanceError `candid:"Err"`
 }

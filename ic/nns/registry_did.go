@@ -1,9 +1,6 @@
 package nns
 
-import (
-	"alpnib.dev/ic/candid"
-	"alpnib.dev/ic/principal"
-)
+import "alpnib.dev/ic/principal"
 
 // Go types for the registry canister methods alp calls, field for field as
 // rs/registry/canister/canister/registry.did declares them. Candid mapping:
@@ -55,7 +52,6 @@ type SubnetFeatures struct {
 
 // SubnetType is the registry.did SubnetType variant (unit cases).
 type SubnetType struct {
-	candid.OneOf
 	Application         *struct{} `candid:"application"`
 	VerifiedApplication *struct{} `candid:"verified_application"`
 	System              *struct{} `candid:"system"`
@@ -174,14 +170,12 @@ type SubnetRecord struct {
 
 // CostSchedule is the registry.did CanisterCyclesCostSchedule variant.
 type CostSchedule struct {
-	candid.OneOf
 	Normal *struct{} `candid:"Normal"`
 	Free   *struct{} `candid:"Free"`
 }
 
 // GetSubnetResponse is get_subnet's result variant.
 type GetSubnetResponse struct {
-	candid.OneOf
 	Ok  *SubnetRecord `candid:"Ok"`
 	Err *string       `candid:"Err"`
 }
@@ -226,7 +220,6 @@ type OperatorAndDc struct {
 // GetNodeOperatorsAndDcsOfNodeProviderResponse is the result variant of
 // get_node_operators_and_dcs_of_node_provider.
 type GetNodeOperatorsAndDcsOfNodeProviderResponse struct {
-	candid.OneOf
 	Ok  *[]OperatorAndDc `candid:"Ok"`
 	Err *string          `candid:"Err"`
 }
