@@ -1,0 +1,240 @@
+package certificate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"alpnib.dev/ic/principal"
+)
+
+// DefaultMaxAge is how far a certificate's /time may be from now, either way,
+// unless Options say otherwise. Five minutes is the IC's maximum ingress
+// expiry, which is what the reference agents use too.
+const DefaultMaxAge = 5 * time.Minute
+
+// maxCachedDelegations bounds the delegation cache: there are a few dozen
+// subnets, and a delegation is renewed now and then.
+const maxCachedDelegations = 256
+
+// Options tune a Verifier.
+type Options struct {
+	// Now is the clock freshness is judged by; time.Now when nil.
+	Now func() time.Time
+	// MaxAge is the freshness window; DefaultMaxAge when zero.
+	MaxAge time.Duration
+	// SkipFreshness turns the /time check off, for replaying recorded
+	// certificates.
+	SkipFreshness bool
+}
+
+// Verifier checks certificates against one root key. It is safe for
+// concurrent use and remembers the delegations it has verified.
+type Verifier struct {
+	root *PublicKey
+	opts Options
+
+	mu    sync.Mutex
+	cache map[[32]byte]*subnetAuthority
+}
+
+// subnetAuthority is what a verified delegation establishes.
+type subnetAuthority struct {
+	subnet principal.Principal
+	key    *PublicKey
+	ranges []CanisterRange
+}
+
+// NewVerifier returns a verifier for certificates under rootKeyDER (the DER
+// form /api/v2/status serves; see MainnetRootKeyDER).
+func NewVerifier(rootKeyDER []byte, opts Options) (*Verifier, error) {
+	root, err := ParsePublicKeyDER(rootKeyDER)
+	if err != nil {
+		return nil, fmt.Errorf("root key: %w", err)
+	}
+	return &Verifier{root: root, opts: opts, cache: map[[32]byte]*subnetAuthority{}}, nil
+}
+
+// RootKey is the key the verifier trusts.
+func (v *Verifier) RootKey() *PublicKey { return v.root }
+
+// Scope says whom a certificate must be authorized for: a canister (the
+// effective canister id of the request) or a subnet (a subnet read_state).
+type Scope struct {
+	canister *principal.Principal
+	subnet   *principal.Principal
+}
+
+// ForCanister scopes a verification to a canister: a delegated subnet must
+// list it in its canister ranges.
+func ForCanister(id principal.Principal) Scope { return Scope{canister: &id} }
+
+// ForSubnet scopes a verification to a subnet: a delegation must be for it.
+func ForSubnet(id principal.Principal) Scope { return Scope{subnet: &id} }
+
+// AnyScope accepts any delegation; only for callers that check scope
+// themselves.
+func AnyScope() Scope { return Scope{} }
+
+// Verify decodes data and checks it fully: signature, delegation, scope and
+// freshness. The returned certificate's tree can be trusted.
+func (v *Verifier) Verify(data []byte, scope Scope) (*Certificate, error) {
+	c, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.VerifyDecoded(c, scope); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// VerifyDecoded is Verify for a certificate already decoded.
+func (v *Verifier) VerifyDecoded(c *Certificate, scope Scope) error {
+	key := v.root
+	if c.Delegation != nil {
+		auth, err := v.authority(c.Delegation)
+		if err != nil {
+			return err
+		}
+		if err := auth.allows(scope); err != nil {
+			return err
+		}
+		key = auth.key
+	}
+	if err := key.VerifySignature(c.SignedMessage(), c.Signature); err != nil {
+		return fmt.Errorf("verify certificate: %w", err)
+	}
+	if v.opts.SkipFreshness {
+		return nil
+	}
+	return v.checkFresh(c.Tree)
+}
+
+func (v *Verifier) checkFresh(t *Tree) error {
+	at, err := TreeTime(t)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if v.opts.Now != nil {
+		now = v.opts.Now()
+	}
+	maxAge := v.opts.MaxAge
+	if maxAge == 0 {
+		maxAge = DefaultMaxAge
+	}
+	if d := now.Sub(at); d > maxAge || d < -maxAge {
+		return fmt.Errorf("%w: certificate time %s, now %s (window ±%s)", ErrStale,
+			at.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), maxAge)
+	}
+	return nil
+}
+
+func (a *subnetAuthority) allows(s Scope) error {
+	switch {
+	case s.canister != nil:
+		for _, r := range a.ranges {
+			if r.Contains(*s.canister) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: canister %s is outside the ranges of subnet %s", ErrNotAuthorized, *s.canister, a.subnet)
+	case s.subnet != nil:
+		if *s.subnet != a.subnet {
+			return fmt.Errorf("%w: certificate is from subnet %s, not %s", ErrNotAuthorized, a.subnet, *s.subnet)
+		}
+	}
+	return nil
+}
+
+// authority verifies a delegation, or returns the cached result of having
+// done so for the same bytes.
+func (v *Verifier) authority(d *Delegation) (*subnetAuthority, error) {
+	h := sha256.New()
+	h.Write([]byte{byte(len(d.SubnetID.Bytes()))})
+	h.Write(d.SubnetID.Bytes())
+	h.Write(d.Certificate)
+	var k [32]byte
+	h.Sum(k[:0])
+
+	v.mu.Lock()
+	a, ok := v.cache[k]
+	v.mu.Unlock()
+	if ok {
+		return a, nil
+	}
+	a, err := v.verifyDelegation(d)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	if len(v.cache) >= maxCachedDelegations {
+		for old := range v.cache { // drop an arbitrary entry
+			delete(v.cache, old)
+			break
+		}
+	}
+	v.cache[k] = a
+	v.mu.Unlock()
+	return a, nil
+}
+
+// verifyDelegation is the spec's check_delegation plus reading the subnet's
+// key and canister ranges. Delegation certificates are not checked for
+// freshness: the root subnet renews them on its own schedule and the IC's
+// agents accept old ones.
+func (v *Verifier) verifyDelegation(d *Delegation) (*subnetAuthority, error) {
+	c, err := Decode(d.Certificate)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDelegation, err)
+	}
+	if c.Delegation != nil {
+		return nil, fmt.Errorf("%w: delegation certificate is itself delegated", ErrDelegation)
+	}
+	if err := v.root.VerifySignature(c.SignedMessage(), c.Signature); err != nil {
+		return nil, fmt.Errorf("%w: root signature: %v", ErrDelegation, err)
+	}
+	sid := d.SubnetID.Bytes()
+	der, st := c.Tree.Lookup([]byte("subnet"), sid, []byte("public_key"))
+	if st != Found {
+		return nil, fmt.Errorf("%w: /subnet/%s/public_key is %s", ErrDelegation, d.SubnetID, st)
+	}
+	key, err := ParsePublicKeyDER(der)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subnet %s: %v", ErrDelegation, d.SubnetID, err)
+	}
+	ranges, err := delegatedRanges(c.Tree, sid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subnet %s canister ranges: %v", ErrDelegation, d.SubnetID, err)
+	}
+	return &subnetAuthority{subnet: d.SubnetID, key: key, ranges: ranges}, nil
+}
+
+// delegatedRanges reads a subnet's canister ranges from either layout the IC
+// has used: /subnet/<id>/canister_ranges (one leaf), or the sharded
+// /canister_ranges/<id>/<shard> leaves of newer certificates.
+func delegatedRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
+	if leaf, st := t.Lookup([]byte("subnet"), subnetID, []byte("canister_ranges")); st == Found {
+		return decodeRanges(leaf)
+	}
+	sub, st := t.Subtree([]byte("canister_ranges"), subnetID)
+	if st != Found {
+		return nil, fmt.Errorf("neither /subnet/%s/canister_ranges nor /canister_ranges/%s is present",
+			hex.EncodeToString(subnetID), hex.EncodeToString(subnetID))
+	}
+	var all []CanisterRange
+	for _, shard := range sub.Children() {
+		if shard.Tree.Kind() != KindLeaf {
+			return nil, fmt.Errorf("shard %x is a %s, not a leaf", shard.Label, shard.Tree.Kind())
+		}
+		r, err := decodeRanges(shard.Tree.value)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, r...)
+	}
+	return all, nil
+}
