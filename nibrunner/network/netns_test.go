@@ -1,0 +1,309 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"alpnib.dev/internal/testenv"
+	"github.com/vishvananda/netlink"
+)
+
+// inNetns runs f on an OS thread moved into the named network namespace.
+// The thread is never handed back to the scheduler (the goroutine exits
+// still locked, so Go retires the thread): nothing else ever runs in a
+// namespace it did not ask for.
+func inNetns(name string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, err := unix.Open("/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("open netns %s: %w", name, err)
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("enter netns %s: %w", name, err)
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// topology is a host namespace with two guests behind veths named like
+// taps, and an outside namespace holding an allowed address, a denied one,
+// a private one and the metadata address. Every address exists only inside
+// these namespaces; the root namespace is never touched.
+type topology struct {
+	host, g0, g1, out string
+}
+
+var topologies int
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(testenv.RequireCommand(t, "ip"), args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newTopology(t *testing.T) *topology {
+	testenv.RequireRoot(t)
+	testenv.RequireCommand(t, "ip", "nft")
+	topologies++
+	id := fmt.Sprintf("nbt%d-%d", os.Getpid()%100000, topologies)
+	tp := &topology{host: id + "-h", g0: id + "-g0", g1: id + "-g1", out: id + "-o"}
+	for _, ns := range []string{tp.host, tp.g0, tp.g1, tp.out} {
+		ipCmd(t, "netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		ipCmd(t, "-n", ns, "link", "set", "lo", "up")
+	}
+	ipCmd(t, "-n", tp.host, "link", "add", "nbr0", "type", "veth", "peer", "name", "eth0", "netns", tp.g0)
+	ipCmd(t, "-n", tp.host, "link", "add", "nbr1", "type", "veth", "peer", "name", "eth0", "netns", tp.g1)
+	ipCmd(t, "-n", tp.host, "link", "add", "up0", "type", "veth", "peer", "name", "uplink", "netns", tp.out)
+	for i, g := range []string{tp.g0, tp.g1} {
+		ipCmd(t, "-n", g, "addr", "add", GuestAddr(i).String(), "dev", "eth0")
+		ipCmd(t, "-n", g, "link", "set", "eth0", "up")
+		ipCmd(t, "-n", g, "route", "add", "default", "via", HostAddr(i).Addr().String())
+	}
+	ipCmd(t, "-n", tp.host, "addr", "add", "192.0.2.1/24", "dev", "up0")
+	ipCmd(t, "-n", tp.host, "link", "set", "up0", "up")
+	ipCmd(t, "-n", tp.host, "route", "add", "default", "via", "192.0.2.2")
+	ipCmd(t, "-n", tp.out, "addr", "add", "192.0.2.2/24", "dev", "uplink")
+	ipCmd(t, "-n", tp.out, "link", "set", "uplink", "up")
+	for _, a := range []string{"198.51.100.7/32", "172.16.5.5/32", "169.254.169.254/32"} {
+		ipCmd(t, "-n", tp.out, "addr", "add", a, "dev", "lo")
+	}
+	// Outside knows the way to the guests' subnet, so that a direct
+	// attempt is refused by the rules, not by a missing route.
+	ipCmd(t, "-n", tp.out, "route", "add", Subnet.String(), "via", "192.0.2.1")
+	err := inNetns(tp.host, func() error {
+		if err := SetSysctls(HostSysctls); err != nil {
+			return err
+		}
+		if wrong := CheckSysctls(HostSysctls); len(wrong) > 0 {
+			return errors.New(strings.Join(wrong, "; "))
+		}
+		for i := 0; i < 2; i++ {
+			if err := ConfigureLink(i, TapName(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// serve answers every connection on addr inside ns with "<name> from <the
+// peer address it saw>", then closes it.
+func serve(t *testing.T, ns, addr, name string) {
+	t.Helper()
+	var l net.Listener
+	if err := inNetns(ns, func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			fmt.Fprintf(c, "%s from %s", name, host)
+			c.Close()
+		}
+	}()
+}
+
+// dial connects from ns to addr and returns what the server said.
+func dial(ns, addr string) (string, time.Duration, error) {
+	var got string
+	start := time.Now()
+	err := inNetns(ns, func() error {
+		d := net.Dialer{Timeout: 3 * time.Second}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		b, err := io.ReadAll(c)
+		got = string(b)
+		return err
+	})
+	return got, time.Since(start), err
+}
+
+func (tp *topology) apply(t *testing.T, webRunning bool) {
+	t.Helper()
+	r := Rules{
+		Apps: []App{
+			{Slot: 0, AppID: "web", Running: webRunning, HTTPPort: 8080, Ports: []int{5000}},
+			{Slot: 1, AppID: "api", Running: true, HTTPPort: 8080},
+		},
+		DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
+	}
+	if err := inNetns(tp.host, func() error { return Firewall{}.Apply(context.Background(), r) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustReach(t *testing.T, ns, addr, want string) {
+	t.Helper()
+	got, _, err := dial(ns, addr)
+	if err != nil || got != want {
+		t.Fatalf("from %s to %s: got %q, %v; want %q", ns, addr, got, err, want)
+	}
+}
+
+// mustBeRejected wants the connection refused at once: a reject answers,
+// a drop would leave the dial to time out.
+func mustBeRejected(t *testing.T, ns, addr string) {
+	t.Helper()
+	got, took, err := dial(ns, addr)
+	if err == nil {
+		t.Fatalf("from %s to %s: connected, and the server said %q", ns, addr, got)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("from %s to %s: %v (took %s); want it refused outright, not %T", ns, addr, err, took, err)
+	}
+	if took > time.Second {
+		t.Fatalf("from %s to %s: refused only after %s; a reject answers at once", ns, addr, took)
+	}
+}
+
+func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
+	tp := newTopology(t)
+	tp.apply(t, false)
+	serve(t, tp.host, "0.0.0.0:9999", "host")
+	serve(t, tp.g0, "0.0.0.0:8080", "web")
+	serve(t, tp.g0, "0.0.0.0:5000", "web-raw")
+	serve(t, tp.g1, "0.0.0.0:8080", "api")
+	serve(t, tp.out, "0.0.0.0:80", "outside")
+
+	t.Run("AGuestReachesAnAllowedOutsideAddressAsTheHost", func(t *testing.T) {
+		mustReach(t, tp.g0, "192.0.2.2:80", "outside from 192.0.2.1")
+	})
+	t.Run("AGuestCannotReachTheHost", func(t *testing.T) {
+		mustReach(t, tp.out, "192.0.2.1:9999", "host from 192.0.2.2") // the host does answer others
+		mustBeRejected(t, tp.g0, "10.201.0.1:9999")
+		mustBeRejected(t, tp.g0, "192.0.2.1:9999")
+		mustBeRejected(t, tp.g0, "10.201.0.5:9999")
+	})
+	t.Run("AGuestCannotReachAnotherGuest", func(t *testing.T) {
+		mustReach(t, tp.host, "10.201.0.6:8080", "api from 10.201.0.5") // the host can
+		mustBeRejected(t, tp.g0, "10.201.0.6:8080")
+		mustBeRejected(t, tp.g1, "10.201.0.2:8080")
+	})
+	t.Run("AGuestCannotReachAPrivateRangeTheMetadataAddressOrADeniedCIDR", func(t *testing.T) {
+		for _, addr := range []string{"172.16.5.5:80", "169.254.169.254:80", "198.51.100.7:80"} {
+			mustReach(t, tp.host, addr, "outside from 192.0.2.1") // routable: the rules, not routing, refuse
+			mustBeRejected(t, tp.g0, addr)
+		}
+	})
+	t.Run("NothingOutsideReachesAGuestDirectly", func(t *testing.T) {
+		mustBeRejected(t, tp.out, "10.201.0.2:8080")
+	})
+	t.Run("AStoppedAppsHostPortDoesNotReachItsGuest", func(t *testing.T) {
+		mustBeRejected(t, tp.out, "192.0.2.1:21000")
+		mustBeRejected(t, tp.out, "192.0.2.1:21001")
+		mustReach(t, tp.out, "192.0.2.1:21008", "api from 192.0.2.2")
+	})
+	t.Run("ARunningAppsHostPortsReachItsGuest", func(t *testing.T) {
+		tp.apply(t, true)
+		mustReach(t, tp.out, "192.0.2.1:21000", "web from 192.0.2.2")
+		mustReach(t, tp.out, "192.0.2.1:21001", "web-raw from 192.0.2.2")
+		mustReach(t, tp.host, "192.0.2.1:21000", "web from 192.0.2.1")
+		mustReach(t, tp.host, "127.0.0.1:21000", "web from 10.201.0.1")
+	})
+	t.Run("StoppingTheAppUnpublishesItAgain", func(t *testing.T) {
+		tp.apply(t, false)
+		mustBeRejected(t, tp.out, "192.0.2.1:21000")
+		mustBeRejected(t, tp.host, "127.0.0.1:21000")
+	})
+}
+
+func TestATapIsMadeWithTheSlotsHostAddressAndRemoved(t *testing.T) {
+	tp := newTopology(t)
+	err := inNetns(tp.host, func() error {
+		for i := 0; i < 2; i++ { // twice: idempotent
+			if err := EnsureTap(7); err != nil {
+				return err
+			}
+		}
+		link, err := netlink.LinkByName("nbr7")
+		if err != nil {
+			return err
+		}
+		if link.Type() != "tuntap" || link.Attrs().Flags&net.FlagUp == 0 {
+			return fmt.Errorf("nbr7 is a %s with flags %v; want an up tap", link.Type(), link.Attrs().Flags)
+		}
+		addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		if len(addrs) != 1 || addrs[0].IPNet.String() != "10.201.0.29/30" {
+			return fmt.Errorf("nbr7 has addresses %v; want 10.201.0.29/30", addrs)
+		}
+		if err := RemoveTap(7); err != nil {
+			return err
+		}
+		if _, err := netlink.LinkByName("nbr7"); err == nil {
+			return errors.New("nbr7 still exists after RemoveTap")
+		}
+		return RemoveTap(7)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestABrokenRulesetIsRefusedWholeAndTheLastOneStays(t *testing.T) {
+	tp := newTopology(t)
+	serve(t, tp.g1, "0.0.0.0:8080", "api")
+	tp.apply(t, true)
+	err := inNetns(tp.host, func() error {
+		fw := Firewall{}
+		if err := fw.Load(context.Background(), "table inet nibrun\ndelete table inet nibrun\ntable inet nibrun {\n\tchain x {\n\t\tnot a rule\n\t}\n}\n"); err == nil {
+			return errors.New("a broken ruleset loaded")
+		}
+		ok, err := fw.Installed(context.Background())
+		if err != nil || !ok {
+			return fmt.Errorf("after a refused load the table is gone: %v %v", ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustReach(t, tp.out, "192.0.2.1:21008", "api from 192.0.2.2") // the previous rules still publish
+	if err := inNetns(tp.host, func() error {
+		if err := (Firewall{}).Remove(context.Background()); err != nil {
+			return err
+		}
+		if ok, _ := (Firewall{}).Installed(context.Background()); ok {
+			return errors.New("the table is still there after Remove")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

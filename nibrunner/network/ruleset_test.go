@@ -1,0 +1,153 @@
+package network
+
+import (
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs from what Render gives (go test -update rewrites it):\n%s", p, got)
+	}
+}
+
+func sampleRules() Rules {
+	return Rules{
+		Apps: []App{
+			{Slot: 3, AppID: "sleepy", Running: false, HTTPPort: 8080},
+			{Slot: 0, AppID: "web", Running: true, HTTPPort: 3000, Ports: []int{5432, 9000}},
+			{Slot: 1, AppID: "api", Running: true, HTTPPort: 8080},
+		},
+		DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("10.9.0.0/16")},
+		DeniedV6: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")},
+	}
+}
+
+func TestTheRulesetRendersWholeAsTheGoldenFileSays(t *testing.T) {
+	got, err := Render(sampleRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "nibrun.nft", got)
+}
+
+func TestTheRulesetDependsOnlyOnTheSlotsNotTheirOrder(t *testing.T) {
+	r := sampleRules()
+	a, _ := Render(r)
+	r.Apps[0], r.Apps[2] = r.Apps[2], r.Apps[0]
+	b, _ := Render(r)
+	if a != b {
+		t.Fatal("reordering the apps changed the ruleset")
+	}
+}
+
+func TestOnlyARunningAppIsPublished(t *testing.T) {
+	r := Rules{Apps: []App{{Slot: 5, AppID: "a", HTTPPort: 80, Ports: []int{53}}}}
+	off, _ := Render(r)
+	r.Apps[0].Running = true
+	on, _ := Render(r)
+	if strings.Contains(off, "dnat ip to") {
+		t.Fatalf("a stopped app has a DNAT rule:\n%s", off)
+	}
+	for _, want := range []string{"tcp dport 21040 dnat ip to 10.201.0.22:80", "meta l4proto { tcp, udp } th dport 21041 dnat ip to 10.201.0.22:53"} {
+		if !strings.Contains(on, want) {
+			t.Errorf("running app's ruleset lacks %q", want)
+		}
+	}
+}
+
+func TestTheRulesetRejectsAndNeverDrops(t *testing.T) {
+	got, _ := Render(sampleRules())
+	if strings.Contains(got, "drop") {
+		t.Fatal("the ruleset drops")
+	}
+	if !strings.Contains(got, "reject") {
+		t.Fatal("the ruleset does not reject")
+	}
+}
+
+func TestRenderRefusesWhatCannotBeRight(t *testing.T) {
+	cases := map[string]Rules{
+		"slot out of range": {Apps: []App{{Slot: MaxSlots, AppID: "a", HTTPPort: 80}}},
+		"negative slot":     {Apps: []App{{Slot: -1, AppID: "a", HTTPPort: 80}}},
+		"shared slot":       {Apps: []App{{Slot: 1, AppID: "a", HTTPPort: 80}, {Slot: 1, AppID: "b", HTTPPort: 80}}},
+		"bad app id":        {Apps: []App{{Slot: 1, AppID: `a" accept #`, HTTPPort: 80}}},
+		"port zero":         {Apps: []App{{Slot: 1, AppID: "a", HTTPPort: 0}}},
+		"too many ports":    {Apps: []App{{Slot: 1, AppID: "a", HTTPPort: 80, Ports: []int{1, 2, 3, 4, 5, 6, 7, 8}}}},
+		"v6 in v4 list":     {DeniedV4: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}},
+		"v4 in v6 list":     {DeniedV6: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}},
+	}
+	for name, r := range cases {
+		if _, err := Render(r); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
+	}
+}
+
+func TestSlotsMapToTheirTapAddressesAndPorts(t *testing.T) {
+	cases := []struct {
+		n                int
+		tap, host, guest string
+		port             int
+	}{
+		{0, "nbr0", "10.201.0.1/30", "10.201.0.2/30", 21000},
+		{1, "nbr1", "10.201.0.5/30", "10.201.0.6/30", 21008},
+		{63, "nbr63", "10.201.0.253/30", "10.201.0.254/30", 21504},
+		{64, "nbr64", "10.201.1.1/30", "10.201.1.2/30", 21512},
+		{MaxSlots - 1, "nbr5566", "10.201.86.249/30", "10.201.86.250/30", 65528},
+	}
+	for _, c := range cases {
+		if TapName(c.n) != c.tap || HostAddr(c.n).String() != c.host || GuestAddr(c.n).String() != c.guest || HostPort(c.n) != c.port {
+			t.Errorf("slot %d: %s %s %s %d", c.n, TapName(c.n), HostAddr(c.n), GuestAddr(c.n), HostPort(c.n))
+		}
+	}
+	if HostPort(MaxSlots-1)+PortsPerSlot-1 > 65535 || HostPort(MaxSlots)+PortsPerSlot-1 <= 65535 {
+		t.Errorf("MaxSlots %d does not end where the port range does", MaxSlots)
+	}
+	if got := KernelArgs(1); got != "ip=10.201.0.6::10.201.0.5:255.255.255.252::eth0:off" {
+		t.Errorf("KernelArgs(1) = %s", got)
+	}
+}
+
+func TestSysctlsAreCheckedAndSetUnderProcSys(t *testing.T) {
+	old := ProcSys
+	ProcSys = t.TempDir()
+	t.Cleanup(func() { ProcSys = old })
+	if err := os.MkdirAll(filepath.Join(ProcSys, "net/ipv4"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ProcSys, "net/ipv4/ip_forward"), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []Sysctl{{Key: "net.ipv4.ip_forward", Value: "1", Why: "routing"}}
+	wrong := CheckSysctls(want)
+	if len(wrong) != 1 || !strings.Contains(wrong[0], "net.ipv4.ip_forward is 0; it must be 1") {
+		t.Fatalf("check = %q", wrong)
+	}
+	if err := SetSysctls(want); err != nil {
+		t.Fatal(err)
+	}
+	if wrong := CheckSysctls(want); len(wrong) != 0 {
+		t.Fatalf("after setting: %q", wrong)
+	}
+	if !strings.Contains(SysctlConf(want), "net.ipv4.ip_forward = 1") {
+		t.Fatal("the sysctl.d file does not set ip_forward")
+	}
+}
