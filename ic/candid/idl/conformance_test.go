@@ -21,11 +21,7 @@ var knownFailures = map[string]string{}
 // output, which `go test -v` (or `go test` inside the package directory, or
 // any failing run) shows.
 func TestTheOfficialCandidSuitePasses(t *testing.T) {
-	dirs := []string{conformanceDir(t)}
-	if extra := os.Getenv("CANDID_TESTS"); extra != "" {
-		dirs = append(dirs, extra)
-	}
-	for _, dir := range dirs {
+	for _, dir := range suiteDirs(t) {
 		files, err := filepath.Glob(filepath.Join(dir, "*.test.did"))
 		if err != nil {
 			t.Fatalf("list %s: %v", dir, err)
@@ -39,6 +35,15 @@ func TestTheOfficialCandidSuitePasses(t *testing.T) {
 			runTestFile(t, file)
 		}
 	}
+}
+
+// suiteDirs is the official suite plus the folder CANDID_TESTS names, if any.
+func suiteDirs(t *testing.T) []string {
+	dirs := []string{conformanceDir(t)}
+	if extra := os.Getenv("CANDID_TESTS"); extra != "" {
+		dirs = append(dirs, extra)
+	}
+	return dirs
 }
 
 func runTestFile(t *testing.T, file string) {

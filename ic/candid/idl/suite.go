@@ -32,16 +32,17 @@ type Input struct {
 	Bytes []byte
 }
 
-// Decode reads the input at types: binary with candid.DecodeValues, text with
+// decode reads the input at types: binary with candid.DecodeValues, text with
 // the text-value parser (names in annotations resolved in the test file).
-func (in Input) decode(b *builder, file string, types []*candid.Type) ([]candid.Value, error) {
+// Positions in a text input's errors are relative to the input itself.
+func (in Input) decode(b *builder, types []*candid.Type) ([]candid.Value, error) {
 	if in.Blob {
 		return candid.DecodeValues(in.Bytes, types)
 	}
 	if !utf8.Valid(in.Bytes) {
 		return nil, fmt.Errorf("text input is not UTF-8")
 	}
-	return parseValuesIn(b, file, string(in.Bytes), types)
+	return parseValuesIn(b, "", string(in.Bytes), types)
 }
 
 // Assertion is one `assert …;` of a test file.
@@ -53,7 +54,6 @@ type Assertion struct {
 	Desc        string
 
 	builder *builder
-	file    string
 }
 
 // Name is "file:line description", for test output.
@@ -66,7 +66,7 @@ func (a *Assertion) Name() string {
 
 // Run checks the assertion and returns nil when it holds, or why not.
 func (a *Assertion) Run() error {
-	left, lerr := a.Left.decode(a.builder, a.file, a.Types)
+	left, lerr := a.Left.decode(a.builder, a.Types)
 	switch a.Kind {
 	case Accept:
 		if lerr != nil {
@@ -82,7 +82,7 @@ func (a *Assertion) Run() error {
 	if lerr != nil {
 		return fmt.Errorf("left input fails: %v", lerr)
 	}
-	right, rerr := a.Right.decode(a.builder, a.file, a.Types)
+	right, rerr := a.Right.decode(a.builder, a.Types)
 	if rerr != nil {
 		return fmt.Errorf("right input fails: %v", rerr)
 	}
@@ -165,7 +165,6 @@ func ParseTestFile(path string, src []byte) (*TestFile, error) {
 			Types:   types,
 			Desc:    t.desc,
 			builder: b,
-			file:    path,
 		})
 	}
 	return tf, nil

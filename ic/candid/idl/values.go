@@ -55,7 +55,7 @@ func parseValuesIn(b *builder, file, text string, types []*candid.Type) ([]candi
 	if b == nil {
 		b = &builder{env: newEnv(), named: map[string]*candid.Type{}}
 	}
-	c := coercer{b: b}
+	c := &coercer{b: b, checked: map[*vAnnot]*candid.Type{}}
 	if len(vs) > len(types) {
 		return nil, errorf(vs[len(types)].at(), "%d arguments given, the types have %d", len(vs), len(types))
 	}
@@ -93,11 +93,12 @@ func absent(t *candid.Type) (candid.Value, bool) {
 }
 
 type coercer struct {
-	b *builder
+	b       *builder
+	checked map[*vAnnot]*candid.Type // annotations already checked, with their type
 }
 
 // coerce gives the text value v its meaning at type t.
-func (c coercer) coerce(v valueExpr, t *candid.Type) (candid.Value, error) {
+func (c *coercer) coerce(v valueExpr, t *candid.Type) (candid.Value, error) {
 	rt := t.Resolved()
 	if rt == nil || !rt.IsDefined() {
 		return candid.Value{}, errorf(v.at(), "type is not defined")
@@ -176,16 +177,22 @@ func (c coercer) coerce(v valueExpr, t *candid.Type) (candid.Value, error) {
 
 // annotated handles (v : t'): v must be a value of t', and t' must be a
 // subtype of the expected type t. The value then takes its meaning at t.
-func (c coercer) annotated(a *vAnnot, t *candid.Type) (candid.Value, error) {
-	if err := c.b.env.check(a.typ); err != nil {
-		return candid.Value{}, err
-	}
-	at, err := c.b.build(a.typ)
-	if err != nil {
-		return candid.Value{}, err
-	}
-	if _, err := c.coerce(a.v, at); err != nil {
-		return candid.Value{}, err
+// Each annotation is checked once: nested annotations would otherwise be
+// re-checked at every level, exponential in the depth.
+func (c *coercer) annotated(a *vAnnot, t *candid.Type) (candid.Value, error) {
+	at, done := c.checked[a]
+	if !done {
+		if err := c.b.env.check(a.typ); err != nil {
+			return candid.Value{}, err
+		}
+		var err error
+		if at, err = c.b.build(a.typ); err != nil {
+			return candid.Value{}, err
+		}
+		if _, err := c.coerce(a.v, at); err != nil {
+			return candid.Value{}, err
+		}
+		c.checked[a] = at
 	}
 	if !candid.IsSubtype(at, t) {
 		return candid.Value{}, errorf(a.pos, "annotation %s is not a subtype of %s", at, t)
@@ -193,7 +200,7 @@ func (c coercer) annotated(a *vAnnot, t *candid.Type) (candid.Value, error) {
 	return c.coerce(a.v, t)
 }
 
-func (c coercer) option(v valueExpr, t *candid.Type) (candid.Value, error) {
+func (c *coercer) option(v valueExpr, t *candid.Type) (candid.Value, error) {
 	switch v := v.(type) {
 	case *vNull:
 		return candid.None(), nil
@@ -217,7 +224,7 @@ func (c coercer) option(v valueExpr, t *candid.Type) (candid.Value, error) {
 	return candid.Some(inner), nil
 }
 
-func (c coercer) vector(v valueExpr, t *candid.Type) (candid.Value, error) {
+func (c *coercer) vector(v valueExpr, t *candid.Type) (candid.Value, error) {
 	switch v := v.(type) {
 	case *vBlob:
 		if t.Elem.Resolved().Kind != candid.KindNat8 {
@@ -238,7 +245,7 @@ func (c coercer) vector(v valueExpr, t *candid.Type) (candid.Value, error) {
 	return candid.Value{}, errorf(v.at(), "%s is not a value of type %s", describeValue(v), t)
 }
 
-func (c coercer) record(r *vRecord, t *candid.Type) (candid.Value, error) {
+func (c *coercer) record(r *vRecord, t *candid.Type) (candid.Value, error) {
 	given := make(map[uint32]vField, len(r.fields))
 	for _, f := range r.fields {
 		given[f.label.id] = f
@@ -264,7 +271,7 @@ func (c coercer) record(r *vRecord, t *candid.Type) (candid.Value, error) {
 	return candid.Value{Kind: candid.KindRecord, Fields: out}, nil
 }
 
-func (c coercer) variant(r *vVariant, t *candid.Type) (candid.Value, error) {
+func (c *coercer) variant(r *vVariant, t *candid.Type) (candid.Value, error) {
 	for _, ft := range t.Fields {
 		if ft.ID != r.field.label.id {
 			continue

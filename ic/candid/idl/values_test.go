@@ -197,3 +197,12 @@ func TestAnAnnotationNarrowerThanTheTypeIsRefused(t *testing.T) {
 		t.Errorf("(5 : nat8) at nat was accepted, but nat8 is not a subtype of nat")
 	}
 }
+
+func TestNestedAnnotationsCostLinearNotExponentialTime(t *testing.T) {
+	const depth = 400
+	text := "(" + strings.Repeat("(", depth) + "5" + strings.Repeat(" : nat)", depth) + ")"
+	vs, err := ParseValues(text, []*candid.Type{candid.Int()})
+	if err != nil || !vs[0].Equal(candid.IntValue(big.NewInt(5))) {
+		t.Fatalf("ParseValues = %v, %v", vs, err)
+	}
+}
