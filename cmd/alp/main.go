@@ -56,6 +56,7 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	}
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newKeygenCmd())
+	root.AddCommand(newDevnetCmd())
 	return root
 }
 

@@ -1,0 +1,370 @@
+package devnet
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"alpnib.dev/ic/identity"
+	"alpnib.dev/ic/localnet/governance"
+	"alpnib.dev/ic/localnet/registry"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+	"alpnib.dev/internal/atomicfile"
+)
+
+// Options configure a devnet.
+type Options struct {
+	Fleet *Fleet
+	// Dir receives identity.pem and node-ca.pem; it is created if missing.
+	Dir string
+	// Latency delays every request to every endpoint.
+	Latency time.Duration
+	// VotingPeriod keeps proposals open that long; zero adopts and
+	// executes each proposal as it is made.
+	VotingPeriod time.Duration
+	// Executor runs adopted ExecuteNnsFunction proposals against Registry;
+	// nil makes every such proposal fail. Set by the caller that hosts the
+	// IC HTTP interface (ic/localnet), which decodes the Candid payloads.
+	Executor func(*registry.Registry) governance.Executor
+	// IC, when set, is mounted as the IC HTTP interface (the local replica);
+	// it receives the seeded registry and governance.
+	IC func(*registry.Registry, *governance.Governance) (http.Handler, error)
+}
+
+// Devnet is a running devnet. Close stops it.
+type Devnet struct {
+	Registry   *registry.Registry
+	Governance *governance.Governance
+	KDS        *KDS
+
+	Identity     principal.Principal
+	IdentityPath string
+	Neuron       uint64
+	NodeCAPath   string
+
+	ICURL, ExplorerURL, DashboardURL, KDSURL string
+	// NodeStatusURLs maps a reachable node's id to its status base URL.
+	NodeStatusURLs map[string]string
+
+	servers []*http.Server
+	wg      sync.WaitGroup
+	stop    context.CancelFunc
+}
+
+// EnvVar is one setting printed as `export NAME=value`.
+type EnvVar struct{ Name, Value string }
+
+// Env is what points alp at the devnet, in a stable order.
+func (d *Devnet) Env() []EnvVar {
+	var env []EnvVar
+	if d.ICURL != "" {
+		env = append(env, EnvVar{"ALP_HOST", d.ICURL}, EnvVar{"ALP_FETCH_ROOT_KEY", "true"})
+	}
+	env = append(env,
+		EnvVar{"ALP_EXPLORER_URL", d.ExplorerURL},
+		EnvVar{"ALP_DASHBOARD_URL", d.DashboardURL},
+		EnvVar{"ALP_KDS_URL", d.KDSURL},
+		EnvVar{"ALP_NODE_STATUS_CA", d.NodeCAPath},
+		EnvVar{"ALP_IDENTITY", d.IdentityPath},
+	)
+	if d.Neuron != 0 {
+		env = append(env, EnvVar{"ALP_NEURON", fmt.Sprint(d.Neuron)})
+	}
+	return env
+}
+
+// Start seeds a registry and governance from the fleet, writes the identity,
+// and starts every endpoint on 127.0.0.1. It returns once all listen.
+func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
+	if opts.Fleet == nil {
+		return nil, errors.New("devnet: no fleet")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("devnet: create %s: %w", opts.Dir, err)
+	}
+	id, err := identity.GenerateEd25519(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("devnet: generate identity: %w", err)
+	}
+	pemBytes, err := id.PEM()
+	if err != nil {
+		return nil, fmt.Errorf("devnet: encode identity: %w", err)
+	}
+	d = &Devnet{
+		Registry:       registry.New(),
+		Identity:       id.Sender(),
+		IdentityPath:   filepath.Join(opts.Dir, "identity.pem"),
+		NodeCAPath:     filepath.Join(opts.Dir, "node-ca.pem"),
+		NodeStatusURLs: map[string]string{},
+	}
+	if err := atomicfile.WriteFile(d.IdentityPath, pemBytes, 0o600); err != nil {
+		return nil, fmt.Errorf("devnet: write identity: %w", err)
+	}
+	var exec governance.Executor
+	if opts.Executor != nil {
+		exec = opts.Executor(d.Registry)
+	}
+	d.Governance = governance.New(governance.Config{VotingPeriod: opts.VotingPeriod}, exec)
+	d.Neuron, _ = opts.Fleet.IdentityNeuron()
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	d.stop = cancel
+	defer func() {
+		if err != nil {
+			_ = d.Close()
+		}
+	}()
+
+	// node status endpoints first: their ports go into the node records
+	cert, certPEM, err := SelfSignedCert()
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(d.NodeCAPath, certPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("devnet: write node certificate: %w", err)
+	}
+	ports := map[string]uint32{}
+	versions := map[string]string{}
+	for _, n := range opts.Fleet.Nodes {
+		if !n.IsReachable() {
+			continue
+		}
+		version := n.Version
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+		if err != nil {
+			return nil, fmt.Errorf("devnet: listen for node %s: %w", n.ID, err)
+		}
+		versions[n.ID] = version
+		ports[n.ID] = uint32(ln.Addr().(*net.TCPAddr).Port)
+		d.NodeStatusURLs[n.ID] = "https://" + ln.Addr().String()
+		d.serve(ln, WithLatency(opts.Latency, &NodeStatus{Version: func() string { return version }}))
+	}
+
+	elections, err := d.seed(opts.Fleet, ports)
+	if err != nil {
+		return nil, err
+	}
+
+	chips := map[string]string{}
+	var limited []string
+	for _, n := range opts.Fleet.Nodes {
+		if n.ChipID != "" && n.ChipProduct != "" {
+			chips[n.ChipID] = n.ChipProduct
+		}
+		if n.ChipID != "" && n.ChipRateLimited {
+			limited = append(limited, n.ChipID)
+		}
+	}
+	if d.KDS, err = NewKDS(chips, limited); err != nil {
+		return nil, err
+	}
+
+	fleet := opts.Fleet
+	dash := &Dashboard{
+		Proposals: func() []DashboardProposal {
+			return DashboardProposals(d.Governance, func(id uint64) any {
+				if v, ok := elections[id]; ok {
+					return map[string]any{"replica_version_to_elect": v, "replica_versions_to_unelect": []string{}, "release_package_urls": []string{}}
+				}
+				return nil
+			})
+		},
+		Node: func(id string) (DashboardNode, bool) { return d.dashboardNode(fleet, id) },
+	}
+	for _, s := range []struct {
+		url *string
+		h   http.Handler
+	}{
+		{&d.ExplorerURL, &Explorer{Registry: d.Registry}},
+		{&d.DashboardURL, dash},
+		{&d.KDSURL, d.KDS},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("devnet: listen: %w", err)
+		}
+		*s.url = "http://" + ln.Addr().String()
+		d.serve(ln, WithLatency(opts.Latency, s.h))
+	}
+	if opts.IC != nil {
+		h, err := opts.IC(d.Registry, d.Governance)
+		if err != nil {
+			return nil, fmt.Errorf("devnet: local replica: %w", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("devnet: listen: %w", err)
+		}
+		d.ICURL = "http://" + ln.Addr().String()
+		d.serve(ln, WithLatency(opts.Latency, h))
+	}
+	if opts.VotingPeriod > 0 {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-t.C:
+					d.Governance.Tick()
+				}
+			}
+		}()
+	}
+	return d, ctx.Err()
+}
+
+func (d *Devnet) serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	d.servers = append(d.servers, srv)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		_ = srv.Serve(ln)
+	}()
+}
+
+// Close stops every endpoint and waits for them.
+func (d *Devnet) Close() error {
+	if d.stop != nil {
+		d.stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, s := range d.servers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// seed writes the fleet into the registry and governance; it returns the
+// election proposals it made, by id, with the version each elected.
+func (d *Devnet) seed(f *Fleet, ports map[string]uint32) (map[uint64]string, error) {
+	ref := func(s string) principal.Principal {
+		if s == IdentityRef {
+			return d.Identity
+		}
+		return principal.MustDecode(s) // checked by ParseFleet
+	}
+	for _, dc := range f.DataCenters {
+		d.Registry.AddDataCenter(registry.DataCenter{ID: dc.ID, Region: dc.Region, Owner: dc.Owner})
+	}
+	for _, op := range f.NodeOperators {
+		d.Registry.AddNodeOperator(registry.NodeOperator{ID: ref(op.ID), Provider: ref(op.Provider), DataCenter: op.DC, NodeAllowance: op.Allowance})
+	}
+	for _, n := range f.Nodes {
+		node := registry.Node{ID: ref(n.ID), Operator: ref(n.Operator), IPv6: n.IPv6}
+		if port, ok := ports[n.ID]; ok {
+			node.IPv6, node.HTTPPort = "127.0.0.1", port
+		}
+		if n.ChipID != "" {
+			node.ChipID, _ = hex.DecodeString(n.ChipID)
+		}
+		if _, err := d.Registry.AddNode(node); err != nil {
+			return nil, fmt.Errorf("devnet: seed: %w", err)
+		}
+	}
+	elections := map[uint64]string{}
+	start := time.Now().Add(-30 * 24 * time.Hour)
+	for i, v := range f.Versions {
+		if !v.IsElected() {
+			continue
+		}
+		d.Registry.ElectVersion(v.ID, nns.ReplicaVersionRecordPB{
+			ReleasePackageSha256Hex: strings.Repeat("0", 64),
+			ReleasePackageURLs:      []string{"https://download.dfinity.systems/ic/" + v.ID + "/guest-os/update-img/update-img.tar.zst"},
+		})
+		at := uint64(start.Add(time.Duration(i) * 24 * time.Hour).Unix())
+		title := "Elect new IC/Replica revision (commit " + v.ID[:min(7, len(v.ID))] + ")"
+		summary := "Release Notes for [" + strings.ReplaceAll(v.Release, "_", `\_`) + "](https://github.com/dfinity/ic/tree/" + v.Release + ") (" + v.ID + ")"
+		id := d.Governance.SeedProposal(nns.ProposalInfo{
+			Status: int32(nns.StatusExecuted), Topic: int32(nns.TopicIcOsVersionElection),
+			ProposalTimestampSeconds: at, DecidedTimestampSeconds: at, ExecutedTimestampSeconds: at,
+			LatestTally: &nns.Tally{Yes: 1, Total: 1, TimestampSeconds: at},
+			Proposal: &nns.Proposal{Title: &title, Summary: summary, URL: "https://forum.dfinity.org/",
+				Action: &nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(nns.FunctionReviseElectedGuestosVersions)}}},
+		})
+		elections[id] = v.ID
+	}
+	for _, s := range f.Subnets {
+		typ, _ := nns.SubnetTypeNamed(orDefault(s.Type, "application"))
+		sub := registry.Subnet{ID: ref(s.ID), ReplicaVersion: s.Version, SevEnabled: s.SevEnabled, IsHalted: s.IsHalted}
+		sub.Type = map[string]int32{"application": nns.SubnetTypeApplication, "verified_application": nns.SubnetTypeVerifiedApplication,
+			"system": nns.SubnetTypeSystem, "cloud_engine": nns.SubnetTypeCloudEngine}[typ.Name()]
+		switch s.CostSchedule {
+		case "free":
+			sub.CostSchedule = nns.CostScheduleFree
+		case "normal":
+			sub.CostSchedule = nns.CostScheduleNormal
+		}
+		for _, a := range s.Admins {
+			sub.Admins = append(sub.Admins, ref(a))
+		}
+		for _, m := range s.Members {
+			sub.Members = append(sub.Members, ref(m))
+		}
+		if _, err := d.Registry.AddSubnet(sub); err != nil {
+			return nil, fmt.Errorf("devnet: seed: %w", err)
+		}
+	}
+	for _, p := range f.NodeProviders {
+		d.Governance.AddNodeProvider(ref(p.ID))
+	}
+	for _, n := range f.Neurons {
+		neuron := governance.Neuron{ID: n.ID, Controller: ref(n.Controller), StakeE8s: n.StakeE8s, DissolveDelaySeconds: 8 * 365 * 24 * 3600}
+		for _, h := range n.HotKeys {
+			neuron.HotKeys = append(neuron.HotKeys, ref(h))
+		}
+		d.Governance.AddNeuron(neuron)
+	}
+	return elections, nil
+}
+
+// dashboardNode renders what the dashboard says about a node: its fleet
+// version (or dashboard_version) and its live registry placement.
+func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
+	p, err := principal.Decode(id)
+	if err != nil {
+		return DashboardNode{}, false
+	}
+	rec, ok, err := d.Registry.Node(p)
+	if err != nil || !ok {
+		return DashboardNode{}, false
+	}
+	out := DashboardNode{NodeID: id, Status: "UNASSIGNED"}
+	if op, err := principal.FromBytes(rec.NodeOperatorID); err == nil {
+		out.NodeOperatorID = op.String()
+		if o, ok, _ := d.Registry.NodeOperator(op); ok {
+			out.DcID = o.DcID
+			out.NodeProviderID = principalText(o.NodeProviderPrincipalID)
+		}
+	}
+	if s, in, _ := d.Registry.SubnetOf(p); in {
+		out.SubnetID, out.Status = s.String(), "UP"
+	}
+	for _, n := range f.Nodes {
+		if n.ID == id {
+			out.IPAddress = n.IPv6
+			out.GuestosVersion = orDefault(n.DashboardVersion, n.Version)
+		}
+	}
+	return out, true
+}

@@ -1,0 +1,159 @@
+package devnet
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"alpnib.dev/ic/identity"
+)
+
+func TestTheEmbeddedFleetIsExamplesFleetJSON(t *testing.T) {
+	onDisk, err := os.ReadFile("../../examples/fleet.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onDisk, DefaultFleet) {
+		t.Fatal("alpage/devnet/default_fleet.json differs from examples/fleet.json: copy the example over it")
+	}
+}
+
+func TestTheDefaultFleetHasSomethingToShow(t *testing.T) {
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected := 0
+	for _, v := range f.Versions {
+		if v.IsElected() {
+			elected++
+		}
+	}
+	if len(f.Subnets) != 1 || len(f.Nodes) != 12 || len(f.NodeOperators) != 2 || len(f.NodeProviders) != 1 || elected != 2 {
+		t.Fatalf("subnets %d nodes %d operators %d providers %d elected %d", len(f.Subnets), len(f.Nodes), len(f.NodeOperators), len(f.NodeProviders), elected)
+	}
+	drifted := 0
+	for _, n := range f.Nodes {
+		if n.Version != f.Subnets[0].Version {
+			drifted++
+		}
+	}
+	if drifted != 1 {
+		t.Fatalf("%d nodes run another version than the subnet, want exactly one", drifted)
+	}
+	if id, ok := f.IdentityNeuron(); !ok || id != 4242 {
+		t.Fatalf("identity neuron %d %v", id, ok)
+	}
+}
+
+func TestABrokenFleetIsRefusedWithEveryReason(t *testing.T) {
+	bad := `{"data_centers":[],"node_providers":[],"node_operators":[{"id":"aaaaa-aa","provider":"2vxsx-fae","dc":"nowhere"}],
+	  "versions":[],"subnets":[{"id":"not a principal","version":"v9","members":["x"]}],"nodes":[],"neurons":[]}`
+	_, err := ParseFleet([]byte(bad))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"provider 2vxsx-fae is not declared", `data center "nowhere"`, `subnet "not a principal"`, `version "v9"`, "member x"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := ParseFleet([]byte(`{"surprise": 1}`)); err == nil {
+		t.Fatal("an unknown field was accepted")
+	}
+}
+
+func TestTheDevnetServesTheFleetOnEveryEndpoint(t *testing.T) {
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d, err := Start(context.Background(), Options{Fleet: f, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+
+	pemBytes, err := os.ReadFile(d.IdentityPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := identity.FromPEM(pemBytes)
+	if err != nil || id.Sender() != d.Identity {
+		t.Fatalf("identity file: %v", err)
+	}
+	if r := d.Governance.FullNeuron(d.Identity, 4242); r.Ok == nil {
+		t.Fatalf("the identity does not control neuron 4242: %+v", r.Err)
+	}
+	if r := d.Governance.FullNeuron(d.Identity, 1); r.Ok == nil {
+		t.Fatalf("the identity is not a hotkey of neuron 1: %+v", r.Err)
+	}
+	env := map[string]string{}
+	for _, e := range d.Env() {
+		env[e.Name] = e.Value
+	}
+	if env["ALP_IDENTITY"] != d.IdentityPath || env["ALP_NEURON"] != "4242" || !strings.HasPrefix(env["ALP_EXPLORER_URL"], "http://127.0.0.1:") {
+		t.Fatalf("env: %v", env)
+	}
+
+	c := &http.Client{Timeout: 5 * time.Second}
+	drifted := "sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe"
+	// the explorer points at the node's own status endpoint
+	code, body := get(t, c, env["ALP_EXPLORER_URL"]+"/api/records/nodes/"+drifted)
+	var hist []struct {
+		Value struct {
+			HTTP struct {
+				IPAddr string `json:"ip_addr"`
+				Port   uint32 `json:"port"`
+			} `json:"http"`
+		} `json:"value"`
+	}
+	if code != 200 || json.Unmarshal(body, &hist) != nil || len(hist) != 1 || hist[0].Value.HTTP.IPAddr != "127.0.0.1" {
+		t.Fatalf("explorer: %d %s", code, body)
+	}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(env["ALP_NODE_STATUS_CA"])
+	pool.AppendCertsFromPEM(caPEM)
+	tc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	code, body = get(t, tc, d.NodeStatusURLs[drifted]+"/api/v2/status")
+	var st struct {
+		ImplVersion string `cbor:"impl_version"`
+	}
+	if code != 200 || cbor.Unmarshal(body, &st) != nil || st.ImplVersion != "b14a223a8fa8498a3f75f86d0622d37e24a0a780" {
+		t.Fatalf("the drifted node reports %q (%d)", st.ImplVersion, code)
+	}
+	// the unreachable node has no status endpoint but the dashboard knows it
+	unreachable := "duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe"
+	if _, ok := d.NodeStatusURLs[unreachable]; ok {
+		t.Fatal("the unreachable node serves status")
+	}
+	code, body = get(t, c, env["ALP_DASHBOARD_URL"]+"/api/v3/nodes/"+unreachable)
+	var dn DashboardNode
+	if code != 200 || json.Unmarshal(body, &dn) != nil || dn.GuestosVersion == "" || dn.Status != "UNASSIGNED" {
+		t.Fatalf("dashboard node: %d %s", code, body)
+	}
+	code, body = get(t, c, env["ALP_DASHBOARD_URL"]+"/api/v3/proposals?limit=100&include_topic=TOPIC_IC_OS_VERSION_ELECTION&include_status=EXECUTED")
+	if code != 200 || !strings.Contains(string(body), `Release Notes for [release-2026-11-13\\_03-21-base]`) || !strings.Contains(string(body), "f7a20dd476ef99474b4f932fb0a24327bdeb4a67") {
+		t.Fatalf("elections: %s", body)
+	}
+	if code, _ := get(t, c, env["ALP_EXPLORER_URL"]+"/api/records/replica_version_790bb016bef1fc5ebc226e040ef574b29ae87dea"); code != 404 {
+		t.Fatalf("the unelected version has a record (%d)", code)
+	}
+	chip := f.Nodes[0].ChipID
+	if code, _ := get(t, c, env["ALP_KDS_URL"]+"/vcek/v1/Milan/"+chip+"?blSPL=0&teeSPL=0&snpSPL=0&ucodeSPL=0"); code != 200 {
+		t.Fatalf("KDS does not vouch for node-01's chip (%d)", code)
+	}
+	if code, _ := get(t, c, env["ALP_KDS_URL"]+"/vcek/v1/Milan/"+f.Nodes[2].ChipID); code != 404 {
+		t.Fatalf("KDS vouches for node-03's unknown chip (%d)", code)
+	}
+}

@@ -1,0 +1,264 @@
+package devnet
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// DefaultFleet is examples/fleet.json, embedded so `alp devnet` works from
+// anywhere; a test keeps the two identical.
+//
+//go:embed default_fleet.json
+var DefaultFleet []byte
+
+// IdentityRef is the word a fleet file uses, in place of a principal, for the
+// identity the devnet writes at start (a neuron controller or hotkey).
+const IdentityRef = "identity"
+
+// Fleet is the devnet's fleet file: the live state of the local network at
+// start. The format is documented in docs/devnet.md.
+type Fleet struct {
+	Comment       string            `json:"comment,omitempty"`
+	DataCenters   []FleetDataCenter `json:"data_centers"`
+	NodeProviders []FleetProvider   `json:"node_providers"`
+	NodeOperators []FleetOperator   `json:"node_operators"`
+	Versions      []FleetVersion    `json:"versions"`
+	Subnets       []FleetSubnet     `json:"subnets"`
+	Nodes         []FleetNode       `json:"nodes"`
+	Neurons       []FleetNeuron     `json:"neurons"`
+}
+
+// FleetDataCenter is a registry data center.
+type FleetDataCenter struct {
+	ID     string `json:"id"`
+	Region string `json:"region"`
+	Owner  string `json:"owner,omitempty"`
+}
+
+// FleetProvider is a node provider governance knows.
+type FleetProvider struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// FleetOperator is a node operator record.
+type FleetOperator struct {
+	ID        string `json:"id"`
+	Provider  string `json:"provider"`
+	DC        string `json:"dc"`
+	Allowance uint64 `json:"allowance,omitempty"`
+}
+
+// FleetVersion is a GuestOS version. Elected (the default) versions get a
+// replica_version record and an executed election proposal on the dashboard
+// whose summary names the release.
+type FleetVersion struct {
+	ID      string `json:"id"`
+	Release string `json:"release,omitempty"`
+	Elected *bool  `json:"elected,omitempty"`
+}
+
+// IsElected reports whether the version starts elected.
+func (v FleetVersion) IsElected() bool { return v.Elected == nil || *v.Elected }
+
+// FleetSubnet is a subnet record.
+type FleetSubnet struct {
+	ID           string   `json:"id"`
+	Type         string   `json:"type,omitempty"`
+	Version      string   `json:"version"`
+	SevEnabled   *bool    `json:"sev_enabled,omitempty"`
+	CostSchedule string   `json:"cost_schedule,omitempty"`
+	Admins       []string `json:"admins,omitempty"`
+	Members      []string `json:"members"`
+	IsHalted     bool     `json:"is_halted,omitempty"`
+}
+
+// FleetNode is a registered node and what it runs.
+type FleetNode struct {
+	ID       string `json:"id"`
+	Operator string `json:"operator"`
+	IPv6     string `json:"ipv6"`
+	// Version is what the node actually runs (its /api/v2/status
+	// impl_version); DashboardVersion, when set, is what the dashboard
+	// reports instead (the dashboard lags).
+	Version          string `json:"version"`
+	DashboardVersion string `json:"dashboard_version,omitempty"`
+	// ChipID is the node record's chip_id in hex; ChipProduct is the product
+	// AMD KDS vouches for it under ("Milan-B0"), empty when KDS does not know
+	// the chip; ChipRateLimited makes KDS answer 429 for it.
+	ChipID          string `json:"chip_id,omitempty"`
+	ChipProduct     string `json:"chip_product,omitempty"`
+	ChipRateLimited bool   `json:"chip_rate_limited,omitempty"`
+	// Reachable (default true) gives the node a status endpoint on loopback,
+	// recorded as its registry http endpoint; an unreachable node keeps its
+	// IPv6 address, so readers fall back to the dashboard.
+	Reachable *bool `json:"reachable,omitempty"`
+}
+
+// IsReachable reports whether the node serves /api/v2/status.
+func (n FleetNode) IsReachable() bool { return n.Reachable == nil || *n.Reachable }
+
+// FleetNeuron is a neuron; controller and hotkeys are principals or
+// "identity".
+type FleetNeuron struct {
+	ID         uint64   `json:"id"`
+	Controller string   `json:"controller"`
+	HotKeys    []string `json:"hotkeys,omitempty"`
+	StakeE8s   uint64   `json:"stake_e8s,omitempty"`
+}
+
+// ParseFleet decodes and checks a fleet file: unknown fields, unparsable
+// principals, dangling references and a node in two subnets are errors.
+func ParseFleet(data []byte) (*Fleet, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f Fleet
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	return &f, nil
+}
+
+func (f *Fleet) check() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	isPrincipal := func(what, s string) bool {
+		if _, err := principal.Decode(s); err != nil {
+			bad("%s %q: %v", what, s, err)
+			return false
+		}
+		return true
+	}
+	unique := func(kind string) func(string) {
+		seen := map[string]bool{}
+		return func(id string) {
+			if seen[id] {
+				bad("%s %s is declared twice", kind, id)
+			}
+			seen[id] = true
+		}
+	}
+	dcs, providers, operators, versions, nodes := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	u := unique("data center")
+	for _, d := range f.DataCenters {
+		u(d.ID)
+		dcs[d.ID] = true
+	}
+	u = unique("node provider")
+	for _, p := range f.NodeProviders {
+		u(p.ID)
+		isPrincipal("node provider", p.ID)
+		providers[p.ID] = true
+	}
+	u = unique("node operator")
+	for _, o := range f.NodeOperators {
+		u(o.ID)
+		isPrincipal("node operator", o.ID)
+		if !providers[o.Provider] {
+			bad("node operator %s: provider %s is not declared", o.ID, o.Provider)
+		}
+		if !dcs[o.DC] {
+			bad("node operator %s: data center %q is not declared", o.ID, o.DC)
+		}
+		operators[o.ID] = true
+	}
+	u = unique("version")
+	for _, v := range f.Versions {
+		u(v.ID)
+		if v.ID == "" {
+			bad("a version has no id")
+		}
+		versions[v.ID] = true
+	}
+	u = unique("node")
+	for _, n := range f.Nodes {
+		u(n.ID)
+		isPrincipal("node", n.ID)
+		if !operators[n.Operator] {
+			bad("node %s: operator %s is not declared", n.ID, n.Operator)
+		}
+		if n.ChipID != "" {
+			if b, err := hex.DecodeString(n.ChipID); err != nil || len(b) != 64 {
+				bad("node %s: chip_id must be 64 bytes in hex", n.ID)
+			}
+		}
+		if n.ChipProduct != "" && !contains(KDSProducts, strings.SplitN(n.ChipProduct, "-", 2)[0]) {
+			bad("node %s: chip_product %q is not a Milan, Genoa or Turin product", n.ID, n.ChipProduct)
+		}
+		nodes[n.ID] = true
+	}
+	u = unique("subnet")
+	member := map[string]string{}
+	for _, s := range f.Subnets {
+		u(s.ID)
+		isPrincipal("subnet", s.ID)
+		if _, ok := nns.SubnetTypeNamed(orDefault(s.Type, "application")); !ok {
+			bad("subnet %s: unknown type %q", s.ID, s.Type)
+		}
+		if s.CostSchedule != "" && s.CostSchedule != "normal" && s.CostSchedule != "free" {
+			bad("subnet %s: cost_schedule must be normal or free", s.ID)
+		}
+		if !versions[s.Version] {
+			bad("subnet %s: version %q is not declared", s.ID, s.Version)
+		}
+		for _, a := range s.Admins {
+			isPrincipal("subnet admin", a)
+		}
+		for _, m := range s.Members {
+			if !nodes[m] {
+				bad("subnet %s: member %s is not a declared node", s.ID, m)
+			}
+			if other, ok := member[m]; ok {
+				bad("node %s is a member of subnets %s and %s", m, other, s.ID)
+			}
+			member[m] = s.ID
+		}
+	}
+	u = unique("neuron")
+	for _, n := range f.Neurons {
+		u(fmt.Sprint(n.ID))
+		if n.Controller != IdentityRef {
+			isPrincipal("neuron controller", n.Controller)
+		}
+		for _, h := range n.HotKeys {
+			if h != IdentityRef {
+				isPrincipal("neuron hotkey", h)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IdentityNeuron is the first neuron the devnet identity controls, else the
+// first it is a hotkey of; ok is false when it has none.
+func (f *Fleet) IdentityNeuron() (id uint64, ok bool) {
+	for _, n := range f.Neurons {
+		if n.Controller == IdentityRef {
+			return n.ID, true
+		}
+	}
+	for _, n := range f.Neurons {
+		if contains(n.HotKeys, IdentityRef) {
+			return n.ID, true
+		}
+	}
+	return 0, false
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
