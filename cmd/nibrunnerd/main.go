@@ -40,6 +40,7 @@ reported.json.`,
 	}
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newCheckCmd())
+	root.AddCommand(newInstallCmd())
 	return root
 }
 

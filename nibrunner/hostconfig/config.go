@@ -1,0 +1,294 @@
+// Package hostconfig is the host's own configuration, config.toml: read
+// once at start and validated whole, so a typo stops the daemon with the
+// key's name instead of running it half-configured. A missing key is
+// refused by name, an unknown key is refused, and only whole optional
+// sections ([proxy.http], [proxy.http.tls], [proxy.raw], [metrics]) may be
+// absent. S3 credentials come from the environment, never from this file.
+//
+// The package also holds what `nibrunnerd install` lays down: the
+// embedded default configuration, the folder layout and the systemd unit.
+package hostconfig
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"alpnib.dev/nibrunner/desired"
+)
+
+// DefaultPath is where the configuration lives unless NIBRUNNER_CONFIG
+// names another file.
+const DefaultPath = "/etc/nibrunner/config.toml"
+
+// EnvVar names the environment variable that overrides DefaultPath.
+const EnvVar = "NIBRUNNER_CONFIG"
+
+// MaxApps is the most apps one host can hold: slot N owns host ports
+// 21000+8N to 21000+8N+7, and the last of them must be a port (≤ 65535).
+const MaxApps = (65535 - 21000 + 1) / 8
+
+// Config is config.toml. Fields tagged toml:"-" are parsed from the raw
+// ones by Load.
+type Config struct {
+	MaxApps   int       `toml:"max_apps"`
+	Paths     Paths     `toml:"paths"`
+	Artifacts Artifacts `toml:"artifacts"`
+	Volumes   Volumes   `toml:"volumes"`
+	Exports   Exports   `toml:"exports"`
+	Network   Network   `toml:"network"`
+	// Proxy holds only optional sections, so it may be absent too.
+	Proxy   Proxy    `toml:"proxy"`
+	Metrics *Metrics `toml:"metrics"`
+}
+
+// Paths are where the daemon keeps things on this host.
+type Paths struct {
+	// StateDir holds the SQLite database and reported.json.
+	StateDir string `toml:"state_dir"`
+	// RuntimeDir holds pidfiles and sockets of running guests.
+	RuntimeDir string `toml:"runtime_dir"`
+	// SnapshotDir holds the memory of sleeping guests.
+	SnapshotDir string `toml:"snapshot_dir"`
+	// GuestImageDir holds the guest kernel and initramfs.
+	GuestImageDir string `toml:"guest_image_dir"`
+	// DesiredStateFile is the desired.json the daemon watches.
+	DesiredStateFile string `toml:"desired_state_file"`
+}
+
+// Artifacts is where layers and initial contents are fetched from.
+type Artifacts struct {
+	StoreURL string `toml:"store_url"`
+	Store    Store  `toml:"-"`
+}
+
+// Volumes says how app volumes are stored.
+type Volumes struct {
+	// Backend is "local-file": sparse ext4 files on the host's disk.
+	Backend string `toml:"backend"`
+	// StoragePrefix is the folder the volume files live in.
+	StoragePrefix string `toml:"storage_prefix"`
+}
+
+// Exports is where export bundles are written.
+type Exports struct {
+	StoreURL   string `toml:"store_url"`
+	StagingDir string `toml:"staging_dir"`
+	Store      Store  `toml:"-"`
+}
+
+// Network holds what guests may not reach besides the fixed fence.
+type Network struct {
+	DeniedEgressV4 []string       `toml:"denied_egress_addresses_v4"`
+	DeniedEgressV6 []string       `toml:"denied_egress_addresses_v6"`
+	DeniedV4       []netip.Prefix `toml:"-"`
+	DeniedV6       []netip.Prefix `toml:"-"`
+}
+
+// Proxy holds the two optional front doors.
+type Proxy struct {
+	HTTP *HTTPProxy `toml:"http"`
+	Raw  *RawProxy  `toml:"raw"`
+}
+
+// HTTPProxy routes hostnames to apps.
+type HTTPProxy struct {
+	ListenAddress string `toml:"listen_address"`
+	Port          int    `toml:"port"`
+	TLS           *TLS   `toml:"tls"`
+}
+
+// TLS is the proxy's certificate and key, as PEM files.
+type TLS struct {
+	Certificate string `toml:"certificate"`
+	Key         string `toml:"key"`
+}
+
+// RawProxy carries apps' extra ports, tcp and udp, unread.
+type RawProxy struct {
+	ListenAddress    string `toml:"listen_address"`
+	MaxPortsPerGuest int    `toml:"max_ports_per_guest"`
+}
+
+// Metrics serves Prometheus /metrics.
+type Metrics struct {
+	ListenAddress string `toml:"listen_address"`
+	Port          int    `toml:"port"`
+}
+
+// StoreKind tells an object store's kind.
+type StoreKind string
+
+// The store kinds.
+const (
+	StoreS3  StoreKind = "s3"
+	StoreDir StoreKind = "dir"
+)
+
+// Store is a parsed store_url: s3://bucket/prefix or an absolute folder.
+type Store struct {
+	Kind   StoreKind
+	Bucket string // s3 only
+	Prefix string // s3 only; no leading or trailing slash
+	Dir    string // dir only
+}
+
+// Limits says what this host can carry for one instance, for
+// desired.InstanceProblems.
+func (c *Config) Limits() desired.HostLimits {
+	l := desired.HostLimits{HTTPProxy: c.Proxy.HTTP != nil}
+	if c.Proxy.Raw != nil {
+		l.RawProxy = true
+		l.MaxPortsPerGuest = c.Proxy.Raw.MaxPortsPerGuest
+	}
+	return l
+}
+
+// Path is the configuration file this process reads: NIBRUNNER_CONFIG when
+// set, DefaultPath otherwise.
+func Path() string {
+	if p := os.Getenv(EnvVar); p != "" {
+		return p
+	}
+	return DefaultPath
+}
+
+// Invalid is the error of a configuration refused whole: every reason.
+type Invalid struct {
+	File    string
+	Reasons []string
+}
+
+func (e *Invalid) Error() string {
+	return fmt.Sprintf("%s is refused: %s", e.File, strings.Join(e.Reasons, "; "))
+}
+
+// Load reads and validates the configuration at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the host configuration: %w", err)
+	}
+	c, err := Parse(data)
+	if inv, ok := err.(*Invalid); ok {
+		inv.File = path
+	}
+	return c, err
+}
+
+// validate checks every value and fills the parsed fields.
+func (c *Config) validate(v *validator) {
+	if c.MaxApps < 1 || c.MaxApps > MaxApps {
+		v.fail("max_apps is %d; it must be 1 to %d (each app owns 8 host ports from 21000)", c.MaxApps, MaxApps)
+	}
+	v.absolute("paths.state_dir", c.Paths.StateDir)
+	v.absolute("paths.runtime_dir", c.Paths.RuntimeDir)
+	v.absolute("paths.snapshot_dir", c.Paths.SnapshotDir)
+	v.absolute("paths.guest_image_dir", c.Paths.GuestImageDir)
+	v.absolute("paths.desired_state_file", c.Paths.DesiredStateFile)
+	c.Artifacts.Store = v.store("artifacts.store_url", c.Artifacts.StoreURL)
+	if c.Volumes.Backend != "local-file" {
+		v.fail("volumes.backend is %q; the only backend is \"local-file\"", c.Volumes.Backend)
+	}
+	v.absolute("volumes.storage_prefix", c.Volumes.StoragePrefix)
+	c.Exports.Store = v.store("exports.store_url", c.Exports.StoreURL)
+	v.absolute("exports.staging_dir", c.Exports.StagingDir)
+	c.Network.DeniedV4 = v.prefixes("network.denied_egress_addresses_v4", c.Network.DeniedEgressV4, true)
+	c.Network.DeniedV6 = v.prefixes("network.denied_egress_addresses_v6", c.Network.DeniedEgressV6, false)
+	type listener struct {
+		key  string
+		addr netip.Addr
+		port int
+	}
+	var listeners []listener
+	if h := c.Proxy.HTTP; h != nil {
+		a := v.address("proxy.http.listen_address", h.ListenAddress)
+		v.port("proxy.http.port", h.Port)
+		listeners = append(listeners, listener{"proxy.http", a, h.Port})
+		if h.TLS != nil {
+			v.absolute("proxy.http.tls.certificate", h.TLS.Certificate)
+			v.absolute("proxy.http.tls.key", h.TLS.Key)
+		}
+	}
+	if r := c.Proxy.Raw; r != nil {
+		v.address("proxy.raw.listen_address", r.ListenAddress)
+		if r.MaxPortsPerGuest < 1 || r.MaxPortsPerGuest > 7 {
+			v.fail("proxy.raw.max_ports_per_guest is %d; it must be 1 to 7 (each app has 7 host ports beside its HTTP one)", r.MaxPortsPerGuest)
+		}
+	}
+	if m := c.Metrics; m != nil {
+		a := v.address("metrics.listen_address", m.ListenAddress)
+		v.port("metrics.port", m.Port)
+		listeners = append(listeners, listener{"metrics", a, m.Port})
+	}
+	if len(listeners) == 2 && listeners[0].port == listeners[1].port &&
+		(listeners[0].addr == listeners[1].addr || listeners[0].addr.IsUnspecified() || listeners[1].addr.IsUnspecified()) {
+		v.fail("metrics.port %d is also proxy.http.port on an overlapping address; one of them could not listen", c.Metrics.Port)
+	}
+}
+
+type validator struct {
+	reasons []string
+}
+
+func (v *validator) fail(format string, args ...any) {
+	v.reasons = append(v.reasons, fmt.Sprintf(format, args...))
+}
+
+func (v *validator) absolute(key, p string) {
+	if !filepath.IsAbs(p) {
+		v.fail("%s is %q; it must be an absolute path", key, p)
+	}
+}
+
+func (v *validator) port(key string, p int) {
+	if p < 1 || p > 65535 {
+		v.fail("%s is %d; it must be 1 to 65535", key, p)
+	}
+}
+
+func (v *validator) address(key, s string) netip.Addr {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		v.fail("%s is %q; it must be an IP address (0.0.0.0 for every IPv4 address)", key, s)
+	}
+	return a
+}
+
+func (v *validator) prefixes(key string, list []string, v4 bool) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(list))
+	for i, s := range list {
+		p, err := netip.ParsePrefix(s)
+		switch {
+		case err != nil:
+			v.fail("%s[%d] is %q; it must be a CIDR such as %s", key, i, s, map[bool]string{true: "192.0.2.0/24", false: "2001:db8::/32"}[v4])
+		case v4 && !p.Addr().Is4():
+			v.fail("%s[%d] is %q; it must be an IPv4 CIDR", key, i, s)
+		case !v4 && (!p.Addr().Is6() || p.Addr().Is4In6()):
+			v.fail("%s[%d] is %q; it must be an IPv6 CIDR", key, i, s)
+		default:
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// bucketName is S3's rule for bucket names.
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+func (v *validator) store(key, url string) Store {
+	if rest, ok := strings.CutPrefix(url, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if !bucketName.MatchString(bucket) {
+			v.fail("%s is %q; its bucket %q is not an S3 bucket name", key, url, bucket)
+		}
+		return Store{Kind: StoreS3, Bucket: bucket, Prefix: strings.Trim(prefix, "/")}
+	}
+	if !filepath.IsAbs(url) {
+		v.fail("%s is %q; it must be s3://bucket/prefix or an absolute path", key, url)
+	}
+	return Store{Kind: StoreDir, Dir: filepath.Clean(url)}
+}

@@ -1,0 +1,297 @@
+package hostconfig
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"alpnib.dev/nibrunner/desired"
+)
+
+func readFull(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func mustParse(t *testing.T, data []byte) *Config {
+	t.Helper()
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	return c
+}
+
+func reasons(t *testing.T, data []byte) []string {
+	t.Helper()
+	_, err := Parse(data)
+	var inv *Invalid
+	if !errors.As(err, &inv) {
+		t.Fatalf("want *Invalid, got %v", err)
+	}
+	return inv.Reasons
+}
+
+func wantReason(t *testing.T, data []byte, want string) {
+	t.Helper()
+	got := reasons(t, data)
+	for _, r := range got {
+		if strings.Contains(r, want) {
+			return
+		}
+	}
+	t.Fatalf("no reason says %q; got %q", want, got)
+}
+
+func TestTheFullExampleLoadsWithEverySectionParsed(t *testing.T) {
+	c := mustParse(t, readFull(t))
+	if c.Artifacts.Store != (Store{Kind: StoreS3, Bucket: "nib-artifacts", Prefix: "prod/layers"}) {
+		t.Errorf("artifacts store: %+v", c.Artifacts.Store)
+	}
+	if c.Exports.Store != (Store{Kind: StoreS3, Bucket: "nib-exports"}) {
+		t.Errorf("exports store: %+v", c.Exports.Store)
+	}
+	if !slices.Equal(c.Network.DeniedV4, []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.7/32")}) ||
+		!slices.Equal(c.Network.DeniedV6, []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}) {
+		t.Errorf("denied: %v %v", c.Network.DeniedV4, c.Network.DeniedV6)
+	}
+	if c.Proxy.HTTP == nil || c.Proxy.HTTP.TLS == nil || c.Proxy.HTTP.Port != 443 || c.Proxy.Raw == nil || c.Metrics == nil || c.Metrics.Port != 9464 {
+		t.Errorf("optional sections: %+v %+v", c.Proxy, c.Metrics)
+	}
+	if got := c.Limits(); got != (desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}) {
+		t.Errorf("limits: %+v", got)
+	}
+}
+
+func TestThePublishedExampleIsTheTestedOne(t *testing.T) {
+	ex, err := os.ReadFile("../../examples/config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustParse(t, ex)
+}
+
+func TestTheDefaultConfigurationLoadsWithNoProxyAndLocalStores(t *testing.T) {
+	for _, root := range []string{"", "/", "/tmp/some root"} {
+		c := mustParse(t, Default(root))
+		if c.Proxy.HTTP != nil || c.Proxy.Raw != nil || c.Metrics != nil {
+			t.Errorf("root %q: the default has a proxy or metrics: %+v", root, c)
+		}
+		if c.Artifacts.Store.Kind != StoreDir || c.Exports.Store.Kind != StoreDir || c.Volumes.Backend != "local-file" {
+			t.Errorf("root %q: stores %+v %+v", root, c.Artifacts.Store, c.Exports.Store)
+		}
+		if got := c.Limits(); got != (desired.HostLimits{}) {
+			t.Errorf("root %q: limits %+v", root, got)
+		}
+		want := filepath.Clean(root)
+		if want == "." {
+			want = "/"
+		}
+		for _, d := range append(Folders(c), c.Paths.DesiredStateFile) {
+			if !strings.HasPrefix(d, want) {
+				t.Errorf("root %q: %s is not under it", root, d)
+			}
+		}
+	}
+}
+
+// leafKeys lists every key path of a TOML tree that holds a value.
+func leafKeys(tree map[string]any, prefix string) []string {
+	var out []string
+	for k, v := range tree {
+		key := dotted(prefix, k)
+		if sub, ok := v.(map[string]any); ok {
+			out = append(out, leafKeys(sub, key)...)
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+func deleteKey(tree map[string]any, key string) {
+	parts := strings.Split(key, ".")
+	for _, p := range parts[:len(parts)-1] {
+		tree = tree[p].(map[string]any)
+	}
+	delete(tree, parts[len(parts)-1])
+}
+
+func treeOf(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	var tree map[string]any
+	if err := toml.Unmarshal(data, &tree); err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+func render(t *testing.T, tree map[string]any) []byte {
+	t.Helper()
+	data, err := toml.Marshal(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestEveryMissingKeyIsRefusedByName(t *testing.T) {
+	full := readFull(t)
+	keys := leafKeys(treeOf(t, full), "")
+	if len(keys) < 20 {
+		t.Fatalf("only %d keys found", len(keys))
+	}
+	for _, key := range keys {
+		tree := treeOf(t, full)
+		deleteKey(tree, key)
+		got := reasons(t, render(t, tree))
+		if !slices.Contains(got, "missing key "+key) {
+			t.Errorf("without %s: got %q", key, got)
+		}
+	}
+}
+
+func TestAMissingRequiredSectionIsRefusedByName(t *testing.T) {
+	for _, section := range []string{"paths", "artifacts", "volumes", "exports", "network"} {
+		tree := treeOf(t, readFull(t))
+		delete(tree, section)
+		wantReason(t, render(t, tree), "missing section ["+section+"]")
+	}
+}
+
+func TestWholeOptionalSectionsMayBeAbsent(t *testing.T) {
+	for _, section := range []string{"proxy.http.tls", "proxy.http", "proxy.raw", "proxy", "metrics"} {
+		tree := treeOf(t, readFull(t))
+		deleteKey(tree, section)
+		c := mustParse(t, render(t, tree))
+		switch section {
+		case "proxy.http.tls":
+			if c.Proxy.HTTP == nil || c.Proxy.HTTP.TLS != nil {
+				t.Errorf("without [%s]: %+v", section, c.Proxy.HTTP)
+			}
+		case "metrics":
+			if c.Metrics != nil {
+				t.Errorf("without [metrics]: %+v", c.Metrics)
+			}
+		}
+	}
+}
+
+func TestUnknownKeysAreRefusedByName(t *testing.T) {
+	cases := map[string]string{
+		"colour":               "unknown key colour",
+		"paths.cache_dir":      "unknown key paths.cache_dir",
+		"proxy.http.tls.chain": "unknown key proxy.http.tls.chain",
+		"proxy.grpc":           "unknown key proxy.grpc",
+	}
+	for key, want := range cases {
+		tree := treeOf(t, readFull(t))
+		parts := strings.Split(key, ".")
+		m := tree
+		for _, p := range parts[:len(parts)-1] {
+			m = m[p].(map[string]any)
+		}
+		m[parts[len(parts)-1]] = "x"
+		wantReason(t, render(t, tree), want)
+	}
+}
+
+func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
+	cases := []struct {
+		key  string
+		val  any
+		want string
+	}{
+		{"max_apps", int64(0), "max_apps is 0; it must be 1 to 5567"},
+		{"max_apps", int64(5568), "max_apps is 5568"},
+		{"max_apps", "many", "max_apps must be an integer"},
+		{"paths.state_dir", "var/lib", "paths.state_dir is \"var/lib\"; it must be an absolute path"},
+		{"paths.desired_state_file", int64(1), "paths.desired_state_file must be a string"},
+		{"paths", "here", "paths must be a section"},
+		{"artifacts.store_url", "bucket/prefix", "must be s3://bucket/prefix or an absolute path"},
+		{"artifacts.store_url", "s3://Bad_Bucket/x", "is not an S3 bucket name"},
+		{"exports.store_url", "s3://", "is not an S3 bucket name"},
+		{"volumes.backend", "lvm", "the only backend is \"local-file\""},
+		{"network.denied_egress_addresses_v4", []any{"10.0.0.0/33"}, "network.denied_egress_addresses_v4[0] is \"10.0.0.0/33\"; it must be a CIDR"},
+		{"network.denied_egress_addresses_v4", []any{"2001:db8::/32"}, "must be an IPv4 CIDR"},
+		{"network.denied_egress_addresses_v6", []any{"10.0.0.0/8"}, "must be an IPv6 CIDR"},
+		{"network.denied_egress_addresses_v6", []any{int64(1)}, "network.denied_egress_addresses_v6[0] must be a string"},
+		{"network.denied_egress_addresses_v4", "10.0.0.0/8", "must be a list of strings"},
+		{"proxy.http.port", int64(0), "proxy.http.port is 0; it must be 1 to 65535"},
+		{"proxy.http.port", "443", "proxy.http.port must be an integer"},
+		{"proxy.http.listen_address", "example.com", "must be an IP address"},
+		{"proxy.http.tls.key", "privkey.pem", "proxy.http.tls.key is \"privkey.pem\"; it must be an absolute path"},
+		{"proxy.raw.max_ports_per_guest", int64(0), "max_ports_per_guest is 0; it must be 1 to 7"},
+		{"proxy.raw.max_ports_per_guest", int64(8), "max_ports_per_guest is 8; it must be 1 to 7"},
+		{"metrics.port", int64(70000), "metrics.port is 70000"},
+		{"metrics.port", int64(443), "metrics.port 443 is also proxy.http.port"},
+	}
+	for _, tc := range cases {
+		tree := treeOf(t, readFull(t))
+		parts := strings.Split(tc.key, ".")
+		m := tree
+		for _, p := range parts[:len(parts)-1] {
+			m = m[p].(map[string]any)
+		}
+		m[parts[len(parts)-1]] = tc.val
+		wantReason(t, render(t, tree), tc.want)
+	}
+}
+
+func TestATOMLSyntaxErrorNamesTheLine(t *testing.T) {
+	wantReason(t, []byte("max_apps = 1\n[paths\n"), "is not TOML: line 2")
+}
+
+func TestEveryReasonIsGivenAtOnce(t *testing.T) {
+	tree := treeOf(t, readFull(t))
+	deleteKey(tree, "paths.state_dir")
+	deleteKey(tree, "volumes.backend")
+	tree["extra"] = "x"
+	got := reasons(t, render(t, tree))
+	if len(got) != 3 {
+		t.Fatalf("want 3 reasons, got %q", got)
+	}
+}
+
+func TestLoadReadsTheFileAndNamesItWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(good, readFull(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("max_apps = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(good); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(bad)
+	if err == nil || !strings.HasPrefix(err.Error(), bad+" is refused: missing section [paths]") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "none.toml")); err == nil || !strings.Contains(err.Error(), "reading the host configuration") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNIBRUNNER_CONFIGNamesTheFileToRead(t *testing.T) {
+	t.Setenv(EnvVar, "")
+	if Path() != DefaultPath {
+		t.Fatalf("Path() = %s without the variable", Path())
+	}
+	t.Setenv(EnvVar, "/srv/nib.toml")
+	if Path() != "/srv/nib.toml" {
+		t.Fatalf("Path() = %s", Path())
+	}
+}

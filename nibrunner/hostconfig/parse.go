@@ -1,0 +1,146 @@
+package hostconfig
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Parse validates a config.toml's bytes whole and returns the configuration.
+// The error is an *Invalid listing every reason.
+func Parse(data []byte) (*Config, error) {
+	var tree map[string]any
+	if err := toml.Unmarshal(data, &tree); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, &Invalid{File: "config.toml", Reasons: []string{fmt.Sprintf("is not TOML: line %d, column %d: %v", row, col, de)}}
+		}
+		return nil, &Invalid{File: "config.toml", Reasons: []string{"is not TOML: " + err.Error()}}
+	}
+	v := &validator{}
+	v.shape("", tree, reflect.TypeFor[Config]())
+	if len(v.reasons) > 0 {
+		return nil, &Invalid{File: "config.toml", Reasons: v.reasons}
+	}
+	var c Config
+	if err := toml.Unmarshal(data, &c); err != nil {
+		return nil, &Invalid{File: "config.toml", Reasons: []string{err.Error()}}
+	}
+	c.validate(v)
+	if len(v.reasons) > 0 {
+		return nil, &Invalid{File: "config.toml", Reasons: v.reasons}
+	}
+	return &c, nil
+}
+
+func tomlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	return name
+}
+
+func dotted(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// optionalSection says whether a table of type t may be absent: a pointer
+// to a struct is an optional section, and so is a table holding nothing
+// but optional sections ([proxy]).
+func optionalSection(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		return true
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if tomlName(f) != "-" && !optionalSection(f.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// shape checks that table has exactly the keys of struct type t, each of
+// the right TOML type: a missing key is refused by name, and so is an
+// unknown one.
+func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
+	known := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := tomlName(f)
+		if name == "-" {
+			continue
+		}
+		known[name] = true
+		key := dotted(prefix, name)
+		val, present := table[name]
+		ft := f.Type
+		if !present {
+			if !optionalSection(ft) {
+				if isTable(ft) {
+					v.fail("missing section [%s]", key)
+				} else {
+					v.fail("missing key %s", key)
+				}
+			}
+			continue
+		}
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch ft.Kind() {
+		case reflect.Struct:
+			sub, ok := val.(map[string]any)
+			if !ok {
+				v.fail("%s must be a section ([%s]), not a value", key, key)
+				continue
+			}
+			v.shape(key, sub, ft)
+		case reflect.String:
+			if _, ok := val.(string); !ok {
+				v.fail("%s must be a string", key)
+			}
+		case reflect.Int:
+			if _, ok := val.(int64); !ok {
+				v.fail("%s must be an integer", key)
+			}
+		case reflect.Slice:
+			list, ok := val.([]any)
+			if !ok {
+				v.fail("%s must be a list of strings", key)
+				continue
+			}
+			for i, item := range list {
+				if _, ok := item.(string); !ok {
+					v.fail("%s[%d] must be a string", key, i)
+				}
+			}
+		}
+	}
+	var unknown []string
+	for name := range table {
+		if !known[name] {
+			unknown = append(unknown, dotted(prefix, name))
+		}
+	}
+	sort.Strings(unknown)
+	for _, key := range unknown {
+		v.fail("unknown key %s", key)
+	}
+}
+
+func isTable(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct
+}
