@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/internal/leb128"
+	"alpnib.dev/ic/principal"
+)
+
+// fakeReplica serves the IC HTTP interface on loopback with real BLS-signed
+// certificates: a root key, a subnet key delegated for canisters 0..99, and
+// one toy canister behaviour per method name:
+//
+//	echo     replies with its argument
+//	reject   rejects with CANISTER_REJECT
+//	slow     answers 202 and is processing for two polls, then replies
+//	forever  answers 202 and never finishes
+//	nonrep   is refused before consensus (non_replicated_rejection)
+type fakeReplica struct {
+	t        *testing.T
+	root     *certificate.SecretKey
+	subnet   *certificate.SecretKey
+	subnetID principal.Principal
+	deleg    *certificate.Delegation
+	now      time.Time
+	noV3     bool
+	signer   *certificate.SecretKey // signs state; subnet key unless a test swaps it
+
+	mu       sync.Mutex
+	requests map[RequestID]*callState
+	seen     []*Envelope
+	srv      *httptest.Server
+}
+
+type callState struct {
+	sender  principal.Principal
+	method  string
+	arg     []byte
+	polls   int
+	status  string
+	reply   []byte
+	code    uint64
+	message string
+}
+
+func newFakeReplica(t *testing.T) *fakeReplica {
+	t.Helper()
+	root, err := certificate.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnet, err := certificate.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeReplica{
+		t: t, root: root, subnet: subnet, signer: subnet,
+		subnetID: principal.SelfAuthenticating([]byte("fake subnet")),
+		now:      time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC),
+		requests: map[RequestID]*callState{},
+	}
+	f.deleg, err = certificate.Delegate(root, f.subnetID, subnet.PublicKey(),
+		[]certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}}, f.now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v2/status", f.status)
+	mux.HandleFunc("POST /api/v2/canister/{id}/query", f.query)
+	mux.HandleFunc("POST /api/v3/canister/{id}/call", f.callV3)
+	mux.HandleFunc("POST /api/v2/canister/{id}/call", f.callV2)
+	mux.HandleFunc("POST /api/v2/canister/{id}/read_state", f.readState)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeReplica) clock() time.Time { return f.now }
+
+func (f *fakeReplica) status(w http.ResponseWriter, _ *http.Request) {
+	body, _ := (&Status{RootKey: f.root.PublicKey().DER(), ImplVersion: "fake", ReplicaHealthStatus: "healthy"}).Marshal()
+	w.Header().Set("Content-Type", "application/cbor")
+	_, _ = w.Write(body)
+}
+
+// envelope reads and checks a request the way a replica must: signature,
+// sender, request type, and that the effective canister exists.
+func (f *fakeReplica) envelope(w http.ResponseWriter, r *http.Request, want RequestType) (*Envelope, bool) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	env, err := UnmarshalEnvelope(data)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	if err := env.Verify(); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return nil, false
+	}
+	if env.Content.Type != want {
+		http.Error(w, "wrong request type "+string(env.Content.Type), http.StatusBadRequest)
+		return nil, false
+	}
+	id, err := principal.Decode(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	if _, ok := id.CanisterIndex(); !ok {
+		http.Error(w, "no such canister "+id.String(), http.StatusBadRequest)
+		return nil, false
+	}
+	f.mu.Lock()
+	f.seen = append(f.seen, env)
+	f.mu.Unlock()
+	return env, true
+}
+
+func writeCBOR(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/cbor")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (f *fakeReplica) query(w http.ResponseWriter, r *http.Request) {
+	env, ok := f.envelope(w, r, TypeQuery)
+	if !ok {
+		return
+	}
+	var resp QueryResponse
+	switch env.Content.MethodName {
+	case "echo":
+		resp = QueryResponse{Status: StatusReplied, Reply: &QueryReply{Arg: env.Content.Arg}}
+	default:
+		resp = QueryResponse{Status: StatusRejected, RejectCode: uint64(CanisterReject), RejectMessage: "no thanks", ErrorCode: "IC0406"}
+	}
+	body, _ := resp.Marshal()
+	writeCBOR(w, http.StatusOK, body)
+}
+
+// submit records a call and runs it as far as it goes without polling.
+func (f *fakeReplica) submit(env *Envelope) (RequestID, *callState) {
+	rid := env.RequestID()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.requests[rid]; ok {
+		return rid, s
+	}
+	s := &callState{sender: env.Content.Sender, method: env.Content.MethodName, arg: env.Content.Arg, status: "received"}
+	switch s.method {
+	case "echo":
+		s.status, s.reply = "replied", s.arg
+	case "reject":
+		s.status, s.code, s.message = "rejected", uint64(CanisterReject), "no thanks"
+	case "slow", "forever":
+		s.status = "processing"
+	}
+	f.requests[rid] = s
+	return rid, s
+}
+
+func (f *fakeReplica) callV3(w http.ResponseWriter, r *http.Request) {
+	if f.noV3 {
+		http.NotFound(w, r)
+		return
+	}
+	env, ok := f.envelope(w, r, TypeCall)
+	if !ok {
+		return
+	}
+	if env.Content.MethodName == "nonrep" {
+		body, _ := (&CallResponse{Status: StatusNonReplicatedRejection, RejectCode: uint64(DestinationInvalid),
+			RejectMessage: "canister is stopped", ErrorCode: "IC0508"}).Marshal()
+		writeCBOR(w, http.StatusOK, body)
+		return
+	}
+	rid, s := f.submit(env)
+	f.mu.Lock()
+	finished := s.status == "replied" || s.status == "rejected"
+	f.mu.Unlock()
+	if !finished {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	cert := f.certify([][][]byte{{[]byte("request_status"), rid[:]}})
+	body, _ := (&CallResponse{Status: StatusReplied, Certificate: cert}).Marshal()
+	writeCBOR(w, http.StatusOK, body)
+}
+
+func (f *fakeReplica) callV2(w http.ResponseWriter, r *http.Request) {
+	env, ok := f.envelope(w, r, TypeCall)
+	if !ok {
+		return
+	}
+	f.submit(env)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (f *fakeReplica) readState(w http.ResponseWriter, r *http.Request) {
+	env, ok := f.envelope(w, r, TypeReadState)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	for _, p := range env.Content.Paths {
+		if len(p) >= 2 && string(p[0]) == "request_status" {
+			var rid RequestID
+			copy(rid[:], p[1])
+			if s, ok := f.requests[rid]; ok {
+				if s.sender != env.Content.Sender {
+					f.mu.Unlock()
+					http.Error(w, "request_status of another sender", http.StatusForbidden)
+					return
+				}
+				if s.method == "slow" && s.status == "processing" {
+					if s.polls++; s.polls > 2 {
+						s.status, s.reply = "replied", s.arg
+					}
+				}
+			}
+		}
+	}
+	f.mu.Unlock()
+	body, _ := (&ReadStateResponse{Certificate: f.certify(env.Content.Paths)}).Marshal()
+	writeCBOR(w, http.StatusOK, body)
+}
+
+// certify builds the state tree, prunes it to paths (plus /time, which a
+// replica always includes) and signs it with the delegated subnet key.
+func (f *fakeReplica) certify(paths [][][]byte) []byte {
+	b := certificate.NewBuilder()
+	b.MustInsert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(f.now.UnixNano())))
+	f.mu.Lock()
+	for rid, s := range f.requests {
+		p := func(leaf string) [][]byte {
+			return [][]byte{[]byte("request_status"), bytes.Clone(rid[:]), []byte(leaf)}
+		}
+		b.MustInsert(p("status"), []byte(s.status))
+		switch s.status {
+		case "replied":
+			b.MustInsert(p("reply"), s.reply)
+		case "rejected":
+			b.MustInsert(p("reject_code"), leb128.AppendUnsigned(nil, s.code))
+			b.MustInsert(p("reject_message"), []byte(s.message))
+			b.MustInsert(p("error_code"), []byte("IC0406"))
+		}
+	}
+	f.mu.Unlock()
+	tree := certificate.Prune(b.Build(), append(paths, certificate.Path("time"))...)
+	cert, err := certificate.Sign(f.signer, tree, f.deleg)
+	if err != nil {
+		f.t.Error(err)
+	}
+	raw, err := cert.Marshal()
+	if err != nil {
+		f.t.Error(err)
+	}
+	return raw
+}
