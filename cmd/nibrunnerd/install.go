@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,13 +11,61 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/network"
 )
 
-// installSteps are what install does, in order; later parts of install
-// (building the guest image) append theirs here.
+// installSteps are what install does, in order: hostconfig's own
+// (configuration, folders, unit), then the other packages' steps — later
+// parts of install (building the guest image) go here too — and last the
+// reminder to start the unit.
 func installSteps() []hostconfig.Step {
-	return hostconfig.Steps()
+	steps := hostconfig.Steps()
+	steps = append(steps, hostconfig.Step{Name: "host network", Run: hostNetwork})
+	return append(steps, hostconfig.StartReminder)
+}
+
+// sysctlConf is where the host's network settings persist across reboots.
+const sysctlConf = "etc/sysctl.d/60-nibrunner.conf"
+
+// hostNetwork persists the kernel settings guests' networking needs and,
+// on the running host, applies them now.
+func hostNetwork(_ context.Context, in *hostconfig.Install) error {
+	path := filepath.Join(in.Root, sysctlConf)
+	want := []byte(network.SysctlConf(network.HostSysctls))
+	if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, want) {
+		in.Kept = append(in.Kept, path+" was current")
+	} else {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("making the sysctl.d folder: %w", err)
+		}
+		if err := atomicfile.WriteFile(path, want, 0o644); err != nil {
+			return fmt.Errorf("writing the host network settings: %w", err)
+		}
+		in.Done = append(in.Done, "wrote the host network settings to "+path)
+	}
+	if !in.OnThisHost() {
+		in.Left = append(in.Left, "on the host itself: sysctl --system (applies /"+sysctlConf+": IP forwarding for guests' traffic)")
+		return nil
+	}
+	return applySysctls(in)
+}
+
+// applySysctls sets the host's network settings now when they differ.
+func applySysctls(in *hostconfig.Install) error {
+	wrong := network.CheckSysctls(network.HostSysctls)
+	if len(wrong) == 0 {
+		in.Kept = append(in.Kept, "the host's network settings were in force")
+		return nil
+	}
+	if err := network.SetSysctls(network.HostSysctls); err != nil {
+		return fmt.Errorf("setting the host's network settings: %w", err)
+	}
+	for _, s := range network.HostSysctls {
+		in.Done = append(in.Done, fmt.Sprintf("set %s = %s (%s)", s.Key, s.Value, s.Why))
+	}
+	return nil
 }
 
 func newInstallCmd() *cobra.Command {

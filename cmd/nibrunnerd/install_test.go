@@ -1,8 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/network"
 )
 
 func TestInstallTwiceSaysTheSecondRunChangedNothing(t *testing.T) {
@@ -30,5 +35,47 @@ func TestInstallIgnoresNIBRUNNER_CONFIGWhenARootIsGiven(t *testing.T) {
 	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd")
 	if err != nil || !strings.Contains(out, root+"/etc/nibrunner/config.toml") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestInstallUnderARootPersistsTheNetworkSettingsAndLeavesApplyingThem(t *testing.T) {
+	root := t.TempDir()
+	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	conf, err := os.ReadFile(filepath.Join(root, sysctlConf))
+	if err != nil || !strings.Contains(string(conf), "net.ipv4.ip_forward = 1") {
+		t.Fatalf("sysctl.d file: %v\n%s", err, conf)
+	}
+	if !strings.Contains(out, "sysctl --system") {
+		t.Fatalf("applying the settings is not left to do:\n%s", out)
+	}
+}
+
+func TestOnTheHostInstallSetsTheNetworkSettingsThatDiffer(t *testing.T) {
+	proc := t.TempDir()
+	saved := network.ProcSys
+	network.ProcSys = proc
+	t.Cleanup(func() { network.ProcSys = saved })
+	for _, s := range network.HostSysctls {
+		p := filepath.Join(proc, strings.ReplaceAll(s.Key, ".", "/"))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := &hostconfig.Install{Root: "/"}
+	if err := applySysctls(in); err != nil {
+		t.Fatal(err)
+	}
+	if len(network.CheckSysctls(network.HostSysctls)) != 0 || len(in.Done) != len(network.HostSysctls) {
+		t.Fatalf("settings not applied: done %q", in.Done)
+	}
+	again := &hostconfig.Install{Root: "/"}
+	if err := applySysctls(again); err != nil || len(again.Done) != 0 {
+		t.Fatalf("a second run changed something: %v %q", err, again.Done)
 	}
 }

@@ -85,17 +85,27 @@ type Step struct {
 	Run  func(ctx context.Context, in *Install) error
 }
 
-// Steps are install's steps, in order. Later parts of install (the guest
-// image, host network settings) are appended to this list.
+// Steps are the steps of install this package owns, in order: the
+// configuration, the folders it names, the systemd unit. The command
+// appends the steps other packages own (host network, guest image) and
+// ends with StartReminder.
 func Steps() []Step {
 	return []Step{
 		{"configuration", writeConfig},
 		{"folders", makeFolders},
 		{"systemd unit", writeUnit},
-		{"host network", networkReminder},
-		{"start", enableReminder},
 	}
 }
+
+// StartReminder is install's last step: it leaves enabling and starting
+// the unit to a person while it is not enabled, since install starts
+// nothing.
+var StartReminder = Step{"start", enableReminder}
+
+// OnThisHost reports whether install works on the running host (Root is
+// "/") rather than on a tree under a folder, so a step may change live
+// kernel settings.
+func (in *Install) OnThisHost() bool { return trimRoot(in.Root) == "" }
 
 // Run runs steps in order, stopping at the first that fails.
 func (in *Install) Run(ctx context.Context, steps []Step) error {
@@ -213,21 +223,6 @@ func writeUnit(_ context.Context, in *Install) error {
 func (in *Install) unitEnabled() bool {
 	_, err := os.Lstat(filepath.Join(in.Root, "etc/systemd/system/multi-user.target.wants/nibrunnerd.service"))
 	return err == nil
-}
-
-// networkReminder leaves the host's IP forwarding to a person until the
-// network package offers to set it: guests' traffic is routed through the
-// host, so without it nothing a guest sends leaves.
-func networkReminder(_ context.Context, in *Install) error {
-	if in.Root != "/" && in.Root != "" {
-		in.Left = append(in.Left, "on the host itself: sysctl -w net.ipv4.ip_forward=1 net.ipv4.conf.all.forwarding=1, persisted in /etc/sysctl.d/60-nibrunner.conf")
-		return nil
-	}
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-	if err != nil || string(bytes.TrimSpace(b)) != "1" {
-		in.Left = append(in.Left, "turn on IP forwarding for guests' traffic: sysctl -w net.ipv4.ip_forward=1 net.ipv4.conf.all.forwarding=1, persisted in /etc/sysctl.d/60-nibrunner.conf")
-	}
-	return nil
 }
 
 // enableReminder leaves enabling the unit to a person while it is not

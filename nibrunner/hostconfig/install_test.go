@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func install(t *testing.T, root, binary string) *Install {
 	t.Helper()
 	in := &Install{Root: root, Binary: binary, ConfigPath: filepath.Join(root, DefaultPath)}
-	if err := in.Run(context.Background(), Steps()); err != nil {
+	if err := in.Run(context.Background(), append(Steps(), StartReminder)); err != nil {
 		t.Fatalf("install: %v", err)
 	}
 	return in
@@ -155,7 +155,10 @@ func TestAFileWhereAFolderBelongsStopsInstallNamingIt(t *testing.T) {
 
 func TestAnEnabledUnitIsNotLeftToEnable(t *testing.T) {
 	root := t.TempDir()
-	install(t, root, "/bin/nibrunnerd")
+	first := install(t, root, "/bin/nibrunnerd")
+	if !strings.Contains(strings.Join(first.Left, "\n"), "systemctl daemon-reload && systemctl enable --now nibrunnerd") {
+		t.Fatalf("enabling the unit is not left to do: %q", first.Left)
+	}
 	wants := filepath.Join(root, "etc/systemd/system/multi-user.target.wants")
 	if err := os.MkdirAll(wants, 0o755); err != nil {
 		t.Fatal(err)
