@@ -39,7 +39,7 @@ type parser struct {
 
 func newParser(file, src string) (*parser, error) {
 	lx := newLexer(file, src)
-	var toks []token
+	toks := make([]token, 0, len(src)/4+1)
 	for {
 		t, err := lx.next()
 		if err != nil {
