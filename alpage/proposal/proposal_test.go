@@ -1,0 +1,151 @@
+package proposal
+
+import (
+	"bytes"
+	"encoding/hex"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/nns"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func loadFixture(t *testing.T) *config.Config {
+	t.Helper()
+	c, err := config.Load("../config/testdata/fleet/proposals.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func build(t *testing.T, c *config.Config, name string) *Proposal {
+	t.Helper()
+	p, err := Build(c.Proposal(name))
+	if err != nil {
+		t.Fatalf("Build(%s): %v", name, err)
+	}
+	return p
+}
+
+func TestTheMembershipPayloadMatchesTheReferenceEncoderByteForByte(t *testing.T) {
+	p, err := Build(&config.Proposal{Name: "m", Kind: config.KindMembership, Title: "t", Membership: &config.Membership{
+		SubnetID: "67htk-vfkxp-gn33q-baibq",
+		Remove:   []config.NodeRef{{ID: "5ffj3-jarcq-lruhj-aemtc-sla"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "4449444c026d686c03ddd99b870300bd869d8b046888fe9fc80d000101000108aabbccddee01020301010a1114171a1d202326292c"
+	if got := hex.EncodeToString(p.Payload); got != want {
+		t.Fatalf("payload\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestEachKindRunsThePinnedNNSFunctionUnderItsTopic(t *testing.T) {
+	c := loadFixture(t)
+	cases := []struct {
+		proposal string
+		function int32
+		topic    int32
+	}{
+		{"add-n2", 31, 7},
+		{"upgrade-app1", 11, 12},
+		{"halt-app1", 7, 7},
+		{"drop-n3", 18, 5},
+		{"drop-old-operator", 23, 5},
+		{"drop-gone-provider", 0, 6},
+	}
+	for _, tc := range cases {
+		p := build(t, c, tc.proposal)
+		if int32(p.Function) != tc.function || int32(p.Topic) != tc.topic {
+			t.Errorf("%s: function %d topic %d, want %d and %d", tc.proposal, p.Function, p.Topic, tc.function, tc.topic)
+		}
+		if tc.function != 0 && (p.Action.ExecuteNnsFunction == nil || p.Action.ExecuteNnsFunction.NnsFunction != tc.function || !bytes.Equal(p.Action.ExecuteNnsFunction.Payload, p.Payload)) {
+			t.Errorf("%s: the action does not carry the function and payload", tc.proposal)
+		}
+	}
+}
+
+func TestPayloadsDecodeBackIntoTheCanisterTypes(t *testing.T) {
+	c := loadFixture(t)
+
+	var upd nns.UpdateSubnetPayload
+	if err := candid.Unmarshal(build(t, c, "halt-app1").Payload, &upd); err != nil {
+		t.Fatal(err)
+	}
+	if upd.IsHalted == nil || !*upd.IsHalted || upd.HaltAtCupHeight != nil || upd.SubnetType != nil {
+		t.Errorf("update_subnet: declared fields must be set and omitted ones null: %+v", upd)
+	}
+	if upd.SSHReadonlyAccess == nil || len(*upd.SSHReadonlyAccess) != 0 {
+		t.Error("update_subnet: ssh_readonly_access = [] must travel as opt vec {} (revoke all), not null")
+	}
+	if upd.Features == nil || upd.Features.SevEnabled == nil || !*upd.Features.SevEnabled {
+		t.Errorf("update_subnet: features = %+v", upd.Features)
+	}
+
+	var dep nns.DeployGuestosToAllSubnetNodesPayload
+	if err := candid.Unmarshal(build(t, c, "upgrade-app1").Payload, &dep); err != nil || dep.ReplicaVersionID != "2e921c9adfc71f3edc96a9eb5d85fc742e7d8a9f" {
+		t.Errorf("deploy_guestos: %+v, %v", dep, err)
+	}
+
+	var rn nns.RemoveNodesPayload
+	if err := candid.Unmarshal(build(t, c, "drop-n3").Payload, &rn); err != nil || len(rn.NodeIDs) != 1 || rn.NodeIDs[0].String() != "qoctq-giaaa-aaaaa-aaaea-cai" {
+		t.Errorf("remove_nodes: %+v, %v", rn, err)
+	}
+
+	var ro nns.RemoveNodeOperatorsPayload
+	if err := candid.Unmarshal(build(t, c, "drop-old-operator").Payload, &ro); err != nil || ro.NodeOperatorPrincipalsToRemove == nil || ro.NodeOperatorPrincipalsToRemove.Principals[0].String() != "rrkah-fqaaa-aaaaa-aaaaq-cai" {
+		t.Errorf("remove_node_operators: %+v, %v", ro, err)
+	}
+
+	var rp nns.AddOrRemoveNodeProvider
+	if err := candid.Unmarshal(build(t, c, "drop-gone-provider").Payload, &rp); err != nil || rp.Change == nil || rp.Change.ToRemove == nil || rp.Change.ToRemove.ID.String() != "2chl6-4hpzw-vqaaa-aaaaa-c" {
+		t.Errorf("remove_node_provider: %+v, %v", rp, err)
+	}
+}
+
+func TestTheSamePayloadAlwaysHashesTheSame(t *testing.T) {
+	a := build(t, loadFixture(t), "add-n2")
+	b := build(t, loadFixture(t), "add-n2")
+	if a.PayloadSHA256 != b.PayloadSHA256 || len(a.PayloadSHA256) != 64 {
+		t.Fatalf("hashes %s and %s", a.PayloadSHA256, b.PayloadSHA256)
+	}
+}
+
+func TestMakeProposalCarriesTitleSummaryURLAndNeuron(t *testing.T) {
+	p := build(t, loadFixture(t), "add-n2")
+	req := p.MakeProposal(42)
+	mp := req.Command.MakeProposal
+	if req.ID.ID != 42 || *mp.Title != "Add n2 to app1" || mp.Action != p.Action {
+		t.Fatalf("request = %+v", req)
+	}
+	if _, err := candid.Marshal(req); err != nil {
+		t.Fatalf("manage_neuron request does not encode: %v", err)
+	}
+}
+
+func TestRenderingsMatchTheGoldenFiles(t *testing.T) {
+	c := loadFixture(t)
+	for _, decl := range c.Proposals {
+		p := build(t, c, decl.Name)
+		var out bytes.Buffer
+		p.Render(&out)
+		golden := filepath.Join("testdata", decl.Name+".golden")
+		if *update {
+			os.WriteFile(golden, out.Bytes(), 0o644)
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("%s rendering changed:\n%s\nwant:\n%s", decl.Name, out.Bytes(), want)
+		}
+	}
+}
