@@ -17,6 +17,7 @@ import (
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/store"
+	"alpnib.dev/nibrunner/store/s3test"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -322,5 +323,30 @@ func TestLayerSpecsThatCannotBeRightAreRefusedByName(t *testing.T) {
 		if _, err := f.cache.Prepare(ctx(t), s); err == nil || !strings.HasPrefix(err.Error(), "layer 3 (sha256 ") {
 			t.Errorf("%+v: error = %v", s, err)
 		}
+	}
+}
+
+func TestALayerIsFetchedFromAnS3Store(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	srv.Bucket(t, "layers")
+	st, err := store.Open(ctx(t), "s3://layers/prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := squashfsImage(t)
+	if err := st.Put(ctx(t), "base.sqfs", bytes.NewReader(image), int64(len(image))); err != nil {
+		t.Fatal(err)
+	}
+	c, err := layer.NewCache(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := c.Prepare(ctx(t), layer.Spec{Kind: layer.Filesystem, Digest: digest(image), ObjectKey: "base.sqfs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(img.Path); !bytes.Equal(got, image) || img.Format != "squashfs" {
+		t.Fatalf("image = %+v", img)
 	}
 }

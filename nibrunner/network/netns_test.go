@@ -133,6 +133,57 @@ func serve(t *testing.T, ns, addr, name string) {
 	}()
 }
 
+// serveUDP answers every datagram on addr inside ns with "<name> from
+// <the peer address it saw>".
+func serveUDP(t *testing.T, ns, addr, name string) {
+	t.Helper()
+	var pc net.PacketConn
+	if err := inNetns(ns, func() (err error) { pc, err = net.ListenPacket("udp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(from.String())
+			_, _ = pc.WriteTo([]byte(name+" from "+host), from)
+		}
+	}()
+}
+
+// exchangeUDP sends one datagram from ns to addr and returns the answer.
+func exchangeUDP(ns, addr string) (string, error) {
+	var got string
+	err := inNetns(ns, func() error {
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 1500)
+		for try := 0; try < 3; try++ {
+			if _, err := c.Write([]byte("ping")); err != nil {
+				return err
+			}
+			_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			n, err := c.Read(buf)
+			if err == nil {
+				got = string(buf[:n])
+				return nil
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				return err
+			}
+		}
+		return errors.New("no answer to three datagrams")
+	})
+	return got, err
+}
+
 // dial connects from ns to addr and returns what the server said.
 func dial(ns, addr string) (string, time.Duration, error) {
 	var got string
@@ -196,6 +247,7 @@ func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 	serve(t, tp.host, "0.0.0.0:9999", "host")
 	serve(t, tp.g0, "0.0.0.0:8080", "web")
 	serve(t, tp.g0, "0.0.0.0:5000", "web-raw")
+	serveUDP(t, tp.g0, "0.0.0.0:5000", "web-udp")
 	serve(t, tp.g1, "0.0.0.0:8080", "api")
 	serve(t, tp.out, "0.0.0.0:80", "outside")
 
@@ -231,6 +283,9 @@ func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 		tp.apply(t, true)
 		mustReach(t, tp.out, "192.0.2.1:21000", "web from 192.0.2.2")
 		mustReach(t, tp.out, "192.0.2.1:21001", "web-raw from 192.0.2.2")
+		if got, err := exchangeUDP(tp.out, "192.0.2.1:21001"); err != nil || got != "web-udp from 192.0.2.2" {
+			t.Fatalf("udp to the raw host port: %q, %v", got, err)
+		}
 		mustReach(t, tp.host, "192.0.2.1:21000", "web from 192.0.2.1")
 		mustReach(t, tp.host, "127.0.0.1:21000", "web from 10.201.0.1")
 	})
@@ -238,6 +293,9 @@ func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 		tp.apply(t, false)
 		mustBeRejected(t, tp.out, "192.0.2.1:21000")
 		mustBeRejected(t, tp.host, "127.0.0.1:21000")
+		if got, err := exchangeUDP(tp.out, "192.0.2.1:21001"); err == nil {
+			t.Fatalf("udp reached the stopped app: %q", got)
+		}
 	})
 }
 

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"alpnib.dev/nibrunner/guest"
@@ -91,6 +92,9 @@ type Local struct {
 	Store store.Store // where initialContents archives are fetched from
 	// Tools: empty means look the program up on PATH, /usr/sbin and /sbin.
 	Mke2fs, Resize2fs, E2fsck string
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
 }
 
 // NewLocal opens the backend on dir, making it if missing and clearing
@@ -108,7 +112,7 @@ func NewLocal(dir string, st store.Store) (*Local, error) {
 			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return &Local{Dir: dir, Store: st}, nil
+	return &Local{Dir: dir, Store: st, locks: map[string]*sync.Mutex{}}, nil
 }
 
 // Path is the file that holds volume id.
@@ -118,11 +122,29 @@ func (l *Local) Path(id string) string { return filepath.Join(l.Dir, id+".ext4")
 // missing, grown when larger, deleted when absent. A smaller size is refused
 // and the volume left as it is. Failures are *Error naming the volume.
 func (l *Local) Converge(ctx context.Context, spec Spec) (Volume, error) {
+	defer l.lock(spec.VolumeID)()
 	v, err := l.converge(ctx, spec)
 	if err != nil {
 		return v, &Error{VolumeID: spec.VolumeID, Err: err}
 	}
 	return v, nil
+}
+
+// lock serialises work on one volume; different volumes proceed in
+// parallel.
+func (l *Local) lock(id string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
+	}
+	m := l.locks[id]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.locks[id] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {

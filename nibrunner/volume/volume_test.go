@@ -325,3 +325,30 @@ func TestASizeTooSmallForExt4FailsTheVolumeSaying(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+func TestConcurrentConvergesOfOneVolumeMakeItOnce(t *testing.T) {
+	f := newFixture(t)
+	c := f.put(t, "seeds/site.tar.gz", siteTarGz(t))
+	spec := volume.Spec{VolumeID: "race", SizeBytes: 16 << 20, State: volume.Present, InitialContents: c}
+	results := make(chan volume.Volume, 4)
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			v, err := f.local.Converge(ctx(t), spec)
+			results <- v
+			errs <- err
+		}()
+	}
+	created := 0
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		if (<-results).Created {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d converges created the volume; want exactly one", created)
+	}
+}
