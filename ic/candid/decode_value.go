@@ -71,7 +71,7 @@ type valueDecoder struct {
 func (d *valueDecoder) value(w, e *Type) (Value, error) {
 	w, e = w.Resolved(), e.Resolved()
 	r := d.r
-	if err := r.spend(1); err != nil {
+	if err := r.spend(valueCost); err != nil {
 		return Value{}, err
 	}
 	if err := r.enter(); err != nil {
@@ -281,7 +281,7 @@ func (d *valueDecoder) tryOpt(w, e *Type) (Value, error) {
 
 func (d *valueDecoder) vec(w, e *Type) (Value, error) {
 	r := d.r
-	n, err := d.vecLen(w.Elem)
+	n, err := d.vecLen(w.Elem, valueCost)
 	if err != nil {
 		return Value{}, err
 	}
@@ -307,9 +307,14 @@ func (d *valueDecoder) vec(w, e *Type) (Value, error) {
 	return Value{Kind: KindVec, Elems: elems}, nil
 }
 
+// valueCost is what producing one Value costs from the budget: more than
+// skipping (1), since a Value takes memory.
+const valueCost = 16
+
 // vecLen reads a vec length and checks it against the bytes left when the
-// elements take bytes, and against the budget when they do not.
-func (d *valueDecoder) vecLen(elem *Type) (int, error) {
+// elements take bytes, and against the budget (perElem units each) when
+// they do not.
+func (d *valueDecoder) vecLen(elem *Type, perElem int) (int, error) {
 	r := d.r
 	start := r.pos
 	n, err := r.leb("vec length")
@@ -320,7 +325,7 @@ func (d *valueDecoder) vecLen(elem *Type) (int, error) {
 		if n > uint64(r.remaining()/ms) {
 			return 0, errAt(start, ErrTruncated, "vec of %d elements of at least %d bytes overshoots the %d bytes left", n, ms, r.remaining())
 		}
-	} else if n > uint64(r.budget) {
+	} else if n > uint64(max(r.budget, 0)/perElem) {
 		return 0, errAt(start, ErrBudget, "vec of %d zero-sized elements exceeds the message's budget", n)
 	}
 	return int(n), nil
@@ -464,7 +469,7 @@ func skipValue(r *reader, w *Type, d *valueDecoder) error {
 			return errAt(r.pos-1, ErrFormat, "opt tag is %#x, not 0 or 1", c)
 		}
 	case KindVec:
-		n, err := d.vecLen(w.Elem)
+		n, err := d.vecLen(w.Elem, 1)
 		if err != nil {
 			return err
 		}

@@ -41,14 +41,16 @@ const (
 	// MaxDepth bounds how deeply values may nest while decoding. Deeper input
 	// fails with ErrTooDeep instead of exhausting the stack.
 	MaxDepth = 512
-	// BaseCost and CostPerByte make up a message's work budget: decoding or
-	// skipping any value costs one unit, and a message may spend
-	// BaseCost + CostPerByte·len(message). Values that take no bytes on
-	// the wire (null, reserved, empty records) are the only way to exceed
-	// it, which is exactly the "space bomb" the budget is for: a 10-byte
-	// message claiming a billion nulls fails after BaseCost units.
+	// BaseCost and CostPerByte make up a message's work budget, spent as
+	// values are decoded: skipping a value costs 1 unit, decoding one into
+	// a Go value 1 (plus its Go size/8 for elements of a vec that take no
+	// wire bytes), producing a dynamic Value 16. A message may spend
+	// BaseCost + CostPerByte·len(message). Only values that take no bytes
+	// on the wire (null, reserved, empty records) can exceed it, which is
+	// exactly the "space bomb" it is for: a 10-byte message claiming a
+	// billion nulls fails at once instead of looping or allocating.
 	BaseCost    = 256 << 10
-	CostPerByte = 8
+	CostPerByte = 16
 )
 
 func errAt(off int, sentinel error, format string, args ...any) *DecodeError {

@@ -33,7 +33,7 @@ func parseHeader(data []byte) (*header, error) {
 		return nil, errAt(0, ErrFormat, "message does not start with the magic bytes DIDL")
 	}
 	r := &reader{data: data, pos: 4}
-	n, err := r.length("type table length", r.remaining())
+	n, err := r.length("type table length", 1)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func parseHeader(data []byte) (*header, error) {
 			}
 		}
 	}
-	na, err := r.length("argument count", r.remaining())
+	na, err := r.length("argument count", 1)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (h *header) parseEntry(r *reader, t *Type) error {
 			t.Kind = KindVariant
 		}
 		// A field takes at least two bytes (id and type).
-		nf, err := r.length("field count", r.remaining()/2)
+		nf, err := r.length("field count", 2)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (h *header) parseEntry(r *reader, t *Type) error {
 		if t.Results, err = h.refList(r, "func result"); err != nil {
 			return err
 		}
-		nm, err := r.length("annotation count", r.remaining())
+		nm, err := r.length("annotation count", 1)
 		if err != nil {
 			return err
 		}
@@ -166,14 +166,14 @@ func (h *header) parseEntry(r *reader, t *Type) error {
 		return nil
 	case op == opService:
 		t.Kind = KindService
-		nm, err := r.length("method count", r.remaining()/2)
+		nm, err := r.length("method count", 2)
 		if err != nil {
 			return err
 		}
 		t.Methods = make([]Method, nm)
 		for i := range t.Methods {
 			at := r.pos
-			nl, err := r.length("method name length", r.remaining())
+			nl, err := r.length("method name length", 1)
 			if err != nil {
 				return err
 			}
@@ -196,7 +196,7 @@ func (h *header) parseEntry(r *reader, t *Type) error {
 		// A type from a future Candid version: its length, then bytes we skip.
 		t.Kind = KindFuture
 		t.Opcode = op
-		nb, err := r.length("future type length", r.remaining())
+		nb, err := r.length("future type length", 1)
 		if err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func (h *header) parseEntry(r *reader, t *Type) error {
 }
 
 func (h *header) refList(r *reader, what string) ([]*Type, error) {
-	n, err := r.length(what+" count", r.remaining())
+	n, err := r.length(what+" count", 1)
 	if err != nil {
 		return nil, err
 	}

@@ -86,14 +86,15 @@ func (r *reader) leb(what string) (uint64, error) {
 	}
 }
 
-// length reads a count or byte length and checks it is at most max.
-func (r *reader) length(what string, max int) (int, error) {
+// length reads a count or byte length of items that take at least per
+// bytes each, and checks that the bytes left after it can hold them.
+func (r *reader) length(what string, per int) (int, error) {
 	start := r.pos
 	n, err := r.leb(what)
 	if err != nil {
 		return 0, err
 	}
-	if n > uint64(max) {
+	if max := r.remaining() / per; n > uint64(max) {
 		return 0, errAt(start, ErrTruncated, "%s %d exceeds the %d that the remaining bytes can hold", what, n, max)
 	}
 	return int(n), nil
@@ -207,7 +208,7 @@ func (r *reader) boolean() (bool, error) {
 // text reads a UTF-8 text and returns it aliasing the message.
 func (r *reader) text(what string) ([]byte, error) {
 	start := r.pos
-	n, err := r.length(what+" length", r.remaining())
+	n, err := r.length(what+" length", 1)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func (r *reader) principalRef() ([]byte, error) {
 		return nil, errAt(r.pos-1, ErrFormat, "reference flag is %#x, not 1", c)
 	}
 	start := r.pos
-	n, err := r.length("principal length", r.remaining())
+	n, err := r.length("principal length", 1)
 	if err != nil {
 		return nil, err
 	}

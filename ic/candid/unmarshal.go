@@ -189,7 +189,7 @@ func headerEnd(data []byte) (int, bool) {
 		return 0, false
 	}
 	r := reader{data: data, pos: 4}
-	n, err := r.length("", r.remaining())
+	n, err := r.length("", 1)
 	if err != nil {
 		return 0, false
 	}
@@ -361,7 +361,7 @@ func (c *decCompiler) build(w *Type, g *goType) decFn {
 			return mismatch
 		}
 		return func(d *tdec, p unsafe.Pointer) error {
-			n, err := d.r.length("blob length", d.r.remaining())
+			n, err := d.r.length("blob length", 1)
 			if err != nil {
 				return err
 			}
@@ -665,6 +665,9 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 	we := w.Elem.Resolved()
 	minSize := minWireSize(we, map[*Type]int{})
 	rt, size := g.rt, g.elem.size
+	// Elements that take no wire bytes are paid for from the budget in
+	// proportion to the Go memory they take.
+	perElem := 1 + int(size/8)
 	return func(d *tdec, p unsafe.Pointer) error {
 		r := &d.r
 		at := r.pos
@@ -676,11 +679,16 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 			if n > uint64(r.remaining()/minSize) {
 				return errAt(at, ErrTruncated, "vec of %d elements of at least %d bytes overshoots the %d bytes left", n, minSize, r.remaining())
 			}
-		} else if n > uint64(r.budget) {
-			return errAt(at, ErrBudget, "vec of %d zero-sized elements exceeds the message's budget", n)
-		}
-		if err := r.spend(int(n) + 1); err != nil {
-			return err
+			if err := r.spend(int(n) + 1); err != nil {
+				return err
+			}
+		} else {
+			if n > uint64(max(r.budget, 0)/perElem) {
+				return errAt(at, ErrBudget, "vec of %d zero-sized elements exceeds the message's budget", n)
+			}
+			if err := r.spend(int(n)*perElem + 1); err != nil {
+				return err
+			}
 		}
 		if err := r.enter(); err != nil {
 			return err
@@ -688,6 +696,24 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 		s := (*sliceHeader)(p)
 		if n == 0 {
 			s.data, s.len, s.cap = unsafe.Pointer(&zeroSized), 0, 0
+			r.depth--
+			return nil
+		}
+		// Allocate the whole slice at once unless that would be far more
+		// memory than the bytes left can justify (small wire elements into
+		// big Go ones); then grow it as elements actually decode.
+		if total := uintptr(n) * size; total > 1<<16 && total > 16*uintptr(r.remaining()+1) {
+			sv := reflect.MakeSlice(rt, 0, 64)
+			for i := 0; i < int(n); i++ {
+				if sv.Len() == sv.Cap() {
+					sv.Grow(sv.Len())
+				}
+				sv.SetLen(i + 1)
+				if err := el(d, unsafe.Add(sv.UnsafePointer(), uintptr(i)*size)); err != nil {
+					return err
+				}
+			}
+			s.data, s.len, s.cap = sv.UnsafePointer(), sv.Len(), sv.Cap()
 			r.depth--
 			return nil
 		}
