@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -36,7 +37,7 @@ func fullHost() Rules {
 func BenchmarkApply1000Apps(b *testing.B) {
 	testenv.RequireRoot(b)
 	testenv.RequireCommand(b, "ip", "nft")
-	ns := fmt.Sprintf("nbb%d", b.N)
+	ns := fmt.Sprintf("nbb%d-%d", os.Getpid()%100000, b.N)
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		b.Fatalf("ip netns add: %v: %s", err, out)
 	}

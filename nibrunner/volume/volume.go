@@ -65,7 +65,6 @@ type Volume struct {
 	Grown      bool // this call grew it
 	Deleted    bool
 	Seeded     *UnpackStats // what initialContents unpacked, when this call made it
-	DevicePath string
 }
 
 // Error is a volume that cannot be converged. Its message names the volume
@@ -279,6 +278,12 @@ func (l *Local) seed(ctx context.Context, c *Contents, stage, upper string, size
 	stats, err := Unpack(ctx, archive, dest, UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID, Limit: size})
 	if err != nil {
 		return stats, fmt.Errorf("initialContents %q: %w", c.ObjectKey, err)
+	}
+	if dest == upper {
+		// Seeded at "/": the entries are the tenant's, the root is not.
+		if err := os.Chown(upper, 0, 0); err != nil {
+			return stats, err
+		}
 	}
 	return stats, nil
 }

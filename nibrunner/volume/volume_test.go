@@ -352,3 +352,30 @@ func TestConcurrentConvergesOfOneVolumeMakeItOnce(t *testing.T) {
 		t.Fatalf("%d converges created the volume; want exactly one", created)
 	}
 }
+
+func TestASeedAtTheRootLeavesTheRootToRoot(t *testing.T) {
+	f := newFixture(t)
+	c := f.put(t, "seeds/site.tar.gz", siteTarGz(t))
+	c.DestinationPath = "/"
+	v, err := f.local.Converge(ctx(t), volume.Spec{VolumeID: "rooted", SizeBytes: 16 << 20, State: volume.Present, InitialContents: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, uid, _ := inode(t, v.Path, "/root"); uid != 0 {
+		t.Errorf("the upper root is owned by %d; want root", uid)
+	}
+	if _, uid, _ := inode(t, v.Path, "/root/index.html"); uid != 65534 {
+		t.Errorf("index.html is owned by %d; want 65534", uid)
+	}
+}
+
+func TestGrowingAFileThatIsNotExt4IsRefused(t *testing.T) {
+	f := newFixture(t)
+	if err := os.WriteFile(f.local.Path("junk"), bytes.Repeat([]byte{7}, 8192), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.local.Converge(ctx(t), volume.Spec{VolumeID: "junk", SizeBytes: 16 << 20, State: volume.Present})
+	if err == nil || !strings.Contains(err.Error(), "volume junk: grow: ") || !strings.Contains(err.Error(), "does not hold an ext4 filesystem") {
+		t.Fatalf("error = %v", err)
+	}
+}
