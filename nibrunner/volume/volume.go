@@ -58,13 +58,13 @@ type Spec struct {
 
 // Volume is a volume as it is on the host.
 type Volume struct {
-	VolumeID   string
-	Path       string // the file the microVM attaches
-	SizeBytes  int64
-	Created    bool // this call made it
-	Grown      bool // this call grew it
-	Deleted    bool
-	Seeded     *UnpackStats // what initialContents unpacked, when this call made it
+	VolumeID  string
+	Path      string // the file the microVM attaches
+	SizeBytes int64
+	Created   bool // this call made it
+	Grown     bool // this call grew it
+	Deleted   bool
+	Seeded    *UnpackStats // what initialContents unpacked, when this call made it
 }
 
 // Error is a volume that cannot be converged. Its message names the volume
