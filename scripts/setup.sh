@@ -10,6 +10,11 @@ declare -A need=(
   [mksquashfs]=squashfs-tools
   [nft]=nftables
   [ip]=iproute2
+  [update-ca-certificates]=ca-certificates
+  [apt-get]=apt
+  [dpkg-deb]=dpkg
+  [unsquashfs]=squashfs-tools
+  [debugfs]=e2fsprogs
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -126,6 +126,9 @@ func (c *control) answer(s *supervisor, m guest.Message) guest.Message {
 		var ms guest.Measurement
 		ms, err = measure()
 		r.Measurement = &ms
+	case guest.KindSetTime:
+		tv := unix.NsecToTimeval(m.UnixMs * int64(time.Millisecond))
+		err = unix.Settimeofday(&tv)
 	case guest.KindShutdown:
 		s.stop()
 	default:

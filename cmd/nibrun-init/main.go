@@ -15,6 +15,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,6 +45,15 @@ func run() {
 	start := time.Now()
 	if err := mountKernelFilesystems(); err != nil {
 		fail(nil, "mount kernel filesystems", err)
+	}
+	params := kernelParams()
+	if params[guest.ParamProbe] != "" {
+		fmt.Println(guest.ProbeOK)
+		powerOff()
+	}
+	if t, err := strconv.ParseInt(params[guest.ParamTime], 10, 64); err == nil {
+		tv := unix.Timeval{Sec: t}
+		_ = unix.Settimeofday(&tv)
 	}
 	if err := loadModules(); err != nil {
 		fail(nil, "load kernel modules", err)

@@ -170,4 +170,13 @@ const (
 	ParamGateway = "nibrun.gw"
 	// ParamDNS is a name server the guest's resolv.conf names.
 	ParamDNS = "nibrun.dns"
+	// ParamTime is the host's clock at boot in Unix seconds (microvm runs
+	// without an RTC).
+	ParamTime = "nibrun.time"
+	// ParamProbe asks the init to print ProbeOK on the console and reset at
+	// once: the host boots it to learn whether an accelerator works.
+	ParamProbe = "nibrun.probe"
 )
+
+// ProbeOK is what a probe boot prints on the console.
+const ProbeOK = "nibrun-init: probe ok"

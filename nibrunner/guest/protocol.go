@@ -25,6 +25,9 @@ const (
 	KindThaw     Kind = "thaw"
 	KindMeasure  Kind = "measure"
 	KindShutdown Kind = "shutdown"
+	// KindSetTime sets the guest's clock to UnixMs: microvm has no RTC, and
+	// a guest restored from a snapshot wakes with the time it slept at.
+	KindSetTime Kind = "set-time"
 )
 
 // Guest → host messages.
@@ -60,6 +63,7 @@ type Message struct {
 	Stream      string       `json:"stream,omitempty"`
 	Data        string       `json:"data,omitempty"`
 	Measurement *Measurement `json:"measurement,omitempty"`
+	UnixMs      int64        `json:"unixMs,omitempty"`
 }
 
 // Measurement is the guest's view of its resources, sent in reply to a

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // CACertificates is the host's CA bundle, copied into the base root so a
@@ -65,6 +66,12 @@ func buildBase(ctx context.Context, out string, caBundle []byte) error {
 	cmd := exec.CommandContext(ctx, "mksquashfs", stage, tmp,
 		"-noappend", "-quiet", "-no-progress", "-comp", "gzip",
 		"-all-root", "-mkfs-time", "0", "-all-time", "0", "-processors", "1")
+	// mksquashfs refuses SOURCE_DATE_EPOCH beside -all-time; the flags win.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SOURCE_DATE_EPOCH=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("mksquashfs the base root: %w: %s", err, lastLines(b))
 	}

@@ -1,0 +1,159 @@
+package qemu
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// machine is everything that decides a guest's QEMU command line. The same
+// machine gives the same arguments, which is what lets a snapshot taken of
+// one process be restored into the next: QEMU needs the same devices on
+// both sides of a migration.
+type machine struct {
+	QEMU    string
+	Accel   string // "kvm" or "tcg"
+	Kernel  string
+	Initrd  string
+	Base    string
+	Layers  []string // image files, bottom first
+	Volume  string
+	Config  string // the config drive
+	Dir     string // the app's runtime folder (sockets, console)
+	Spec    vmm.Spec
+	UserNet bool // user-mode networking with host forwards on loopback
+}
+
+// Files in an app's runtime folder.
+const (
+	qmpSocket     = "qmp.sock"
+	controlSocket = "control.sock"
+	consoleFile   = "console.log"
+	qemuLogFile   = "qemu.log"
+	configDrive   = "config.img"
+	recordFile    = "guest.json"
+)
+
+// User-mode networking addresses (QEMU's defaults).
+const (
+	userNetGuest = "10.0.2.15/24"
+	userNetGW    = "10.0.2.2"
+	userNetDNS   = "10.0.2.3"
+)
+
+// kernelCmdline is the guest kernel's command line, bar the boot time.
+func (m machine) kernelCmdline() string {
+	p := []string{"console=ttyS0", "reboot=t", "panic=-1", "quiet"}
+	if m.Accel == "tcg" {
+		// Without it TCG boots hang at random before the timer is set up.
+		p = append(p, "tsc_early_khz=2000000")
+	}
+	n := m.Spec.Network
+	switch {
+	case n.Tap != "":
+		p = append(p, fmt.Sprintf("%s=%s/%d", guest.ParamIP, n.GuestIPv4, n.PrefixLen), guest.ParamGateway+"="+n.HostIPv4.String())
+	case m.UserNet:
+		p = append(p, guest.ParamIP+"="+userNetGuest, guest.ParamGateway+"="+userNetGW, guest.ParamDNS+"="+userNetDNS)
+	}
+	return strings.Join(p, " ")
+}
+
+// args is the QEMU command line. bootTime (Unix seconds) goes on the kernel
+// command line; it is left out of Hash because a restored guest keeps the
+// clock it has.
+func (m machine) args(bootTime int64) []string {
+	s := m.Spec
+	mem, cpus := s.MemoryMiB, s.VCPUs
+	if mem <= 0 {
+		mem = 256
+	}
+	if cpus <= 0 {
+		cpus = 1
+	}
+	a := []string{
+		"-name", "nibrun-" + s.AppID,
+		"-M", "microvm,rtc=off", "-accel", m.Accel,
+		"-m", strconv.Itoa(mem), "-smp", strconv.Itoa(cpus),
+		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+		"-serial", "file:" + m.Dir + "/" + consoleFile,
+		"-kernel", m.Kernel, "-initrd", m.Initrd,
+		"-append", m.kernelCmdline() + " " + guest.ParamTime + "=" + strconv.FormatInt(bootTime, 10),
+		"-qmp", "unix:" + m.Dir + "/" + qmpSocket + ",server=on,wait=off",
+		"-chardev", "socket,id=ctl,path=" + m.Dir + "/" + controlSocket + ",server=on,wait=off",
+		"-device", "virtio-serial-device", "-device", "virtserialport,chardev=ctl,name=" + guest.ControlPortName,
+	}
+	drive := func(id, file, serial string, readOnly bool) {
+		ro := "off"
+		if readOnly {
+			ro = "on"
+		}
+		a = append(a, "-drive", fmt.Sprintf("id=%s,file=%s,format=raw,if=none,readonly=%s", id, file, ro),
+			"-device", fmt.Sprintf("virtio-blk-device,drive=%s,serial=%s", id, serial))
+	}
+	drive("cfg", m.Config, guest.SerialConfig, true)
+	drive("base", m.Base, guest.SerialBase, true)
+	for i, l := range m.Layers {
+		drive("l"+strconv.Itoa(i), l, guest.LayerSerial(i), true)
+	}
+	drive("vol", m.Volume, guest.SerialVolume, false)
+	mac := fmt.Sprintf("52:54:00:6e:%02x:%02x", (s.Slot>>8)&0xff, s.Slot&0xff)
+	switch {
+	case s.Network.Tap != "":
+		a = append(a, "-netdev", "tap,id=n0,ifname="+s.Network.Tap+",script=no,downscript=no",
+			"-device", "virtio-net-device,netdev=n0,mac="+mac)
+	case m.UserNet:
+		fwd := []string{"user", "id=n0"}
+		if s.Network.HostPort > 0 && s.HTTPPort > 0 {
+			fwd = append(fwd, fmt.Sprintf("hostfwd=tcp:127.0.0.1:%d-:%d", s.Network.HostPort, s.HTTPPort))
+			for i, p := range s.Ports {
+				fwd = append(fwd, fmt.Sprintf("hostfwd=tcp:127.0.0.1:%d-:%d", s.Network.HostPort+1+i, p.GuestPort),
+					fmt.Sprintf("hostfwd=udp:127.0.0.1:%d-:%d", s.Network.HostPort+1+i, p.GuestPort))
+			}
+		}
+		a = append(a, "-netdev", strings.Join(fwd, ","), "-device", "virtio-net-device,netdev=n0,mac="+mac)
+	}
+	return a
+}
+
+// Hash identifies the machine for a snapshot's stamp: a snapshot restores
+// only into the same devices, memory size and accelerator.
+func (m machine) Hash() string {
+	a := m.args(0)
+	h := sha256.New()
+	h.Write([]byte(m.QEMU))
+	for _, s := range a {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// endpoint is where the daemon reaches the guest's HTTP port.
+func (m machine) endpoint() string {
+	s := m.Spec
+	switch {
+	case s.Network.Tap != "" && s.Network.GuestIPv4.IsValid():
+		return fmt.Sprintf("%s:%d", s.Network.GuestIPv4, s.HTTPPort)
+	case m.UserNet && s.Network.HostPort > 0:
+		return fmt.Sprintf("127.0.0.1:%d", s.Network.HostPort)
+	}
+	return ""
+}
+
+// guestConfig is what the config drive tells the init.
+func guestConfig(s vmm.Spec) guest.Config {
+	r := s.Restart
+	return guest.Config{
+		AppID: s.AppID, DeploymentID: s.DeploymentID, Layers: len(s.Layers),
+		Program: s.Command.Program, Args: s.Command.Args, WorkingDirectory: s.Command.WorkingDirectory,
+		Environment: s.Command.Environment, HTTPPort: s.HTTPPort, Hostname: s.Hostname,
+		Restart: guest.RestartPolicy{
+			MaxRestarts: r.MaxRestarts, InitialBackoffMs: r.InitialBackoff.Milliseconds(),
+			MaxBackoffMs: r.MaxBackoff.Milliseconds(), BackoffFactor: r.BackoffFactor, ResetAfterMs: r.ResetAfter.Milliseconds(),
+		},
+	}
+}

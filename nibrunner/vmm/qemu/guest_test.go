@@ -1,0 +1,356 @@
+package qemu
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// These tests boot real guests: QEMU microvm with Debian's cloud kernel and
+// our init, under TCG on the build machines (about 6 s a boot on 2 cores).
+// The network is QEMU's user mode with a forward on 127.0.0.1, which needs
+// no root networking; the tap path is the network package's to test.
+
+var (
+	imageOnce sync.Once
+	imageErr  error
+	image     guestimage.Image
+)
+
+// testImage builds the guest image once per test binary, in a folder the
+// guestimage tests share, so the kernel is downloaded once per machine.
+func testImage(t testing.TB) guestimage.Image {
+	t.Helper()
+	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb")
+	imageOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		image, imageErr = guestimage.Build(ctx, filepath.Join(os.TempDir(), "nibrun-guestimage-test"))
+	})
+	if imageErr != nil {
+		t.Fatalf("build the guest image: %v", imageErr)
+	}
+	return image
+}
+
+// shortTempDir is a temporary folder with a short path: QEMU's unix
+// sockets live under it and t.TempDir's paths are too long for them.
+func shortTempDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "nbr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// fixture is one app's files: the counter server and an ext4 volume.
+type fixture struct {
+	dir, counter, volume string
+}
+
+func newFixture(t testing.TB) fixture {
+	t.Helper()
+	d := shortTempDir(t)
+	f := fixture{dir: d, counter: filepath.Join(d, "counter"), volume: filepath.Join(d, "vol.ext4")}
+	build := exec.Command("go", "build", "-o", f.counter, "./testdata/counter")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the counter server: %v\n%s", err, out)
+	}
+	mke2fs := testenv.RequireCommand(t, "mke2fs")
+	if out, err := exec.Command(mke2fs, "-q", "-F", "-t", "ext4", f.volume, "64M").CombinedOutput(); err != nil {
+		t.Fatalf("make the volume: %v\n%s", err, out)
+	}
+	return f
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (f fixture) spec(t testing.TB, app string) vmm.Spec {
+	return vmm.Spec{
+		AppID: app, DeploymentID: "dep-1", Slot: 3, MemoryMiB: 128, VCPUs: 1,
+		Layers:     []vmm.Layer{{Kind: vmm.LayerExecutable, Digest: "test", Path: f.counter, DestinationPath: "/app/counter"}},
+		VolumePath: f.volume,
+		Command:    vmm.Command{Program: "/app/counter", WorkingDirectory: "/data", Environment: map[string]string{"GREETING": "hi"}},
+		HTTPPort:   8080,
+		Restart:    vmm.RestartPolicy{MaxRestarts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, BackoffFactor: 2, ResetAfter: time.Minute},
+		Network:    vmm.Network{HostPort: freePort(t)},
+		Hostname:   app + ".example.com",
+	}
+}
+
+func newVMM(t testing.TB, runtime string, logs io.Writer) *VMM {
+	t.Helper()
+	img := testImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	v, err := New(ctx, Config{
+		Image: img, RuntimeDir: filepath.Join(runtime, "run"), SnapshotDir: filepath.Join(runtime, "snap"),
+		UserNetwork: true,
+		OnMessage: func(app string, m guest.Message) {
+			if logs != nil {
+				mu.Lock()
+				fmt.Fprintf(logs, "%s %s %s%s\n", app, m.Kind, m.Stream, strings.TrimRight(m.Data, "\n"))
+				mu.Unlock()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// get fetches path from the guest, retrying until it answers or the
+// deadline passes.
+func get(t testing.TB, endpoint, path string, wait time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	c := http.Client{Timeout: 3 * time.Second}
+	for {
+		resp, err := c.Get("http://" + endpoint + path)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return string(b)
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s%s: %v", endpoint, path, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func put(t testing.TB, endpoint, path, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, "http://"+endpoint+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("PUT %s: %s %s", path, resp.Status, b)
+	}
+}
+
+func console(v *VMM, app string) string {
+	b, _ := os.ReadFile(v.ConsolePath(app))
+	return string(b)
+}
+
+func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.T) {
+	testenv.RequireRoot(t) // the init's chroot and setuid need nothing of the host, but QEMU's drives are root's files
+	f := newFixture(t)
+	var logs strings.Builder
+	v := newVMM(t, f.dir, &logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	spec := f.spec(t, "counter")
+	st, err := v.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop(context.Background(), spec.AppID)
+	t.Logf("started pid %d under %s", st.PID, v.Version())
+	if st.State != vmm.Running || st.Endpoint == "" || st.Restored {
+		t.Fatalf("status after start: %+v", st)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("console:\n%s\nmessages:\n%s", console(v, spec.AppID), logs.String())
+		}
+	}()
+	if who := get(t, st.Endpoint, "/whoami", 90*time.Second); who != "65534:65534 /data counter.example.com" {
+		t.Errorf("the tenant runs as %q, want 65534:65534 in /data with its hostname", who)
+	}
+	for i := 1; i <= 2; i++ {
+		if got := get(t, st.Endpoint, "/count", 5*time.Second); got != strconv.Itoa(i) {
+			t.Fatalf("count %d = %s", i, got)
+		}
+	}
+	put(t, st.Endpoint, "/note", "written before sleep")
+	m, err := v.Measure(ctx, spec.AppID)
+	if err != nil || m.MemoryTotalBytes < 64<<20 || m.MemoryUsedBytes == 0 || m.MemoryUsedBytes > m.MemoryTotalBytes {
+		t.Errorf("measurement %+v, %v", m, err)
+	}
+	if _, err := v.Request(ctx, spec.AppID, guest.KindFreeze); err != nil {
+		t.Errorf("freeze: %v", err)
+	}
+	if _, err := v.Request(ctx, spec.AppID, guest.KindThaw); err != nil {
+		t.Errorf("thaw: %v", err)
+	}
+
+	// A sleep refused for lack of disk leaves the guest running.
+	realFree := freeBytes
+	freeBytes = func(string) (uint64, error) { return 10 << 20, nil }
+	err = v.Sleep(ctx, spec.AppID)
+	freeBytes = realFree
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("sleep on a full disk: %v, want ErrNoSpace", err)
+	}
+	if got := get(t, st.Endpoint, "/count", 5*time.Second); got != "3" {
+		t.Fatalf("after a refused sleep the count is %s, want 3", got)
+	}
+
+	start := time.Now()
+	if err := v.Sleep(ctx, spec.AppID); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("slept in %v", time.Since(start))
+	if !v.HasSnapshot(spec.AppID) {
+		t.Fatal("no snapshot after sleep")
+	}
+	if list, _ := v.List(ctx); len(list) != 0 {
+		t.Fatalf("a sleeping app is still listed: %+v", list)
+	}
+	if _, err := os.Stat(v.pidfile(spec.AppID)); !os.IsNotExist(err) {
+		t.Fatalf("the pidfile outlived the sleep: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", st.Endpoint, time.Second); err == nil {
+		// QEMU's forward is gone with its process.
+		c.Close()
+		t.Fatal("something still answers at the sleeping guest's endpoint")
+	}
+
+	start = time.Now()
+	st2, err := v.Wake(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, st2.Endpoint, "/count", 30*time.Second); got != "4" {
+		t.Fatalf("after wake the count is %s, want 4 (the process kept its memory)", got)
+	}
+	t.Logf("woke and answered in %v", time.Since(start))
+	if !st2.Restored || st2.PID == st.PID {
+		t.Fatalf("wake status %+v: want restored, new process", st2)
+	}
+	if got := get(t, st2.Endpoint, "/note", 5*time.Second); got != "written before sleep" {
+		t.Fatalf("note after wake = %q", got)
+	}
+	if v.HasSnapshot(spec.AppID) {
+		t.Error("the snapshot was kept after the guest resumed; its memory no longer matches the volume")
+	}
+
+	// A stopped guest shuts down cleanly and its data stays on the volume.
+	if err := v.Stop(ctx, spec.AppID); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := v.List(ctx); len(list) != 0 {
+		t.Fatalf("a stopped app is still listed: %+v", list)
+	}
+	if !strings.Contains(logs.String(), "counter listening on 8080") {
+		t.Errorf("the tenant's output did not reach the host:\n%s", logs.String())
+	}
+	if out, err := exec.Command("debugfs", "-R", "cat /"+guest.VolumeUpperDir+"/data/note", f.volume).Output(); err == nil && string(out) != "written before sleep" {
+		t.Errorf("the volume holds %q at data/note", out)
+	}
+}
+
+// helperEnv makes the test binary a daemon that starts one guest, prints
+// its PID and waits to be killed.
+const helperEnv = "NIBRUN_QEMU_TEST_HELPER"
+
+func TestHelperStartsAGuestAndWaitsToBeKilled(t *testing.T) {
+	dir := os.Getenv(helperEnv)
+	if dir == "" {
+		t.Skip("a helper for TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted")
+	}
+	f := fixture{dir: dir, counter: filepath.Join(dir, "counter"), volume: filepath.Join(dir, "vol.ext4")}
+	v := newVMM(t, dir, nil)
+	spec := f.spec(t, "adoptee")
+	st, err := v.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("PID %d %s\n", st.PID, st.Endpoint)
+	time.Sleep(time.Hour)
+}
+
+func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
+	testenv.RequireRoot(t)
+	testImage(t)
+	f := newFixture(t)
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperStartsAGuestAndWaitsToBeKilled$", "-test.v")
+	helper.Env = append(os.Environ(), helperEnv+"="+f.dir)
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper.Stderr = os.Stderr
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	var endpoint string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "PID %d %s", &pid, &endpoint); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+		t.Fatal("the helper daemon started no guest")
+	}
+	// The daemon dies without a word.
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+
+	v := newVMM(t, f.dir, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	defer v.Stop(context.Background(), "adoptee")
+	list, _ := v.List(ctx)
+	if len(list) != 1 || list[0].PID != pid || list[0].State != vmm.Running || list[0].AppID != "adoptee" {
+		t.Fatalf("after the daemon's death List = %+v, want adoptee running as pid %d", list, pid)
+	}
+	get(t, endpoint, "/whoami", 90*time.Second)
+	if got := get(t, endpoint, "/count", 5*time.Second); got != "1" {
+		t.Fatalf("the adopted guest counts %s", got)
+	}
+	if _, err := v.Measure(ctx, "adoptee"); err != nil {
+		t.Fatalf("the adopted guest's control channel: %v", err)
+	}
+	if err := v.Stop(ctx, "adoptee"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "adoptee") {
+			t.Fatalf("QEMU pid %d outlived Stop", pid)
+		}
+	}
+}

@@ -1,0 +1,555 @@
+// Package qemu runs nibrunner guests as QEMU microvm machines driven over
+// QMP. It implements vmm.VMM.
+//
+// Each guest is one qemu-system-x86_64 process in its own session, so it
+// outlives the daemon; a pidfile (vmm.Pidfile) and a record beside it let a
+// restarted daemon adopt it: same boot id, PID alive with the same start
+// time, command line naming this app's QMP socket. The guest's serial
+// console goes to a per-app file truncated at each start; logs, exit codes,
+// freeze/thaw and measurements travel over the virtio-serial control port
+// (nibrunner/guest). KVM is used when a probe boot succeeds, TCG otherwise.
+//
+// Sleep pauses the guest and migrates its state to a file with QMP
+// (exec:cat > FILE), stamps it and ends the process; Wake starts the same
+// machine with -incoming from that file and resumes it, or boots cold when
+// the stamp does not match.
+package qemu
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// Config is how the daemon sets the VMM up.
+type Config struct {
+	Image guestimage.Image
+	// RuntimeDir holds pidfiles and a folder per app (sockets, console,
+	// config drive). Unix socket paths are limited to 107 bytes, so keep it
+	// short (/run/nibrunner).
+	RuntimeDir  string
+	SnapshotDir string
+	// QEMU is the emulator binary; empty means qemu-system-x86_64 on PATH.
+	QEMU string
+	// Accel forces "kvm" or "tcg"; empty probes (see chooseAccel).
+	Accel string
+	// UserNetwork gives a guest without a tap QEMU's user-mode network,
+	// forwarding 127.0.0.1:HostPort (and the raw ports after it) to the
+	// guest. For tests and hosts without root networking. (ours)
+	UserNetwork bool
+	// OnMessage receives what guests send besides replies: logs, starts,
+	// exits. It must not block.
+	OnMessage func(appID string, m guest.Message)
+}
+
+// VMM drives QEMU guests.
+type VMM struct {
+	cfg     Config
+	bootID  string
+	version string
+
+	accelOnce sync.Once
+	accel     string
+
+	mu     sync.Mutex
+	guests map[string]*vmGuest
+}
+
+var _ vmm.VMM = (*VMM)(nil)
+
+// New prepares the folders, removes snapshots from earlier host boots, and
+// adopts the guests its pidfiles name.
+func New(ctx context.Context, cfg Config) (*VMM, error) {
+	if cfg.QEMU == "" {
+		p, err := exec.LookPath("qemu-system-x86_64")
+		if err != nil {
+			return nil, fmt.Errorf("find QEMU (Debian qemu-system-x86): %w", err)
+		}
+		cfg.QEMU = p
+	}
+	if cfg.Accel != "" && cfg.Accel != "kvm" && cfg.Accel != "tcg" {
+		return nil, fmt.Errorf("accelerator %q is neither kvm nor tcg", cfg.Accel)
+	}
+	for _, d := range []string{cfg.RuntimeDir, cfg.SnapshotDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("make VMM folder: %w", err)
+		}
+	}
+	bootID, err := vmm.BootID()
+	if err != nil {
+		return nil, err
+	}
+	ver, err := qemuVersion(ctx, cfg.QEMU)
+	if err != nil {
+		return nil, err
+	}
+	v := &VMM{cfg: cfg, bootID: bootID, version: ver, guests: map[string]*vmGuest{}, accel: cfg.Accel}
+	v.removeStaleSnapshots()
+	if err := v.adopt(ctx); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Version names QEMU and, once chosen, the accelerator.
+func (v *VMM) Version() string {
+	if a := v.accel; a != "" {
+		return "qemu-" + v.version + "/" + a
+	}
+	return "qemu-" + v.version
+}
+
+// Accel returns the accelerator guests run under, probing on first use.
+func (v *VMM) Accel(ctx context.Context) string {
+	v.accelOnce.Do(func() {
+		if v.accel == "" {
+			v.accel = chooseAccel(ctx, v.cfg.QEMU, v.cfg.Image, v.bootID, v.cfg.RuntimeDir, filepath.Join(v.cfg.RuntimeDir, "accel.json"))
+		}
+	})
+	return v.accel
+}
+
+func (v *VMM) appDir(app string) string  { return filepath.Join(v.cfg.RuntimeDir, app) }
+func (v *VMM) pidfile(app string) string { return filepath.Join(v.cfg.RuntimeDir, app+".pid") }
+func (v *VMM) snapDir(app string) string { return filepath.Join(v.cfg.SnapshotDir, app) }
+
+// record is what this VMM keeps beside a pidfile that vmm.Pidfile does not
+// hold: what the guest booted from, so Sleep can stamp it after a restart.
+type record struct {
+	GuestImage string   `json:"guestImage"`
+	Accel      string   `json:"accel"`
+	Machine    string   `json:"machine"`
+	MemoryMiB  int      `json:"memoryMiB"`
+	Restored   bool     `json:"restored"`
+	Cmdline    []string `json:"cmdline"`
+}
+
+// vmGuest is one QEMU process.
+type vmGuest struct {
+	pf   vmm.Pidfile
+	rec  record
+	done chan struct{} // closed when the process is gone
+	qmp  *qmp
+	ctl  *control
+
+	mu       sync.Mutex
+	exitCode *int
+	message  string
+}
+
+func (g *vmGuest) alive() bool {
+	select {
+	case <-g.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (g *vmGuest) status() vmm.Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := vmm.Status{
+		AppID: g.pf.AppID, DeploymentID: g.pf.DeploymentID, Slot: g.pf.Slot, PID: g.pf.PID,
+		BootID: g.pf.BootID, StartedAt: g.pf.StartedAt, Endpoint: g.pf.Endpoint, Restored: g.rec.Restored,
+		State: vmm.Running,
+	}
+	if !g.alive() {
+		s.State = vmm.Exited
+		s.ExitCode = g.exitCode
+	}
+	return s
+}
+
+// onMessage records exit codes and setup failures, then passes m on.
+func (v *VMM) onMessage(g *vmGuest) func(guest.Message) {
+	return func(m guest.Message) {
+		g.mu.Lock()
+		switch m.Kind {
+		case guest.KindExited, guest.KindGaveUp:
+			if m.ExitCode != nil {
+				c := *m.ExitCode
+				g.exitCode = &c
+			}
+			if m.Error != "" {
+				g.message = m.Error
+			}
+		case guest.KindFailed:
+			g.message = m.Error
+		}
+		g.mu.Unlock()
+		if v.cfg.OnMessage != nil {
+			v.cfg.OnMessage(g.pf.AppID, m)
+		}
+	}
+}
+
+// Message is the last thing the guest said went wrong (a setup failure,
+// running out of restarts), or "". (ours: vmm.Status has no such field)
+func (v *VMM) Message(appID string) string {
+	v.mu.Lock()
+	g := v.guests[appID]
+	v.mu.Unlock()
+	if g == nil {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.message
+}
+
+// List returns every guest known, live or exited, sorted by app.
+func (v *VMM) List(ctx context.Context) ([]vmm.Status, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]vmm.Status, 0, len(v.guests))
+	for _, g := range v.guests {
+		out = append(out, g.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AppID < out[j].AppID })
+	return out, nil
+}
+
+// Start boots spec's guest cold.
+func (v *VMM) Start(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
+	if err := v.claim(spec.AppID); err != nil {
+		return vmm.Status{}, err
+	}
+	g, err := v.launch(ctx, spec, "")
+	if err != nil {
+		v.release(spec.AppID)
+		return vmm.Status{}, err
+	}
+	v.mu.Lock()
+	v.guests[spec.AppID] = g
+	v.mu.Unlock()
+	return g.status(), nil
+}
+
+// claim refuses an app with a live guest and forgets an exited one.
+func (v *VMM) claim(app string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if g := v.guests[app]; g != nil {
+		if g.alive() {
+			return fmt.Errorf("start %s: its guest is already running (pid %d)", app, g.pf.PID)
+		}
+		g.close()
+		delete(v.guests, app)
+	}
+	return nil
+}
+
+func (v *VMM) release(app string) { _ = os.Remove(v.pidfile(app)) }
+
+func (g *vmGuest) close() {
+	if g.qmp != nil {
+		g.qmp.close()
+	}
+	if g.ctl != nil {
+		g.ctl.close()
+	}
+}
+
+// machineFor resolves spec's drives into a machine description.
+func (v *VMM) machineFor(ctx context.Context, spec vmm.Spec) (machine, error) {
+	m := machine{
+		QEMU: v.cfg.QEMU, Accel: v.Accel(ctx), Kernel: v.cfg.Image.Kernel, Initrd: v.cfg.Image.Initrd,
+		Base: v.cfg.Image.Base, Volume: spec.VolumePath, Dir: v.appDir(spec.AppID),
+		Config: filepath.Join(v.appDir(spec.AppID), configDrive), Spec: spec, UserNet: v.cfg.UserNetwork,
+	}
+	if len(m.Dir)+1+len(controlSocket) > 107 {
+		return m, fmt.Errorf("the runtime folder %s is too long for QEMU's unix sockets (107 bytes with %s/%s)", v.cfg.RuntimeDir, spec.AppID, controlSocket)
+	}
+	if spec.VolumePath == "" {
+		return m, fmt.Errorf("start %s: no volume", spec.AppID)
+	}
+	for i, l := range spec.Layers {
+		p := l.Path
+		if l.Kind == vmm.LayerExecutable {
+			var err error
+			if p, err = v.packExecutable(ctx, l); err != nil {
+				return m, fmt.Errorf("layer %d: %w", i, err)
+			}
+		}
+		m.Layers = append(m.Layers, p)
+	}
+	return m, nil
+}
+
+// launch starts QEMU for spec (restoring from incoming when set), writes
+// the pidfile and connects QMP and the control channel.
+func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGuest, error) {
+	m, err := v.machineFor(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make runtime folder of %s: %w", spec.AppID, err)
+	}
+	for _, s := range []string{qmpSocket, controlSocket} {
+		_ = os.Remove(filepath.Join(m.Dir, s))
+	}
+	drive, err := guest.EncodeDrive(guestConfig(spec))
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(m.Config, drive, 0o644); err != nil {
+		return nil, fmt.Errorf("write config drive of %s: %w", spec.AppID, err)
+	}
+	args := m.args(time.Now().Unix())
+	if incoming != "" {
+		args = append(args, "-incoming", "exec:cat "+shellQuote(incoming))
+	}
+	logf, err := os.OpenFile(filepath.Join(m.Dir, qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(v.cfg.QEMU, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = m.Dir
+	// Its own session: the daemon's death or a signal to its group does
+	// not reach the guest.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start QEMU for %s: %w", spec.AppID, err)
+	}
+	ticks, _ := vmm.StartTicks(cmd.Process.Pid)
+	g := &vmGuest{
+		pf: vmm.Pidfile{
+			AppID: spec.AppID, DeploymentID: spec.DeploymentID, Slot: spec.Slot, PID: cmd.Process.Pid,
+			BootID: v.bootID, StartTicks: ticks, StartedAt: time.Now().UTC(), Endpoint: m.endpoint(),
+		},
+		rec:  record{GuestImage: v.cfg.Image.Version, Accel: m.Accel, Machine: m.Hash(), MemoryMiB: spec.MemoryMiB, Restored: incoming != "", Cmdline: args},
+		done: make(chan struct{}),
+	}
+	go func() { _ = cmd.Wait(); close(g.done) }()
+	fail := func(err error) (*vmGuest, error) {
+		_ = cmd.Process.Kill()
+		<-g.done
+		g.close()
+		b, _ := os.ReadFile(filepath.Join(m.Dir, qemuLogFile))
+		if s := strings.TrimSpace(string(b)); s != "" {
+			err = fmt.Errorf("%w (QEMU said: %s)", err, lastLine(s))
+		}
+		return nil, err
+	}
+	if err := v.writeRecord(spec.AppID, g.rec); err != nil {
+		return fail(err)
+	}
+	if err := vmm.WritePidfile(v.pidfile(spec.AppID), g.pf); err != nil {
+		return fail(fmt.Errorf("write pidfile of %s: %w", spec.AppID, err))
+	}
+	if err := v.connect(ctx, g); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// connect attaches QMP and the control channel to g's sockets.
+func (v *VMM) connect(ctx context.Context, g *vmGuest) error {
+	dir := v.appDir(g.pf.AppID)
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	q, err := dialQMP(qctx, filepath.Join(dir, qmpSocket))
+	if err != nil {
+		return fmt.Errorf("guest %s: %w", g.pf.AppID, err)
+	}
+	g.qmp = q
+	g.ctl = newControl(filepath.Join(dir, controlSocket), v.onMessage(g))
+	go g.ctl.run()
+	return nil
+}
+
+func (v *VMM) writeRecord(app string, r record) error {
+	b, _ := json.Marshal(r)
+	return atomicfile.WriteFile(filepath.Join(v.appDir(app), recordFile), b, 0o644)
+}
+
+// adopt takes over the guests named by pidfiles: a live one of this boot
+// (same PID, same start time, a QEMU naming this app's QMP socket) is
+// reconnected; one that died while nobody watched is listed as exited; a
+// pidfile from an earlier boot is removed.
+func (v *VMM) adopt(ctx context.Context) error {
+	pfs, err := vmm.ReadPidfiles(v.cfg.RuntimeDir)
+	if err != nil {
+		return fmt.Errorf("read pidfiles: %w", err)
+	}
+	for _, pf := range pfs {
+		if pf.BootID != v.bootID {
+			_ = os.Remove(v.pidfile(pf.AppID))
+			continue
+		}
+		g := &vmGuest{pf: pf, done: make(chan struct{})}
+		if b, err := os.ReadFile(filepath.Join(v.appDir(pf.AppID), recordFile)); err == nil {
+			_ = json.Unmarshal(b, &g.rec)
+		}
+		if pf.Alive(v.bootID) && v.isOurQEMU(pf) {
+			if err := v.connect(ctx, g); err == nil {
+				go v.watch(g)
+				v.guests[pf.AppID] = g
+				continue
+			}
+		}
+		close(g.done)
+		v.guests[pf.AppID] = g
+	}
+	return nil
+}
+
+// isOurQEMU checks the process's command line names this app's QMP socket.
+func (v *VMM) isOurQEMU(pf vmm.Pidfile) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pf.PID))
+	if err != nil {
+		return false
+	}
+	return strings.Contains(string(b), "unix:"+filepath.Join(v.appDir(pf.AppID), qmpSocket)+",")
+}
+
+// watch closes an adopted guest's done channel when its process ends (it
+// is not our child, so there is no Wait to tell us).
+func (v *VMM) watch(g *vmGuest) {
+	for g.pf.Alive(v.bootID) {
+		select {
+		case <-g.qmp.done:
+			// QMP hung up: the process is ending; check again shortly.
+			time.Sleep(50 * time.Millisecond)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	close(g.done)
+}
+
+// Stop asks the guest to shut down, then sends SIGTERM, then SIGKILL.
+func (v *VMM) Stop(ctx context.Context, appID string) error {
+	v.mu.Lock()
+	g := v.guests[appID]
+	v.mu.Unlock()
+	if g == nil {
+		v.release(appID)
+		return nil
+	}
+	if g.alive() {
+		graceful := 15 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			graceful = time.Until(dl) * 2 / 3
+		}
+		rctx, cancel := context.WithTimeout(ctx, min(graceful, 2*time.Second))
+		_, err := g.ctl.request(rctx, guest.Message{Kind: guest.KindShutdown})
+		cancel()
+		if err == nil {
+			waitDone(g.done, graceful)
+		}
+		if g.alive() {
+			_ = v.signal(g, syscall.SIGTERM)
+			waitDone(g.done, 3*time.Second)
+		}
+		if g.alive() {
+			_ = v.signal(g, syscall.SIGKILL)
+			if !waitDone(g.done, 5*time.Second) {
+				return fmt.Errorf("stop %s: QEMU (pid %d) survived SIGKILL", appID, g.pf.PID)
+			}
+		}
+	}
+	g.close()
+	v.mu.Lock()
+	if v.guests[appID] == g {
+		delete(v.guests, appID)
+	}
+	v.mu.Unlock()
+	v.release(appID)
+	return nil
+}
+
+// signal sends sig to g's QEMU, after checking its PID is still that QEMU.
+func (v *VMM) signal(g *vmGuest, sig syscall.Signal) error {
+	if !g.pf.Alive(v.bootID) {
+		return nil
+	}
+	return syscall.Kill(g.pf.PID, sig)
+}
+
+func waitDone(done <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Measure asks the guest for its resource use.
+func (v *VMM) Measure(ctx context.Context, appID string) (vmm.Measurement, error) {
+	g, err := v.live(appID)
+	if err != nil {
+		return vmm.Measurement{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	r, err := g.ctl.request(rctx, guest.Message{Kind: guest.KindMeasure})
+	if err != nil {
+		return vmm.Measurement{}, fmt.Errorf("measure %s: %w", appID, err)
+	}
+	if r.Measurement == nil {
+		return vmm.Measurement{}, fmt.Errorf("measure %s: the guest sent no measurement", appID)
+	}
+	ms := r.Measurement
+	return vmm.Measurement{
+		MemoryTotalBytes: ms.MemoryTotalBytes,
+		MemoryUsedBytes:  ms.MemoryTotalBytes - min(ms.MemoryAvailableBytes, ms.MemoryTotalBytes),
+		CPUTime:          time.Duration(ms.CPUTimeMs) * time.Millisecond,
+		RxBytes:          ms.RxBytes, TxBytes: ms.TxBytes, MeasuredAt: time.Now().UTC(),
+	}, nil
+}
+
+// Request sends one control request (freeze, thaw, ping…) to the guest and
+// returns its reply. (ours: for checkpoints, which freeze the volume)
+func (v *VMM) Request(ctx context.Context, appID string, kind guest.Kind) (guest.Message, error) {
+	g, err := v.live(appID)
+	if err != nil {
+		return guest.Message{}, err
+	}
+	return g.ctl.request(ctx, guest.Message{Kind: kind})
+}
+
+func (v *VMM) live(appID string) (*vmGuest, error) {
+	v.mu.Lock()
+	g := v.guests[appID]
+	v.mu.Unlock()
+	if g == nil {
+		return nil, fmt.Errorf("%s: %w", appID, vmm.ErrNotFound)
+	}
+	if !g.alive() {
+		return nil, fmt.Errorf("%s: its guest has exited", appID)
+	}
+	return g, nil
+}
+
+// ConsolePath is the file holding the app's serial console since its last
+// start.
+func (v *VMM) ConsolePath(appID string) string {
+	return filepath.Join(v.appDir(appID), consoleFile)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}

@@ -1,0 +1,46 @@
+// Command counter is the tenant the qemu tests run in a guest: a static HTTP
+// server whose in-memory counter proves a restored guest kept its process
+// state, and whose note file proves the volume kept its data.
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+)
+
+func main() {
+	var n atomic.Int64
+	dir := os.Getenv("NIBRUN_DATA_DIR")
+	http.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, n.Add(1))
+	})
+	http.HandleFunc("/note", func(w http.ResponseWriter, r *http.Request) {
+		p := filepath.Join(dir, "note")
+		if r.Method == http.MethodPut {
+			b, _ := io.ReadAll(r.Body)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				http.Error(w, err.Error(), 500)
+			}
+			return
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			http.Error(w, err.Error(), 404)
+			return
+		}
+		_, _ = w.Write(b)
+	})
+	http.HandleFunc("/whoami", func(w http.ResponseWriter, r *http.Request) {
+		wd, _ := os.Getwd()
+		fmt.Fprintf(w, "%d:%d %s %s", os.Getuid(), os.Getgid(), wd, os.Getenv("NIBRUN_HOSTNAME"))
+	})
+	fmt.Println("counter listening on", os.Getenv("PORT"))
+	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
