@@ -1,6 +1,9 @@
 package nns
 
-import "alpnib.dev/ic/principal"
+import (
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/principal"
+)
 
 // Go types for the governance canister methods alp calls, as
 // rs/nns/governance/canister/governance.did declares them (same Candid
@@ -20,6 +23,7 @@ type ProposalID struct {
 
 // NeuronIDOrSubaccount is the NeuronIdOrSubaccount variant.
 type NeuronIDOrSubaccount struct {
+	candid.OneOf
 	Subaccount *[]byte   `candid:"Subaccount"`
 	NeuronID   *NeuronID `candid:"NeuronId"`
 }
@@ -44,6 +48,7 @@ type NodeProvider struct {
 
 // Change is the AddOrRemoveNodeProvider change variant.
 type Change struct {
+	candid.OneOf
 	ToRemove *NodeProvider `candid:"ToRemove"`
 	ToAdd    *NodeProvider `candid:"ToAdd"`
 }
@@ -62,6 +67,7 @@ type Motion struct {
 // ProposalActionRequest is the action variant of MakeProposalRequest, with
 // the cases alp uses.
 type ProposalActionRequest struct {
+	candid.OneOf
 	ExecuteNnsFunction      *ExecuteNnsFunction      `candid:"ExecuteNnsFunction"`
 	AddOrRemoveNodeProvider *AddOrRemoveNodeProvider `candid:"AddOrRemoveNodeProvider"`
 	Motion                  *Motion                  `candid:"Motion"`
@@ -90,6 +96,7 @@ type Proposal struct {
 // ManageNeuronCommandRequest is the command variant of manage_neuron with the
 // case alp uses.
 type ManageNeuronCommandRequest struct {
+	candid.OneOf
 	MakeProposal *MakeProposalRequest `candid:"MakeProposal"`
 }
 
@@ -150,6 +157,7 @@ type MakeProposalResponse struct {
 // ManageNeuronCommandResponse is the command variant of manage_neuron's reply
 // (Command_1 in governance.did) with the cases alp reads.
 type ManageNeuronCommandResponse struct {
+	candid.OneOf
 	Error        *GovernanceError      `candid:"Error"`
 	MakeProposal *MakeProposalResponse `candid:"MakeProposal"`
 }
@@ -202,6 +210,7 @@ type ProposalInfo struct {
 
 // DissolveState is the neuron dissolve-state variant.
 type DissolveState struct {
+	candid.OneOf
 	DissolveDelaySeconds          *uint64 `candid:"DissolveDelaySeconds"`
 	WhenDissolvedTimestampSeconds *uint64 `candid:"WhenDissolvedTimestampSeconds"`
 }
@@ -225,6 +234,7 @@ type Neuron struct {
 
 // GetFullNeuronResponse is get_full_neuron's result variant.
 type GetFullNeuronResponse struct {
+	candid.OneOf
 	Ok  *Neuron          `candid:"Ok"`
 	Err *GovernanceError `candid:"Err"`
 }

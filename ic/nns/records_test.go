@@ -72,3 +72,21 @@ func TestUnknownFieldsAreSkippedAndTruncationIsAnError(t *testing.T) {
 		t.Fatal("truncated record decoded")
 	}
 }
+
+func TestGetValueMessagesRoundTrip(t *testing.T) {
+	v := uint64(7)
+	req := RegistryGetValueRequest{Version: &v, Key: []byte("subnet_list")}
+	var r2 RegistryGetValueRequest
+	if err := r2.Unmarshal(req.Marshal()); err != nil || !reflect.DeepEqual(req, r2) {
+		t.Fatalf("request: %v %+v", err, r2)
+	}
+	// field 1 = UInt64Value{value=7}, field 2 = key
+	if got := hex.EncodeToString(req.Marshal()); got != "0a020807"+"120b"+hex.EncodeToString([]byte("subnet_list")) {
+		t.Fatalf("request bytes %s", got)
+	}
+	resp := RegistryGetValueResponse{Error: &RegistryError{Code: RegistryErrorKeyNotPresent, Reason: "no", Key: []byte("k")}, Version: 3}
+	var p2 RegistryGetValueResponse
+	if err := p2.Unmarshal(resp.Marshal()); err != nil || !reflect.DeepEqual(resp, p2) {
+		t.Fatalf("response: %v %+v", err, p2)
+	}
+}

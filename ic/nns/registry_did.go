@@ -1,6 +1,9 @@
 package nns
 
-import "alpnib.dev/ic/principal"
+import (
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/principal"
+)
 
 // Go types for the registry canister methods alp calls, field for field as
 // rs/registry/canister/canister/registry.did declares them. Candid mapping:
@@ -52,6 +55,7 @@ type SubnetFeatures struct {
 
 // SubnetType is the registry.did SubnetType variant (unit cases).
 type SubnetType struct {
+	candid.OneOf
 	Application         *struct{} `candid:"application"`
 	VerifiedApplication *struct{} `candid:"verified_application"`
 	System              *struct{} `candid:"system"`
@@ -156,13 +160,13 @@ type SubnetRecord struct {
 	DkgDealingsPerBlock        uint64                 `candid:"dkg_dealings_per_block"`
 	IsHalted                   bool                   `candid:"is_halted"`
 	MaxIngressMessagesPerBlock uint64                 `candid:"max_ingress_messages_per_block"`
-	MaxIngressBytesPerBlock    uint64                 `candid:"max_ingress_bytes_per_block"`
+	MaxIngressBytesPerBlock    *uint64                `candid:"max_ingress_bytes_per_block"`
 	MaxBlockPayloadSize        uint64                 `candid:"max_block_payload_size"`
 	Features                   *SubnetFeatures        `candid:"features"`
 	MaxNumberOfCanisters       uint64                 `candid:"max_number_of_canisters"`
 	SSHReadonlyAccess          []string               `candid:"ssh_readonly_access"`
 	SSHBackupAccess            []string               `candid:"ssh_backup_access"`
-	HaltAtCupHeight            bool                   `candid:"halt_at_cup_height"`
+	HaltAtCupHeight            *bool                  `candid:"halt_at_cup_height"`
 	CanisterCyclesCostSchedule *CostSchedule          `candid:"canister_cycles_cost_schedule"`
 	SubnetAdmins               *[]principal.Principal `candid:"subnet_admins"`
 	ResourceLimits             *ResourceLimits        `candid:"resource_limits"`
@@ -170,12 +174,14 @@ type SubnetRecord struct {
 
 // CostSchedule is the registry.did CanisterCyclesCostSchedule variant.
 type CostSchedule struct {
+	candid.OneOf
 	Normal *struct{} `candid:"Normal"`
 	Free   *struct{} `candid:"Free"`
 }
 
 // GetSubnetResponse is get_subnet's result variant.
 type GetSubnetResponse struct {
+	candid.OneOf
 	Ok  *SubnetRecord `candid:"Ok"`
 	Err *string       `candid:"Err"`
 }
@@ -220,6 +226,7 @@ type OperatorAndDc struct {
 // GetNodeOperatorsAndDcsOfNodeProviderResponse is the result variant of
 // get_node_operators_and_dcs_of_node_provider.
 type GetNodeOperatorsAndDcsOfNodeProviderResponse struct {
+	candid.OneOf
 	Ok  *[]OperatorAndDc `candid:"Ok"`
 	Err *string          `candid:"Err"`
 }

@@ -1,0 +1,263 @@
+package localnet
+
+import (
+	"context"
+	"fmt"
+
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/localnet/governance"
+	"alpnib.dev/ic/localnet/registry"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// The NNS canisters at their mainnet ids.
+var (
+	RegistryID   = principal.MustDecode(nns.RegistryCanisterID)
+	GovernanceID = principal.MustDecode(nns.GovernanceCanisterID)
+)
+
+// InstallNNS hosts the registry and governance canisters over reg and gov at
+// their mainnet ids.
+func (s *Server) InstallNNS(reg *registry.Registry, gov *governance.Governance) {
+	s.Install(RegistryID, RegistryCanister(reg))
+	s.Install(GovernanceID, GovernanceCanister(gov))
+}
+
+// candidMethod adapts a typed handler to a Candid method: decode one
+// argument of type A, encode the one result of type R. An argument that does
+// not decode is the canister's trap, as with a Rust canister's candid
+// decoding.
+func candidMethod[A, R any](query bool, f func(ctx context.Context, caller principal.Principal, arg A) (R, error)) Method {
+	return Method{Query: query, Handler: func(ctx context.Context, caller principal.Principal, raw []byte) ([]byte, error) {
+		var a A
+		if err := candid.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("failed to decode call arguments: %w", err)
+		}
+		r, err := f(ctx, caller, a)
+		if err != nil {
+			return nil, err
+		}
+		return candid.Marshal(r)
+	}}
+}
+
+// RegistryCanister is the registry's query interface over reg: get_subnet,
+// get_node_operators_and_dcs_of_node_provider (Candid) and get_value
+// (protobuf, as on mainnet). Its mutations run through governance
+// proposals (RegistryExecutor), which is the only way they run on mainnet.
+func RegistryCanister(reg *registry.Registry) Canister {
+	return Methods{
+		"get_subnet": candidMethod(true, func(_ context.Context, _ principal.Principal, req nns.GetSubnetRequest) (nns.GetSubnetResponse, error) {
+			if req.SubnetID == nil {
+				msg := "subnet_id is required"
+				return nns.GetSubnetResponse{Err: &msg}, nil
+			}
+			rec, ok, err := reg.Subnet(*req.SubnetID)
+			if err != nil {
+				return nns.GetSubnetResponse{}, err
+			}
+			if !ok {
+				msg := fmt.Sprintf("Subnet %s not found in the registry", *req.SubnetID)
+				return nns.GetSubnetResponse{Err: &msg}, nil
+			}
+			out := subnetCandid(rec)
+			return nns.GetSubnetResponse{Ok: &out}, nil
+		}),
+		"get_node_operators_and_dcs_of_node_provider": candidMethod(true, func(_ context.Context, _ principal.Principal, provider principal.Principal) (nns.GetNodeOperatorsAndDcsOfNodeProviderResponse, error) {
+			ops, dcs, err := reg.OperatorsOfProvider(provider)
+			if err != nil {
+				msg := err.Error()
+				return nns.GetNodeOperatorsAndDcsOfNodeProviderResponse{Err: &msg}, nil
+			}
+			list := []nns.OperatorAndDc{}
+			for i, op := range ops {
+				dc := dcs[i]
+				var gps *nns.Gps
+				if dc.Gps != nil {
+					gps = dc.Gps
+				}
+				entry := nns.OperatorAndDc{
+					DataCenter: nns.DataCenterRecordDid{ID: dc.ID, Region: dc.Region, Owner: dc.Owner, Gps: gps},
+					NodeOperator: nns.NodeOperatorRecordDid{
+						IPv6: op.IPv6, NodeOperatorPrincipalID: op.NodeOperatorPrincipalID, NodeAllowance: op.NodeAllowance,
+						NodeProviderPrincipalID: op.NodeProviderPrincipalID, DcID: op.DcID,
+						RewardableNodes: typeCounts(op.RewardableNodes), MaxRewardableNodes: []nns.NodeTypeCount{},
+					},
+				}
+				list = append(list, entry)
+			}
+			return nns.GetNodeOperatorsAndDcsOfNodeProviderResponse{Ok: &list}, nil
+		}),
+		"get_value": {Query: true, Handler: func(_ context.Context, _ principal.Principal, raw []byte) ([]byte, error) {
+			var req nns.RegistryGetValueRequest
+			if err := req.Unmarshal(raw); err != nil {
+				return nil, fmt.Errorf("decode RegistryGetValueRequest: %w", err)
+			}
+			var resp nns.RegistryGetValueResponse
+			var value []byte
+			var version uint64
+			var ok bool
+			if req.Version != nil && *req.Version != 0 {
+				value, version, ok = reg.GetAt(string(req.Key), *req.Version)
+			} else {
+				value, version, ok = reg.Get(string(req.Key))
+			}
+			if ok {
+				resp.Version, resp.Value = version, value
+			} else {
+				resp.Error = &nns.RegistryError{Code: nns.RegistryErrorKeyNotPresent, Reason: "key not present", Key: req.Key}
+			}
+			return resp.Marshal(), nil
+		}},
+		"get_latest_version": {Query: true, Handler: func(context.Context, principal.Principal, []byte) ([]byte, error) {
+			var e []byte
+			if v := reg.Version(); v != 0 {
+				e = append(e, 0x08)
+				for x := v; ; x >>= 7 {
+					if x < 0x80 {
+						e = append(e, byte(x))
+						break
+					}
+					e = append(e, byte(x)|0x80)
+				}
+			}
+			return e, nil
+		}},
+	}
+}
+
+func typeCounts(m map[string]uint32) []nns.NodeTypeCount {
+	out := []nns.NodeTypeCount{}
+	for k, v := range m {
+		out = append(out, nns.NodeTypeCount{NodeType: k, Count: v})
+	}
+	return out
+}
+
+func subnetCandid(rec nns.SubnetRecordPB) nns.SubnetRecord {
+	typ := map[int32]string{nns.SubnetTypeApplication: "application", nns.SubnetTypeSystem: "system",
+		nns.SubnetTypeVerifiedApplication: "verified_application", nns.SubnetTypeCloudEngine: "cloud_engine"}[rec.SubnetType]
+	st, _ := nns.SubnetTypeNamed(typ)
+	out := nns.SubnetRecord{
+		Membership:                 rec.Membership,
+		MaxIngressBytesPerMessage:  rec.MaxIngressBytesPerMessage,
+		UnitDelayMillis:            rec.UnitDelayMillis,
+		InitialNotaryDelayMillis:   rec.InitialNotaryDelayMillis,
+		ReplicaVersionID:           rec.ReplicaVersionID,
+		DkgIntervalLength:          rec.DkgIntervalLength,
+		StartAsNns:                 rec.StartAsNns,
+		SubnetType:                 st,
+		DkgDealingsPerBlock:        rec.DkgDealingsPerBlock,
+		IsHalted:                   rec.IsHalted,
+		MaxIngressMessagesPerBlock: rec.MaxIngressMessagesPerBlock,
+		MaxIngressBytesPerBlock:    &rec.MaxIngressBytesPerBlock,
+		MaxBlockPayloadSize:        rec.MaxBlockPayloadSize,
+		MaxNumberOfCanisters:       rec.MaxNumberOfCanisters,
+		SSHReadonlyAccess:          nonNilStrings(rec.SSHReadonlyAccess),
+		SSHBackupAccess:            nonNilStrings(rec.SSHBackupAccess),
+		HaltAtCupHeight:            &rec.HaltAtCupHeight,
+	}
+	if out.Membership == nil {
+		out.Membership = [][]byte{}
+	}
+	if f := rec.Features; f != nil {
+		out.Features = &nns.SubnetFeatures{CanisterSandboxing: f.CanisterSandboxing, HTTPRequests: f.HTTPRequests, SevEnabled: f.SevEnabled}
+	}
+	switch rec.CanisterCyclesCostSchedule {
+	case nns.CostScheduleFree:
+		out.CanisterCyclesCostSchedule = &nns.CostSchedule{Free: &struct{}{}}
+	case nns.CostScheduleNormal:
+		out.CanisterCyclesCostSchedule = &nns.CostSchedule{Normal: &struct{}{}}
+	}
+	admins := []principal.Principal{}
+	for _, a := range rec.SubnetAdmins {
+		if p, err := principal.FromBytes(a); err == nil {
+			admins = append(admins, p)
+		}
+	}
+	out.SubnetAdmins = &admins
+	if l := rec.ResourceLimits; l != nil {
+		out.ResourceLimits = &nns.ResourceLimits{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta}
+	}
+	return out
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// GovernanceCanister is governance's interface over gov: manage_neuron
+// (update), get_proposal_info, get_full_neuron, list_node_providers and
+// list_proposals (queries).
+func GovernanceCanister(gov *governance.Governance) Canister {
+	return Methods{
+		"manage_neuron": candidMethod(false, func(_ context.Context, caller principal.Principal, req nns.ManageNeuronRequest) (nns.ManageNeuronResponse, error) {
+			return gov.ManageNeuron(caller, req), nil
+		}),
+		"get_proposal_info": candidMethod(true, func(_ context.Context, _ principal.Principal, id uint64) (*nns.ProposalInfo, error) {
+			return gov.ProposalInfo(id), nil
+		}),
+		"get_full_neuron": candidMethod(true, func(_ context.Context, caller principal.Principal, id uint64) (nns.GetFullNeuronResponse, error) {
+			return gov.FullNeuron(caller, id), nil
+		}),
+		"list_node_providers": {Query: true, Handler: func(context.Context, principal.Principal, []byte) ([]byte, error) {
+			return candid.Marshal(gov.ListNodeProviders())
+		}},
+		"list_proposals": candidMethod(true, func(_ context.Context, _ principal.Principal, req nns.ListProposalInfo) (nns.ListProposalInfoResponse, error) {
+			return gov.ListProposals(req), nil
+		}),
+	}
+}
+
+// RegistryExecutor executes adopted ExecuteNnsFunction proposals against
+// reg: it decodes the Candid payload as the registry method the function
+// names would, and runs the mutation. A payload that does not decode fails
+// the proposal, as it does on mainnet.
+func RegistryExecutor(reg *registry.Registry) governance.Executor {
+	return governance.ExecutorFunc(func(fn nns.NnsFunction, payload []byte) error {
+		method, _ := fn.RegistryMethod()
+		decode := func(v any) error {
+			if err := candid.Unmarshal(payload, v); err != nil {
+				return fmt.Errorf("registry %s: failed to decode the payload: %w", method, err)
+			}
+			return nil
+		}
+		switch fn {
+		case nns.FunctionChangeSubnetMembership:
+			var p nns.ChangeSubnetMembershipPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.ChangeSubnetMembership(p)
+		case nns.FunctionDeployGuestosToAllSubnetNodes:
+			var p nns.DeployGuestosToAllSubnetNodesPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.DeployGuestosToAllSubnetNodes(p)
+		case nns.FunctionUpdateConfigOfSubnet:
+			var p nns.UpdateSubnetPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.UpdateSubnet(p)
+		case nns.FunctionRemoveNodes:
+			var p nns.RemoveNodesPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.RemoveNodes(p)
+		case nns.FunctionRemoveNodeOperators:
+			var p nns.RemoveNodeOperatorsPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.RemoveNodeOperators(p)
+		}
+		return fmt.Errorf("%s is not supported by the local network", fn)
+	})
+}

@@ -1,0 +1,43 @@
+package nns
+
+import (
+	"encoding/hex"
+	"reflect"
+	"testing"
+
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/principal"
+)
+
+// The known answer from the spec (payload bytes the reference tool pinned in
+// existing state.json files).
+func TestTheMembershipPayloadEncodesToTheReferenceBytes(t *testing.T) {
+	p := ChangeSubnetMembershipPayload{
+		SubnetID:      principal.MustDecode("67htk-vfkxp-gn33q-baibq"),
+		NodeIDsRemove: []principal.Principal{principal.MustDecode("5ffj3-jarcq-lruhj-aemtc-sla")},
+	}
+	b, err := candid.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "4449444c026d686c03ddd99b870300bd869d8b046888fe9fc80d000101000108aabbccddee01020301010a1114171a1d202326292c"
+	if got := hex.EncodeToString(b); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// Every type here must have a Candid mapping; a bad tag or an unmarked
+// variant would only show up when a request is made.
+func TestEveryDidTypeHasACandidMapping(t *testing.T) {
+	for _, v := range []any{
+		ChangeSubnetMembershipPayload{}, DeployGuestosToAllSubnetNodesPayload{}, UpdateSubnetPayload{},
+		RemoveNodesPayload{}, RemoveNodeOperatorsPayload{}, GetSubnetRequest{}, GetSubnetResponse{},
+		GetNodeOperatorsAndDcsOfNodeProviderResponse{}, ManageNeuronRequest{}, ManageNeuronResponse{},
+		ProposalInfo{}, GetFullNeuronResponse{}, ListNodeProvidersResponse{}, ListProposalInfo{},
+		ListProposalInfoResponse{},
+	} {
+		if _, err := candid.TypeOf(reflect.TypeOf(v)); err != nil {
+			t.Errorf("%T: %v", v, err)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package nns
+
+import "google.golang.org/protobuf/encoding/protowire"
+
+// The registry's get_value takes and returns protobuf, not Candid
+// (ic_registry_transport.pb.v1 in rs/registry/transport).
+
+// RegistryErrorKeyNotPresent is RegistryError.Code KEY_NOT_PRESENT.
+const RegistryErrorKeyNotPresent int32 = 1
+
+// RegistryGetValueRequest asks for key at Version (nil: the latest).
+type RegistryGetValueRequest struct {
+	Version *uint64 // 1, google.protobuf.UInt64Value
+	Key     []byte  // 2
+}
+
+// RegistryError is the registry transport error.
+type RegistryError struct {
+	Code   int32  // 1
+	Reason string // 2
+	Key    []byte // 3
+}
+
+// RegistryGetValueResponse carries the value and the version that wrote
+// it, or Error.
+type RegistryGetValueResponse struct {
+	Error   *RegistryError // 1
+	Version uint64         // 2
+	Value   []byte         // 3
+}
+
+// Marshal encodes the request.
+func (r *RegistryGetValueRequest) Marshal() []byte {
+	var e enc
+	if r.Version != nil {
+		var w enc
+		w.varint(1, *r.Version)
+		e.bytesAlways(1, w.b)
+	}
+	e.bytes(2, r.Key)
+	return e.b
+}
+
+// Unmarshal decodes the request.
+func (r *RegistryGetValueRequest) Unmarshal(b []byte) error {
+	*r = RegistryGetValueRequest{}
+	return fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		switch n {
+		case 1:
+			v, l, err := getBytes(t, b)
+			if err != nil {
+				return l, err
+			}
+			var ver uint64
+			err = fields(v, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+				if n == 1 {
+					x, l, err := getVarint(t, b)
+					ver = x
+					return l, err
+				}
+				return -1, nil
+			})
+			r.Version = &ver
+			return l, err
+		case 2:
+			v, l, err := getBytes(t, b)
+			r.Key = v
+			return l, err
+		}
+		return -1, nil
+	})
+}
+
+// Marshal encodes the response.
+func (r *RegistryGetValueResponse) Marshal() []byte {
+	var e enc
+	if r.Error != nil {
+		var w enc
+		w.varint(1, uint64(r.Error.Code))
+		w.str(2, r.Error.Reason)
+		w.bytes(3, r.Error.Key)
+		e.bytesAlways(1, w.b)
+	}
+	e.varint(2, r.Version)
+	e.bytes(3, r.Value)
+	return e.b
+}
+
+// Unmarshal decodes the response.
+func (r *RegistryGetValueResponse) Unmarshal(b []byte) error {
+	*r = RegistryGetValueResponse{}
+	return fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		switch n {
+		case 1:
+			v, l, err := getBytes(t, b)
+			if err != nil {
+				return l, err
+			}
+			re := &RegistryError{}
+			err = fields(v, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+				switch n {
+				case 1:
+					x, l, err := getVarint(t, b)
+					re.Code = int32(x)
+					return l, err
+				case 2:
+					x, l, err := getBytes(t, b)
+					re.Reason = string(x)
+					return l, err
+				case 3:
+					x, l, err := getBytes(t, b)
+					re.Key = x
+					return l, err
+				}
+				return -1, nil
+			})
+			r.Error = re
+			return l, err
+		case 2:
+			v, l, err := getVarint(t, b)
+			r.Version = v
+			return l, err
+		case 3:
+			v, l, err := getBytes(t, b)
+			r.Value = v
+			return l, err
+		}
+		return -1, nil
+	})
+}
