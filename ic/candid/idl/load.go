@@ -91,10 +91,7 @@ func parseSourceFile(path string) (*fileAST, error) {
 	return parseSource(path, string(b), false)
 }
 
-func parseSource(file, src string, tests bool) (*fileAST, error) {
-	p, err := newParser(file, src)
-	if err != nil {
-		return nil, err
-	}
-	return p.parseProgram(file, tests)
+func parseSource(file, src string, tests bool) (f *fileAST, err error) {
+	defer catch(&err)
+	return newParser(file, src).parseProgram(file, tests)
 }

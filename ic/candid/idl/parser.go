@@ -31,38 +31,64 @@ var primNames = map[string]bool{
 // exhausting the stack.
 const maxDepth = 500
 
+// parser reads tokens lazily with up to two tokens of look-ahead, so memory
+// stays proportional to nesting, not to the size of the input.
 type parser struct {
-	toks  []token
-	i     int
+	lx    *lexer
+	buf   [2]token
+	n     int // tokens in buf
 	depth int
 }
 
-func newParser(file, src string) (*parser, error) {
-	lx := newLexer(file, src)
-	toks := make([]token, 0, len(src)/4+1)
-	for {
-		t, err := lx.next()
-		if err != nil {
-			return nil, err
+// lexFailure carries a lexical error out of the look-ahead buffer, which has
+// no error result; the entry points recover it (see catch) and return it.
+type lexFailure struct{ err error }
+
+func newParser(file, src string) *parser {
+	return &parser{lx: newLexer(file, src)}
+}
+
+// catch turns a lexical error raised while parsing into the returned error.
+// Any other panic is a bug and continues.
+func catch(err *error) {
+	if r := recover(); r != nil {
+		lf, ok := r.(lexFailure)
+		if !ok {
+			panic(r)
 		}
-		toks = append(toks, t)
-		if t.kind == tEOF {
-			return &parser{toks: toks}, nil
-		}
+		*err = lf.err
 	}
 }
 
-func (p *parser) peek() token { return p.toks[p.i] }
-func (p *parser) peekAt(k int) token {
-	if p.i+k < len(p.toks) {
-		return p.toks[p.i+k]
+func (p *parser) fill(k int) {
+	for p.n <= k {
+		t, err := p.lx.next()
+		if err != nil {
+			panic(lexFailure{err})
+		}
+		p.buf[p.n] = t
+		p.n++
 	}
-	return p.toks[len(p.toks)-1]
 }
+
+func (p *parser) peek() token {
+	p.fill(0)
+	return p.buf[0]
+}
+
+func (p *parser) peekAt(k int) token {
+	if p.peek().kind == tEOF {
+		return p.buf[0]
+	}
+	p.fill(k)
+	return p.buf[k]
+}
+
 func (p *parser) take() token {
-	t := p.toks[p.i]
+	t := p.peek()
 	if t.kind != tEOF {
-		p.i++
+		p.buf[0] = p.buf[1]
+		p.n--
 	}
 	return t
 }

@@ -40,17 +40,9 @@ func parseValuesIn(b *builder, file, text string, types []*candid.Type) ([]candi
 	if !utf8.ValidString(text) {
 		return nil, fmt.Errorf("candid text is not valid UTF-8")
 	}
-	p, err := newParser(file, text)
+	vs, start, err := parseArgs(file, text)
 	if err != nil {
 		return nil, err
-	}
-	start := p.peek().pos
-	vs, err := p.args()
-	if err != nil {
-		return nil, err
-	}
-	if t := p.peek(); t.kind != tEOF {
-		return nil, errorf(t.pos, "unexpected %s after the arguments", t.describe())
 	}
 	if b == nil {
 		b = &builder{env: newEnv(), named: map[string]*candid.Type{}}
@@ -76,6 +68,21 @@ func parseValuesIn(b *builder, file, text string, types []*candid.Type) ([]candi
 		out[i] = v
 	}
 	return out, nil
+}
+
+// parseArgs reads the untyped argument tree of a text; start is where it
+// begins, for messages about missing arguments.
+func parseArgs(file, text string) (vs []valueExpr, start Pos, err error) {
+	defer catch(&err)
+	p := newParser(file, text)
+	start = p.peek().pos
+	if vs, err = p.args(); err != nil {
+		return nil, start, err
+	}
+	if t := p.peek(); t.kind != tEOF {
+		return nil, start, errorf(t.pos, "unexpected %s after the arguments", t.describe())
+	}
+	return vs, start, nil
 }
 
 // absent is the value a missing argument or record field takes: null for
