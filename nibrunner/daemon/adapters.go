@@ -1,0 +1,227 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/volume"
+)
+
+// FileVolumes keeps each volume as a plain sparse file <Dir>/<id>.img: no
+// filesystem, no seeding. It stands in for volume.Local where mke2fs is
+// not wanted (the fake VMM never mounts a volume, and a thousand-instance
+// benchmark should not format a thousand filesystems).
+type FileVolumes struct{ Dir string }
+
+// List implements Volumes.
+func (f FileVolumes) List(ctx context.Context) (map[string]VolumeInfo, error) {
+	return listFiles(f.Dir, ".img")
+}
+
+func listFiles(dir, ext string) (map[string]VolumeInfo, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list volumes in %s: %w", dir, err)
+	}
+	out := make(map[string]VolumeInfo, len(entries))
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ext)
+		if !ok || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out[id] = VolumeInfo{SizeBytes: uint64(info.Size()), Path: filepath.Join(dir, e.Name())}
+	}
+	return out, nil
+}
+
+// Path implements Volumes.
+func (f FileVolumes) Path(id string) string { return filepath.Join(f.Dir, id+".img") }
+
+// Converge implements Volumes.
+func (f FileVolumes) Converge(ctx context.Context, spec volume.Spec) (volume.Volume, error) {
+	v := volume.Volume{VolumeID: spec.VolumeID, Path: f.Path(spec.VolumeID)}
+	if spec.State == volume.Absent {
+		if err := os.Remove(v.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+		}
+		v.Deleted = true
+		return v, nil
+	}
+	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+	}
+	want := int64(volume.RoundSize(spec.SizeBytes))
+	st, err := os.Stat(v.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		tmp := filepath.Join(f.Dir, ".new-"+spec.VolumeID)
+		if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+			return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+		}
+		if err := os.Truncate(tmp, want); err != nil {
+			return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+		}
+		if err := os.Rename(tmp, v.Path); err != nil {
+			return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+		}
+		v.Created, v.SizeBytes = true, want
+	case err != nil:
+		return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+	case want < st.Size():
+		v.SizeBytes = st.Size()
+		return v, &volume.Error{VolumeID: spec.VolumeID, Err: fmt.Errorf("%w: it is %d bytes and the document asks for %d; ask for %d or more (shrinking would destroy data)", volume.ErrShrink, st.Size(), spec.SizeBytes, st.Size())}
+	case want > st.Size():
+		if err := os.Truncate(v.Path, want); err != nil {
+			return v, &volume.Error{VolumeID: spec.VolumeID, Err: err}
+		}
+		v.Grown, v.SizeBytes = true, want
+	default:
+		v.SizeBytes = st.Size()
+	}
+	return v, nil
+}
+
+// LocalVolumes is volume.Local (sparse ext4 files) with the listing the
+// daemon observes through.
+type LocalVolumes struct{ *volume.Local }
+
+// List implements Volumes.
+func (l LocalVolumes) List(ctx context.Context) (map[string]VolumeInfo, error) {
+	return listFiles(l.Dir, ".ext4")
+}
+
+// NoNetwork applies nothing: for the fake VMM, whose guests listen on
+// loopback, and for hosts where the network package is not wired yet.
+type NoNetwork struct{}
+
+// Apply implements Network.
+func (NoNetwork) Apply(context.Context, []NetSlot) error { return nil }
+
+// MemoryRouter keeps the routing table in memory, for a host without an
+// HTTP proxy and for tests that check what the proxy would be told.
+type MemoryRouter struct {
+	mu     sync.Mutex
+	routes []Route
+}
+
+// Apply implements Router.
+func (m *MemoryRouter) Apply(_ context.Context, routes []Route) error {
+	m.mu.Lock()
+	m.routes = append([]Route(nil), routes...)
+	m.mu.Unlock()
+	return nil
+}
+
+// Routes returns the last table applied.
+func (m *MemoryRouter) Routes() []Route {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Route(nil), m.routes...)
+}
+
+// FileCheckpoints keeps a checkpoint as a copy of the volume file in Dir,
+// the simplest way to honour the contract on a local-file volume. (A
+// checkpoint of a running guest needs the guest's filesystem frozen
+// first, which is the VMM's part.)
+type FileCheckpoints struct{ Dir string }
+
+// List implements Checkpoints.
+func (f FileCheckpoints) List(ctx context.Context) (map[string]CheckpointInfo, error) {
+	entries, err := os.ReadDir(f.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	out := map[string]CheckpointInfo{}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		id, vol, ok := strings.Cut(strings.TrimSuffix(name, ".ckpt"), "@")
+		if !ok {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out[id] = CheckpointInfo{VolumeID: vol, Reference: filepath.Join(f.Dir, name), ReadyAt: info.ModTime().UTC()}
+	}
+	return out, nil
+}
+
+// Create implements Checkpoints.
+func (f FileCheckpoints) Create(ctx context.Context, id, volumeID, volumePath string) (CheckpointInfo, error) {
+	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return CheckpointInfo{}, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	final := filepath.Join(f.Dir, id+"@"+volumeID+".ckpt")
+	tmp := filepath.Join(f.Dir, ".tmp-"+id)
+	if err := copyFile(volumePath, tmp); err != nil {
+		os.Remove(tmp)
+		return CheckpointInfo{}, fmt.Errorf("checkpoint %s of volume %s: %w", id, volumeID, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return CheckpointInfo{}, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	return CheckpointInfo{VolumeID: volumeID, Reference: final, ReadyAt: time.Now().UTC()}, nil
+}
+
+// Delete implements Checkpoints.
+func (f FileCheckpoints) Delete(ctx context.Context, id string) error {
+	names, _ := filepath.Glob(filepath.Join(f.Dir, id+"@*.ckpt"))
+	for _, n := range names {
+		if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("delete checkpoint %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// NoExports refuses every export, saying so in the report, on a host where
+// the export writer is not wired.
+type NoExports struct{}
+
+// List implements Exports.
+func (NoExports) List(context.Context) (map[string]ExportInfo, error) { return nil, nil }
+
+// Write implements Exports.
+func (NoExports) Write(_ context.Context, e desired.DesiredExport, _ string) (ExportInfo, error) {
+	return ExportInfo{}, errors.New("this host has no export writer configured; the export cannot be written")
+}
+
+// Forget implements Exports.
+func (NoExports) Forget(context.Context, string) error { return nil }

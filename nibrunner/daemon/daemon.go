@@ -1,0 +1,348 @@
+// Package daemon is nibrunnerd's converge loop: observe → plan → apply →
+// persist → report, over the small interfaces in ports.go. It is
+// level-triggered: every pass recomputes what to do from the accepted
+// document and what it observes (guests, volumes, checkpoints, exports), so
+// a crash at any point — even between starting a guest and recording it —
+// is repaired by the next pass, which adopts whatever is running.
+//
+// Passes run when the document changes (the watcher), when a health probe
+// changes an instance's state, when a scheduled restart comes due, and on
+// a resync tick, so an exit nobody announced is noticed within one tick.
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"alpnib.dev/nibrunner/db"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/watch"
+)
+
+// Config is what the loop needs to know about its host.
+type Config struct {
+	// HostID is reported until a document names the host.
+	HostID string
+	// DesiredPath is the watched desired.json.
+	DesiredPath string
+	// StateDir holds state.db and reported.json.
+	StateDir string
+	// MaxApps bounds the slots handed out.
+	MaxApps int
+	// CapacityMiB is the memory guests may use; VCPUs and CacheBytes are
+	// reported as capacity.
+	CapacityMiB uint64
+	VCPUs       uint32
+	CacheBytes  uint64
+	// AgentVersion and GuestImageVersion are reported in versions.
+	AgentVersion      string
+	GuestImageVersion string
+	// Limits says what this host carries per instance (proxies, ports).
+	Limits desired.HostLimits
+	// Resync is the longest time between two passes (default 2 s).
+	Resync time.Duration
+	// Backstop and Debounce tune the watcher (defaults in package watch).
+	Backstop, Debounce time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logf logs one line (default log.Printf).
+	Logf func(format string, args ...any)
+}
+
+// Deps are the adapters the loop drives.
+type Deps struct {
+	VMM         vmm.VMM
+	Layers      Layers
+	Volumes     Volumes
+	Network     Network
+	Router      Router
+	Checkpoints Checkpoints
+	Exports     Exports
+	// Traffic is optional; without it an app's traffic is unknown and a
+	// traffic-idle policy counts from the guest's start.
+	Traffic Traffic
+}
+
+// Daemon is one host's converge loop.
+type Daemon struct {
+	cfg  Config
+	deps Deps
+	db   *db.DB
+
+	// mu is held for a whole pass, and by Wake while it starts a guest.
+	mu        sync.Mutex
+	doc       *desired.HostDesiredState
+	digest    string
+	problems  map[string]string
+	refusal   string
+	records   map[string]*record
+	persisted map[string][]byte
+	slots     map[string]int
+	meters    map[string]db.Meters
+	deleted   map[string]db.DeletedVolume
+	probers   map[string]*prober
+	notes     map[string]string // why a start is held back, this pass
+	// failedNotes are notes that fail the instance (a layer that cannot be
+	// made ready, a start the VMM refused) rather than keep it pending.
+	failedNotes map[string]bool
+	volErr      map[string]string
+	cpErr       map[string]string
+	expErr      map[string]string
+	measured    map[string]measurement
+	netReady    bool
+	netErr      string
+	lastNet     []NetSlot
+	lastRoute   []Route
+	timers      map[string]time.Time // scheduled restarts
+	lastPass    time.Time
+	lastFlush   time.Time
+	forgotten   []string
+	// volApps remembers which app each volume named in a document was
+	// for, so a volume a later document drops is still reported by app.
+	volApps map[string]string
+
+	kick chan struct{}
+}
+
+type measurement struct {
+	m      vmm.Measurement
+	pid    int
+	cpu    time.Duration
+	rx, tx uint64
+	at     time.Time
+}
+
+// Open opens the state database in cfg.StateDir and loads what the daemon
+// remembers: the last accepted document (re-applied first), records,
+// slots, meters and deleted volumes.
+func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 2 * time.Second
+	}
+	if deps.Network == nil {
+		deps.Network = NoNetwork{}
+	}
+	if deps.Router == nil {
+		deps.Router = &MemoryRouter{}
+	}
+	if deps.Exports == nil {
+		deps.Exports = NoExports{}
+	}
+	if deps.VMM == nil || deps.Layers == nil || deps.Volumes == nil || deps.Checkpoints == nil {
+		return nil, errors.New("daemon: VMM, Layers, Volumes and Checkpoints are required")
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("state folder: %w", err)
+	}
+	store, err := db.Open(ctx, filepath.Join(cfg.StateDir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		cfg: cfg, deps: deps, db: store,
+		records: map[string]*record{}, persisted: map[string][]byte{},
+		probers: map[string]*prober{}, notes: map[string]string{}, failedNotes: map[string]bool{},
+		volErr: map[string]string{}, cpErr: map[string]string{}, expErr: map[string]string{},
+		measured: map[string]measurement{}, timers: map[string]time.Time{},
+		kick: make(chan struct{}, 1),
+	}
+	if err := d.load(ctx); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) load(ctx context.Context) error {
+	acc, ok, err := d.db.Accepted(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		doc, err := desired.Decode(acc.Document)
+		if err != nil {
+			// This daemon's rules refuse what an older one accepted: keep
+			// the host as it is and say so.
+			d.refusal = reported.Truncate("the document accepted before this daemon started is refused now, so nothing changes until a readable one arrives: " + err.Error())
+		} else {
+			d.setDoc(doc, acc.Digest)
+		}
+	}
+	recs, err := d.db.Records(ctx)
+	if err != nil {
+		return err
+	}
+	for app, r := range recs {
+		rec, err := decodeRecord(r.Data)
+		if err != nil {
+			d.cfg.Logf("nibrunnerd: the record of %s is unreadable and is rebuilt from what is observed: %v", app, err)
+			continue
+		}
+		d.records[app] = rec
+		d.persisted[app] = r.Data
+	}
+	if d.slots, err = d.db.Slots(ctx); err != nil {
+		return err
+	}
+	if d.meters, err = d.db.AllMeters(ctx); err != nil {
+		return err
+	}
+	if d.deleted, err = d.db.DeletedVolumes(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
+	d.doc, d.digest = doc, digest
+	d.problems = map[string]string{}
+	if d.volApps == nil {
+		d.volApps = map[string]string{}
+	}
+	for _, v := range doc.Volumes {
+		d.volApps[string(v.VolumeId)] = string(v.AppId)
+	}
+	for app, why := range desired.InstanceProblems(doc, d.cfg.Limits) {
+		d.problems[string(app)] = why
+	}
+}
+
+// Close stops the probers and closes the database. Guests keep running.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	for app, p := range d.probers {
+		p.stop()
+		delete(d.probers, app)
+	}
+	d.flushMeters(context.Background(), true)
+	d.mu.Unlock()
+	return d.db.Close()
+}
+
+// Kick asks for a pass soon.
+func (d *Daemon) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Offer hands the daemon a reading of desired.json: accepted when it
+// decodes, refused whole otherwise (the last accepted document stays in
+// force and the report's message says why).
+func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if doc.Err != nil {
+		d.refusal = reported.Truncate(fmt.Sprintf("no document to take: %v; %s", doc.Err, d.keeping()))
+		return nil
+	}
+	parsed, err := desired.Decode(doc.Data)
+	if err != nil {
+		d.refusal = reported.Truncate(fmt.Sprintf("desired.json was refused: %s; %s", reasons(err), d.keeping()))
+		return nil
+	}
+	sum := sha256.Sum256(doc.Data)
+	digest := hex.EncodeToString(sum[:])
+	d.refusal = ""
+	if digest == d.digest && d.doc != nil {
+		return nil
+	}
+	if err := d.db.SetAccepted(ctx, db.Accepted{Digest: digest, Document: doc.Data, AcceptedAt: d.cfg.Now().UTC()}); err != nil {
+		// Not persisted means not accepted: a restart would forget it.
+		d.refusal = reported.Truncate("desired.json could not be recorded, so it is not taken yet: " + err.Error())
+		return err
+	}
+	d.setDoc(parsed, digest)
+	return nil
+}
+
+func (d *Daemon) keeping() string {
+	if d.doc == nil {
+		return "no document was accepted yet, so this host runs nothing"
+	}
+	return "the host keeps converging on the document it accepted before (sha256 " + d.digest[:12] + "…)"
+}
+
+func reasons(err error) string {
+	rs := desired.Reasons(err)
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Run watches the document and runs passes until ctx ends.
+func (d *Daemon) Run(ctx context.Context) error {
+	docs := make(chan watch.Document)
+	w := &watch.Watcher{Path: d.cfg.DesiredPath, Backstop: d.cfg.Backstop, Debounce: d.cfg.Debounce}
+	werr := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { werr <- w.Run(wctx, docs) }()
+
+	// The accepted document is re-applied first, before any reading.
+	d.passAndLog(ctx)
+	resync := time.NewTicker(d.cfg.Resync)
+	defer resync.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if at, ok := d.nextTimer(); ok {
+			timer.Reset(max(time.Until(at), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-werr:
+			if err != nil {
+				return fmt.Errorf("watch the document: %w", err)
+			}
+			return nil
+		case doc := <-docs:
+			if err := d.Offer(ctx, doc); err != nil {
+				d.cfg.Logf("nibrunnerd: %v", err)
+			}
+		case <-d.kick:
+		case <-resync.C:
+		case <-timer.C:
+		}
+		d.passAndLog(ctx)
+	}
+}
+
+func (d *Daemon) passAndLog(ctx context.Context) {
+	if err := d.Pass(ctx); err != nil && ctx.Err() == nil {
+		d.cfg.Logf("nibrunnerd: pass: %v", err)
+	}
+}
+
+func (d *Daemon) nextTimer() (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var first time.Time
+	for _, at := range d.timers {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}

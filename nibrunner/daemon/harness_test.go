@@ -1,0 +1,309 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/store"
+	"alpnib.dev/nibrunner/vmm/fake"
+)
+
+func TestMain(m *testing.M) {
+	fake.RunGuestIfAsked()
+	if dir := os.Getenv("NIBRUN_TEST_DAEMON_DIR"); dir != "" {
+		os.Exit(runDaemonProcess(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// host is one test host: its folders, a layer in its artifact store, and
+// the clock its daemon reads (which a test may move forward).
+type host struct {
+	dir         string
+	layerDigest string
+	capacityMiB uint64
+	offset      atomic.Int64 // added to time.Now
+	slowLayers  time.Duration
+}
+
+func newHost(t testing.TB) *host {
+	t.Helper()
+	h := &host{dir: t.TempDir(), capacityMiB: 8192}
+	// A filesystem layer only needs the squashfs magic for the fake VMM.
+	obj := append([]byte("hsqs"), make([]byte, 4092)...)
+	if err := os.MkdirAll(filepath.Join(h.dir, "store", "layers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "store", "layers", "base.squashfs"), obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(obj)
+	h.layerDigest = hex.EncodeToString(sum[:])
+	t.Cleanup(func() { fake.KillAll(filepath.Join(h.dir, "run")) })
+	return h
+}
+
+func (h *host) desiredPath() string { return filepath.Join(h.dir, "control", "desired.json") }
+func (h *host) reportPath() string  { return filepath.Join(h.dir, "state", ReportName) }
+func (h *host) runDir() string      { return filepath.Join(h.dir, "run") }
+
+func (h *host) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
+
+// slowLayers delays each layer preparation, to stretch a pass.
+type slowLayers struct {
+	Layers
+	delay time.Duration
+}
+
+func (s slowLayers) PrepareAll(ctx context.Context, specs []layer.Spec) ([]layer.Image, error) {
+	time.Sleep(s.delay)
+	return s.Layers.PrepareAll(ctx, specs)
+}
+
+func (h *host) config() Config {
+	return Config{
+		HostID: "test-host", DesiredPath: h.desiredPath(), StateDir: filepath.Join(h.dir, "state"),
+		MaxApps: 100, CapacityMiB: h.capacityMiB, VCPUs: 2, AgentVersion: "test", GuestImageVersion: "none",
+		Limits:   desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
+		Resync:   100 * time.Millisecond,
+		Debounce: 20 * time.Millisecond,
+		Now:      h.now,
+		Logf:     func(string, ...any) {},
+	}
+}
+
+func (h *host) deps(inProcess bool) (Deps, *fake.VMM, error) {
+	v, err := fake.New(fake.Options{RuntimeDir: h.runDir(), SnapshotDir: filepath.Join(h.dir, "snap"), InProcess: inProcess})
+	if err != nil {
+		return Deps{}, nil, err
+	}
+	st, err := store.NewDir(filepath.Join(h.dir, "store"))
+	if err != nil {
+		return Deps{}, nil, err
+	}
+	cache, err := layer.NewCache(filepath.Join(h.dir, "cache"), st)
+	if err != nil {
+		return Deps{}, nil, err
+	}
+	var layers Layers = cache
+	if h.slowLayers > 0 {
+		layers = slowLayers{cache, h.slowLayers}
+	}
+	return Deps{
+		VMM: v, Layers: layers,
+		Volumes:     FileVolumes{Dir: filepath.Join(h.dir, "volumes")},
+		Checkpoints: FileCheckpoints{Dir: filepath.Join(h.dir, "checkpoints")},
+		Router:      &MemoryRouter{},
+	}, v, nil
+}
+
+// start opens and runs a daemon in this process until the test ends (or
+// the returned stop is called).
+func (h *host) start(t *testing.T) (*Daemon, *fake.VMM, func()) {
+	t.Helper()
+	deps, v, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), h.config(), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := d.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+		d.Close()
+	}
+	t.Cleanup(stop)
+	return d, v, stop
+}
+
+// runDaemonProcess is the daemon as a child process, for the tests that
+// kill it.
+func runDaemonProcess(dir string) int {
+	h := &host{dir: dir, capacityMiB: 8192}
+	if ms, err := strconv.Atoi(os.Getenv("NIBRUN_TEST_SLOW_LAYERS_MS")); err == nil {
+		h.slowLayers = time.Duration(ms) * time.Millisecond
+	}
+	deps, _, err := h.deps(false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	d, err := Open(context.Background(), h.config(), deps)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer cancel()
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	d.Close()
+	return 0
+}
+
+type appOpt func(*desired.DesiredInstance)
+
+func withEnv(kv ...string) appOpt {
+	return func(in *desired.DesiredInstance) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			in.Config.Command.Environment[kv[i]] = desired.TenantValue(kv[i+1])
+		}
+	}
+}
+
+func withState(s desired.DesiredInstanceState) appOpt {
+	return func(in *desired.DesiredInstance) { in.DesiredState = s }
+}
+
+func withMemory(mib uint32) appOpt {
+	return func(in *desired.DesiredInstance) { in.Config.Resources.MemoryMib = mib }
+}
+
+func (h *host) app(name, deployment string, opts ...appOpt) desired.DesiredInstance {
+	in := desired.DesiredInstance{
+		AppId: desired.AppId(name), DeploymentId: desired.DeploymentId(deployment), VolumeId: desired.VolumeId(name + "-data"),
+		DesiredState: desired.StateRunning,
+		Layers:       []desired.DesiredLayer{{Kind: desired.LayerFilesystem, Digest: desired.Sha256Digest(h.layerDigest), ObjectKey: "layers/base.squashfs"}},
+		Config: desired.AppConfig{
+			HttpPort:  8080,
+			Command:   desired.Command{Program: "/app/server", Args: desired.TenantArguments{}, WorkingDirectory: "/data", Environment: desired.TenantEnvironment{}},
+			Resources: desired.InstanceResources{VcpuCount: 1, MemoryMib: 128},
+			HealthCheck: desired.HealthCheck{Kind: desired.HealthHTTP, Path: "/healthz", IntervalMs: 100, TimeoutMs: 500,
+				GracePeriodMs: 300, HealthyThreshold: 1, UnhealthyThreshold: 2},
+			RestartPolicy: desired.RestartPolicy{MaxRestarts: 2, InitialBackoffMs: 100, MaxBackoffMs: 400, BackoffFactor: 2, ResetAfterMs: 600000},
+		},
+		Hostnames: []desired.AppHostname{{Hostname: desired.Hostname(name + ".apps.example.net"), Kind: desired.HostnamePlatform}},
+	}
+	for _, o := range opts {
+		o(&in)
+	}
+	return in
+}
+
+// doc is a document running instances, each on its own present volume.
+func doc(instances ...desired.DesiredInstance) *desired.HostDesiredState {
+	d := &desired.HostDesiredState{HostId: "test-host", Volumes: []desired.DesiredVolume{}, Instances: []desired.DesiredInstance{},
+		Checkpoints: []desired.DesiredCheckpoint{}, Exports: []desired.DesiredExport{}}
+	for _, in := range instances {
+		d.Instances = append(d.Instances, in)
+		d.Volumes = append(d.Volumes, desired.DesiredVolume{VolumeId: in.VolumeId, AppId: in.AppId, SizeBytes: 1 << 20, DesiredState: desired.Present})
+	}
+	return d
+}
+
+func (h *host) write(t testing.TB, d *desired.HostDesiredState) string {
+	t.Helper()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := desired.Decode(b); err != nil {
+		t.Fatalf("the test wrote a document the daemon refuses: %v", err)
+	}
+	return h.writeRaw(t, b)
+}
+
+func (h *host) writeRaw(t testing.TB, b []byte) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(h.desiredPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.WriteFile(h.desiredPath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (h *host) readReport(t testing.TB) *reported.HostReportedState {
+	t.Helper()
+	b, err := os.ReadFile(h.reportPath())
+	if err != nil {
+		return nil
+	}
+	var r reported.HostReportedState
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("reported.json is not JSON (it must be written atomically): %v", err)
+	}
+	return &r
+}
+
+// waitFor polls reported.json until cond holds.
+func (h *host) waitFor(t testing.TB, what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last *reported.HostReportedState
+	for time.Now().Before(deadline) {
+		if r := h.readReport(t); r != nil {
+			last = r
+			if cond(r) {
+				return r
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := json.MarshalIndent(last, "", "  ")
+	t.Fatalf("timed out waiting for %s; last report:\n%s", what, b)
+	return nil
+}
+
+func instance(r *reported.HostReportedState, app string) *reported.Instance {
+	for i := range r.Instances {
+		if string(r.Instances[i].AppId) == app {
+			return &r.Instances[i]
+		}
+	}
+	return nil
+}
+
+func volumeOf(r *reported.HostReportedState, id string) *reported.Volume {
+	for i := range r.Volumes {
+		if string(r.Volumes[i].VolumeId) == id {
+			return &r.Volumes[i]
+		}
+	}
+	return nil
+}
+
+func allIn(state reported.InstanceState, apps ...string) func(*reported.HostReportedState) bool {
+	return func(r *reported.HostReportedState) bool {
+		for _, a := range apps {
+			if in := instance(r, a); in == nil || in.State != state {
+				return false
+			}
+		}
+		return true
+	}
+}

@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/volume"
+)
+
+// The daemon's ports: small interfaces over what does I/O, declared here by
+// their one user. nibrunner/layer, nibrunner/volume and the VMMs satisfy
+// them; adapters.go has the simple ones the loop needs to run end to end
+// where the real component is not wired yet.
+
+// Layers makes an instance's layers ready to attach (*layer.Cache).
+type Layers interface {
+	PrepareAll(ctx context.Context, specs []layer.Spec) ([]layer.Image, error)
+}
+
+// VolumeInfo is a volume as it is on the host.
+type VolumeInfo struct {
+	SizeBytes uint64
+	Path      string
+}
+
+// Volumes keeps apps' writable disks.
+type Volumes interface {
+	// List returns every volume on the host by id.
+	List(ctx context.Context) (map[string]VolumeInfo, error)
+	// Converge makes a volume what spec asks: made, grown or deleted.
+	Converge(ctx context.Context, spec volume.Spec) (volume.Volume, error)
+	// Path is the file or device volume id lives in.
+	Path(id string) string
+}
+
+// NetSlot is one app's place in the host network ruleset.
+type NetSlot struct {
+	AppID   string
+	Slot    int
+	Network vmm.Network
+	Ports   []vmm.Port
+	// Forward: DNAT the slot's host ports to the guest (only while up).
+	Forward bool
+}
+
+// Network renders and applies the host's whole ruleset (taps, addresses,
+// the nftables table) from every slot at once. The daemon calls it only
+// when the slots change, and starts nothing until it has succeeded once.
+type Network interface {
+	Apply(ctx context.Context, slots []NetSlot) error
+}
+
+// RouteState is what the HTTP proxy does with a hostname.
+type RouteState string
+
+// The route states.
+const (
+	RouteUp       RouteState = "up"       // proxy to HostPort
+	RouteSleeping RouteState = "sleeping" // the activator wakes the app
+	RouteDown     RouteState = "down"     // 503 "This app is not running."
+)
+
+// Route sends one hostname to one app.
+type Route struct {
+	Hostname string
+	AppID    string
+	HostPort int
+	State    RouteState
+}
+
+// Router holds the HTTP proxy's routing table; Apply replaces it whole.
+type Router interface {
+	Apply(ctx context.Context, routes []Route) error
+}
+
+// CheckpointInfo is a checkpoint that exists.
+type CheckpointInfo struct {
+	VolumeID  string
+	Reference string
+	ReadyAt   time.Time
+}
+
+// Checkpoints makes and deletes point-in-time copies of volumes.
+type Checkpoints interface {
+	List(ctx context.Context) (map[string]CheckpointInfo, error)
+	Create(ctx context.Context, id, volumeID, volumePath string) (CheckpointInfo, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// ExportInfo is an export that was written.
+type ExportInfo struct {
+	SizeBytes uint64
+	ReadyAt   time.Time
+}
+
+// Exports writes volumes out as gzipped tars to the exports store.
+type Exports interface {
+	List(ctx context.Context) (map[string]ExportInfo, error)
+	Write(ctx context.Context, e desired.DesiredExport, volumePath string) (ExportInfo, error)
+	Forget(ctx context.Context, id string) error
+}
+
+// Traffic tells the planner when an app last saw a request (the HTTP
+// proxy measures it). busy: a request or stream is open now.
+type Traffic interface {
+	Activity(app string) (last time.Time, busy bool)
+}

@@ -1,0 +1,165 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// prober runs one up guest's health check in its own goroutine and keeps
+// the state machine's record; the pass reads it. A change of state kicks
+// a pass, so a guest becoming healthy (or failing) is reported at once.
+type prober struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	check    health.Check
+	kind     desired.HealthCheckKind
+	endpoint string
+	path     string
+	port     int
+	timeout  time.Duration
+
+	mu  sync.Mutex
+	rec health.Record
+}
+
+// probeClient never keeps connections: a thousand guests probed from one
+// process would otherwise hold a thousand idle sockets.
+var probeClient = &http.Client{
+	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+func (d *Daemon) startProber(app string, rec *record, st vmm.Status) {
+	d.stopProber(app)
+	p := &prober{
+		kind:     desired.HealthTCP,
+		endpoint: st.Endpoint,
+		check:    health.Check{Interval: time.Second, Grace: 30 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 3},
+		timeout:  time.Second,
+		rec:      rec.Health,
+		done:     make(chan struct{}),
+	}
+	if p.rec.State == "" || p.rec.StartedAt.IsZero() {
+		p.rec = health.Started(st.StartedAt)
+	}
+	if in := d.instance(app); in != nil && string(in.DeploymentId) == st.DeploymentID {
+		hc := in.Config.HealthCheck
+		p.kind, p.path, p.port = hc.Kind, hc.Path, int(in.Config.HttpPort)
+		if hc.Kind != desired.HealthBootCompleted || hc.IntervalMs > 0 {
+			p.check = health.Check{
+				Interval: ms(hc.IntervalMs), Grace: ms(hc.GracePeriodMs),
+				HealthyThreshold: int(hc.HealthyThreshold), UnhealthyThreshold: int(hc.UnhealthyThreshold),
+			}
+			p.timeout = ms(hc.TimeoutMs)
+		}
+	}
+	if p.check.Interval <= 0 {
+		p.check.Interval = time.Second
+	}
+	if p.timeout <= 0 {
+		p.timeout = time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	d.probers[app] = p
+	go p.run(ctx, d.Kick)
+}
+
+func (d *Daemon) stopProber(app string) {
+	if p := d.probers[app]; p != nil {
+		p.stop()
+		delete(d.probers, app)
+	}
+}
+
+func (p *prober) stop() {
+	p.cancel()
+	<-p.done
+}
+
+func (p *prober) record() health.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rec
+}
+
+func (p *prober) failureMessage() string {
+	p.mu.Lock()
+	n := p.rec.Failures
+	p.mu.Unlock()
+	return health.FailedProbesMessage(string(p.kind), p.port, p.path, n, p.check.Grace)
+}
+
+func (p *prober) run(ctx context.Context, kick func()) {
+	defer close(p.done)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok := p.probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		prev := p.rec.State
+		p.rec = health.Step(p.check, p.rec, health.Input{Active: true, Probe: &ok, Now: time.Now().UTC()})
+		state := p.rec.State
+		p.mu.Unlock()
+		if state != prev {
+			kick()
+		}
+		t.Reset(p.check.ProbeInterval(state))
+	}
+}
+
+func (p *prober) probe(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	switch p.kind {
+	case desired.HealthHTTP:
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.endpoint+p.path, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := probeClient.Do(req)
+		if err != nil {
+			return false
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return resp.StatusCode >= 200 && resp.StatusCode < 300
+	case desired.HealthBootCompleted:
+		// Once the tenant accepted a connection, liveness is the VM being
+		// up, which the pass watches.
+		p.mu.Lock()
+		ever := p.rec.EverHealthy
+		p.mu.Unlock()
+		if ever {
+			return true
+		}
+		fallthrough
+	default:
+		var dialer net.Dialer
+		c, err := dialer.DialContext(ctx, "tcp", p.endpoint)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+}

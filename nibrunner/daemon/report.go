@@ -1,0 +1,284 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
+	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// ReportName is the report's file name in the state folder.
+const ReportName = "reported.json"
+
+// report says what the host is, after this pass, in sentences a person
+// can act on.
+func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
+	r := &reported.HostReportedState{
+		HostId:     desired.HostId(d.cfg.HostID),
+		ReportedAt: now,
+		State:      reported.HostRegistering,
+		Capacity:   reported.Resources{VcpuCount: d.cfg.VCPUs, MemoryMib: d.cfg.CapacityMiB, CacheBytes: d.cfg.CacheBytes},
+		Versions:   reported.Versions{Agent: d.cfg.AgentVersion, GuestImage: d.cfg.GuestImageVersion, Vmm: d.deps.VMM.Version()},
+		Volumes:    []reported.Volume{}, Instances: []reported.Instance{},
+		Checkpoints: []reported.Checkpoint{}, Exports: []reported.Export{},
+		AcceptedDigest: desired.Sha256Digest(d.digest),
+		Message:        d.refusal,
+	}
+	var usedMiB uint64
+	var usedCPU uint32
+	for app, st := range vms {
+		if st.State != vmm.Running {
+			continue
+		}
+		if rec := d.records[app]; rec != nil {
+			usedMiB += rec.MemoryMiB
+		}
+		if in := d.instance(app); in != nil {
+			usedCPU += in.Config.Resources.VcpuCount
+		}
+	}
+	r.Allocatable = reported.Resources{VcpuCount: d.cfg.VCPUs - min(usedCPU, d.cfg.VCPUs), MemoryMib: d.cfg.CapacityMiB - min(usedMiB, d.cfg.CapacityMiB), CacheBytes: d.cfg.CacheBytes}
+	if d.doc == nil {
+		return r
+	}
+	r.State = reported.HostReady
+	if d.doc.HostId != "" {
+		r.HostId = d.doc.HostId
+	}
+	for i := range d.doc.Instances {
+		r.Instances = append(r.Instances, d.instanceReport(now, &d.doc.Instances[i], vms))
+	}
+	r.Volumes = d.volumeReports(vols)
+	for _, c := range d.doc.Checkpoints {
+		if c.DesiredState != desired.Present {
+			continue
+		}
+		id := string(c.CheckpointId)
+		rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
+		if info, ok := cps[id]; ok {
+			at := info.ReadyAt
+			rc.State, rc.Reference, rc.ReadyAt = reported.CheckpointReady, info.Reference, &at
+		} else if e := d.cpErr[id]; e != "" {
+			rc.State, rc.Message = reported.CheckpointFailed, reported.Truncate(e)
+		} else if _, ok := vols[string(c.VolumeId)]; !ok {
+			rc.Message = fmt.Sprintf("waiting for volume %s to be made", c.VolumeId)
+		}
+		r.Checkpoints = append(r.Checkpoints, rc)
+	}
+	for _, e := range d.doc.Exports {
+		if e.DesiredState != desired.Present {
+			continue
+		}
+		id := string(e.ExportId)
+		re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
+		if info, ok := exps[id]; ok {
+			at := info.ReadyAt
+			re.State, re.SizeBytes, re.ReadyAt = reported.ExportReady, info.SizeBytes, &at
+		} else if msg := d.expErr[id]; msg != "" {
+			re.State, re.Message = reported.ExportFailed, reported.Truncate(msg)
+		}
+		r.Exports = append(r.Exports, re)
+	}
+	return r
+}
+
+func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms map[string]vmm.Status) reported.Instance {
+	app := string(in.AppId)
+	ri := reported.Instance{AppId: in.AppId, DeploymentId: in.DeploymentId}
+	if n, ok := d.slots[app]; ok {
+		net := slot.Network(n)
+		ri.HostPort = uint16(net.HostPort)
+		ri.GuestIpv4 = net.GuestIPv4.String()
+	}
+	if m, ok := d.meters[app]; ok {
+		ri.Meters = &reported.Meters{RunningMs: m.RunningMs, IdleMs: m.IdleMs, CpuMs: m.CpuMs, RxBytes: m.RxBytes, TxBytes: m.TxBytes}
+	}
+	rec := d.records[app]
+	if rec != nil && rec.DeploymentID != string(in.DeploymentId) {
+		rec = nil // the old deployment's record says nothing of this one
+	}
+	st, hasVM := vms[app]
+	up := hasVM && st.State == vmm.Running && st.DeploymentID == string(in.DeploymentId)
+	var state health.State
+	var msg string
+	switch {
+	case d.problems[app] != "":
+		state, msg = health.Failed, "this host cannot run it: "+d.problems[app]
+	case d.failedNotes[app]:
+		state, msg = health.Failed, d.notes[app]
+	case rec != nil && rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID && !up:
+		state = health.Failed
+		msg = fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again", rec.Budget.Total, in.Config.RestartPolicy.MaxRestarts, rec.FailReason)
+	case up && rec != nil:
+		state = rec.Health.State
+		if p := d.probers[app]; p != nil {
+			state = p.record().State
+		}
+		if state == health.Failed || state == health.Unhealthy {
+			msg = rec.FailReason
+			if at, ok := d.timers[app]; ok {
+				msg += fmt.Sprintf("; it is restarted in %s", roundDur(at.Sub(now)))
+			}
+		}
+	case rec != nil && !rec.FailedAt.IsZero() && in.DesiredState != desired.StateStopped:
+		state = health.Failed
+		msg = rec.FailReason
+		if at, ok := d.timers[app]; ok {
+			msg += fmt.Sprintf("; restart %d of %d in %s", rec.Budget.Window+1, in.Config.RestartPolicy.MaxRestarts, roundDur(at.Sub(now)))
+		}
+	default:
+		waiting := d.notes[app] != ""
+		booted := rec != nil && rec.Booted
+		if in.DesiredState == desired.StateOnRequest && !booted {
+			waiting = true // its first boot is still to come
+		}
+		if in.DesiredState == desired.StateRunning {
+			waiting = true
+		}
+		state = health.Step(health.Check{}, health.Record{}, health.Input{Desired: string(in.DesiredState), Waiting: waiting}).State
+		msg = d.notes[app]
+		if state == health.Pending && msg == "" {
+			msg = "waiting to be started"
+		}
+	}
+	ri.State = reported.InstanceState(state)
+	ri.Message = reported.Truncate(msg)
+	if rec != nil {
+		ri.RestartCount = uint32(rec.Budget.Total)
+		ri.LastExitCode = rec.LastExitCode
+		for _, l := range rec.LayerDigests {
+			ri.LayerDigests = append(ri.LayerDigests, desired.Sha256Digest(l))
+		}
+		if up {
+			s := rec.StartedAt
+			ri.StartedAt = &s
+			if m, ok := d.measured[app]; ok && m.pid == st.PID {
+				share := 0.0
+				if el := m.at.Sub(rec.StartedAt); el > 0 {
+					share = float64(m.cpu) / float64(el)
+				}
+				ri.Compute = &reported.Compute{MemoryTotalBytes: m.m.MemoryTotalBytes, MemoryUsedBytes: m.m.MemoryUsedBytes, CpuShare: share, MeasuredAt: m.at}
+			}
+		}
+		h := rec.Health.LastHealthyAt
+		if p := d.probers[app]; p != nil && up {
+			h = p.record().LastHealthyAt
+		}
+		if !h.IsZero() {
+			ri.LastHealthyAt = &h
+		}
+		if converged(in.DesiredState, state) {
+			if rec.ConvergedAt.IsZero() {
+				rec.ConvergedAt = now
+			}
+			c := rec.ConvergedAt
+			ri.ConvergedAt = &c
+		} else {
+			rec.ConvergedAt = time.Time{}
+		}
+	}
+	return ri
+}
+
+func converged(want desired.DesiredInstanceState, got health.State) bool {
+	switch want {
+	case desired.StateRunning:
+		return got == health.Running
+	case desired.StateOnRequest:
+		return got == health.Running || got == health.Idle
+	case desired.StateStopped:
+		return got == health.Stopped
+	}
+	return false
+}
+
+func roundDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {
+	out := []reported.Volume{}
+	listed := map[string]bool{}
+	for _, v := range d.doc.Volumes {
+		id := string(v.VolumeId)
+		listed[id] = true
+		rv := reported.Volume{VolumeId: v.VolumeId, AppId: v.AppId, SizeBytes: plan.RoundSize(v.SizeBytes)}
+		info, there := vols[id]
+		switch {
+		case there:
+			rv.State, rv.SizeBytes, rv.DevicePath = reported.VolumeReady, info.SizeBytes, info.Path
+			if e := d.volErr[id]; e != "" {
+				rv.Message = reported.Truncate(e)
+				if v.DesiredState == desired.Present {
+					rv.State = reported.VolumeFailed
+				}
+			}
+		case v.DesiredState == desired.Absent:
+			rv.State = reported.VolumeDeleted
+			if dv, ok := d.deleted[id]; ok {
+				rv.SizeBytes = dv.SizeBytes
+			}
+		case d.volErr[id] != "":
+			rv.State, rv.Message = reported.VolumeFailed, reported.Truncate(d.volErr[id])
+		default:
+			rv.State = reported.VolumePending
+		}
+		out = append(out, rv)
+	}
+	// A volume the document stopped naming stays on the host, and in the
+	// report, until a document says absent for it.
+	for id, info := range vols {
+		if listed[id] {
+			continue
+		}
+		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(d.volumeApp(id)), State: reported.VolumeDetached, SizeBytes: info.SizeBytes, DevicePath: info.Path,
+			Message: "the document no longer names this volume; it is kept until a document asks for it absent"})
+	}
+	for id, dv := range d.deleted {
+		if listed[id] {
+			continue
+		}
+		if _, ok := vols[id]; ok {
+			continue
+		}
+		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(dv.AppID), State: reported.VolumeDeleted, SizeBytes: dv.SizeBytes})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VolumeId < out[j].VolumeId })
+	return out
+}
+
+func (d *Daemon) volumeApp(id string) string {
+	if app := d.volApps[id]; app != "" {
+		return app
+	}
+	for app, rec := range d.records {
+		if rec.VolumeID == id {
+			return app
+		}
+	}
+	return "unknown"
+}
+
+func (d *Daemon) writeReport(r *reported.HostReportedState) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode the report: %w", err)
+	}
+	b = append(b, '\n')
+	if err := atomicfile.WriteFile(filepath.Join(d.cfg.StateDir, ReportName), b, 0o644); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
+	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// ErrNotRunning is returned by Wake for an app the document asks stopped,
+// or does not list: its hostnames answer 503 "This app is not running.".
+var ErrNotRunning = errors.New("this app is not running")
+
+// Wake brings an on-request app up for a request and returns once its
+// health check passes, so the activator can hand the caller on. Callers
+// that arrive while a wake is under way share it: they find the guest up
+// and wait on the same health check. A wake never spends the restart
+// budget, and waits (pending) like any start when memory is short.
+func (d *Daemon) Wake(ctx context.Context, app string) error {
+	p, err := d.wakeLocked(ctx, app)
+	if err != nil {
+		return err
+	}
+	d.Kick()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		switch s := p.record().State; s {
+		case health.Running:
+			return nil
+		case health.Failed, health.Unhealthy:
+			return fmt.Errorf("wake %s: %s", app, p.failureMessage())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wake %s: %w", app, ctx.Err())
+		case <-p.done:
+			return fmt.Errorf("wake %s: the guest went down while waking", app)
+		case <-tick.C:
+		}
+	}
+}
+
+func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in := d.instance(app)
+	if in == nil || in.DesiredState == desired.StateStopped || d.problems[app] != "" {
+		return nil, fmt.Errorf("wake %s: %w", app, ErrNotRunning)
+	}
+	if p := d.probers[app]; p != nil {
+		return p, nil
+	}
+	list, err := d.deps.VMM.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wake %s: %w", app, err)
+	}
+	vms := map[string]vmm.Status{}
+	var inUse uint64
+	for _, st := range list {
+		vms[st.AppID] = st
+		if st.State == vmm.Running {
+			if rec := d.records[st.AppID]; rec != nil {
+				inUse += rec.MemoryMiB
+			}
+		}
+	}
+	if st, ok := vms[app]; ok && st.State == vmm.Exited {
+		return nil, fmt.Errorf("wake %s: it failed and waits for its restart", app)
+	}
+	vols, err := d.deps.Volumes.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wake %s: %w", app, err)
+	}
+	delete(d.notes, app)
+	if _, ok := d.bringUp(ctx, d.cfg.Now().UTC(), plan.InstanceAction{Kind: plan.Wake, AppID: app}, in, vms, vols, inUse); !ok {
+		return nil, fmt.Errorf("wake %s: %s", app, d.notes[app])
+	}
+	return d.probers[app], nil
+}
