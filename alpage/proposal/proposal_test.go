@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 )
@@ -147,5 +148,21 @@ func TestRenderingsMatchTheGoldenFiles(t *testing.T) {
 		if !bytes.Equal(out.Bytes(), want) {
 			t.Errorf("%s rendering changed:\n%s\nwant:\n%s", decl.Name, out.Bytes(), want)
 		}
+	}
+}
+
+func TestCompareTellsNotSubmittedInSyncAndDrift(t *testing.T) {
+	p := build(t, loadFixture(t), "add-n2")
+	if s, _ := Compare(p, nil); s != NotSubmitted {
+		t.Errorf("no record: %s", s)
+	}
+	if s, _ := Compare(p, &state.Proposal{PayloadSHA256: p.PayloadSHA256}); s != InSync {
+		t.Errorf("same hash: %s", s)
+	}
+	if s, why := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: state.StatusExecuted}); s != Drift || why != "config has since changed; payload is immutable" {
+		t.Errorf("changed after execution: %s (%s)", s, why)
+	}
+	if s, why := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: state.StatusOpen}); s != Drift || why == "" {
+		t.Errorf("changed while open: %s (%s)", s, why)
 	}
 }

@@ -54,7 +54,10 @@ NNS, submits it with your neuron and records the result in state.json.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	g := &globals{}
+	g.register(root)
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newListCmd(g))
 	root.AddCommand(newKeygenCmd())
 	root.AddCommand(newDevnetCmd())
 	return root

@@ -1,0 +1,43 @@
+package proposal
+
+import (
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/internal/term"
+)
+
+// Sync is how a declared proposal relates to what state.json recorded.
+type Sync string
+
+// The sync states `alp list` shows.
+const (
+	NotSubmitted Sync = "not submitted"
+	InSync       Sync = "in sync"
+	Drift        Sync = "DRIFT"
+)
+
+// Color is the colour the word is shown in on a terminal.
+func (s Sync) Color() term.Color {
+	switch s {
+	case InSync:
+		return term.Green
+	case Drift:
+		return term.Red
+	}
+	return term.Yellow
+}
+
+// Compare relates the payload the config declares now to its record (nil
+// when never submitted) and returns the sync state and, for drift, what it
+// means.
+func Compare(p *Proposal, rec *state.Proposal) (Sync, string) {
+	switch {
+	case rec == nil:
+		return NotSubmitted, ""
+	case rec.PayloadSHA256 == p.PayloadSHA256:
+		return InSync, ""
+	case rec.Status.Terminal():
+		return Drift, "config has since changed; payload is immutable"
+	default:
+		return Drift, "config payload changed since submit"
+	}
+}

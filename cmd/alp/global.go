@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/state"
+)
+
+// MainnetHost is the IC HTTP interface alp talks to when nothing else is
+// configured.
+const MainnetHost = "https://icp-api.io"
+
+// globals are the flags every command shares.
+type globals struct {
+	configPath string
+	statePath  string
+	host       string
+	neuron     string
+}
+
+func (g *globals) register(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringVar(&g.configPath, "config", "proposals.hcl", "proposals file; resources.hcl and resources/*.hcl are read beside it")
+	f.StringVar(&g.statePath, "state", "state.json", "state file")
+	f.StringVar(&g.host, "host", "", "IC HTTP interface (governance host): flag > $ALP_HOST > provider.host > "+MainnetHost)
+	f.StringVar(&g.neuron, "neuron", "", "proposer neuron id: flag > $ALP_NEURON > provider.neuron")
+}
+
+func (g *globals) loadConfig() (*config.Config, error) {
+	return config.Load(g.configPath)
+}
+
+func (g *globals) loadState() (*state.State, error) {
+	return state.Load(g.statePath)
+}
+
+// resolveHost applies the precedence flag > $ALP_HOST > provider.host >
+// mainnet.
+func (g *globals) resolveHost(c *config.Config) string {
+	switch {
+	case g.host != "":
+		return g.host
+	case os.Getenv("ALP_HOST") != "":
+		return os.Getenv("ALP_HOST")
+	case c != nil && c.Provider != nil && c.Provider.Host != "":
+		return c.Provider.Host
+	}
+	return MainnetHost
+}
+
+// resolveNeuron applies flag > $ALP_NEURON > provider.neuron; ok is false
+// when no neuron is configured anywhere.
+func (g *globals) resolveNeuron(c *config.Config) (id uint64, ok bool, err error) {
+	for _, s := range []struct{ from, v string }{{"--neuron", g.neuron}, {"$ALP_NEURON", os.Getenv("ALP_NEURON")}} {
+		if s.v == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(s.v, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s %q is not a neuron id (a decimal number)", s.from, s.v)
+		}
+		return n, true, nil
+	}
+	if c != nil && c.Provider != nil && c.Provider.Neuron != nil {
+		return *c.Provider.Neuron, true, nil
+	}
+	return 0, false, nil
+}
+
+// resolveFetchRootKey: provider.fetch_root_key, else $ALP_FETCH_ROOT_KEY,
+// else true for any host but mainnet.
+func resolveFetchRootKey(c *config.Config, host string) bool {
+	if c != nil && c.Provider != nil && c.Provider.FetchRootKey != nil {
+		return *c.Provider.FetchRootKey
+	}
+	if v, err := strconv.ParseBool(os.Getenv("ALP_FETCH_ROOT_KEY")); err == nil {
+		return v
+	}
+	return host != MainnetHost
+}
+
+// outputFlag adds --output to a reporting command.
+func outputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "text", "output format: text or json")
+}
+
+// flagged is the exit status 2 error: the report was printed and it found
+// something (drift, a flagged plan).
+func flagged(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}

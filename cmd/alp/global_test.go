@@ -1,0 +1,63 @@
+package main
+
+import (
+	"testing"
+
+	"alpnib.dev/alpage/config"
+)
+
+func withProvider(host string, neuron uint64, fetch *bool) *config.Config {
+	return &config.Config{Provider: &config.Provider{Host: host, Neuron: &neuron, FetchRootKey: fetch}}
+}
+
+func TestTheHostComesFromTheFlagThenTheEnvironmentThenTheProviderThenMainnet(t *testing.T) {
+	cfg := withProvider("http://provider", 1, nil)
+	t.Setenv("ALP_HOST", "http://env")
+	if got := (&globals{host: "http://flag"}).resolveHost(cfg); got != "http://flag" {
+		t.Errorf("with a flag: %s", got)
+	}
+	if got := (&globals{}).resolveHost(cfg); got != "http://env" {
+		t.Errorf("with $ALP_HOST: %s", got)
+	}
+	t.Setenv("ALP_HOST", "")
+	if got := (&globals{}).resolveHost(cfg); got != "http://provider" {
+		t.Errorf("with provider.host: %s", got)
+	}
+	if got := (&globals{}).resolveHost(&config.Config{}); got != MainnetHost {
+		t.Errorf("with nothing: %s", got)
+	}
+}
+
+func TestTheNeuronComesFromTheFlagThenTheEnvironmentThenTheProvider(t *testing.T) {
+	cfg := withProvider("", 7, nil)
+	t.Setenv("ALP_NEURON", "8")
+	if n, ok, err := (&globals{neuron: "9"}).resolveNeuron(cfg); n != 9 || !ok || err != nil {
+		t.Errorf("flag: %d %v %v", n, ok, err)
+	}
+	if n, _, _ := (&globals{}).resolveNeuron(cfg); n != 8 {
+		t.Errorf("env: %d", n)
+	}
+	t.Setenv("ALP_NEURON", "")
+	if n, _, _ := (&globals{}).resolveNeuron(cfg); n != 7 {
+		t.Errorf("provider: %d", n)
+	}
+	if _, ok, _ := (&globals{}).resolveNeuron(&config.Config{}); ok {
+		t.Error("no neuron anywhere, yet one was found")
+	}
+	if _, _, err := (&globals{neuron: "twelve"}).resolveNeuron(cfg); err == nil {
+		t.Error("a non-numeric neuron was accepted")
+	}
+}
+
+func TestTheRootKeyIsFetchedForAnyHostButMainnetUnlessTheProviderSays(t *testing.T) {
+	if resolveFetchRootKey(&config.Config{}, MainnetHost) {
+		t.Error("mainnet root key fetched")
+	}
+	if !resolveFetchRootKey(&config.Config{}, "http://127.0.0.1:1") {
+		t.Error("local host root key not fetched")
+	}
+	no := false
+	if resolveFetchRootKey(withProvider("", 1, &no), "http://127.0.0.1:1") {
+		t.Error("provider.fetch_root_key = false ignored")
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/internal/term"
+)
+
+func newListCmd(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Show each declared proposal against what state.json recorded (offline)",
+		Long: `list loads the configuration and state.json and shows, for each declared
+proposal, its kind, the sha256 of the payload the config declares now, and
+whether it is not submitted, in sync with what was submitted, or DRIFT (the
+config payload changed since submit). It reads nothing from the network.
+Exit status 2 when any proposal drifted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			st, err := g.loadState()
+			if err != nil {
+				return err
+			}
+			rows, err := listRows(cfg.Proposals, st)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				err = writeJSON(cmd.OutOrStdout(), rows)
+			} else {
+				err = renderList(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), rows)
+			}
+			if err != nil {
+				return err
+			}
+			if n := countDrift(rows); n > 0 {
+				return flagged("%d proposal(s) drifted from state.json", n)
+			}
+			return nil
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+// listRow is one line of `alp list`, and its JSON form.
+type listRow struct {
+	Name          string          `json:"name"`
+	Kind          string          `json:"kind"`
+	PayloadSHA256 string          `json:"payload_sha256"`
+	Sync          proposal.Sync   `json:"sync"`
+	Note          string          `json:"note,omitempty"`
+	State         *state.Proposal `json:"state"`
+}
+
+func listRows(decls []*config.Proposal, st *state.State) ([]listRow, error) {
+	var rows []listRow
+	for _, d := range decls {
+		p, err := proposal.Build(d)
+		if err != nil {
+			return nil, err
+		}
+		rec := st.Proposals[p.Name]
+		sync, note := proposal.Compare(p, rec)
+		rows = append(rows, listRow{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256, Sync: sync, Note: note, State: rec})
+	}
+	return rows, nil
+}
+
+func countDrift(rows []listRow) int {
+	n := 0
+	for _, r := range rows {
+		if r.Sync == proposal.Drift {
+			n++
+		}
+	}
+	return n
+}
+
+func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no proposal is declared")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tPAYLOAD\tSYNC\tPROPOSAL\tSTATUS")
+	for _, r := range rows {
+		id, status := "-", "-"
+		if r.State != nil {
+			id = fmt.Sprint(r.State.ProposalID)
+			if r.State.Status != "" {
+				status = string(r.State.Status)
+			}
+		}
+		sync := paint.Paint(r.Sync.Color(), string(r.Sync))
+		if r.Note != "" {
+			sync += " (" + r.Note + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.PayloadSHA256[:12], sync, id, status)
+	}
+	return tw.Flush()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/state"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const fixture = "../../alpage/config/testdata/fleet/proposals.hcl"
+
+// golden compares got with testdata/name, rewriting it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("output differs from %s:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// stateWith writes a state file recording add-n2 in sync and drop-n3 with
+// a payload the config no longer declares.
+func stateWith(t *testing.T) string {
+	t.Helper()
+	cfg, err := config.Load(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSync, err := proposal.Build(cfg.Proposal("add-n2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	st := state.New()
+	st.Proposals["add-n2"] = &state.Proposal{Kind: "membership", ProposalID: 101, PayloadSHA256: inSync.PayloadSHA256, Neuron: 42, SubmittedAt: at, Status: state.StatusOpen}
+	st.Proposals["drop-n3"] = &state.Proposal{Kind: "remove_nodes", ProposalID: 102, PayloadSHA256: "0000000000000000000000000000000000000000000000000000000000000000", Neuron: 42, SubmittedAt: at, Status: state.StatusExecuted, ResolvedAt: &at}
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := st.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestListShowsNotSubmittedInSyncAndDriftAndExitsTwoOnDrift(t *testing.T) {
+	out, err := execute(t, "list", "--config", fixture, "--state", stateWith(t))
+	if exitCode(err) != 2 {
+		t.Fatalf("exit code %d (%v), want 2 for drift", exitCode(err), err)
+	}
+	golden(t, "list.golden", []byte(out))
+}
+
+func TestListWithoutStateIsAllNotSubmittedAndExitsZero(t *testing.T) {
+	out, err := execute(t, "list", "--config", fixture, "--state", filepath.Join(t.TempDir(), "none.json"))
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if bytes.Contains([]byte(out), []byte("DRIFT")) || !bytes.Contains([]byte(out), []byte("not submitted")) {
+		t.Fatalf("unexpected:\n%s", out)
+	}
+}
+
+func TestListJSONGivesNameKindPayloadHashAndRecordedState(t *testing.T) {
+	out, _ := execute(t, "list", "--config", fixture, "--state", stateWith(t), "--output", "json")
+	var rows []struct {
+		Name          string
+		Kind          string
+		PayloadSHA256 string `json:"payload_sha256"`
+		Sync          string
+		State         *state.Proposal
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want one per declared proposal", len(rows))
+	}
+	for _, r := range rows {
+		if r.Name == "" || r.Kind == "" || len(r.PayloadSHA256) != 64 {
+			t.Errorf("row lacks name, kind or payload hash: %+v", r)
+		}
+		if r.Name == "add-n2" && (r.State == nil || r.State.ProposalID != 101 || r.Sync != "in sync") {
+			t.Errorf("add-n2 = %+v", r)
+		}
+	}
+}
+
+func TestListRefusesABrokenConfigWithItsPlace(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "proposals.hcl"), []byte("proposal \"x\" {\n  kind = \"nope\"\n  title = \"t\"\n}\n"), 0o644)
+	_, err := execute(t, "list", "--config", filepath.Join(dir, "proposals.hcl"))
+	if exitCode(err) != 1 || err == nil || !bytes.Contains([]byte(err.Error()), []byte("proposals.hcl:2:")) {
+		t.Fatalf("err = %v", err)
+	}
+}
