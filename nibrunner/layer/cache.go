@@ -163,8 +163,7 @@ func (c *Cache) object(ctx context.Context, s Spec) (string, int64, error) {
 // packed returns the squashfs holding an executable layer's program at its
 // destination path, packing it when the cache does not hold one.
 func (c *Cache) packed(ctx context.Context, s Spec, obj string) (Image, error) {
-	key := sha256.Sum256([]byte("executable\x00" + s.Digest + "\x00" + s.DestinationPath))
-	name := hex.EncodeToString(key[:])
+	name := packedName(s)
 	defer c.lock("packed/" + name)()
 	path := filepath.Join(c.dir, "packed", name+".sqfs")
 	if rec, err := readRecord(path); err == nil {

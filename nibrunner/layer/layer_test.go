@@ -350,3 +350,41 @@ func TestALayerIsFetchedFromAnS3Store(t *testing.T) {
 		t.Fatalf("image = %+v", img)
 	}
 }
+
+func TestPruneKeepsWhatIsInUseAndFreesTheRest(t *testing.T) {
+	f := newFixture(t)
+	keepFS := layer.Spec{Kind: layer.Filesystem, Digest: f.put(t, "keep.sqfs", squashfsImage(t)), ObjectKey: "keep.sqfs"}
+	keepExe := layer.Spec{Kind: layer.Executable, Digest: f.put(t, "keep-bin", []byte("keep")), ObjectKey: "keep-bin", DestinationPath: "/bin/keep"}
+	dropFS := layer.Spec{Kind: layer.Filesystem, Digest: f.put(t, "drop.sqfs", append(squashfsImage(t), 0)), ObjectKey: "drop.sqfs"}
+	dropExe := layer.Spec{Kind: layer.Executable, Digest: f.put(t, "drop-bin", bytes.Repeat([]byte("drop"), 100000)), ObjectKey: "drop-bin", DestinationPath: "/bin/drop"}
+	imgs := map[string]layer.Image{}
+	for name, s := range map[string]layer.Spec{"keepFS": keepFS, "keepExe": keepExe, "dropFS": dropFS, "dropExe": dropExe} {
+		img, err := f.cache.Prepare(ctx(t), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs[name] = img
+	}
+	before, err := f.cache.Bytes()
+	if err != nil || before == 0 {
+		t.Fatalf("cache bytes = %d, %v", before, err)
+	}
+	freed, err := f.cache.Prune([]layer.Spec{keepFS, keepExe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := f.cache.Bytes()
+	if freed <= 0 || after != before-freed {
+		t.Fatalf("freed %d: %d bytes before, %d after", freed, before, after)
+	}
+	for name, img := range imgs {
+		_, err := os.Stat(img.Path)
+		if kept := strings.HasPrefix(name, "keep"); kept != (err == nil) {
+			t.Errorf("%s: kept=%v but stat says %v", name, kept, err)
+		}
+	}
+	f.cache.Mksquashfs = "/nonexistent"
+	if _, err := f.cache.Prepare(ctx(t), keepExe); err != nil {
+		t.Fatalf("a kept executable needs packing again: %v", err)
+	}
+}

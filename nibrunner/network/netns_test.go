@@ -314,6 +314,9 @@ func TestATapIsMadeWithTheSlotsHostAddressAndRemoved(t *testing.T) {
 		if link.Type() != "tuntap" || link.Attrs().Flags&net.FlagUp == 0 {
 			return fmt.Errorf("nbr7 is a %s with flags %v; want an up tap", link.Type(), link.Attrs().Flags)
 		}
+		if slots, err := Taps(); err != nil || len(slots) != 1 || slots[0] != 7 {
+			return fmt.Errorf("Taps = %v, %v; want [7] (the veths are not taps)", slots, err)
+		}
 		addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
 		if err != nil {
 			return err

@@ -151,3 +151,16 @@ func TestSysctlsAreCheckedAndSetUnderProcSys(t *testing.T) {
 		t.Fatal("the sysctl.d file does not set ip_forward")
 	}
 }
+
+func TestOnlyCanonicalTapNamesAreSlots(t *testing.T) {
+	for name, want := range map[string]int{"nbr0": 0, "nbr12": 12, "nbr5566": 5566} {
+		if n, ok := slotOfTap(name); !ok || n != want {
+			t.Errorf("slotOfTap(%q) = %d, %v", name, n, ok)
+		}
+	}
+	for _, name := range []string{"nbr", "nbr01", "nbr-1", "nbr5567", "nbrx", "eth0", "nbr1a"} {
+		if n, ok := slotOfTap(name); ok {
+			t.Errorf("slotOfTap(%q) = %d", name, n)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 )
@@ -75,4 +77,32 @@ func RemoveTap(n int) error {
 		return fmt.Errorf("delete tap %s: %w", TapName(n), err)
 	}
 	return nil
+}
+
+// Taps returns the slots that have a tap on the host, so the daemon can
+// remove those of forgotten apps.
+func Taps() ([]int, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	var slots []int
+	for _, l := range links {
+		if n, ok := slotOfTap(l.Attrs().Name); ok && l.Type() == "tuntap" {
+			slots = append(slots, n)
+		}
+	}
+	return slots, nil
+}
+
+func slotOfTap(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, TapPrefix)
+	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || CheckSlot(n) != nil || TapName(n) != name {
+		return 0, false
+	}
+	return n, true
 }
