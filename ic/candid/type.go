@@ -384,7 +384,8 @@ func checkGraph(t *Type, seen map[*Type]bool) error {
 
 // String renders the type in Candid syntax, for messages. A type that
 // contains itself is printed once as `μN.…` and its inner occurrences as
-// `μN`.
+// `μN`. Output stops after maxTypeString bytes: a type graph can share
+// nodes so heavily that printing it in full would take exponential time.
 func (t *Type) String() string {
 	var b strings.Builder
 	p := typePrinter{b: &b, ids: map[*Type]int{}, open: map[*Type]bool{}, rec: map[*Type]bool{}}
@@ -398,6 +399,7 @@ type typePrinter struct {
 	ids  map[*Type]int
 	open map[*Type]bool
 	rec  map[*Type]bool
+	cut  bool
 }
 
 func (p *typePrinter) findRecursion(t *Type) {
@@ -442,7 +444,17 @@ func children(t *Type) []*Type {
 	return nil
 }
 
+// maxTypeString bounds Type.String.
+const maxTypeString = 512
+
 func (p *typePrinter) print(t *Type) {
+	if p.b.Len() > maxTypeString {
+		if !p.cut {
+			p.b.WriteString(" …")
+			p.cut = true
+		}
+		return
+	}
 	t = t.Resolved()
 	if t == nil {
 		p.b.WriteString("<nil>")
