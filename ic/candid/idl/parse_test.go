@@ -229,3 +229,24 @@ func TestImportsResolveRelativeToTheImportingFileAndEachFileIsReadOnce(t *testin
 		t.Errorf("a missing import: err = %v", err)
 	}
 }
+
+func TestCommentsMayFillARecordBodyAndTrailCommas(t *testing.T) {
+	p := mustParse(t, `
+type Empty = record {
+  // Intentionally left blank.
+};
+type V = variant {
+  A : nat;
+  // keep in sync
+};
+service : (Empty) -> {
+  f : (nat, text,) -> (V);
+}`)
+	if n := len(p.Types["Empty"].Resolved().Fields); n != 0 {
+		t.Errorf("Empty has %d fields", n)
+	}
+	f, ok := p.Method("f")
+	if !ok || len(f.Args) != 2 {
+		t.Errorf("f = %+v", f)
+	}
+}
