@@ -121,7 +121,7 @@ func TestSlotsMapToTheirTapAddressesAndPorts(t *testing.T) {
 	if HostPort(MaxSlots-1)+PortsPerSlot-1 > 65535 || HostPort(MaxSlots)+PortsPerSlot-1 <= 65535 {
 		t.Errorf("MaxSlots %d does not end where the port range does", MaxSlots)
 	}
-	if got := KernelArgs(1); got != "ip=10.201.0.6::10.201.0.5:255.255.255.252::eth0:off" {
+	if got := strings.Join(KernelArgs(1), " "); got != "nibrun.ip=10.201.0.6/30 nibrun.gw=10.201.0.5" {
 		t.Errorf("KernelArgs(1) = %s", got)
 	}
 }

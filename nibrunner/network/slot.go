@@ -15,6 +15,8 @@ package network
 import (
 	"fmt"
 	"net/netip"
+
+	"alpnib.dev/nibrunner/guest"
 )
 
 // Slot numbering. Each app keeps a slot N for life: tap nbrN, host address
@@ -58,9 +60,12 @@ func GuestAddr(n int) netip.Prefix { return netip.PrefixFrom(slotAddr(n, 2), 30)
 // HostPort is slot n's HTTP host port; raw port i (1-based) is HostPort+i.
 func HostPort(n int) int { return FirstHostPort + PortsPerSlot*n }
 
-// KernelArgs is the ip= kernel command line parameter that configures a
-// guest's interface at boot: address, gateway, netmask, device.
-func KernelArgs(n int) string {
-	g := GuestAddr(n)
-	return fmt.Sprintf("ip=%s::%s:255.255.255.252::eth0:off", g.Addr(), HostAddr(n).Addr())
+// KernelArgs are the kernel command line parameters nibrun-init reads to
+// configure slot n's guest interface (the guest contract's nibrun.ip and
+// nibrun.gw).
+func KernelArgs(n int) []string {
+	return []string{
+		guest.ParamIP + "=" + GuestAddr(n).String(),
+		guest.ParamGateway + "=" + HostAddr(n).Addr().String(),
+	}
 }
