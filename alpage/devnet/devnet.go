@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"alpnib.dev/ic/identity"
+	"alpnib.dev/ic/localnet"
 	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
@@ -34,11 +35,11 @@ type Options struct {
 	// executes each proposal as it is made.
 	VotingPeriod time.Duration
 	// Executor runs adopted ExecuteNnsFunction proposals against Registry;
-	// nil makes every such proposal fail. Set by the caller that hosts the
-	// IC HTTP interface (ic/localnet), which decodes the Candid payloads.
+	// nil means localnet.RegistryExecutor, which decodes the Candid payload
+	// and runs the registry method.
 	Executor func(*registry.Registry) governance.Executor
-	// IC, when set, is mounted as the IC HTTP interface (the local replica);
-	// it receives the seeded registry and governance.
+	// IC is mounted as the IC HTTP interface; nil means a localnet replica
+	// hosting the registry and governance canisters.
 	IC func(*registry.Registry, *governance.Governance) (http.Handler, error)
 }
 
@@ -68,10 +69,9 @@ type EnvVar struct{ Name, Value string }
 // Env is what points alp at the devnet, in a stable order.
 func (d *Devnet) Env() []EnvVar {
 	var env []EnvVar
-	if d.ICURL != "" {
-		env = append(env, EnvVar{"ALP_HOST", d.ICURL}, EnvVar{"ALP_FETCH_ROOT_KEY", "true"})
-	}
 	env = append(env,
+		EnvVar{"ALP_HOST", d.ICURL},
+		EnvVar{"ALP_FETCH_ROOT_KEY", "true"},
 		EnvVar{"ALP_EXPLORER_URL", d.ExplorerURL},
 		EnvVar{"ALP_DASHBOARD_URL", d.DashboardURL},
 		EnvVar{"ALP_KDS_URL", d.KDSURL},
@@ -111,10 +111,13 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 	if err := atomicfile.WriteFile(d.IdentityPath, pemBytes, 0o600); err != nil {
 		return nil, fmt.Errorf("devnet: write identity: %w", err)
 	}
-	var exec governance.Executor
-	if opts.Executor != nil {
-		exec = opts.Executor(d.Registry)
+	if opts.Executor == nil {
+		opts.Executor = localnet.RegistryExecutor
 	}
+	if opts.IC == nil {
+		opts.IC = localReplica
+	}
+	exec := opts.Executor(d.Registry)
 	d.Governance = governance.New(governance.Config{VotingPeriod: opts.VotingPeriod}, exec)
 	d.Neuron, _ = opts.Fleet.IdentityNeuron()
 
@@ -197,18 +200,16 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		*s.url = "http://" + ln.Addr().String()
 		d.serve(ln, WithLatency(opts.Latency, s.h))
 	}
-	if opts.IC != nil {
-		h, err := opts.IC(d.Registry, d.Governance)
-		if err != nil {
-			return nil, fmt.Errorf("devnet: local replica: %w", err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("devnet: listen: %w", err)
-		}
-		d.ICURL = "http://" + ln.Addr().String()
-		d.serve(ln, WithLatency(opts.Latency, h))
+	h, err := opts.IC(d.Registry, d.Governance)
+	if err != nil {
+		return nil, fmt.Errorf("devnet: local replica: %w", err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("devnet: listen: %w", err)
+	}
+	d.ICURL = "http://" + ln.Addr().String()
+	d.serve(ln, WithLatency(opts.Latency, h))
 	if opts.VotingPeriod > 0 {
 		d.wg.Add(1)
 		go func() {
@@ -226,6 +227,17 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		}()
 	}
 	return d, ctx.Err()
+}
+
+// localReplica is the default IC HTTP interface: a localnet replica with
+// the NNS canisters over the devnet's registry and governance.
+func localReplica(reg *registry.Registry, gov *governance.Governance) (http.Handler, error) {
+	s, err := localnet.New(localnet.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s.InstallNNS(reg, gov)
+	return s, nil
 }
 
 func (d *Devnet) serve(ln net.Listener, h http.Handler) {

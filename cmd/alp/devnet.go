@@ -26,9 +26,9 @@ func newDevnetCmd() *cobra.Command {
 		Use:   "devnet",
 		Short: "Run a local NNS and stand-ins for the services alp reads",
 		Long: `devnet starts an offline network on 127.0.0.1 seeded from a fleet file: the
-registry explorer, the ICP dashboard, each node's /api/v2/status (HTTPS) and an
-AMD KDS stand-in (plus the local NNS behind the IC HTTP interface once
-ic/localnet is wired in), and writes an identity that controls a neuron.
+local NNS (registry and governance behind the IC HTTP interface), the registry
+explorer, the ICP dashboard, each node's /api/v2/status (HTTPS) and an AMD KDS
+stand-in, and writes an identity that controls a neuron.
 It prints one "export NAME=value" line per setting that points alp at it and
 serves until interrupted. Without --fleet it serves examples/fleet.json.
 
@@ -55,7 +55,7 @@ The fleet format is described in docs/devnet.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: dir, Latency: latency, VotingPeriod: votingPeriod, IC: localReplica, Executor: registryExecutor})
+			d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: dir, Latency: latency, VotingPeriod: votingPeriod})
 			if err != nil {
 				return err
 			}
@@ -91,9 +91,7 @@ The fleet format is described in docs/devnet.md.`,
 }
 
 func describe(w io.Writer, d *devnet.Devnet) {
-	if d.ICURL != "" {
-		fmt.Fprintf(w, "# IC HTTP interface   %s\n", d.ICURL)
-	}
+	fmt.Fprintf(w, "# IC HTTP interface   %s\n", d.ICURL)
 	fmt.Fprintf(w, "# registry explorer   %s\n", d.ExplorerURL)
 	fmt.Fprintf(w, "# ICP dashboard       %s\n", d.DashboardURL)
 	fmt.Fprintf(w, "# AMD KDS             %s/vcek/v1/<product>/<chip hex>\n", d.KDSURL)

@@ -43,7 +43,7 @@ func TestDevnetWritesItsExportsAndServesUntilStopped(t *testing.T) {
 		}
 		vars[name] = value
 	}
-	for _, name := range []string{"ALP_EXPLORER_URL", "ALP_DASHBOARD_URL", "ALP_KDS_URL", "ALP_IDENTITY", "ALP_NEURON", "ALP_NODE_STATUS_CA"} {
+	for _, name := range []string{"ALP_HOST", "ALP_FETCH_ROOT_KEY", "ALP_EXPLORER_URL", "ALP_DASHBOARD_URL", "ALP_KDS_URL", "ALP_IDENTITY", "ALP_NEURON", "ALP_NODE_STATUS_CA"} {
 		if vars[name] == "" {
 			t.Errorf("%s missing from %s", name, env)
 		}
