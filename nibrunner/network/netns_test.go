@@ -368,3 +368,36 @@ func TestABrokenRulesetIsRefusedWholeAndTheLastOneStays(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestTheHostMakesATapPerSlotAppliesTheTableAndRemovesStaleTaps(t *testing.T) {
+	tp := newTopology(t)
+	h := Host{DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}}
+	err := inNetns(tp.host, func() error {
+		apps := []App{{Slot: 3, AppID: "a", Running: true, HTTPPort: 80}, {Slot: 4, AppID: "b", HTTPPort: 80}}
+		if err := h.Apply(context.Background(), apps); err != nil {
+			return err
+		}
+		if slots, _ := Taps(); fmt.Sprint(slots) != "[3 4]" {
+			return fmt.Errorf("taps after the first apply: %v", slots)
+		}
+		if ok, err := h.Firewall.Installed(context.Background()); !ok || err != nil {
+			return fmt.Errorf("table installed: %v %v", ok, err)
+		}
+		if err := h.Apply(context.Background(), apps[:1]); err != nil {
+			return err
+		}
+		if slots, _ := Taps(); fmt.Sprint(slots) != "[3]" {
+			return fmt.Errorf("taps after b was forgotten: %v", slots)
+		}
+		if err := SetSysctls([]Sysctl{{Key: "net.ipv4.ip_forward", Value: "0"}}); err != nil {
+			return err
+		}
+		if err := h.Apply(context.Background(), apps); err == nil || !strings.Contains(err.Error(), "net.ipv4.ip_forward is 0; it must be 1") {
+			return fmt.Errorf("apply without forwarding: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
