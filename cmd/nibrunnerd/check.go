@@ -9,13 +9,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/hostconfig"
 )
 
 // errRefused makes check exit 1 once it has printed the reasons.
 var errRefused = errors.New("the document would be refused")
 
 func newCheckCmd() *cobra.Command {
-	return &cobra.Command{
+	var configPath string
+	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Validate a desired.json and print why this host would refuse it",
 		Long: `check reads a desired.json (FILE, or - for standard input) the way the daemon
@@ -28,17 +30,34 @@ accepted and 1 otherwise.`,
 			if err != nil {
 				return err
 			}
+			var host *hostconfig.Config
+			if configPath != "" {
+				if host, err = hostconfig.Load(configPath); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
-			if _, err := desired.Decode(data); err != nil {
+			doc, err := desired.Decode(data)
+			if err != nil {
 				for _, r := range desired.Reasons(err) {
 					fmt.Fprintln(out, r)
 				}
 				return fmt.Errorf("%s: %w", args[0], errRefused)
 			}
 			fmt.Fprintln(out, "ok")
+			if host != nil {
+				problems := desired.InstanceProblems(doc, host.Limits())
+				for i, in := range doc.Instances {
+					if why, ok := problems[in.AppId]; ok {
+						fmt.Fprintf(out, "instances[%d] (%s): %s\n", i, in.AppId, why)
+					}
+				}
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&configPath, "config", "", "also check the instances against this host configuration (config.toml)")
+	return cmd
 }
 
 func readDocument(stdin io.Reader, path string) ([]byte, error) {

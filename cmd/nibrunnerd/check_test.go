@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"alpnib.dev/nibrunner/hostconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -65,5 +67,28 @@ func TestCheckOfAMissingFileSaysItCouldNotReadIt(t *testing.T) {
 	_, err := execute(t, "check", filepath.Join(t.TempDir(), "nope.json"))
 	if err == nil || errors.Is(err, errRefused) || !strings.Contains(err.Error(), "reading the document") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCheckWithAHostConfigurationNamesTheInstancesThatHostWouldFail(t *testing.T) {
+	// The default configuration has no proxy: the example's hostnames and
+	// ports cannot be carried, yet the document is accepted.
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, hostconfig.Default(""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "check", "--config", cfg, "../../examples/desired-on-request.json")
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	want := "ok\n" +
+		"instances[0] (wiki): it names 1 hostname (wiki.apps.example.net) but this host has no [proxy.http] to route them\n" +
+		"instances[1] (game): it asks for 2 ports beside HTTP but this host has no [proxy.raw] to carry them; it names 1 hostname (game.apps.example.net) but this host has no [proxy.http] to route them\n"
+	if out != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out, want)
+	}
+	full, err := execute(t, "check", "--config", "../../examples/config.toml", "../../examples/desired-on-request.json")
+	if err != nil || full != "ok\n" {
+		t.Fatalf("with both proxies: %q %v", full, err)
 	}
 }

@@ -2,6 +2,8 @@ package desired
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A Reason is one rule a document breaks, at one JSON path
@@ -336,6 +339,29 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
+// structField is one struct field as the decoder sees it, computed once
+// per type.
+type structField struct {
+	index int
+	name  string
+	opts  fieldOpts
+}
+
+var structFields sync.Map // reflect.Type -> []structField
+
+func fieldsOf(t reflect.Type) []structField {
+	if fs, ok := structFields.Load(t); ok {
+		return fs.([]structField)
+	}
+	fs := make([]structField, t.NumField())
+	for i := range fs {
+		f := t.Field(i)
+		fs[i] = structField{index: i, name: jsonName(f), opts: parseOpts(f.Tag.Get("nib"))}
+	}
+	structFields.Store(t, fs)
+	return fs
+}
+
 // object decodes a JSON object into a struct, field by field. A struct
 // with a `nib:"kind"` field is a tagged union: its kind is read first and
 // decides which `variant=` fields apply.
@@ -345,35 +371,31 @@ func (d *decoder) object(path string, v any, dst reflect.Value) {
 		d.fail(path, "must be an object")
 		return
 	}
-	t := dst.Type()
+	fields := fieldsOf(dst.Type())
 	kind, kindKnown := "", true
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !parseOpts(f.Tag.Get("nib")).kind {
+	for _, f := range fields {
+		if !f.opts.kind {
 			continue
 		}
 		before := len(d.reasons)
-		name := jsonName(f)
-		if raw, ok := m[name]; !ok || raw == nil {
-			d.fail(join(path, name), "is required")
+		if raw, ok := m[f.name]; !ok || raw == nil {
+			d.fail(join(path, f.name), "is required")
 		} else {
-			d.value(join(path, name), raw, dst.Field(i))
+			d.value(join(path, f.name), raw, dst.Field(f.index))
 		}
-		kind = dst.Field(i).String()
+		kind = dst.Field(f.index).String()
 		kindKnown = len(d.reasons) == before
 	}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		opts := parseOpts(f.Tag.Get("nib"))
+	for _, f := range fields {
+		opts := f.opts
 		if opts.kind {
 			continue
 		}
 		if opts.variants != nil && (!kindKnown || !contains(opts.variants, kind)) {
 			continue
 		}
-		name := jsonName(f)
-		p := join(path, name)
-		raw, present := m[name]
+		p := join(path, f.name)
+		raw, present := m[f.name]
 		if !present || raw == nil {
 			if !opts.optional {
 				d.fail(p, "is required")
@@ -388,11 +410,12 @@ func (d *decoder) object(path string, v any, dst reflect.Value) {
 				}
 			}
 		}
-		if f.Type.Kind() == reflect.Slice && (opts.minItems > 0 || opts.maxItems > 0) {
-			d.array(p, raw, dst.Field(i), rules[f.Type], opts)
+		dv := dst.Field(f.index)
+		if dv.Kind() == reflect.Slice && (opts.minItems > 0 || opts.maxItems > 0) {
+			d.array(p, raw, dv, rules[dv.Type()], opts)
 			continue
 		}
-		d.value(p, raw, dst.Field(i))
+		d.value(p, raw, dv)
 	}
 }
 
@@ -403,4 +426,11 @@ func contains(words []string, w string) bool {
 		}
 	}
 	return false
+}
+
+// DigestOf is the lowercase hex sha-256 of a document's bytes: the
+// acceptedDigest reported.json carries for the document in force.
+func DigestOf(data []byte) Sha256Digest {
+	sum := sha256.Sum256(data)
+	return Sha256Digest(hex.EncodeToString(sum[:]))
 }

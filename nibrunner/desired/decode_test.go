@@ -523,3 +523,13 @@ func mustJSON(t testing.TB, v any) []byte {
 	}
 	return data
 }
+
+func TestTheDigestOfADocumentIsItsSha256InLowercaseHex(t *testing.T) {
+	// sha256("") is well known.
+	if got := DigestOf(nil); got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Fatalf("got %s", got)
+	}
+	if rules[reflect.TypeFor[Sha256Digest]()].checkString(string(DigestOf([]byte(base)))) != "" {
+		t.Fatal("a digest does not pass the Sha256Digest rule")
+	}
+}
