@@ -124,6 +124,8 @@ func init() {
 // fieldRules are rules a `nib:"rule=name"` tag puts on one plain field.
 var fieldRules = map[string]*scalarRule{
 	"httpPath": {Description: "an HTTP request path", Pattern: `^/`, match: func(s string) bool { return strings.HasPrefix(s, "/") }, MaxLength: 4096},
+	// message is reported.json's: a sentence a person can act on.
+	"message": {Description: "a sentence a person can act on, at most 512 characters", MaxLength: 512},
 }
 
 // MatchGuestPath reports whether p matches the seed's GuestPath pattern:

@@ -144,3 +144,16 @@ func TestALongMessageIsCutTo512Characters(t *testing.T) {
 		t.Fatal("a short message changed")
 	}
 }
+
+func TestTheSchemaRefusesAMessageLongerThan512Characters(t *testing.T) {
+	s := compile(t)
+	r := sample()
+	r.Instances[1].Message = strings.Repeat("x", MaxMessageLen+1)
+	if err := validate(t, s, r); err == nil {
+		t.Fatal("a 513-character message validated")
+	}
+	r.Instances[1].Message = Truncate(r.Instances[1].Message)
+	if err := validate(t, s, r); err != nil {
+		t.Fatalf("a truncated message does not validate: %v", err)
+	}
+}

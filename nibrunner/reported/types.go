@@ -89,7 +89,7 @@ type HostReportedState struct {
 	Exports        []Export             `json:"exports"`
 	// Message is set while the last document was refused, and cleared once
 	// a readable one is taken.
-	Message string `json:"message,omitempty" nib:"optional"`
+	Message string `json:"message,omitempty" nib:"optional,rule=message"`
 }
 
 // Resources is what a host has (capacity) or has left (allocatable).
@@ -114,7 +114,7 @@ type Volume struct {
 	SizeBytes  uint64           `json:"sizeBytes"`
 	DevicePath string           `json:"devicePath,omitempty" nib:"optional"`
 	Usage      *Usage           `json:"usage,omitempty" nib:"optional"`
-	Message    string           `json:"message,omitempty" nib:"optional"`
+	Message    string           `json:"message,omitempty" nib:"optional,rule=message"`
 }
 
 // Usage is a volume's measured fill.
@@ -141,7 +141,7 @@ type Instance struct {
 	Compute      *Compute `json:"compute,omitempty" nib:"optional"`
 	Meters       *Meters  `json:"meters,omitempty" nib:"optional"`
 	// Message is a sentence a person can act on.
-	Message string `json:"message,omitempty" nib:"optional"`
+	Message string `json:"message,omitempty" nib:"optional,rule=message"`
 }
 
 // Compute is an instance's measured use of its microVM.
@@ -168,7 +168,7 @@ type Checkpoint struct {
 	State        CheckpointState      `json:"state"`
 	Reference    string               `json:"reference,omitempty" nib:"optional"`
 	ReadyAt      *time.Time           `json:"readyAt,omitempty" nib:"optional"`
-	Message      string               `json:"message,omitempty" nib:"optional"`
+	Message      string               `json:"message,omitempty" nib:"optional,rule=message"`
 }
 
 // Export is one export's report.
@@ -177,7 +177,7 @@ type Export struct {
 	State     ExportState      `json:"state"`
 	SizeBytes uint64           `json:"sizeBytes,omitempty" nib:"optional"`
 	ReadyAt   *time.Time       `json:"readyAt,omitempty" nib:"optional"`
-	Message   string           `json:"message,omitempty" nib:"optional"`
+	Message   string           `json:"message,omitempty" nib:"optional,rule=message"`
 }
 
 // Truncate shortens a message to MaxMessageLen characters, ending it with
