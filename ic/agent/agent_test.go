@@ -157,6 +157,36 @@ func TestACallThatRunsLongerIsPolledUntilReplied(t *testing.T) {
 	}
 }
 
+func TestPollingSurvivesAnOverloadedBoundaryNode(t *testing.T) {
+	f := newFakeReplica(t)
+	f.failReads = 2
+	got, err := newAgent(t, f).Call(ctx(t), inRange, "slow", []byte("eventually"))
+	if err != nil || string(got) != "eventually" {
+		t.Fatalf("call = %q, %v", got, err)
+	}
+}
+
+func TestAnAgentIsSafeForConcurrentCalls(t *testing.T) {
+	f := newFakeReplica(t)
+	a := newAgent(t, f)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			arg := []byte{byte(i)}
+			got, err := a.Call(ctx(t), inRange, "slow", arg)
+			if err == nil && string(got) != string(arg) {
+				err = errors.New("reply of another call")
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestAReplicaWithoutV3IsCalledThroughV2AndPolled(t *testing.T) {
 	f := newFakeReplica(t)
 	f.noV3 = true

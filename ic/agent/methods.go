@@ -150,10 +150,10 @@ func (a *Agent) Wait(ctx context.Context, effective principal.Principal, rid Req
 		cert, err := a.ReadState(ctx, effective, paths)
 		if err != nil {
 			var he *HTTPError
-			if !errors.As(err, &he) || he.StatusCode < 500 {
+			if !errors.As(err, &he) || (he.StatusCode < 500 && he.StatusCode != http.StatusTooManyRequests) {
 				return nil, fmt.Errorf("poll request %s: %w", rid, err)
 			}
-			// A 5xx from a boundary node is worth another try.
+			// A 5xx or 429 from a boundary node is worth another try.
 		} else {
 			reply, done, err := RequestResult(cert.Tree, rid)
 			if done {

@@ -31,7 +31,9 @@ type fakeReplica struct {
 	deleg    *certificate.Delegation
 	now      time.Time
 	noV3     bool
-	signer   *certificate.SecretKey // signs state; subnet key unless a test swaps it
+	// failReads answers that many read_state requests with 503 first.
+	failReads int
+	signer    *certificate.SecretKey // signs state; subnet key unless a test swaps it
 
 	mu       sync.Mutex
 	requests map[RequestID]*callState
@@ -212,6 +214,12 @@ func (f *fakeReplica) readState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
+	if f.failReads > 0 {
+		f.failReads--
+		f.mu.Unlock()
+		http.Error(w, "boundary node overloaded", http.StatusServiceUnavailable)
+		return
+	}
 	for _, p := range env.Content.Paths {
 		if len(p) >= 2 && string(p[0]) == "request_status" {
 			var rid RequestID
