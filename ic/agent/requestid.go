@@ -64,6 +64,8 @@ func HashValue(v any) ([32]byte, error) {
 		return sha256.Sum256(leb128.AppendSigned(nil, int64(x))), nil
 	case int8:
 		return sha256.Sum256(leb128.AppendSigned(nil, int64(x))), nil
+	case big.Int: // what the CBOR decoder yields for a bignum
+		return HashValue(&x)
 	case *big.Int:
 		if x.Sign() < 0 {
 			return [32]byte{}, fmt.Errorf("hash value: negative *big.Int %s is not a nat", x)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
@@ -324,5 +325,23 @@ func BenchmarkRequestIDGenericMap(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = HashOfMap(m)
+	}
+}
+
+func TestANatBeyond64BitsHashesAsLEB128(t *testing.T) {
+	n, _ := new(big.Int).SetString("18446744073709551616", 10) // 2^64
+	got, err := HashValue(*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02})
+	if got != want {
+		t.Errorf("hash = %x", got)
+	}
+	if _, err := HashValue(big.NewInt(-1)); err == nil {
+		t.Error("negative *big.Int accepted as a nat")
+	}
+	if _, err := HashValue(3.5); err == nil {
+		t.Error("float accepted")
 	}
 }
