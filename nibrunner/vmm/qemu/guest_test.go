@@ -106,20 +106,36 @@ func (f fixture) spec(t testing.TB, app string) vmm.Spec {
 	}
 }
 
+// lockedBuffer collects guest messages written by the control goroutines
+// while the test reads them.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func newVMM(t testing.TB, runtime string, logs io.Writer) *VMM {
 	t.Helper()
 	img := testImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
 	v, err := New(ctx, Config{
 		Image: img, RuntimeDir: filepath.Join(runtime, "run"), SnapshotDir: filepath.Join(runtime, "snap"),
 		UserNetwork: true,
 		OnMessage: func(app string, m guest.Message) {
 			if logs != nil {
-				mu.Lock()
 				fmt.Fprintf(logs, "%s %s %s%s\n", app, m.Kind, m.Stream, strings.TrimRight(m.Data, "\n"))
-				mu.Unlock()
 			}
 		},
 	})
@@ -174,7 +190,7 @@ func console(v *VMM, app string) string {
 func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.T) {
 	testenv.RequireRoot(t) // the init's chroot and setuid need nothing of the host, but QEMU's drives are root's files
 	f := newFixture(t)
-	var logs strings.Builder
+	var logs lockedBuffer
 	v := newVMM(t, f.dir, &logs)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -129,9 +129,8 @@ func (q *qmp) execute(ctx context.Context, cmd string, args any) (json.RawMessag
 		req["arguments"] = args
 	}
 	b, _ := json.Marshal(req)
-	if dl, ok := ctx.Deadline(); ok {
-		_ = q.conn.SetWriteDeadline(dl)
-	}
+	dl, _ := ctx.Deadline() // zero (no deadline) clears an earlier call's
+	_ = q.conn.SetWriteDeadline(dl)
 	if _, err := q.conn.Write(append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("QMP %s: %w", cmd, err)
 	}
