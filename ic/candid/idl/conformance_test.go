@@ -16,7 +16,8 @@ var knownFailures = map[string]string{}
 
 // TestTheOfficialCandidSuitePasses runs every *.test.did file of
 // shared/conformance/candid and, when CANDID_TESTS names a folder, every
-// *.test.did file there too. Each assertion is a subtest named after its line
+// *.test.did file there too; *.good.did and *.bad.did files (the suite's
+// format for service descriptions) must parse and must be rejected. Each assertion is a subtest named after its line
 // and description; each file prints "<file>: N passed, M failed" on standard
 // output, which `go test -v` (or `go test` inside the package directory, or
 // any failing run) shows.
@@ -26,13 +27,21 @@ func TestTheOfficialCandidSuitePasses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("list %s: %v", dir, err)
 		}
-		if len(files) == 0 {
-			t.Errorf("no *.test.did files in %s", dir)
+		good, _ := filepath.Glob(filepath.Join(dir, "*.good.did"))
+		bad, _ := filepath.Glob(filepath.Join(dir, "*.bad.did"))
+		if len(files)+len(good)+len(bad) == 0 {
+			t.Errorf("no *.test.did, *.good.did or *.bad.did files in %s", dir)
 			continue
 		}
 		sort.Strings(files)
 		for _, file := range files {
 			runTestFile(t, file)
+		}
+		for _, file := range good {
+			runDidFile(t, file, true)
+		}
+		for _, file := range bad {
+			runDidFile(t, file, false)
 		}
 	}
 }
@@ -84,6 +93,25 @@ func runTestFile(t *testing.T, file string) {
 			fmt.Printf("%s: %d passed, %d failed (%d known failures skipped)\n", base, passed, failed, known)
 		} else {
 			fmt.Printf("%s: %d passed, %d failed\n", base, passed, failed)
+		}
+	})
+}
+
+// runDidFile checks a *.good.did (must parse) or *.bad.did (must not) file.
+func runDidFile(t *testing.T, file string, good bool) {
+	base := filepath.Base(file)
+	t.Run(base, func(t *testing.T) {
+		_, err := ParseFile(file)
+		ok := (err == nil) == good
+		if ok {
+			fmt.Printf("%s: 1 passed, 0 failed\n", base)
+			return
+		}
+		fmt.Printf("%s: 0 passed, 1 failed\n", base)
+		if good {
+			t.Errorf("%s: a good service description is rejected: %v", base, err)
+		} else {
+			t.Errorf("%s: a bad service description is accepted", base)
 		}
 	})
 }
