@@ -276,9 +276,12 @@ func (l *lexer) textLit(p Pos) ([]byte, error) {
 				if l.peekByte(2) != '{' {
 					return nil, errorf(ep, "\\u must be followed by {hex digits}")
 				}
-				end := strings.IndexByte(l.src[l.off:], '}')
-				if end < 0 {
-					return nil, errorf(ep, "unclosed unicode escape")
+				end := 3
+				for l.off+end < len(l.src) && (isHex(l.src[l.off+end]) || l.src[l.off+end] == '_') {
+					end++
+				}
+				if l.off+end >= len(l.src) || l.src[l.off+end] != '}' {
+					return nil, errorf(ep, "unclosed unicode escape: \\u{ needs hex digits and }")
 				}
 				hex := l.src[l.off+3 : l.off+end]
 				cp, err := parseHexDigits(hex)

@@ -250,3 +250,15 @@ service : (Empty) -> {
 		t.Errorf("f = %+v", f)
 	}
 }
+
+func TestAUnicodeEscapeMustCloseRightAfterItsDigits(t *testing.T) {
+	for _, src := range []string{`type A = record { "\u{26" : nat };`, `type A = record { "\u{}" : nat };`} {
+		_, err := Parse("t.did", []byte(src))
+		if err == nil {
+			t.Errorf("%s accepted", src)
+		}
+	}
+	if _, err := ParseValues(`("\u{26_03}")`, []*candid.Type{candid.Text()}); err != nil {
+		t.Errorf("an escape with an underscore: %v", err)
+	}
+}
