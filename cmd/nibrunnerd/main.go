@@ -41,6 +41,7 @@ reported.json.`,
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newCheckCmd())
 	root.AddCommand(newInstallCmd())
+	root.AddCommand(newServeCmd())
 	return root
 }
 

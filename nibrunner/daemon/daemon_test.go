@@ -34,8 +34,8 @@ func pids(t *testing.T, v *fake.VMM) map[string]vmm.Status {
 func TestWritingADocumentBringsAppsUpAndTheReportTellsTheTruth(t *testing.T) {
 	h := newHost(t)
 	_, v, _ := h.start(t)
-	r := h.waitFor(t, "a report before any document", func(r *reported.HostReportedState) bool { return true })
-	if r.State != reported.HostRegistering || len(r.Instances) != 0 || r.Message == "" {
+	r := h.waitFor(t, "a report saying there is no document", func(r *reported.HostReportedState) bool { return r.Message != "" })
+	if r.State != reported.HostRegistering || len(r.Instances) != 0 || !strings.Contains(r.Message, "does not exist") {
 		t.Fatalf("before a document: state %s, %d instances, message %q", r.State, len(r.Instances), r.Message)
 	}
 

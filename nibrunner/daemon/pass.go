@@ -490,7 +490,7 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 			}
 			st, up := vms[app]
 			up = up && st.State == vmm.Running
-			nets = append(nets, NetSlot{AppID: app, Slot: n, Network: slot.Network(n), Ports: ports(in, n), Forward: up})
+			nets = append(nets, NetSlot{AppID: app, Slot: n, Network: slot.Network(n), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, n), Forward: up})
 			state := RouteDown
 			rec := d.records[app]
 			switch {

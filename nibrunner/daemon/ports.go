@@ -41,7 +41,9 @@ type NetSlot struct {
 	AppID   string
 	Slot    int
 	Network vmm.Network
-	Ports   []vmm.Port
+	// HTTPPort is the guest port behind the slot's first host port.
+	HTTPPort int
+	Ports    []vmm.Port
 	// Forward: DNAT the slot's host ports to the guest (only while up).
 	Forward bool
 }

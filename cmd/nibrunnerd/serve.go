@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/internal/version"
+	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/network"
+	"alpnib.dev/nibrunner/store"
+	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/vmm/fake"
+	"alpnib.dev/nibrunner/vmm/qemu"
+	"alpnib.dev/nibrunner/volume"
+)
+
+func newServeCmd() *cobra.Command {
+	var configPath, vmmKind string
+	var reserveMiB uint64
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: watch desired.json and converge this host on it",
+		Long: `serve reads the host configuration once (--config, else NIBRUNNER_CONFIG, else
+/etc/nibrunner/config.toml), then watches desired.json and converges the host
+on it until it receives SIGTERM or SIGINT. Guests keep running when it stops
+and are adopted by the next serve.
+
+--vmm fake runs each app as a local HTTP server process instead of a microVM
+(for demos and tests on hosts without QEMU).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The fake VMM runs its guests as this same program.
+			fake.RunGuestIfAsked()
+			if configPath == "" {
+				configPath = hostconfig.Path()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return serve(ctx, configPath, vmmKind, reserveMiB)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "host configuration file (default $NIBRUNNER_CONFIG or /etc/nibrunner/config.toml)")
+	cmd.Flags().StringVar(&vmmKind, "vmm", "qemu", "what runs guests: qemu (microVMs) or fake (local processes)")
+	cmd.Flags().Uint64Var(&reserveMiB, "reserve-mib", 1024, "memory kept back for the host itself when admitting guests")
+	return cmd
+}
+
+func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64) error {
+	cfg, err := hostconfig.Load(configPath)
+	if err != nil {
+		return err
+	}
+	artifacts, err := store.Open(ctx, cfg.Artifacts.StoreURL)
+	if err != nil {
+		return fmt.Errorf("open the artifact store: %w", err)
+	}
+	cache, err := layer.NewCache(filepath.Join(cfg.Paths.StateDir, "layers"), artifacts)
+	if err != nil {
+		return err
+	}
+	local, err := volume.NewLocal(cfg.Volumes.StoragePrefix, artifacts)
+	if err != nil {
+		return err
+	}
+	deps := daemon.Deps{
+		Layers:      cache,
+		Volumes:     daemon.LocalVolumes{Local: local},
+		Checkpoints: daemon.FileCheckpoints{Dir: filepath.Join(cfg.Volumes.StoragePrefix, "checkpoints")},
+		Router:      &daemon.MemoryRouter{},
+	}
+	guestImage := "none"
+	switch vmmKind {
+	case "fake":
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		v, err := fake.New(fake.Options{RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir, Command: []string{exe, "serve"}})
+		if err != nil {
+			return err
+		}
+		deps.VMM, deps.Network = v, daemon.NoNetwork{}
+	case "qemu":
+		img, err := guestimage.Load(cfg.Paths.GuestImageDir)
+		if err != nil {
+			return fmt.Errorf("load the guest image (nibrunnerd install builds it): %w", err)
+		}
+		guestImage = img.Version
+		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir})
+		if err != nil {
+			return err
+		}
+		deps.VMM = v
+		deps.Network = guestNetwork{network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6}}
+	default:
+		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
+	}
+	hostID, _ := os.Hostname()
+	d, err := daemon.Open(ctx, daemon.Config{
+		HostID:            hostID,
+		DesiredPath:       cfg.Paths.DesiredStateFile,
+		StateDir:          cfg.Paths.StateDir,
+		MaxApps:           cfg.MaxApps,
+		CapacityMiB:       memTotalMiB() - min(reserveMiB, memTotalMiB()),
+		VCPUs:             uint32(runtime.NumCPU()),
+		AgentVersion:      version.String(),
+		GuestImageVersion: guestImage,
+		Limits:            cfg.Limits(),
+	}, deps)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Run(ctx)
+}
+
+// guestNetwork adapts network.Host to the daemon's Network port.
+type guestNetwork struct{ host network.Host }
+
+func (h guestNetwork) Apply(ctx context.Context, slots []daemon.NetSlot) error {
+	apps := make([]network.App, len(slots))
+	for i, s := range slots {
+		ports := make([]int, len(s.Ports))
+		for j, p := range s.Ports {
+			ports[j] = p.GuestPort
+		}
+		apps[i] = network.App{Slot: s.Slot, AppID: s.AppID, Running: s.Forward, HTTPPort: s.HTTPPort, Ports: ports}
+	}
+	return h.host.Apply(ctx, apps)
+}
+
+var _ vmm.VMM = (*qemu.VMM)(nil)
+
+// memTotalMiB reads the host's memory from /proc/meminfo.
+func memTotalMiB() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb >> 10
+		}
+	}
+	return 0
+}
