@@ -153,7 +153,10 @@ func TestTheDevnetServesTheFleetOnEveryEndpoint(t *testing.T) {
 	if code, _ := get(t, c, env["ALP_KDS_URL"]+"/vcek/v1/Milan/"+chip+"?blSPL=0&teeSPL=0&snpSPL=0&ucodeSPL=0"); code != 200 {
 		t.Fatalf("KDS does not vouch for node-01's chip (%d)", code)
 	}
-	if code, _ := get(t, c, env["ALP_KDS_URL"]+"/vcek/v1/Milan/"+f.Nodes[2].ChipID); code != 404 {
-		t.Fatalf("KDS vouches for node-03's unknown chip (%d)", code)
+	if code, _ := get(t, c, env["ALP_KDS_URL"]+"/vcek/v1/Genoa/"+f.Nodes[0].ChipID); code != 404 {
+		t.Fatalf("KDS vouches for node-01's Milan chip as a Genoa (%d)", code)
+	}
+	if code, _ := get(t, c, env["ALP_KDS_URL"]+"/vcek/v1/Milan/"+strings.Repeat("0f", 64)); code != 404 {
+		t.Fatalf("KDS vouches for a chip no node has (%d)", code)
 	}
 }
