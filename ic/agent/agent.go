@@ -52,6 +52,11 @@ type Config struct {
 	Rand io.Reader
 	// MaxResponseBytes caps a response body; 32 MiB when zero.
 	MaxResponseBytes int64
+	// VerifyQuerySignatures checks the node signatures on every query answer
+	// against node keys certified by the subnet (read once per canister and
+	// cached while fresh). Mainnet signs every query answer; a replica that
+	// does not sign its answers fails every query with this set.
+	VerifyQuerySignatures bool
 }
 
 // Agent is a client of one IC endpoint. It is safe for concurrent use.
@@ -62,6 +67,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	verifier *certificate.Verifier
+	nodes    nodeKeyCache
 }
 
 // New checks cfg and returns an agent. It does no I/O: a root key to fetch

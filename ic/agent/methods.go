@@ -34,12 +34,12 @@ func (a *Agent) Query(ctx context.Context, canister principal.Principal, method 
 // QueryWithEffectiveID is Query for methods whose effective canister id is
 // not the callee, such as those of the management canister.
 //
-// The replica's node signatures on the reply are not checked: doing so needs
-// the subnet's node keys from a read_state per subnet, and a query answer is
-// only as trustworthy as the node that gave it anyway. Use Call when the
-// answer must be certified.
+// With Config.VerifyQuerySignatures the node signatures on the answer are
+// checked against the subnet's certified node keys; without it the answer is
+// only as trustworthy as the node that gave it. Use Call when the answer must
+// go through consensus.
 func (a *Agent) QueryWithEffectiveID(ctx context.Context, effective, canister principal.Principal, method string, arg []byte) ([]byte, error) {
-	body, _, err := a.sign(Request{Type: TypeQuery, IngressExpiry: a.expiry(), CanisterID: canister, MethodName: method, Arg: arg})
+	body, rid, err := a.sign(Request{Type: TypeQuery, IngressExpiry: a.expiry(), CanisterID: canister, MethodName: method, Arg: arg})
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +54,11 @@ func (a *Agent) QueryWithEffectiveID(ctx context.Context, effective, canister pr
 	var q QueryResponse
 	if err := cborx.Unmarshal(r.body, &q); err != nil {
 		return nil, fmt.Errorf("query %s.%s: %w: %v", canister, method, ErrMalformedResponse, err)
+	}
+	if a.cfg.VerifyQuerySignatures && (q.Status == StatusReplied || q.Status == StatusRejected) {
+		if err := a.verifyQuerySignatures(ctx, effective, rid, &q); err != nil {
+			return nil, fmt.Errorf("query %s.%s: %w", canister, method, err)
+		}
 	}
 	switch q.Status {
 	case StatusReplied:

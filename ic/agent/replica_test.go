@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
 )
@@ -33,7 +34,16 @@ type fakeReplica struct {
 	noV3     bool
 	// failReads answers that many read_state requests with 503 first.
 	failReads int
-	signer    *certificate.SecretKey // signs state; subnet key unless a test swaps it
+	// nodes sign query answers when signQueries is set; queryMode spoils
+	// them: "tamper" (reply changed after signing), "stranger" (signed by a
+	// node the subnet does not list), "stale" (signed ten minutes ago).
+	nodes       []*identity.Ed25519
+	signQueries bool
+	queryMode   string
+	// rootSigned certifies with the root key and no delegation, as the root
+	// subnet does.
+	rootSigned bool
+	signer     *certificate.SecretKey // signs state; subnet key unless a test swaps it
 
 	mu       sync.Mutex
 	requests map[RequestID]*callState
@@ -72,6 +82,13 @@ func newFakeReplica(t *testing.T) *fakeReplica {
 		[]certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}}, f.now.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for range 2 {
+		n, err := identity.GenerateEd25519(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.nodes = append(f.nodes, n)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v2/status", f.status)
@@ -145,6 +162,21 @@ func (f *fakeReplica) query(w http.ResponseWriter, r *http.Request) {
 		resp = QueryResponse{Status: StatusReplied, Reply: &QueryReply{Arg: env.Content.Arg}}
 	default:
 		resp = QueryResponse{Status: StatusRejected, RejectCode: uint64(CanisterReject), RejectMessage: "no thanks", ErrorCode: "IC0406"}
+	}
+	if f.signQueries {
+		node, at := f.nodes[1], f.now
+		switch f.queryMode {
+		case "stranger":
+			node, _ = identity.GenerateEd25519(nil)
+		case "stale":
+			at = f.now.Add(-10 * time.Minute)
+		}
+		if err := SignQueryResponse(&resp, env.RequestID(), node.Sender(), node, at); err != nil {
+			f.t.Error(err)
+		}
+		if f.queryMode == "tamper" && resp.Reply != nil {
+			resp.Reply.Arg = append(resp.Reply.Arg, '!')
+		}
 	}
 	body, _ := resp.Marshal()
 	writeCBOR(w, http.StatusOK, body)
@@ -264,8 +296,21 @@ func (f *fakeReplica) certify(paths [][][]byte) []byte {
 		}
 	}
 	f.mu.Unlock()
+	sid := f.subnetID.Bytes()
+	for _, n := range f.nodes {
+		b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("node"), n.Sender().Bytes(), []byte("public_key")}, n.PublicKeyDER())
+	}
+	ranges, _ := certificate.EncodeRanges([]certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}})
+	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
+	other := principal.SelfAuthenticating([]byte("another subnet"))
+	otherRanges, _ := certificate.EncodeRanges([]certificate.CanisterRange{{From: principal.CanisterID(100), To: principal.CanisterID(199)}})
+	b.MustInsert([][]byte{[]byte("subnet"), other.Bytes(), []byte("canister_ranges")}, otherRanges)
 	tree := certificate.Prune(b.Build(), append(paths, certificate.Path("time"))...)
-	cert, err := certificate.Sign(f.signer, tree, f.deleg)
+	signer, deleg := f.signer, f.deleg
+	if f.rootSigned {
+		signer, deleg = f.root, nil
+	}
+	cert, err := certificate.Sign(signer, tree, deleg)
 	if err != nil {
 		f.t.Error(err)
 	}

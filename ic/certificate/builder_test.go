@@ -130,7 +130,7 @@ func TestShardedCanisterRangesAreReadToo(t *testing.T) {
 		{From: principal.CanisterID(0), To: principal.CanisterID(9)},
 		{From: principal.CanisterID(20), To: principal.CanisterID(29)},
 	} {
-		enc, err := encodeRanges([]CanisterRange{r})
+		enc, err := EncodeRanges([]CanisterRange{r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,14 +191,14 @@ func TestAPrunedTreeKeepsItsDigestAndProvesWhatWasAsked(t *testing.T) {
 }
 
 func TestTheRangesLeafIsSelfDescribedCBOR(t *testing.T) {
-	enc, err := encodeRanges([]CanisterRange{{From: principal.CanisterID(1), To: principal.CanisterID(2)}})
+	enc, err := EncodeRanges([]CanisterRange{{From: principal.CanisterID(1), To: principal.CanisterID(2)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasPrefix(enc, cborx.SelfDescribe) {
 		t.Errorf("ranges leaf %x lacks the self-describe tag", enc)
 	}
-	back, err := decodeRanges(enc)
+	back, err := DecodeRanges(enc)
 	if err != nil || len(back) != 1 || back[0].To != principal.CanisterID(2) {
 		t.Errorf("round trip: %v %v", back, err)
 	}

@@ -165,7 +165,7 @@ func Delegate(rootKey *SecretKey, subnetID principal.Principal, subnetKey *Publi
 	if err := b.Insert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, subnetKey.DER()); err != nil {
 		return nil, err
 	}
-	enc, err := encodeRanges(ranges)
+	enc, err := EncodeRanges(ranges)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +183,9 @@ func Delegate(rootKey *SecretKey, subnetID principal.Principal, subnetKey *Publi
 	return &Delegation{SubnetID: subnetID, Certificate: raw}, nil
 }
 
-// encodeRanges is the leaf format of canister_ranges:
+// EncodeRanges is the leaf format of canister_ranges:
 // CBOR 55799([[from, to], ...]).
-func encodeRanges(ranges []CanisterRange) ([]byte, error) {
+func EncodeRanges(ranges []CanisterRange) ([]byte, error) {
 	pairs := make([][2][]byte, len(ranges))
 	for i, r := range ranges {
 		pairs[i] = [2][]byte{r.From.Bytes(), r.To.Bytes()}
@@ -193,7 +193,8 @@ func encodeRanges(ranges []CanisterRange) ([]byte, error) {
 	return cborx.Marshal(pairs)
 }
 
-func decodeRanges(leaf []byte) ([]CanisterRange, error) {
+// DecodeRanges parses a canister_ranges leaf.
+func DecodeRanges(leaf []byte) ([]CanisterRange, error) {
 	var pairs [][][]byte
 	if err := cborx.Unmarshal(leaf, &pairs); err != nil {
 		return nil, err

@@ -218,7 +218,7 @@ func (v *Verifier) verifyDelegation(d *Delegation) (*subnetAuthority, error) {
 // /canister_ranges/<id>/<shard> leaves of newer certificates.
 func delegatedRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
 	if leaf, st := t.Lookup([]byte("subnet"), subnetID, []byte("canister_ranges")); st == Found {
-		return decodeRanges(leaf)
+		return DecodeRanges(leaf)
 	}
 	sub, st := t.Subtree([]byte("canister_ranges"), subnetID)
 	if st != Found {
@@ -230,7 +230,7 @@ func delegatedRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
 		if shard.Tree.Kind() != KindLeaf {
 			return nil, fmt.Errorf("shard %x is a %s, not a leaf", shard.Label, shard.Tree.Kind())
 		}
-		r, err := decodeRanges(shard.Tree.value)
+		r, err := DecodeRanges(shard.Tree.value)
 		if err != nil {
 			return nil, err
 		}
