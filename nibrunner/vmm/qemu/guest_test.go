@@ -361,6 +361,32 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 	if _, err := v.Measure(ctx, "adoptee"); err != nil {
 		t.Fatalf("the adopted guest's control channel: %v", err)
 	}
+
+	// The adopted guest sleeps; a wake for another deployment must not
+	// restore its memory but boot the new deployment cold.
+	if err := v.Sleep(ctx, "adoptee"); err != nil {
+		t.Fatal(err)
+	}
+	spec := f.spec(t, "adoptee")
+	spec.DeploymentID = "dep-2"
+	if why := v.WakeMismatch(ctx, spec); !strings.HasPrefix(why, "deployment") {
+		t.Errorf("the stamp mismatch is %q, want the deployment", why)
+	}
+	st, err := v.Wake(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Restored || st.DeploymentID != "dep-2" {
+		t.Fatalf("a wake into another deployment gave %+v, want a cold boot of dep-2", st)
+	}
+	if v.HasSnapshot("adoptee") {
+		t.Error("the unusable snapshot was kept")
+	}
+	get(t, st.Endpoint, "/whoami", 90*time.Second)
+	if got := get(t, st.Endpoint, "/count", 5*time.Second); got != "1" {
+		t.Fatalf("the cold-booted guest counts %s, want 1 (fresh memory)", got)
+	}
+	pid = st.PID
 	if err := v.Stop(ctx, "adoptee"); err != nil {
 		t.Fatal(err)
 	}
