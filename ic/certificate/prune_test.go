@@ -1,0 +1,47 @@
+package certificate
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPruningAnswersEveryAskedPathLikeTheFullTree builds random state trees,
+// prunes them to random paths (present and absent, leaves and subtrees) and
+// checks that the pruned tree keeps the digest and gives the full tree's
+// answer for every path asked.
+func TestPruningAnswersEveryAskedPathLikeTheFullTree(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	label := func() []byte { return []byte{byte('a' + r.IntN(6))} }
+	randomPath := func() [][]byte {
+		p := make([][]byte, 1+r.IntN(3))
+		for i := range p {
+			p[i] = label()
+		}
+		return p
+	}
+	for round := range 300 {
+		b := NewBuilder()
+		for range 1 + r.IntN(20) {
+			_ = b.Insert(randomPath(), []byte(fmt.Sprint(r.IntN(1000)))) // conflicts are fine to skip
+		}
+		full := b.Build()
+		asked := make([][][]byte, 1+r.IntN(4))
+		for i := range asked {
+			asked[i] = randomPath()
+		}
+		pruned := Prune(full, asked...)
+		if pruned.Digest() != full.Digest() {
+			t.Fatalf("round %d: digest changed", round)
+		}
+		for _, p := range asked {
+			wantV, wantSt := full.Lookup(p...)
+			gotV, gotSt := pruned.Lookup(p...)
+			if gotSt != wantSt || !bytes.Equal(gotV, wantV) {
+				t.Fatalf("round %d: %s is %s %q in the pruned tree, %s %q in the full one\nfull:\n%s\npruned:\n%s",
+					round, pathString(p), gotSt, gotV, wantSt, wantV, full, pruned)
+			}
+		}
+	}
+}
