@@ -3,6 +3,7 @@ package candid
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"alpnib.dev/ic/principal"
@@ -117,5 +118,27 @@ func TestUnmarshalReadsThePrincipalsWorkload(t *testing.T) {
 	}
 	if !bytes.Equal(enc, workload(t, "principals.hex")) {
 		t.Fatalf("re-encoding the principals changed the bytes")
+	}
+}
+
+func TestAVecOfPrincipalsInAnUncommonShapeStillDecodes(t *testing.T) {
+	// Three principals; the second's length is an overlong LEB128, which
+	// the fast path leaves to the general one.
+	data := blob(t, `DIDL\01\6d\68\01\00\03\01\01\aa\01\82\00\bb\cc\01\00`)
+	var ps []principal.Principal
+	if err := Unmarshal(data, &ps); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"aa", "bbcc", ""}
+	for i, p := range ps {
+		if got := hex.EncodeToString(p.Bytes()); got != want[i] {
+			t.Errorf("principal %d = %s, want %s", i, got, want[i])
+		}
+	}
+	// An opaque reference (flag 0) in the middle is an error at its offset.
+	bad := blob(t, `DIDL\01\6d\68\01\00\02\01\01\aa\00\01\bb`)
+	var de *DecodeError
+	if err := Unmarshal(bad, &ps); !errors.As(err, &de) || de.Offset != 13 {
+		t.Fatalf("got %v, want a DecodeError at offset 13", err)
 	}
 }

@@ -668,6 +668,7 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 	// Elements that take no wire bytes are paid for from the budget in
 	// proportion to the Go memory they take.
 	perElem := 1 + int(size/8)
+	principals := g.elem.kind == gPrincipal && we.Kind == KindPrincipal && principalIsString
 	return func(d *tdec, p unsafe.Pointer) error {
 		r := &d.r
 		at := r.pos
@@ -718,7 +719,11 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 			return nil
 		}
 		data := reflect.MakeSlice(rt, int(n), int(n)).UnsafePointer()
-		for i := uintptr(0); i < uintptr(n); i++ {
+		start := uintptr(0)
+		if principals {
+			start = uintptr(d.principals(data, int(n)))
+		}
+		for i := start; i < uintptr(n); i++ {
 			if err := el(d, unsafe.Add(data, i*size)); err != nil {
 				return err
 			}
@@ -727,6 +732,32 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 		r.depth--
 		return nil
 	}
+}
+
+// principals decodes the elements of a vec of principals that have the
+// common shape (flag 1, a one-byte length, the bytes) in a tight loop and
+// returns how many it did; the general path takes over at the first
+// element of another shape (and reports any error).
+func (d *tdec) principals(data unsafe.Pointer, n int) int {
+	r := &d.r
+	if d.arena == "" {
+		d.arena = string(r.data)
+	}
+	buf, pos := r.data, r.pos
+	i := 0
+	for ; i < n; i++ {
+		if pos+2 > len(buf) || buf[pos] != 1 {
+			break
+		}
+		l := int(buf[pos+1])
+		if l > maxPrincipalLen || pos+2+l > len(buf) {
+			break
+		}
+		*(*string)(unsafe.Add(data, uintptr(i)*unsafe.Sizeof(""))) = d.arena[pos+2 : pos+2+l]
+		pos += 2 + l
+	}
+	r.pos = pos
+	return i
 }
 
 type recordStep struct {
