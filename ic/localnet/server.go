@@ -13,6 +13,7 @@ import (
 
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/internal/cborx"
 	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
@@ -33,8 +34,17 @@ const (
 )
 
 // Server is a local replica. Create it with New; it is an http.Handler.
+//
+// It is one subnet, which is also the root subnet: its id is the
+// self-authenticating principal of the root key, it serves every canister
+// id, and it has one node, whose Ed25519 key signs query answers. The
+// certified state tree holds /time, /request_status and /subnet/<id>
+// (public_key, canister_ranges, node/<node>/public_key), so an agent can
+// check query signatures against certified node keys.
 type Server struct {
 	key     *certificate.SecretKey
+	subnet  principal.Principal
+	node    *identity.Ed25519
 	now     func() time.Time
 	mux     *http.ServeMux
 	timeout time.Duration
@@ -67,7 +77,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localnet: generate root key: %w", err)
 	}
-	s := &Server{key: key, now: opts.Now, timeout: opts.CallTimeout,
+	node, err := identity.GenerateEd25519(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("localnet: generate node key: %w", err)
+	}
+	s := &Server{key: key, node: node, subnet: principal.SelfAuthenticating(key.PublicKey().DER()), now: opts.Now, timeout: opts.CallTimeout,
 		canisters: map[principal.Principal]Canister{}, requests: map[agent.RequestID]*requestStatus{}}
 	if s.now == nil {
 		s.now = time.Now
@@ -89,6 +103,12 @@ func New(opts Options) (*Server, error) {
 // RootKeyDER is the DER-wrapped BLS public key that certifies every answer,
 // as /api/v2/status serves it.
 func (s *Server) RootKeyDER() []byte { return s.key.PublicKey().DER() }
+
+// SubnetID is the replica's subnet (the root subnet).
+func (s *Server) SubnetID() principal.Principal { return s.subnet }
+
+// NodeID is the replica's one node, which signs query answers.
+func (s *Server) NodeID() principal.Principal { return s.node.Sender() }
 
 // Install hosts c under id, replacing any canister there.
 func (s *Server) Install(id principal.Principal, c Canister) {
@@ -218,13 +238,42 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply, rej := s.dispatch(r.Context(), Call{Caller: env.Content.Sender, Method: env.Content.MethodName, Arg: env.Content.Arg, Query: true}, id)
+	resp := map[string]any{"status": "replied"}
+	signed := map[string]any{"status": "replied"}
 	if rej != nil {
-		writeCBOR(w, http.StatusOK, map[string]any{
-			"status": "rejected", "reject_code": uint64(rej.Code), "reject_message": rej.Message, "error_code": rej.ErrorCode,
-		})
+		resp = map[string]any{"status": "rejected", "reject_code": uint64(rej.Code), "reject_message": rej.Message, "error_code": rej.ErrorCode}
+		signed = map[string]any{"status": "rejected", "reject_code": uint64(rej.Code), "reject_message": rej.Message, "error_code": rej.ErrorCode}
+	} else {
+		resp["reply"] = map[string]any{"arg": reply}
+		signed["reply"] = map[string]any{"arg": reply}
+	}
+	sig, err := s.signResponse(signed, env.RequestID())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	writeCBOR(w, http.StatusOK, map[string]any{"status": "replied", "reply": map[string]any{"arg": reply}})
+	resp["signatures"] = []any{sig}
+	writeCBOR(w, http.StatusOK, resp)
+}
+
+// DomainResponse prefixes the response hash a node signs.
+const DomainResponse = "\x0Bic-response"
+
+// signResponse is the node's signature on a query answer: Ed25519 over
+// "\x0Bic-response" || hash_of_map(answer fields, timestamp, request_id).
+func (s *Server) signResponse(fields map[string]any, rid agent.RequestID) (map[string]any, error) {
+	ts := uint64(s.now().UnixNano())
+	fields["timestamp"] = ts
+	fields["request_id"] = rid[:]
+	h, err := agent.HashOfMap(fields)
+	if err != nil {
+		return nil, fmt.Errorf("hash query response: %w", err)
+	}
+	sig, err := s.node.Sign(append([]byte(DomainResponse), h[:]...))
+	if err != nil {
+		return nil, fmt.Errorf("sign query response: %w", err)
+	}
+	return map[string]any{"timestamp": ts, "signature": sig, "identity": s.NodeID().Bytes()}, nil
 }
 
 // execute runs an update call once per request id and records its status.
@@ -310,6 +359,14 @@ func (s *Server) certify(paths [][][]byte) ([]byte, error) {
 	if err := b.Insert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(s.now().UnixNano()))); err != nil {
 		return nil, err
 	}
+	sid := s.subnet.Bytes()
+	ranges, err := cborx.Marshal([][2][]byte{{principal.CanisterID(0).Bytes(), principal.CanisterID(1<<64 - 1).Bytes()}})
+	if err != nil {
+		return nil, err
+	}
+	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, s.RootKeyDER())
+	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
+	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("node"), s.NodeID().Bytes(), []byte("public_key")}, s.node.PublicKeyDER())
 	s.mu.Lock()
 	for rid, st := range s.requests {
 		base := [][]byte{[]byte("request_status"), append([]byte(nil), rid[:]...)}

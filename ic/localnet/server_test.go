@@ -483,3 +483,66 @@ func isReject(err error, code RejectCode) bool {
 	var r *rejectError
 	return errors.As(err, &r) && r.code == uint64(code)
 }
+
+func TestQueryAnswersAreSignedByANodeTheSubnetCertifies(t *testing.T) {
+	n := start(t)
+	c := newClient(t, n.srv.URL, n.me)
+	arg := mustMarshal(t, nns.GetSubnetRequest{SubnetID: &n.subnet})
+	req := agent.Request{Type: agent.TypeQuery, Sender: n.me.Sender(), IngressExpiry: c.expiry(), CanisterID: RegistryID, MethodName: "get_subnet", Arg: arg}
+	rid := req.ID()
+	code, body := c.send("v2", "query", RegistryID, req)
+	if code != 200 {
+		t.Fatalf("query: %d %s", code, body)
+	}
+	var q struct {
+		Status     string               `cbor:"status"`
+		Reply      struct{ Arg []byte } `cbor:"reply"`
+		Signatures []struct {
+			Timestamp uint64 `cbor:"timestamp"`
+			Signature []byte `cbor:"signature"`
+			Identity  []byte `cbor:"identity"`
+		} `cbor:"signatures"`
+	}
+	if err := cborx.Unmarshal(body, &q); err != nil || len(q.Signatures) != 1 {
+		t.Fatalf("signatures: %v %d", err, len(q.Signatures))
+	}
+	// the node key, from a verified read_state of /subnet
+	code, body = c.send("v2", "read_state", RegistryID, agent.Request{Type: agent.TypeReadState, Paths: [][][]byte{{[]byte("subnet")}}})
+	var rs struct {
+		Certificate []byte `cbor:"certificate"`
+	}
+	if code != 200 || cborx.Unmarshal(body, &rs) != nil {
+		t.Fatalf("read_state /subnet: %d", code)
+	}
+	cert, err := c.verifier.Verify(rs.Certificate, certificate.ForCanister(RegistryID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := q.Signatures[0]
+	subnets, _ := cert.Tree.Subtree([]byte("subnet"))
+	var der []byte
+	for _, sub := range subnets.Children() {
+		if k, st := sub.Tree.Lookup([]byte("node"), s.Identity, []byte("public_key")); st == certificate.Found {
+			der = k
+		}
+		if ranges, st := sub.Tree.Lookup([]byte("canister_ranges")); st != certificate.Found || len(ranges) == 0 {
+			t.Fatal("the subnet certifies no canister ranges")
+		}
+	}
+	if der == nil {
+		t.Fatal("the signing node's key is not certified")
+	}
+	hash := func(arg []byte) []byte {
+		h, err := agent.HashOfMap(map[string]any{"status": "replied", "reply": map[string]any{"arg": arg}, "timestamp": s.Timestamp, "request_id": rid[:]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(DomainResponse), h[:]...)
+	}
+	if err := identity.Verify(der, hash(q.Reply.Arg), s.Signature); err != nil {
+		t.Fatalf("the node signature does not verify: %v", err)
+	}
+	if err := identity.Verify(der, hash(append([]byte{0}, q.Reply.Arg...)), s.Signature); err == nil {
+		t.Fatal("the signature verifies for another reply")
+	}
+}
