@@ -2,6 +2,7 @@ package devnet
 
 import (
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,8 +186,10 @@ func DashboardProposals(g *governance.Governance, payloads func(id uint64) any) 
 				case a.ExecuteNnsFunction != nil:
 					dp.Action = "ExecuteNnsFunction"
 					dp.ActionNnsFunction = strings.TrimPrefix(nns.NnsFunction(a.ExecuteNnsFunction.NnsFunction).String(), "NNS_FUNCTION_")
+					dp.Payload = PayloadJSON(nns.NnsFunction(a.ExecuteNnsFunction.NnsFunction), a.ExecuteNnsFunction.Payload)
 				case a.AddOrRemoveNodeProvider != nil:
 					dp.Action = "AddOrRemoveNodeProvider"
+					dp.Payload = candidJSON(reflect.ValueOf(*a.AddOrRemoveNodeProvider))
 				case a.Motion != nil:
 					dp.Action = "Motion"
 					dp.Payload = map[string]string{"motion_text": a.Motion.MotionText}

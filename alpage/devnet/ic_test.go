@@ -80,6 +80,9 @@ func TestAProposalThroughTheDevnetShowsUpEverywhere(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&dp); err != nil || dp.Status != "EXECUTED" || dp.Topic != "TOPIC_SUBNET_MANAGEMENT" || dp.Title != title {
 		t.Fatalf("dashboard: %v %+v", err, dp)
 	}
+	if p, ok := dp.Payload.(map[string]any); !ok || p["subnet_id"] != subnet.String() || len(p["node_ids_add"].([]any)) != 1 || p["node_ids_add"].([]any)[0] != free.String() {
+		t.Fatalf("dashboard payload: %#v", dp.Payload)
+	}
 	resp.Body.Close()
 	resp, err = http.Get(env["ALP_EXPLORER_URL"] + "/api/records/subnet_record_" + subnet.String())
 	if err != nil {

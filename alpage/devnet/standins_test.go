@@ -17,6 +17,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
@@ -295,5 +296,26 @@ func TestLatencyDelaysEveryRequest(t *testing.T) {
 	get(t, srv.Client(), srv.URL)
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("answered in %s", d)
+	}
+}
+
+func TestPayloadsRenderByCandidNameLikeTheDashboard(t *testing.T) {
+	on := true
+	b, err := candid.Marshal(nns.UpdateSubnetPayload{SubnetID: pid("s"), IsHalted: &on, SubnetType: &nns.SubnetType{Application: &struct{}{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(PayloadJSON(nns.FunctionUpdateConfigOfSubnet, b))
+	for _, want := range []string{`"subnet_id":"` + pid("s").String() + `"`, `"is_halted":true`, `"subnet_type":{"application":null}`, `"max_number_of_canisters":null`, `"set_gossip_config_to_default":false`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("%s lacks %s", got, want)
+		}
+	}
+	ops, _ := candid.Marshal(nns.RemoveNodeOperatorsPayload{NodeOperatorsToRemove: [][]byte{{1, 2}}})
+	if got, _ := json.Marshal(PayloadJSON(nns.FunctionRemoveNodeOperators, ops)); !strings.Contains(string(got), `"node_operators_to_remove":["0102"]`) {
+		t.Errorf("blobs: %s", got)
+	}
+	if PayloadJSON(nns.FunctionRemoveNodes, []byte("junk")) != nil || PayloadJSON(nns.NnsFunction(99), b) != nil {
+		t.Error("undecodable or unknown payloads should render as null")
 	}
 }
