@@ -7,11 +7,8 @@ import (
 	"alpnib.dev/ic/principal"
 )
 
-// Go types with a Candid meaning of their own. The rest of the mapping is
-// by Go kind: bool; uint8…uint64 are nat8…nat64 (uint is nat64); int8…int64
-// are int8…int64 (int is int64); float32/float64; string is text; []byte is
-// blob; a slice is vec; a pointer is opt (nil is null); a struct is a
-// record; principal.Principal is principal.
+// Go types with a Candid meaning of their own; the package documentation
+// gives the rest of the mapping.
 
 // Natural is Candid's arbitrary-precision nat. The zero value is 0.
 //
