@@ -236,7 +236,9 @@ func mustBeRejected(t *testing.T, ns, addr string) {
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("from %s to %s: %v (took %s); want it refused outright, not %T", ns, addr, err, took, err)
 	}
-	if took > time.Second {
+	// A drop would run into the 3 s dial timeout and fail with a timeout,
+	// not ECONNREFUSED; the bound leaves room for a loaded machine.
+	if took > 2500*time.Millisecond {
 		t.Fatalf("from %s to %s: refused only after %s; a reject answers at once", ns, addr, took)
 	}
 }
