@@ -165,4 +165,3 @@ func (c *decCompiler) bigNumber(w *Type, g *goType, mismatch decFn) decFn {
 		return nil
 	}
 }
-
