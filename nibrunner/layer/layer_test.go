@@ -7,10 +7,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -386,5 +388,56 @@ func TestPruneKeepsWhatIsInUseAndFreesTheRest(t *testing.T) {
 	f.cache.Mksquashfs = "/nonexistent"
 	if _, err := f.cache.Prepare(ctx(t), keepExe); err != nil {
 		t.Fatalf("a kept executable needs packing again: %v", err)
+	}
+}
+
+// countingStore counts the objects fetched through it.
+type countingStore struct {
+	store.Store
+	mu   sync.Mutex
+	gets int
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, int64, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, key)
+}
+
+func TestConcurrentPreparesOfOneLayerShareOneDownload(t *testing.T) {
+	dir, err := store.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := append([]byte("hsqs"), bytes.Repeat([]byte{1}, 4<<20)...)
+	if err := dir.Put(ctx(t), "l", bytes.NewReader(image), int64(len(image))); err != nil {
+		t.Fatal(err)
+	}
+	counting := &countingStore{Store: dir}
+	c, err := layer.NewCache(t.TempDir(), counting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := layer.Spec{Kind: layer.Filesystem, Digest: digest(image), ObjectKey: "l"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Prepare(ctx(t), spec)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counting.gets != 1 {
+		t.Fatalf("%d downloads for 8 concurrent prepares of one layer", counting.gets)
 	}
 }
