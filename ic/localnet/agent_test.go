@@ -204,3 +204,57 @@ func TestTheAgentDrivesEveryNNSMethodAgainstTheLocalnet(t *testing.T) {
 		t.Fatal("a certificate under another root key was accepted")
 	}
 }
+
+// TestConcurrentProposalsGetDistinctIdsAndAllExecute runs many agents at
+// once against one localnet (run with -race).
+func TestConcurrentProposalsGetDistinctIdsAndAllExecute(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gov := governance.New(governance.Config{}, localnet.RegistryExecutor(registry.New()))
+	srv, err := localnet.New(localnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InstallNNS(registry.New(), gov)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	const n = 16
+	ids := make(chan uint64, n)
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		id, _ := identity.GenerateEd25519(rand.Reader)
+		gov.AddNeuron(governance.Neuron{ID: uint64(100 + i), Controller: id.Sender(), StakeE8s: 1})
+		go func(neuron uint64) {
+			a, err := agent.New(agent.Config{URL: hs.URL, Identity: id, FetchRootKey: true})
+			if err != nil {
+				errs <- err
+				return
+			}
+			title := "A concurrent motion"
+			pid, err := nns.GovernanceClient{Caller: a}.MakeProposal(ctx, neuron, nns.MakeProposalRequest{Title: &title,
+				Action: &nns.ProposalActionRequest{Motion: &nns.Motion{MotionText: "go"}}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids <- pid
+		}(uint64(100 + i))
+	}
+	seen := map[uint64]bool{}
+	for i := 0; i < n; i++ {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case id := <-ids:
+			if seen[id] {
+				t.Fatalf("proposal id %d assigned twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	for id := range seen {
+		if p := gov.ProposalInfo(id); nns.ProposalStatus(p.Status) != nns.StatusExecuted {
+			t.Fatalf("proposal %d: %s", id, nns.ProposalStatus(p.Status))
+		}
+	}
+}

@@ -286,6 +286,7 @@ func (s *Server) execute(ctx context.Context, env *agent.Envelope, id principal.
 	}
 	st := &requestStatus{sender: env.Content.Sender, status: "processing", updated: s.now()}
 	s.requests[rid] = st
+	s.forgetLocked()
 	s.mu.Unlock()
 
 	reply, rej := s.dispatch(ctx, Call{Caller: env.Content.Sender, Method: env.Content.MethodName, Arg: env.Content.Arg}, id)
@@ -298,6 +299,22 @@ func (s *Server) execute(ctx context.Context, env *agent.Envelope, id principal.
 		st.status, st.reply = "replied", reply
 	}
 	return rid
+}
+
+// RequestRetention is how long a finished call's status stays readable:
+// past the longest ingress expiry, as on a replica, after which a replay is
+// refused as expired anyway.
+const RequestRetention = MaxIngressExpiry + 2*PermittedDrift
+
+// forgetLocked drops the status of calls finished longer ago than
+// RequestRetention, so a long-running devnet does not grow without bound.
+func (s *Server) forgetLocked() {
+	cutoff := s.now().Add(-RequestRetention)
+	for rid, st := range s.requests {
+		if st.status != "processing" && st.updated.Before(cutoff) {
+			delete(s.requests, rid)
+		}
+	}
 }
 
 func (s *Server) callAsync(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package localnet
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -544,5 +545,32 @@ func TestQueryAnswersAreSignedByANodeTheSubnetCertifies(t *testing.T) {
 	}
 	if err := identity.Verify(der, hash(append([]byte{0}, q.Reply.Arg...)), s.Signature); err == nil {
 		t.Fatal("the signature verifies for another reply")
+	}
+}
+
+func TestFinishedCallsAreForgottenAfterTheirRetention(t *testing.T) {
+	clock := time.Now()
+	s, err := New(Options{Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := mustIdentity(t)
+	s.Install(RegistryID, Methods{"ping": {Handler: func(context.Context, principal.Principal, []byte) ([]byte, error) { return []byte("pong"), nil }}})
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	c := newClient(t, hs.URL, me)
+	c.expiry = func() uint64 { return uint64(clock.Add(time.Minute).UnixNano()) }
+	if _, err := c.call(RegistryID, "ping", nil); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(RequestRetention + time.Second)
+	c.verifier, _ = certificate.NewVerifier(s.RootKeyDER(), certificate.Options{Now: func() time.Time { return clock }})
+	if _, err := c.call(RegistryID, "ping", nil); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) != 1 {
+		t.Fatalf("%d request statuses kept, want only the fresh one", len(s.requests))
 	}
 }
