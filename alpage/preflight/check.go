@@ -1,0 +1,214 @@
+package preflight
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// Options change how strict the checks are.
+type Options struct {
+	// Force submits an unelected deploy_guestos version anyway and lets a
+	// failed elected lookup pass; both become warnings.
+	Force bool
+	// ForApply is set by apply: a failed elected lookup then refuses unless
+	// Force. Plan always degrades it to a warning.
+	ForApply bool
+}
+
+// Evaluate runs the preflight of p over live state. It is pure: everything it
+// reads is in live. PayloadSHA256 is left for the caller to fill in.
+func Evaluate(p *config.Proposal, live *Snapshot, opts Options) Report {
+	var (
+		checks []Check
+		noop   bool
+	)
+	switch p.Kind {
+	case config.KindMembership:
+		checks, noop = membership(p.Membership, live)
+	case config.KindDeployGuestOS:
+		checks, noop = deployGuestOS(p.DeployGuestOS, live, opts)
+	case config.KindUpdateSubnet:
+		checks, noop = updateSubnet(p.UpdateSubnet, live)
+	case config.KindRemoveNodes:
+		checks, noop = removeNodes(p.RemoveNodes, live)
+	case config.KindRemoveNodeOperators:
+		checks, noop = removeNodeOperators(p.RemoveNodeOperators, live)
+	case config.KindRemoveNodeProvider:
+		checks, noop = removeNodeProvider(p.RemoveNodeProvider, live)
+	default:
+		checks = []Check{{Severity: Refused, Message: fmt.Sprintf("kind %q has no preflight", p.Kind)}}
+	}
+	return Report{Name: p.Name, Kind: string(p.Kind), Verdict: verdict(checks, noop), RegistryVersion: live.RegistryVersion, Checks: checks}
+}
+
+// members is the subnet's membership as principal text.
+func members(rec *nns.SubnetRecord) []string {
+	out := make([]string, 0, len(rec.Membership))
+	for _, m := range rec.Membership {
+		if p, err := principal.FromBytes(m); err == nil {
+			out = append(out, p.String())
+		}
+	}
+	return out
+}
+
+func missingSubnet(id string) []Check {
+	return []Check{{Severity: Refused, Subject: id, Message: fmt.Sprintf("subnet %s is not in the registry; check subnet_id", id)}}
+}
+
+func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
+	if live.Subnet == nil {
+		return missingSubnet(m.SubnetID), false
+	}
+	in := members(live.Subnet)
+	var checks []Check
+	changes := 0
+	for _, n := range m.Add {
+		f := live.Nodes[n.ID]
+		switch {
+		case slices.Contains(in, n.ID):
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; adding it changes nothing", n.ID, m.SubnetID)})
+			continue
+		case f.Err != "":
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", n.ID, f.Err)})
+		case !f.Registered:
+			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", n.ID)})
+		case f.MemberOf != "":
+			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of another subnet, %s; remove it there first", n.ID, f.MemberOf)})
+		default:
+			checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is registered and in no subnet; it joins subnet %s", n.ID, m.SubnetID)})
+		}
+		changes++
+	}
+	for _, n := range m.Remove {
+		if !slices.Contains(in, n.ID) {
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; removing it changes nothing", n.ID, m.SubnetID)})
+			continue
+		}
+		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s leaves subnet %s (%d members → %d after this proposal's changes)", n.ID, m.SubnetID, len(in), len(in)+len(m.Add)-len(m.Remove))})
+		changes++
+	}
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "every add and remove is a no-op, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+func deployGuestOS(d *config.DeployGuestOS, live *Snapshot, opts Options) ([]Check, bool) {
+	if live.Subnet == nil {
+		return missingSubnet(d.SubnetID), false
+	}
+	var checks []Check
+	v := live.Version
+	current := live.Subnet.ReplicaVersionID
+	noop := current == d.ReplicaVersionID
+	if noop {
+		checks = append(checks, Check{Severity: Warning, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s already runs %s; deploying it again changes nothing", d.SubnetID, d.ReplicaVersionID)})
+	} else {
+		checks = append(checks, Check{Severity: OK, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s runs %s and moves to %s", d.SubnetID, current, d.ReplicaVersionID)})
+	}
+	switch {
+	case v.ElectedErr != "":
+		sev, then := Warning, "check it is elected before the proposal is voted on"
+		if opts.ForApply && !opts.Force {
+			sev, then = Refused, "apply needs the answer; retry, or pass --force to submit without it"
+		}
+		checks = append(checks, Check{Severity: sev, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("could not tell whether %s is elected (%s); %s", d.ReplicaVersionID, v.ElectedErr, then)})
+	case !v.Elected:
+		sev, then := Refused, "the NNS would reject the proposal; elect it first (or --force to submit anyway)"
+		if opts.Force {
+			sev, then = Warning, "submitting anyway (--force); the NNS will likely reject it"
+		}
+		checks = append(checks, Check{Severity: sev, Subject: d.ReplicaVersionID, Source: v.ElectedSource, Message: fmt.Sprintf("version %s is not elected (no replica_version_%s record); %s", d.ReplicaVersionID, d.ReplicaVersionID, then)})
+	default:
+		checks = append(checks, Check{Severity: OK, Subject: d.ReplicaVersionID, Source: v.ElectedSource, Message: fmt.Sprintf("version %s is elected", d.ReplicaVersionID)})
+	}
+	switch {
+	case v.ReleaseErr != "":
+		checks = append(checks, Check{Severity: Note, Source: source.DashboardLabel, Message: fmt.Sprintf("release name unavailable (%s)", v.ReleaseErr)})
+	case v.ProposalID == 0:
+		checks = append(checks, Check{Severity: Note, Source: source.DashboardLabel, Message: fmt.Sprintf("no executed election proposal names %s", d.ReplicaVersionID)})
+	default:
+		name := v.Release
+		if name == "" {
+			name = "(unnamed)"
+		}
+		checks = append(checks, Check{Severity: Note, Source: source.DashboardLabel, Message: fmt.Sprintf("release %s, elected by proposal %d", name, v.ProposalID)})
+	}
+	return checks, noop
+}
+
+func removeNodes(r *config.RemoveNodes, live *Snapshot) ([]Check, bool) {
+	var checks []Check
+	changes := 0
+	for _, n := range r.Nodes {
+		f := live.Nodes[n.ID]
+		switch {
+		case f.Err != "":
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", n.ID, f.Err)})
+			changes++
+		case !f.Registered:
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is no longer registered; removing it changes nothing", n.ID)})
+		case f.MemberOf != "":
+			checks = append(checks, Check{Severity: Refused, Subject: n.ID, Message: fmt.Sprintf("node %s is still a member of subnet %s; the registry rejects removing it, so take it out of the subnet with a membership proposal first", n.ID, f.MemberOf)})
+			changes++
+		default:
+			checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is registered and in no subnet; it will be deregistered", n.ID)})
+			changes++
+		}
+	}
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "no node named is still registered, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+func removeNodeOperators(r *config.RemoveNodeOperators, live *Snapshot) ([]Check, bool) {
+	var checks []Check
+	changes := 0
+	for _, op := range r.Operators {
+		f := live.Operators[op]
+		switch {
+		case f.RegisteredErr != "":
+			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("could not read operator %s from the registry (%s)", op, f.RegisteredErr)})
+			changes++
+			continue
+		case !f.Registered:
+			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("operator %s has no registry record; removing it changes nothing", op)})
+			continue
+		}
+		changes++
+		switch {
+		case f.NodesErr != "":
+			checks = append(checks, Check{Severity: Warning, Subject: op, Source: source.ExplorerLabel, Message: fmt.Sprintf("could not list the nodes of operator %s (%s); the registry silently skips an operator that still owns nodes", op, f.NodesErr)})
+		case len(f.Nodes) > 0:
+			checks = append(checks, Check{Severity: Flagged, Subject: op, Source: source.ExplorerLabel, Message: fmt.Sprintf("operator %s still owns %d node(s) (%s); the registry silently skips it, so deregister them first", op, len(f.Nodes), strings.Join(f.Nodes, ", "))})
+		default:
+			checks = append(checks, Check{Severity: OK, Subject: op, Source: source.ExplorerLabel, Message: fmt.Sprintf("operator %s owns no nodes; its record will be deleted", op)})
+		}
+	}
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "no operator named has a record, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+func removeNodeProvider(r *config.RemoveNodeProvider, live *Snapshot) ([]Check, bool) {
+	id, f := r.NodeProviderID, live.Provider
+	if !f.Known {
+		return []Check{{Severity: Refused, Subject: id, Message: fmt.Sprintf("governance does not know node provider %s; it rejects removing an unknown provider", id)}}, false
+	}
+	checks := []Check{{Severity: OK, Subject: id, Message: fmt.Sprintf("governance knows node provider %s", id)}}
+	if len(f.Operators) > 0 {
+		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node provider %s still has %d operator(s) (%s); removing it orphans them, so remove them first", id, len(f.Operators), strings.Join(f.Operators, ", "))})
+	} else {
+		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node provider %s has no operators left", id)})
+	}
+	return checks, false
+}

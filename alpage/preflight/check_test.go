@@ -1,0 +1,246 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+func id(tag string) string { return principal.SelfAuthenticating([]byte(tag)).String() }
+
+var (
+	subnet = id("subnet")
+	other  = id("other subnet")
+	n1, n2 = id("n1"), id("n2")
+	n3, n4 = id("n3"), id("n4")
+)
+
+func subnetWith(version string, nodes ...string) *nns.SubnetRecord {
+	rec := &nns.SubnetRecord{ReplicaVersionID: version}
+	for _, n := range nodes {
+		rec.Membership = append(rec.Membership, principal.MustDecode(n).Bytes())
+	}
+	return rec
+}
+
+func refs(ids ...string) []config.NodeRef {
+	out := make([]config.NodeRef, len(ids))
+	for i, n := range ids {
+		out[i] = config.NodeRef{ID: n}
+	}
+	return out
+}
+
+// expect asserts the verdict and that each fragment appears in a check of
+// the given severity.
+type expect struct {
+	verdict Verdict
+	checks  map[Severity][]string
+}
+
+func (e expect) assert(t *testing.T, name string, r Report) {
+	t.Helper()
+	if r.Verdict != e.verdict {
+		t.Errorf("%s: verdict %s, want %s\n%s", name, r.Verdict, e.verdict, dump(r))
+	}
+	for sev, frags := range e.checks {
+		for _, frag := range frags {
+			found := false
+			for _, c := range r.Checks {
+				if c.Severity == sev && strings.Contains(c.Message, frag) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: no %s check mentions %q\n%s", name, sev, frag, dump(r))
+			}
+		}
+	}
+}
+
+func dump(r Report) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		b.WriteString("  " + string(c.Severity) + " " + c.Message + "\n")
+	}
+	return b.String()
+}
+
+func TestMembershipRules(t *testing.T) {
+	live := func() *Snapshot {
+		return &Snapshot{Subnet: subnetWith("v1", n1, n2), Nodes: map[string]NodeFacts{
+			n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {},
+			id("unread"): {Err: "timeout"},
+		}}
+	}
+	for _, tc := range []struct {
+		name        string
+		add, remove []string
+		live        *Snapshot
+		want        expect
+	}{
+		{"adding a free node and removing a member is ready", []string{n3}, []string{n1}, live(),
+			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet", "node " + n1 + " leaves"}}}},
+		{"adding a member is a warned no-op", []string{n1}, nil, live(),
+			expect{VerdictNoOp, map[Severity][]string{Warning: {"already a member"}, Note: {"changes nothing"}}}},
+		{"removing a non-member is a warned no-op", nil, []string{n3}, live(),
+			expect{VerdictNoOp, map[Severity][]string{Warning: {"is not a member"}}}},
+		{"one real change keeps the proposal ready", []string{n1, n3}, nil, live(),
+			expect{VerdictReady, map[Severity][]string{Warning: {"already a member"}, OK: {n3}}}},
+		{"a member of another subnet is flagged", []string{n4}, nil, live(),
+			expect{VerdictFlagged, map[Severity][]string{Flagged: {"member of another subnet, " + other}}}},
+		{"an unregistered node is flagged", []string{id("gone")}, nil, live(),
+			expect{VerdictFlagged, map[Severity][]string{Flagged: {"is not registered"}}}},
+		{"an unreadable node is a warning", []string{id("unread")}, nil, live(),
+			expect{VerdictReady, map[Severity][]string{Warning: {"timeout"}}}},
+		{"an unknown subnet is refused", []string{n3}, nil, &Snapshot{},
+			expect{VerdictRefused, map[Severity][]string{Refused: {"not in the registry"}}}},
+	} {
+		p := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(tc.add...), Remove: refs(tc.remove...)}}
+		tc.want.assert(t, tc.name, Evaluate(p, tc.live, Options{}))
+	}
+}
+
+func TestDeployGuestOSRules(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		target  string
+		version VersionFacts
+		opts    Options
+		want    expect
+	}{
+		{"an elected new version is ready and named", "v2", VersionFacts{Elected: true, Release: "rel-2", ProposalID: 7}, Options{},
+			expect{VerdictReady, map[Severity][]string{OK: {"runs v1 and moves to v2", "v2 is elected"}, Note: {"release rel-2, elected by proposal 7"}}}},
+		{"the current version is a no-op", "v1", VersionFacts{Elected: true}, Options{},
+			expect{VerdictNoOp, map[Severity][]string{Warning: {"already runs v1"}, Note: {"no executed election proposal"}}}},
+		{"an unelected version is refused", "v3", VersionFacts{}, Options{},
+			expect{VerdictRefused, map[Severity][]string{Refused: {"v3 is not elected"}}}},
+		{"--force submits an unelected version with a warning", "v3", VersionFacts{}, Options{Force: true, ForApply: true},
+			expect{VerdictReady, map[Severity][]string{Warning: {"not elected", "--force"}}}},
+		{"plan degrades a failed lookup to a warning", "v2", VersionFacts{ElectedErr: "502"}, Options{},
+			expect{VerdictReady, map[Severity][]string{Warning: {"could not tell whether v2 is elected (502)"}}}},
+		{"apply refuses on a failed lookup", "v2", VersionFacts{ElectedErr: "502"}, Options{ForApply: true},
+			expect{VerdictRefused, map[Severity][]string{Refused: {"could not tell"}}}},
+		{"apply --force proceeds on a failed lookup", "v2", VersionFacts{ElectedErr: "502"}, Options{ForApply: true, Force: true},
+			expect{VerdictReady, map[Severity][]string{Warning: {"could not tell"}}}},
+		{"an unreadable dashboard is only a note", "v2", VersionFacts{Elected: true, ReleaseErr: "dashboard down"}, Options{},
+			expect{VerdictReady, map[Severity][]string{Note: {"release name unavailable (dashboard down)"}}}},
+	} {
+		p := &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: tc.target}}
+		tc.want.assert(t, tc.name, Evaluate(p, &Snapshot{Subnet: subnetWith("v1"), Version: tc.version}, tc.opts))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestUpdateSubnetRules(t *testing.T) {
+	off := false
+	live := func() *Snapshot {
+		rec := subnetWith("v1", n1)
+		rec.MaxNumberOfCanisters = 100
+		rec.SSHReadonlyAccess = []string{"key-a", "key-b"}
+		rec.Features = &nns.SubnetFeatures{HTTPRequests: true, SevEnabled: &off}
+		return &Snapshot{Subnet: rec}
+	}
+	for _, tc := range []struct {
+		name string
+		u    config.UpdateSubnet
+		want expect
+	}{
+		{"each changed field is printed", config.UpdateSubnet{MaxNumberOfCanisters: ptr(uint64(200)), IsHalted: ptr(true)},
+			expect{VerdictReady, map[Severity][]string{OK: {"max_number_of_canisters: 100 → 200", "is_halted: false → true"}}}},
+		{"nothing different is a no-op", config.UpdateSubnet{MaxNumberOfCanisters: ptr(uint64(100)), SSHReadonlyAccess: &[]string{"key-b", "key-a"}},
+			expect{VerdictNoOp, map[Severity][]string{Note: {"max_number_of_canisters is already 100", "changes nothing"}}}},
+		{"an ssh list that drops a key is flagged", config.UpdateSubnet{SSHReadonlyAccess: &[]string{"key-a", "key-c"}},
+			expect{VerdictFlagged, map[Severity][]string{Flagged: {"drops 1 existing key(s) (key-b)"}}}},
+		{"an empty ssh list is flagged", config.UpdateSubnet{SSHReadonlyAccess: &[]string{}},
+			expect{VerdictFlagged, map[Severity][]string{Flagged: {"drops 2"}}}},
+		{"a sev_enabled change is refused", config.UpdateSubnet{Features: &config.Features{HTTPRequests: true, SevEnabled: true}},
+			expect{VerdictRefused, map[Severity][]string{Refused: {"features.sev_enabled = true differs from the live false"}}}},
+		{"restating sev_enabled while changing a feature is ready", config.UpdateSubnet{Features: &config.Features{CanisterSandboxing: true, HTTPRequests: true}},
+			expect{VerdictReady, map[Severity][]string{OK: {"features.canister_sandboxing: false → true"}, Note: {"features.sev_enabled is already false"}}}},
+		{"an unset limit reads unset", config.UpdateSubnet{ResourceLimits: &config.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}},
+			expect{VerdictReady, map[Severity][]string{OK: {"resource_limits.maximum_state_size: unset → 1"}}}},
+	} {
+		u := tc.u
+		u.SubnetID = subnet
+		p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &u}
+		tc.want.assert(t, tc.name, Evaluate(p, live(), Options{}))
+	}
+}
+
+func TestRemoveNodesRules(t *testing.T) {
+	live := &Snapshot{Nodes: map[string]NodeFacts{n1: {Registered: true, MemberOf: subnet}, n2: {Registered: true}, n3: {}}}
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		want  expect
+	}{
+		{"a free node is deregistered", []string{n2}, expect{VerdictReady, map[Severity][]string{OK: {n2 + " is registered and in no subnet"}}}},
+		{"a subnet member is refused", []string{n1, n2}, expect{VerdictRefused, map[Severity][]string{Refused: {"still a member of subnet " + subnet}}}},
+		{"a deregistered node is a warned no-op", []string{n3}, expect{VerdictNoOp, map[Severity][]string{Warning: {"no longer registered"}}}},
+	} {
+		p := &config.Proposal{Name: "r", Kind: config.KindRemoveNodes, RemoveNodes: &config.RemoveNodes{Nodes: refs(tc.nodes...)}}
+		tc.want.assert(t, tc.name, Evaluate(p, live, Options{}))
+	}
+}
+
+func TestRemoveNodeOperatorsRules(t *testing.T) {
+	busy, idle, gone, blind := id("busy"), id("idle"), id("gone"), id("blind")
+	live := &Snapshot{Operators: map[string]OperatorFacts{
+		busy: {Registered: true, Nodes: []string{n1, n2}}, idle: {Registered: true}, gone: {}, blind: {Registered: true, NodesErr: "explorer down"},
+	}}
+	for _, tc := range []struct {
+		name string
+		ops  []string
+		want expect
+	}{
+		{"an operator without nodes is ready", []string{idle}, expect{VerdictReady, map[Severity][]string{OK: {"owns no nodes"}}}},
+		{"an operator with nodes is flagged", []string{idle, busy}, expect{VerdictFlagged, map[Severity][]string{Flagged: {"still owns 2 node(s)"}}}},
+		{"an operator without a record is a no-op", []string{gone}, expect{VerdictNoOp, map[Severity][]string{Warning: {"no registry record"}}}},
+		{"an unreadable explorer is a warning", []string{blind}, expect{VerdictReady, map[Severity][]string{Warning: {"explorer down"}}}},
+	} {
+		p := &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: tc.ops}}
+		tc.want.assert(t, tc.name, Evaluate(p, live, Options{}))
+	}
+}
+
+func TestRemoveNodeProviderRules(t *testing.T) {
+	np := id("provider")
+	for _, tc := range []struct {
+		name string
+		live ProviderFacts
+		want expect
+	}{
+		{"a known provider without operators is ready", ProviderFacts{Known: true}, expect{VerdictReady, map[Severity][]string{OK: {"no operators left"}}}},
+		{"an unknown provider is refused", ProviderFacts{}, expect{VerdictRefused, map[Severity][]string{Refused: {"does not know"}}}},
+		{"a provider with operators is flagged", ProviderFacts{Known: true, Operators: []string{id("op")}}, expect{VerdictFlagged, map[Severity][]string{Flagged: {"still has 1 operator(s)"}}}},
+	} {
+		p := &config.Proposal{Name: "p", Kind: config.KindRemoveNodeProvider, RemoveNodeProvider: &config.RemoveNodeProvider{NodeProviderID: np}}
+		tc.want.assert(t, tc.name, Evaluate(p, &Snapshot{Provider: tc.live}, Options{}))
+	}
+}
+
+func TestTheVerdictIsTheWorstCheck(t *testing.T) {
+	for _, tc := range []struct {
+		sevs []Severity
+		noop bool
+		want Verdict
+	}{
+		{[]Severity{OK, Note, Warning}, false, VerdictReady},
+		{[]Severity{OK, Warning}, true, VerdictNoOp},
+		{[]Severity{Flagged, OK}, true, VerdictFlagged},
+		{[]Severity{Flagged, Refused}, false, VerdictRefused},
+	} {
+		var checks []Check
+		for _, s := range tc.sevs {
+			checks = append(checks, Check{Severity: s})
+		}
+		if got := verdict(checks, tc.noop); got != tc.want {
+			t.Errorf("%v noop=%v: %s, want %s", tc.sevs, tc.noop, got, tc.want)
+		}
+	}
+}

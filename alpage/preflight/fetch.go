@@ -1,0 +1,287 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// Registry is what the fetcher reads from the registry canister;
+// nns.RegistryClient satisfies it.
+type Registry interface {
+	GetLatestVersion(ctx context.Context) (uint64, error)
+	GetSubnet(ctx context.Context, subnet principal.Principal) (*nns.SubnetRecord, error)
+	GetValue(ctx context.Context, key string, version uint64) ([]byte, uint64, bool, error)
+	GetNodeOperatorsAndDcsOfNodeProvider(ctx context.Context, provider principal.Principal) ([]nns.OperatorAndDc, error)
+}
+
+// Governance is what the fetcher reads from governance;
+// nns.GovernanceClient satisfies it.
+type Governance interface {
+	ListNodeProviders(ctx context.Context) ([]nns.NodeProvider, error)
+}
+
+// Explorer is what the fetcher reads from the registry explorer;
+// *source.Explorer satisfies it.
+type Explorer interface {
+	Elected(ctx context.Context, versionID string) (bool, error)
+	OperatorNodes(ctx context.Context, operator string) ([]string, error)
+}
+
+// Dashboard is what the fetcher reads from the ICP dashboard;
+// *source.Dashboard satisfies it.
+type Dashboard interface {
+	Elections(ctx context.Context) ([]source.Election, error)
+}
+
+// Fetcher gathers the Snapshot a proposal needs. The registry and
+// governance are authoritative: failing to read them is an error. The
+// explorer and dashboard are third parties: failing to read them is
+// recorded in the snapshot and becomes a warning or a note.
+type Fetcher struct {
+	Registry   Registry
+	Governance Governance
+	Explorer   Explorer
+	Dashboard  Dashboard
+}
+
+// parallel bounds concurrent reads of subnet records.
+const parallel = 8
+
+// Run fetches what p needs, evaluates it and fills in the payload hash.
+func (f *Fetcher) Run(ctx context.Context, p *config.Proposal, opts Options) (Report, error) {
+	built, err := proposal.Build(p)
+	if err != nil {
+		return Report{}, err
+	}
+	live, err := f.Fetch(ctx, p)
+	if err != nil {
+		return Report{}, fmt.Errorf("preflight %s: %w", p.Name, err)
+	}
+	r := Evaluate(p, live, opts)
+	r.PayloadSHA256 = built.PayloadSHA256
+	return r, nil
+}
+
+// Fetch reads the live state p's preflight needs. The registry version is
+// read first, so a plan pins a version no newer than what it checked.
+func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, error) {
+	v, err := f.Registry.GetLatestVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := &Snapshot{RegistryVersion: v}
+	switch p.Kind {
+	case config.KindMembership:
+		if live.Subnet, err = f.subnet(ctx, p.Membership.SubnetID); err != nil || live.Subnet == nil {
+			return live, err
+		}
+		if len(p.Membership.Add) > 0 {
+			ids := make([]string, len(p.Membership.Add))
+			for i, n := range p.Membership.Add {
+				ids[i] = n.ID
+			}
+			live.Nodes, err = f.nodes(ctx, ids)
+		}
+	case config.KindDeployGuestOS:
+		if live.Subnet, err = f.subnet(ctx, p.DeployGuestOS.SubnetID); err != nil || live.Subnet == nil {
+			return live, err
+		}
+		live.Version = f.version(ctx, p.DeployGuestOS.ReplicaVersionID)
+	case config.KindUpdateSubnet:
+		live.Subnet, err = f.subnet(ctx, p.UpdateSubnet.SubnetID)
+	case config.KindRemoveNodes:
+		ids := make([]string, len(p.RemoveNodes.Nodes))
+		for i, n := range p.RemoveNodes.Nodes {
+			ids[i] = n.ID
+		}
+		live.Nodes, err = f.nodes(ctx, ids)
+	case config.KindRemoveNodeOperators:
+		live.Operators = f.operators(ctx, p.RemoveNodeOperators.Operators)
+	case config.KindRemoveNodeProvider:
+		live.Provider, err = f.provider(ctx, p.RemoveNodeProvider.NodeProviderID)
+	}
+	return live, err
+}
+
+// subnet reads a subnet's record; nil when the registry has none.
+func (f *Fetcher) subnet(ctx context.Context, id string) (*nns.SubnetRecord, error) {
+	p, err := principal.Decode(id)
+	if err != nil {
+		return nil, fmt.Errorf("subnet %q: %w", id, err)
+	}
+	rec, err := f.Registry.GetSubnet(ctx, p)
+	if err == nil {
+		return rec, nil
+	}
+	// get_subnet answers Err for an unknown subnet; tell that apart from a
+	// failed read by asking for the record itself.
+	if _, _, found, verr := f.Registry.GetValue(ctx, nns.SubnetRecordKey(id), 0); verr == nil && !found {
+		return nil, nil
+	}
+	return nil, err
+}
+
+// nodes reads, for each id, whether node_record_<id> exists and which
+// subnet lists it (from subnet_list and each subnet's record).
+func (f *Fetcher) nodes(ctx context.Context, ids []string) (map[string]NodeFacts, error) {
+	memberOf, err := f.membership(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]NodeFacts{}
+	for _, id := range ids {
+		_, _, found, err := f.Registry.GetValue(ctx, nns.NodeRecordKey(id), 0)
+		if err != nil {
+			out[id] = NodeFacts{Err: err.Error()}
+			continue
+		}
+		out[id] = NodeFacts{Registered: found, MemberOf: memberOf[id]}
+	}
+	return out, nil
+}
+
+// membership maps every subnet member to its subnet.
+func (f *Fetcher) membership(ctx context.Context) (map[string]string, error) {
+	raw, _, found, err := f.Registry.GetValue(ctx, nns.SubnetListKey, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	if !found {
+		return out, nil
+	}
+	var list nns.SubnetListRecordPB
+	if err := list.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", nns.SubnetListKey, err)
+	}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		sem      = make(chan struct{}, parallel)
+	)
+	for _, b := range list.Subnets {
+		id, err := principal.FromBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", nns.SubnetListKey, err)
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			raw, _, found, err := f.Registry.GetValue(ctx, nns.SubnetRecordKey(id.String()), 0)
+			var rec nns.SubnetRecordPB
+			if err == nil && found {
+				err = rec.Unmarshal(raw)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("subnet %s: %w", id, err)
+				}
+				return
+			}
+			for _, m := range rec.Membership {
+				if n, err := principal.FromBytes(m); err == nil {
+					out[n.String()] = id.String()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+// version asks the registry whether the version is elected, falling back
+// to the explorer when the registry read fails, and the dashboard for its
+// release name.
+func (f *Fetcher) version(ctx context.Context, id string) VersionFacts {
+	var v VersionFacts
+	_, _, found, err := f.Registry.GetValue(ctx, nns.ReplicaVersionRecordKey(id), 0)
+	switch {
+	case err == nil:
+		v.Elected = found
+	case f.Explorer != nil:
+		elected, eerr := f.Explorer.Elected(ctx, id)
+		if eerr != nil {
+			v.ElectedErr = fmt.Sprintf("registry: %v; registry explorer: %v", err, eerr)
+		} else {
+			v.Elected, v.ElectedSource = elected, source.ExplorerLabel
+		}
+	default:
+		v.ElectedErr = err.Error()
+	}
+	if f.Dashboard == nil {
+		v.ReleaseErr = "no dashboard configured"
+		return v
+	}
+	elections, err := f.Dashboard.Elections(ctx)
+	if err != nil {
+		v.ReleaseErr = err.Error()
+		return v
+	}
+	for _, e := range elections {
+		if e.VersionID == id {
+			v.Release, v.ProposalID = e.Release, e.ProposalID
+		}
+	}
+	return v
+}
+
+func (f *Fetcher) operators(ctx context.Context, ids []string) map[string]OperatorFacts {
+	out := map[string]OperatorFacts{}
+	for _, id := range ids {
+		var o OperatorFacts
+		_, _, found, err := f.Registry.GetValue(ctx, nns.NodeOperatorRecordKey(id), 0)
+		if err != nil {
+			o.RegisteredErr = err.Error()
+		}
+		o.Registered = found
+		switch {
+		case f.Explorer == nil:
+			o.NodesErr = "no registry explorer configured"
+		default:
+			if o.Nodes, err = f.Explorer.OperatorNodes(ctx, id); err != nil {
+				o.NodesErr = err.Error()
+			}
+		}
+		out[id] = o
+	}
+	return out
+}
+
+func (f *Fetcher) provider(ctx context.Context, id string) (ProviderFacts, error) {
+	p, err := principal.Decode(id)
+	if err != nil {
+		return ProviderFacts{}, fmt.Errorf("node provider %q: %w", id, err)
+	}
+	known, err := f.Governance.ListNodeProviders(ctx)
+	if err != nil {
+		return ProviderFacts{}, err
+	}
+	var facts ProviderFacts
+	for _, np := range known {
+		if np.ID != nil && *np.ID == p {
+			facts.Known = true
+		}
+	}
+	ops, err := f.Registry.GetNodeOperatorsAndDcsOfNodeProvider(ctx, p)
+	if err != nil {
+		return ProviderFacts{}, err
+	}
+	for _, o := range ops {
+		if op, err := principal.FromBytes(o.NodeOperator.NodeOperatorPrincipalID); err == nil {
+			facts.Operators = append(facts.Operators, op.String())
+		}
+	}
+	return facts, nil
+}

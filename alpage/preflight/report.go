@@ -1,0 +1,137 @@
+// Package preflight checks a declared proposal against live state before it
+// is submitted: does it change anything, will the registry accept it, does
+// it do something the registry would silently skip or regret. The checks are
+// pure functions over a Snapshot of live state (Check), one per kind, so
+// they are tested with tables; Fetcher gathers the Snapshot a proposal needs
+// from the registry, governance, the registry explorer and the ICP
+// dashboard. `alp plan` prints the Report; `alp apply` runs the same checks
+// before it submits.
+package preflight
+
+import (
+	"fmt"
+	"io"
+
+	"alpnib.dev/internal/term"
+)
+
+// Severity is how much a single check matters.
+type Severity string
+
+// The severities, mildest first.
+const (
+	OK      Severity = "ok"
+	Note    Severity = "note"
+	Warning Severity = "warning"
+	Flagged Severity = "flagged"
+	Refused Severity = "refused"
+)
+
+// Verdict is the outcome for a whole proposal.
+type Verdict string
+
+// The verdicts: ready to submit, submitting would change nothing, a person
+// should look first (exit 2), or the NNS would reject it (exit 2).
+const (
+	VerdictReady   Verdict = "ready"
+	VerdictNoOp    Verdict = "no-op"
+	VerdictFlagged Verdict = "flagged"
+	VerdictRefused Verdict = "refused"
+)
+
+// Color is the one place a status word's colour is decided.
+func Color(word string) term.Color {
+	switch word {
+	case string(OK), string(VerdictReady):
+		return term.Green
+	case string(Note):
+		return term.Dim
+	case string(Warning), string(VerdictNoOp):
+		return term.Yellow
+	case string(Flagged), string(Refused):
+		return term.Red
+	}
+	return term.None
+}
+
+// Check is one finding, phrased as a sentence a person can act on.
+type Check struct {
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	// Subject is the id the check is about (node, operator, version).
+	Subject string `json:"subject,omitempty"`
+	// Field, Live and Declared describe one update_subnet setting.
+	Field    string `json:"field,omitempty"`
+	Live     string `json:"live,omitempty"`
+	Declared string `json:"declared,omitempty"`
+	// Source names a third-party source the finding rests on
+	// ("per registry explorer", "via ICP dashboard").
+	Source string `json:"source,omitempty"`
+}
+
+// Report is the preflight of one proposal, and its JSON form.
+type Report struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	PayloadSHA256 string  `json:"payload_sha256"`
+	Verdict       Verdict `json:"verdict"`
+	// RegistryVersion is the registry's latest version the live state was
+	// read at (what a plan file pins).
+	RegistryVersion uint64  `json:"registry_version"`
+	Checks          []Check `json:"checks"`
+}
+
+// Blocking reports whether the verdict needs a person (flagged) or stops
+// the proposal (refused): `alp plan` exits 2 for either.
+func (r Report) Blocking() bool { return r.Verdict == VerdictFlagged || r.Verdict == VerdictRefused }
+
+// verdict folds the checks: any refused → refused, any flagged → flagged,
+// else no-op when the proposal changes nothing, else ready.
+func verdict(checks []Check, noop bool) Verdict {
+	worst := OK
+	for _, c := range checks {
+		if rank(c.Severity) > rank(worst) {
+			worst = c.Severity
+		}
+	}
+	switch {
+	case worst == Refused:
+		return VerdictRefused
+	case worst == Flagged:
+		return VerdictFlagged
+	case noop:
+		return VerdictNoOp
+	}
+	return VerdictReady
+}
+
+func rank(s Severity) int {
+	switch s {
+	case Note:
+		return 1
+	case Warning:
+		return 2
+	case Flagged:
+		return 3
+	case Refused:
+		return 4
+	}
+	return 0
+}
+
+// Render writes the report for a person: a heading with the verdict, then
+// one line per check with its severity word painted.
+func (r Report) Render(w io.Writer, paint term.Painter) {
+	fmt.Fprintf(w, "%s (%s): %s\n", r.Name, r.Kind, paint.Paint(Color(string(r.Verdict)), string(r.Verdict)))
+	if r.PayloadSHA256 != "" {
+		fmt.Fprintf(w, "  payload sha256 %s, registry version %d\n", r.PayloadSHA256, r.RegistryVersion)
+	}
+	for _, c := range r.Checks {
+		word := fmt.Sprintf("%-8s", c.Severity)
+		line := c.Message
+		if c.Source != "" {
+			line += " [" + c.Source + "]"
+		}
+		fmt.Fprintf(w, "  %s %s\n", paint.Paint(Color(string(c.Severity)), word), line)
+	}
+}

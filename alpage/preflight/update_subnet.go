@@ -1,0 +1,131 @@
+package preflight
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"alpnib.dev/alpage/config"
+)
+
+// updateSubnet diffs every declared setting against the live record: a
+// change is an ok line "field: live → declared", an unchanged setting a
+// note. A declared key list that drops live keys is flagged (the list
+// replaces the live one); a features.sev_enabled different from live is
+// refused (the registry traps on it). Nothing different → no-op.
+func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
+	rec := live.Subnet
+	if rec == nil {
+		return missingSubnet(u.SubnetID), false
+	}
+	var checks []Check
+	changes := 0
+	diff := func(field, liveV, declV string) {
+		if liveV == declV {
+			checks = append(checks, Check{Severity: Note, Field: field, Live: liveV, Declared: declV, Message: fmt.Sprintf("%s is already %s", field, declV)})
+			return
+		}
+		changes++
+		checks = append(checks, Check{Severity: OK, Field: field, Live: liveV, Declared: declV, Message: fmt.Sprintf("%s: %s → %s", field, liveV, declV)})
+	}
+	num := func(field string, d *uint64, l uint64) {
+		if d != nil {
+			diff(field, strconv.FormatUint(l, 10), strconv.FormatUint(*d, 10))
+		}
+	}
+	optNum := func(field string, d, l *uint64) {
+		if d != nil {
+			diff(field, optUint(l), strconv.FormatUint(*d, 10))
+		}
+	}
+	boolean := func(field string, d *bool, l bool) {
+		if d != nil {
+			diff(field, strconv.FormatBool(l), strconv.FormatBool(*d))
+		}
+	}
+	keys := func(field string, d *[]string, l []string) {
+		if d == nil {
+			return
+		}
+		diff(field, setText(l), setText(*d))
+		var dropped []string
+		for _, k := range l {
+			if !slices.Contains(*d, k) {
+				dropped = append(dropped, k)
+			}
+		}
+		if len(dropped) > 0 {
+			checks = append(checks, Check{Severity: Flagged, Field: field, Message: fmt.Sprintf("%s drops %d existing key(s) (%s); the declared list replaces the live one, so name every key that keeps access", field, len(dropped), strings.Join(dropped, ", "))})
+		}
+	}
+
+	boolean("is_halted", u.IsHalted, rec.IsHalted)
+	if u.HaltAtCupHeight != nil {
+		boolean("halt_at_cup_height", u.HaltAtCupHeight, rec.HaltAtCupHeight != nil && *rec.HaltAtCupHeight)
+	}
+	num("max_number_of_canisters", u.MaxNumberOfCanisters, rec.MaxNumberOfCanisters)
+	keys("ssh_readonly_access", u.SSHReadonlyAccess, rec.SSHReadonlyAccess)
+	keys("ssh_backup_access", u.SSHBackupAccess, rec.SSHBackupAccess)
+	if u.SubnetAdmins != nil {
+		var liveAdmins []string
+		if rec.SubnetAdmins != nil {
+			for _, a := range *rec.SubnetAdmins {
+				liveAdmins = append(liveAdmins, a.String())
+			}
+		}
+		diff("subnet_admins", setText(liveAdmins), setText(*u.SubnetAdmins))
+	}
+	if f := u.Features; f != nil {
+		var sandbox, http, sev bool
+		if lf := rec.Features; lf != nil {
+			sandbox, http = lf.CanisterSandboxing, lf.HTTPRequests
+			sev = lf.SevEnabled != nil && *lf.SevEnabled
+		}
+		diff("features.canister_sandboxing", strconv.FormatBool(sandbox), strconv.FormatBool(f.CanisterSandboxing))
+		diff("features.http_requests", strconv.FormatBool(http), strconv.FormatBool(f.HTTPRequests))
+		if f.SevEnabled != sev {
+			changes++
+			checks = append(checks, Check{Severity: Refused, Field: "features.sev_enabled", Live: strconv.FormatBool(sev), Declared: strconv.FormatBool(f.SevEnabled),
+				Message: fmt.Sprintf("features.sev_enabled = %v differs from the live %v; the registry traps on any sev_enabled change, so state %v", f.SevEnabled, sev, sev)})
+		} else {
+			diff("features.sev_enabled", strconv.FormatBool(sev), strconv.FormatBool(f.SevEnabled))
+		}
+	}
+	if r := u.ResourceLimits; r != nil {
+		var size, delta *uint64
+		if lr := rec.ResourceLimits; lr != nil {
+			size, delta = lr.MaximumStateSize, lr.MaximumStateDelta
+		}
+		optNum("resource_limits.maximum_state_size", &r.MaximumStateSize, size)
+		optNum("resource_limits.maximum_state_delta", &r.MaximumStateDelta, delta)
+	}
+	num("unit_delay_millis", u.UnitDelayMillis, rec.UnitDelayMillis)
+	num("initial_notary_delay_millis", u.InitialNotaryDelayMillis, rec.InitialNotaryDelayMillis)
+	num("dkg_interval_length", u.DKGIntervalLength, rec.DkgIntervalLength)
+	num("dkg_dealings_per_block", u.DKGDealingsPerBlock, rec.DkgDealingsPerBlock)
+	num("max_ingress_bytes_per_message", u.MaxIngressBytesPerMessage, rec.MaxIngressBytesPerMessage)
+	optNum("max_ingress_bytes_per_block", u.MaxIngressBytesPerBlock, rec.MaxIngressBytesPerBlock)
+	num("max_ingress_messages_per_block", u.MaxIngressMessagesPerBlock, rec.MaxIngressMessagesPerBlock)
+	num("max_block_payload_size", u.MaxBlockPayloadSize, rec.MaxBlockPayloadSize)
+
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "every declared setting already has its live value, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+func optUint(v *uint64) string {
+	if v == nil {
+		return "unset"
+	}
+	return strconv.FormatUint(*v, 10)
+}
+
+// setText renders a list order-insensitively: the registry treats these
+// lists as sets, so a reordering is no change.
+func setText(xs []string) string {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return "[" + strings.Join(s, ", ") + "]"
+}
