@@ -261,6 +261,9 @@ func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.
 		t.Fatal("something still answers at the sleeping guest's endpoint")
 	}
 
+	if stamp, err := readStamp(v.snapDir(spec.AppID)); err == nil {
+		t.Logf("state file %d MiB for a %d MiB guest", stamp.StateSize>>20, spec.MemoryMiB)
+	}
 	start = time.Now()
 	st2, err := v.Wake(ctx, spec)
 	if err != nil {
@@ -394,5 +397,42 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "adoptee") {
 			t.Fatalf("QEMU pid %d outlived Stop", pid)
 		}
+	}
+}
+
+func TestATenantThatKeepsFailingIsRestartedByThePolicyThenTheGuestEndsWithItsExitCode(t *testing.T) {
+	testenv.RequireRoot(t)
+	f := newFixture(t)
+	var logs lockedBuffer
+	v := newVMM(t, f.dir, &logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := f.spec(t, "failing")
+	spec.Command.Environment = map[string]string{"EXIT_WITH": "3"}
+	spec.Restart = vmm.RestartPolicy{MaxRestarts: 2, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, BackoffFactor: 2, ResetAfter: time.Minute}
+	if _, err := v.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop(context.Background(), spec.AppID)
+	var st vmm.Status
+	for {
+		list, _ := v.List(ctx)
+		if len(list) == 1 && list[0].State == vmm.Exited {
+			st = list[0]
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the guest did not end; console:\n%s\nmessages:\n%s", console(v, spec.AppID), logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Fatalf("exit code %v, want 3; messages:\n%s", st.ExitCode, logs.String())
+	}
+	if msg := v.Message(spec.AppID); !strings.Contains(msg, "out of restarts") {
+		t.Errorf("message %q does not say it ran out of restarts", msg)
+	}
+	if n := strings.Count(logs.String(), "failing started"); n != 3 {
+		t.Errorf("the tenant started %d times, want 3 (first run + 2 restarts):\n%s", n, logs.String())
 	}
 }

@@ -9,10 +9,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 )
 
 func main() {
+	if code := os.Getenv("EXIT_WITH"); code != "" {
+		fmt.Println("counter exits with", code)
+		c, _ := strconv.Atoi(code)
+		os.Exit(c)
+	}
 	var n atomic.Int64
 	dir := os.Getenv("NIBRUN_DATA_DIR")
 	http.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) {
