@@ -1,0 +1,330 @@
+// Package dryrun executes a proposal on a fresh local NNS before it is sent
+// to the real one. The reference tool ran its dry run against an empty
+// registry, so every proposal failed on execution and the run only proved
+// that the payload decodes. Here the local registry is seeded with the live
+// records the proposal touches — the subnet record and its members, every
+// other subnet's membership (a node may belong to any of them), the nodes
+// the payload names and their operators, the elected versions, the
+// providers governance knows — so execution meets the registry's real
+// invariants: a sev_enabled change, removing a subnet member, deploying an
+// unelected version all fail here, with the registry's reason, before
+// anything is submitted.
+//
+// Gather reads the seed from live state (I/O, behind small interfaces);
+// Run executes on an in-process replica that never opens a socket.
+package dryrun
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// Registry reads live registry records by key; nns.RegistryClient
+// satisfies it. found is false for an absent (or deleted) key.
+type Registry interface {
+	GetValue(ctx context.Context, key string, version uint64) (value []byte, at uint64, found bool, err error)
+}
+
+// Governance lists the node providers governance knows;
+// nns.GovernanceClient satisfies it.
+type Governance interface {
+	ListNodeProviders(ctx context.Context) ([]nns.NodeProvider, error)
+}
+
+// Live is where a seed is read from.
+type Live struct {
+	Registry   Registry
+	Governance Governance
+	// OperatorNodes lists the nodes an operator owns (the registry has no
+	// such index; the registry explorer has). Nil leaves remove_node_operators
+	// seeded without those nodes, and the seed says so.
+	OperatorNodes func(ctx context.Context, operator string) ([]string, error)
+}
+
+// Seed is the live state a dry run starts from.
+type Seed struct {
+	// Records are registry records by key, protobuf values as read live.
+	Records map[string][]byte
+	// Absent are keys that were read and not found.
+	Absent []string
+	// Providers are the node providers governance knows.
+	Providers []principal.Principal
+	// Notes say what could not be seeded, so the result is read with that
+	// in mind.
+	Notes []string
+}
+
+// parallel bounds concurrent reads of live records.
+const parallel = 8
+
+// Gather reads the live records p touches.
+func Gather(ctx context.Context, live Live, p *proposal.Proposal) (*Seed, error) {
+	g := &gatherer{live: live, seed: &Seed{Records: map[string][]byte{}}, read: map[string]bool{}}
+	var err error
+	switch p.Kind {
+	case config.KindMembership:
+		var pl nns.ChangeSubnetMembershipPayload
+		if err = decode(p, &pl); err == nil {
+			err = g.membership(ctx, pl)
+		}
+	case config.KindDeployGuestOS:
+		var pl nns.DeployGuestosToAllSubnetNodesPayload
+		if err = decode(p, &pl); err == nil {
+			err = g.deploy(ctx, pl)
+		}
+	case config.KindUpdateSubnet:
+		var pl nns.UpdateSubnetPayload
+		if err = decode(p, &pl); err == nil {
+			err = g.fetch(ctx, nns.SubnetRecordKey(pl.SubnetID.String()))
+		}
+	case config.KindRemoveNodes:
+		var pl nns.RemoveNodesPayload
+		if err = decode(p, &pl); err == nil {
+			err = g.removeNodes(ctx, pl)
+		}
+	case config.KindRemoveNodeOperators:
+		var pl nns.RemoveNodeOperatorsPayload
+		if err = decode(p, &pl); err == nil {
+			err = g.removeOperators(ctx, operatorsOf(pl))
+		}
+	case config.KindRemoveNodeProvider:
+		err = g.providers(ctx)
+	default:
+		err = fmt.Errorf("unknown kind %q", p.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dry run: seed from live state: %w", err)
+	}
+	slices.Sort(g.seed.Absent)
+	return g.seed, nil
+}
+
+func decode(p *proposal.Proposal, into any) error {
+	if err := candid.Unmarshal(p.Payload, into); err != nil {
+		return fmt.Errorf("decode the %s payload: %w", p.Kind, err)
+	}
+	return nil
+}
+
+func operatorsOf(pl nns.RemoveNodeOperatorsPayload) []principal.Principal {
+	var ops []principal.Principal
+	for _, raw := range pl.NodeOperatorsToRemove {
+		if op, err := principal.FromBytes(raw); err == nil {
+			ops = append(ops, op)
+		}
+	}
+	if pl.NodeOperatorPrincipalsToRemove != nil {
+		ops = append(ops, pl.NodeOperatorPrincipalsToRemove.Principals...)
+	}
+	return ops
+}
+
+type gatherer struct {
+	live Live
+	mu   sync.Mutex
+	seed *Seed
+	read map[string]bool
+}
+
+// fetch reads keys concurrently (bounded) into the seed, skipping keys
+// already read.
+func (g *gatherer) fetch(ctx context.Context, keys ...string) error {
+	var todo []string
+	g.mu.Lock()
+	for _, k := range keys {
+		if !g.read[k] {
+			g.read[k] = true
+			todo = append(todo, k)
+		}
+	}
+	g.mu.Unlock()
+	sem := make(chan struct{}, parallel)
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, k := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			v, _, ok, err := g.live.Registry.GetValue(ctx, k, 0)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if ok {
+				g.seed.Records[k] = v
+			} else {
+				g.seed.Absent = append(g.seed.Absent, k)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *gatherer) record(key string) ([]byte, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.seed.Records[key]
+	return v, ok
+}
+
+// allSubnets seeds subnet_list and every subnet record in it: whether a
+// node is a member of some subnet is only written in the subnet records.
+func (g *gatherer) allSubnets(ctx context.Context) error {
+	if err := g.fetch(ctx, nns.SubnetListKey); err != nil {
+		return err
+	}
+	raw, ok := g.record(nns.SubnetListKey)
+	if !ok {
+		return nil
+	}
+	var list nns.SubnetListRecordPB
+	if err := list.Unmarshal(raw); err != nil {
+		return fmt.Errorf("decode %s: %w", nns.SubnetListKey, err)
+	}
+	var keys []string
+	for _, s := range list.Subnets {
+		if id, err := principal.FromBytes(s); err == nil {
+			keys = append(keys, nns.SubnetRecordKey(id.String()))
+		}
+	}
+	return g.fetch(ctx, keys...)
+}
+
+func (g *gatherer) subnet(id principal.Principal) (*nns.SubnetRecordPB, bool, error) {
+	raw, ok := g.record(nns.SubnetRecordKey(id.String()))
+	if !ok {
+		return nil, false, nil
+	}
+	var rec nns.SubnetRecordPB
+	if err := rec.Unmarshal(raw); err != nil {
+		return nil, false, fmt.Errorf("decode subnet %s: %w", id, err)
+	}
+	return &rec, true, nil
+}
+
+// nodes seeds the node records of ids and their operators' records.
+func (g *gatherer) nodes(ctx context.Context, ids []principal.Principal) error {
+	var keys []string
+	for _, id := range ids {
+		keys = append(keys, nns.NodeRecordKey(id.String()))
+	}
+	if err := g.fetch(ctx, keys...); err != nil {
+		return err
+	}
+	var ops []string
+	for _, k := range keys {
+		raw, ok := g.record(k)
+		if !ok {
+			continue
+		}
+		var rec nns.NodeRecordPB
+		if err := rec.Unmarshal(raw); err != nil {
+			return fmt.Errorf("decode %s: %w", k, err)
+		}
+		if op, err := principal.FromBytes(rec.NodeOperatorID); err == nil {
+			ops = append(ops, nns.NodeOperatorRecordKey(op.String()))
+		}
+	}
+	return g.fetch(ctx, ops...)
+}
+
+func (g *gatherer) membership(ctx context.Context, pl nns.ChangeSubnetMembershipPayload) error {
+	if err := g.allSubnets(ctx); err != nil {
+		return err
+	}
+	if err := g.fetch(ctx, nns.SubnetRecordKey(pl.SubnetID.String())); err != nil {
+		return err
+	}
+	nodes := append(slices.Clone(pl.NodeIDsAdd), pl.NodeIDsRemove...)
+	rec, ok, err := g.subnet(pl.SubnetID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		for _, m := range rec.Membership {
+			if id, err := principal.FromBytes(m); err == nil {
+				nodes = append(nodes, id)
+			}
+		}
+	}
+	return g.nodes(ctx, nodes)
+}
+
+func (g *gatherer) deploy(ctx context.Context, pl nns.DeployGuestosToAllSubnetNodesPayload) error {
+	keys := []string{nns.SubnetRecordKey(pl.SubnetID.String()), nns.BlessedReplicaVersionsKey, nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)}
+	if err := g.fetch(ctx, keys...); err != nil {
+		return err
+	}
+	rec, ok, err := g.subnet(pl.SubnetID)
+	if err != nil || !ok || rec.ReplicaVersionID == "" {
+		return err
+	}
+	return g.fetch(ctx, nns.ReplicaVersionRecordKey(rec.ReplicaVersionID))
+}
+
+func (g *gatherer) removeNodes(ctx context.Context, pl nns.RemoveNodesPayload) error {
+	if err := g.allSubnets(ctx); err != nil {
+		return err
+	}
+	return g.nodes(ctx, pl.NodeIDs)
+}
+
+func (g *gatherer) removeOperators(ctx context.Context, ops []principal.Principal) error {
+	var keys []string
+	for _, op := range ops {
+		keys = append(keys, nns.NodeOperatorRecordKey(op.String()))
+	}
+	if err := g.fetch(ctx, keys...); err != nil {
+		return err
+	}
+	if g.live.OperatorNodes == nil {
+		g.seed.Notes = append(g.seed.Notes, "the operators' nodes were not seeded (no registry explorer to list them), so an operator that still owns nodes is not caught here")
+		return nil
+	}
+	var nodes []principal.Principal
+	for _, op := range ops {
+		ids, err := g.live.OperatorNodes(ctx, op.String())
+		if err != nil {
+			return fmt.Errorf("nodes of operator %s: %w", op, err)
+		}
+		for _, id := range ids {
+			p, err := principal.Decode(id)
+			if err != nil {
+				return fmt.Errorf("nodes of operator %s: %q: %w", op, id, err)
+			}
+			nodes = append(nodes, p)
+		}
+	}
+	return g.nodes(ctx, nodes)
+}
+
+func (g *gatherer) providers(ctx context.Context) error {
+	list, err := g.live.Governance.ListNodeProviders(ctx)
+	if err != nil {
+		return fmt.Errorf("list_node_providers: %w", err)
+	}
+	for _, np := range list {
+		if np.ID != nil {
+			g.seed.Providers = append(g.seed.Providers, *np.ID)
+		}
+	}
+	return nil
+}
