@@ -20,8 +20,9 @@ func refuse(format string, args ...any) error {
 
 // ChangeSubnetMembership runs change_subnet_membership: the subnet must
 // exist, every added node must be registered and in no subnet (this one
-// included), and every removed node must be a member. Removals apply before
-// additions.
+// included), and every removed node must be a member. The new membership
+// is the added nodes followed by the remaining members, in the registry's
+// order.
 func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) error {
 	return r.update(func(v view) ([]Mutation, error) {
 		rec, ok, err := v.subnet(p.SubnetID)
@@ -40,6 +41,7 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 			members = slices.Delete(slices.Clone(members), i, i+1)
 		}
 		seen := map[string]bool{}
+		var added [][]byte
 		for _, n := range p.NodeIDsAdd {
 			if seen[string(n.Bytes())] {
 				return nil, refuse("node %s is added twice", n)
@@ -55,9 +57,10 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 			} else if in && !(s == p.SubnetID && slices.ContainsFunc(p.NodeIDsRemove, func(x principal.Principal) bool { return x == n })) {
 				return nil, refuse("node %s is already a member of subnet %s", n, s)
 			}
-			members = append(slices.Clone(members), n.Bytes())
+			added = append(added, n.Bytes())
 		}
-		rec.Membership = members
+		// As the registry does: the added nodes first, then the remaining members.
+		rec.Membership = append(added, members...)
 		return []Mutation{{Key: nns.SubnetRecordKey(p.SubnetID.String()), Value: rec.Marshal()}}, nil
 	})
 }

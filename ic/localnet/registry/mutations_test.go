@@ -70,7 +70,7 @@ func TestChangeSubnetMembershipRules(t *testing.T) {
 		refused string
 		want    []principal.Principal
 	}{
-		{"adds a free node and removes a member", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(free), NodeIDsRemove: ps(n2)}, "", ps(n1, free)},
+		{"adds a free node and removes a member", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(free), NodeIDsRemove: ps(n2)}, "", ps(free, n1)},
 		{"an unknown subnet is refused", nns.ChangeSubnetMembershipPayload{SubnetID: pid("nope"), NodeIDsAdd: ps(free)}, "does not exist", nil},
 		{"adding an unregistered node is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(ghost)}, "does not exist", nil},
 		{"adding another subnet's member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(n3)}, "already a member of subnet", nil},
