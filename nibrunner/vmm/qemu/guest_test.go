@@ -25,8 +25,9 @@ import (
 
 // These tests boot real guests: QEMU microvm with Debian's cloud kernel and
 // our init, under TCG on the build machines (about 6 s a boot on 2 cores).
-// The network is QEMU's user mode with a forward on 127.0.0.1, which needs
-// no root networking; the tap path is the network package's to test.
+// Most use QEMU's user-mode network with a forward on 127.0.0.1, which needs
+// no root networking; tap_test.go runs one on its slot's tap inside a
+// network namespace of its own.
 
 var (
 	imageOnce sync.Once
