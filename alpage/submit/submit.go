@@ -1,0 +1,286 @@
+// Package submit is `alp apply`: the pipeline that takes one declared
+// proposal to the NNS and records it, in the order the spec fixes —
+// the state decision rules, the dry run on a seeded local NNS, the neuron
+// access check, preflight, the summary, the confirmation, submit, record.
+// Every step that touches the world is a small interface, so the pipeline
+// itself is tested with fakes and the command only wires real clients in.
+//
+// The one thing the pipeline must never do is lose a submission: a
+// proposal that was made but could not be written to state.json comes back
+// as a *LostRecordError carrying the id and the exact entry to add, which
+// the command prints loudly and turns into its own exit code.
+package submit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"alpnib.dev/alpage/dryrun"
+	"alpnib.dev/alpage/planfile"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/principal"
+)
+
+// DryRunner executes the proposal on a seeded local NNS.
+type DryRunner interface {
+	DryRun(ctx context.Context, p *proposal.Proposal, neuron uint64) (*dryrun.Result, error)
+}
+
+// NeuronChecker proves the identity may propose with neuron (a signed
+// get_full_neuron succeeds only for its controller or a hotkey).
+type NeuronChecker interface {
+	CheckNeuron(ctx context.Context, neuron uint64) error
+}
+
+// Preflighter checks the proposal against live state.
+type Preflighter interface {
+	Preflight(ctx context.Context, p *proposal.Proposal) (*Preflight, error)
+}
+
+// Preflight is what apply needs from a preflight report.
+type Preflight struct {
+	// Verdict is "ready", "no-op", "flagged" or "refused".
+	Verdict string
+	// Render writes the report for a person.
+	Render func(w io.Writer)
+}
+
+// The preflight verdicts apply acts on.
+const (
+	VerdictReady = "ready"
+	VerdictNoOp  = "no-op"
+)
+
+// Confirmer asks the person to confirm; an error aborts.
+type Confirmer interface {
+	Confirm(ctx context.Context, prompt string) error
+}
+
+// Submitter makes the proposal from neuron and returns its id.
+type Submitter interface {
+	Submit(ctx context.Context, p *proposal.Proposal, neuron uint64) (uint64, error)
+}
+
+// Store reads and writes state.json.
+type Store interface {
+	Load() (*state.State, error)
+	Save(*state.State) error
+}
+
+// Steps are the pipeline's adapters.
+type Steps struct {
+	DryRun    DryRunner
+	Neuron    NeuronChecker
+	Preflight Preflighter
+	Confirm   Confirmer
+	Submit    Submitter
+	Store     Store
+	// RegistryVersion reads the live registry version, for a plan file.
+	RegistryVersion func(ctx context.Context) (uint64, error)
+	// Now stamps submitted_at; time.Now when nil.
+	Now func() time.Time
+}
+
+// Request is one apply.
+type Request struct {
+	Proposal  *proposal.Proposal
+	Principal principal.Principal
+	Host      string
+	Neuron    uint64
+	// Yes goes on past the summary to the typed confirmation.
+	Yes bool
+	// Force submits a changed payload, a no-op, a proposal preflight
+	// refused or flagged, or one whose dry run failed.
+	Force bool
+	// Plan, when applying a plan file, is the planned entry: apply refuses
+	// when the payload or the registry moved since.
+	Plan *planfile.Entry
+}
+
+// Outcome is how an apply ended without error.
+type Outcome int
+
+// The outcomes.
+const (
+	// NothingToDo: state.json records this payload as submitted already.
+	NothingToDo Outcome = iota
+	// DryRunOnly: every check passed; without --yes nothing was sent.
+	DryRunOnly
+	// Submitted: the proposal was made and recorded.
+	Submitted
+)
+
+// Result is an apply that ended without error.
+type Result struct {
+	Outcome    Outcome
+	ProposalID uint64
+	// Message says what happened, for the person.
+	Message string
+}
+
+// StoppedError is a check that stopped the apply before anything was sent
+// (the dry run failed, preflight did not say ready, the plan is stale).
+type StoppedError struct {
+	Reason string
+	Err    error // the cause, when there is one
+}
+
+func (e *StoppedError) Error() string { return e.Reason + "; nothing was submitted" }
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// LostRecordError is a proposal that was submitted but could not be
+// recorded in state.json.
+type LostRecordError struct {
+	Name       string
+	ProposalID uint64
+	Entry      *state.Proposal
+	Err        error
+}
+
+func (e *LostRecordError) Error() string {
+	return fmt.Sprintf("proposal %q WAS SUBMITTED as proposal %d but could not be recorded in state.json: %v", e.Name, e.ProposalID, e.Err)
+}
+
+func (e *LostRecordError) Unwrap() error { return e.Err }
+
+// Loud is what the command prints on stderr for a lost record: the id, the
+// import command that records it, and the entry to paste by hand.
+func (e *LostRecordError) Loud(importCmd string) string {
+	entry, _ := json.MarshalIndent(map[string]*state.Proposal{e.Name: e.Entry}, "    ", "  ")
+	bar := strings.Repeat("!", 72)
+	var b strings.Builder
+	fmt.Fprintln(&b, bar)
+	fmt.Fprintf(&b, "!!! PROPOSAL %d WAS SUBMITTED, BUT state.json WAS NOT UPDATED\n", e.ProposalID)
+	fmt.Fprintf(&b, "!!! cause: %v\n", e.Err)
+	fmt.Fprintln(&b, "!!! Record it now, or a later apply will not know it was submitted:")
+	fmt.Fprintf(&b, "!!!   %s\n", importCmd)
+	fmt.Fprintln(&b, "!!! or add this entry under \"proposals\" in state.json:")
+	fmt.Fprintf(&b, "    %s\n", entry)
+	fmt.Fprintln(&b, bar)
+	return b.String()
+}
+
+// Apply runs the pipeline for req, writing progress (checks, dry run,
+// preflight) to progress and the summary to out.
+func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (*Result, error) {
+	p := req.Proposal
+	st, err := s.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	switch d, why := state.Decide(p.Name, st.Proposals[p.Name], p.PayloadSHA256, req.Force); d {
+	case state.Refuse:
+		return nil, errors.New(why)
+	case state.NothingToDo:
+		return &Result{Outcome: NothingToDo, ProposalID: st.Proposals[p.Name].ProposalID, Message: why}, nil
+	}
+
+	if req.Plan != nil {
+		if err := checkPlan(ctx, s, req); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "plan: payload and registry version %d unchanged since the plan\n", req.Plan.RegistryVersion)
+	}
+
+	res, err := s.DryRun.DryRun(ctx, p, req.Neuron)
+	if err != nil {
+		return nil, err
+	}
+	res.Render(progress)
+	if res.Failed() {
+		if !req.Force {
+			return nil, &StoppedError{Reason: res.Err().Error() + " (--force submits anyway)"}
+		}
+		fmt.Fprintln(progress, "warning: --force: going on although the dry run failed")
+	}
+
+	if err := s.Neuron.CheckNeuron(ctx, req.Neuron); err != nil {
+		return nil, fmt.Errorf("neuron access: %s may not propose with neuron %d: %w", req.Principal, req.Neuron, err)
+	}
+	fmt.Fprintf(progress, "neuron access: %s controls neuron %d or is its hotkey\n", req.Principal, req.Neuron)
+
+	pf, err := s.Preflight.Preflight(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	if pf.Render != nil {
+		pf.Render(progress)
+	}
+	if pf.Verdict != VerdictReady {
+		why := fmt.Sprintf("preflight says %s", pf.Verdict)
+		if pf.Verdict == VerdictNoOp {
+			why = "the proposal is a no-op: it would change nothing"
+		}
+		if !req.Force {
+			return nil, &StoppedError{Reason: why + " (--force submits anyway)"}
+		}
+		fmt.Fprintf(progress, "warning: --force: going on although %s\n", why)
+	}
+
+	writeSummary(out, req)
+	if !req.Yes {
+		return &Result{Outcome: DryRunOnly, Message: "dry run only; run again with --yes to submit"}, nil
+	}
+	prompt := fmt.Sprintf("Type submit to make proposal %q from neuron %d on %s: ", p.Name, req.Neuron, req.Host)
+	if err := s.Confirm.Confirm(ctx, prompt); err != nil {
+		return nil, fmt.Errorf("%w; nothing was submitted", err)
+	}
+
+	id, err := s.Submit.Submit(ctx, p, req.Neuron)
+	if err != nil {
+		return nil, fmt.Errorf("submit %q: %w", p.Name, err)
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	entry := &state.Proposal{
+		Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, SubmittedBy: req.Principal.String(),
+		Neuron: req.Neuron, Host: req.Host, SubmittedAt: now().UTC().Truncate(time.Second),
+	}
+	if err := record(s.Store, p.Name, entry); err != nil {
+		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}
+	}
+	return &Result{Outcome: Submitted, ProposalID: id, Message: fmt.Sprintf("submitted proposal %q as proposal %d; recorded in state.json", p.Name, id)}, nil
+}
+
+// record re-reads state.json (another apply may have recorded something
+// while this one waited for the confirmation) and adds the entry.
+func record(store Store, name string, entry *state.Proposal) error {
+	st, err := store.Load()
+	if err != nil {
+		return err
+	}
+	if err := st.Record(name, entry); err != nil {
+		return err
+	}
+	return store.Save(st)
+}
+
+func checkPlan(ctx context.Context, s Steps, req Request) error {
+	if s.RegistryVersion == nil {
+		return errors.New("plan: cannot read the registry version")
+	}
+	v, err := s.RegistryVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	if err := req.Plan.Check(req.Proposal.PayloadSHA256, v); err != nil {
+		return &StoppedError{Reason: err.Error(), Err: err}
+	}
+	return nil
+}
+
+func writeSummary(w io.Writer, req Request) {
+	fmt.Fprintln(w)
+	req.Proposal.Render(w)
+	fmt.Fprintf(w, "  proposer: neuron %d\n", req.Neuron)
+	fmt.Fprintf(w, "  identity: %s\n", req.Principal)
+	fmt.Fprintf(w, "  host:     %s\n", req.Host)
+}
