@@ -43,7 +43,8 @@ func FuzzParseDid(f *testing.F) {
 	})
 }
 
-// FuzzParseValues feeds arbitrary text values at a fixed, rich type.
+// FuzzParseValues feeds arbitrary text values at a fixed, rich type; what
+// it accepts must print (FormatValues) as text that reads back equal.
 //
 //	go test -run '^$' -fuzz FuzzParseValues -fuzztime 60s ./ic/candid/idl
 func FuzzParseValues(f *testing.F) {
@@ -55,8 +56,25 @@ func FuzzParseValues(f *testing.F) {
 	f.Add(`(record { a = 1; b = opt vec {}; c = variant { y = "s" }; d = blob "\00"; e = 1.5; f = principal "aaaaa-aa"; g = -3 }, 5)`)
 	f.Fuzz(func(t *testing.T, text string) {
 		vs, err := prog.ParseValues(text, types)
-		if err == nil && len(vs) != len(types) {
+		if err != nil {
+			return
+		}
+		if len(vs) != len(types) {
 			t.Fatalf("%d values for %d types", len(vs), len(types))
+		}
+		// What was read prints as text that reads back the same.
+		printed := FormatValues(vs)
+		back, err := prog.ParseValues(printed, types)
+		if err != nil {
+			if hasNonFinite(vs) {
+				return
+			}
+			t.Fatalf("%s printed as %s, which does not read back: %v", text, printed, err)
+		}
+		for i := range vs {
+			if !vs[i].Equal(back[i]) {
+				t.Fatalf("%s printed as %s read back as %s", text, printed, FormatValues(back))
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package idl
 
 import (
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -55,4 +56,74 @@ func TestEveryTextValueOfTheSuiteSurvivesEncodeAndDecode(t *testing.T) {
 		t.Errorf("only %d text values round-tripped; expected the suite's ~250", checked)
 	}
 	t.Logf("%d text values round-tripped", checked)
+}
+
+// TestEveryDecodedValueOfTheSuiteIsPrintedAsTextThatReadsBack prints every
+// value the suite decodes or parses with FormatValues and reads the text
+// back at the same types: the printer and the text parser agree.
+func TestEveryDecodedValueOfTheSuiteIsPrintedAsTextThatReadsBack(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(conformanceDir(t), "*.test.did"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
+	}
+	checked := 0
+	for _, file := range files {
+		tf, err := ReadTestFile(file)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		for _, a := range tf.Assertions {
+			for _, in := range []Input{a.Left, a.Right} {
+				if in.Bytes == nil {
+					continue
+				}
+				vs, err := in.decode(a.builder, a.Types)
+				if err != nil || hasNonFinite(vs) {
+					continue
+				}
+				checked++
+				text := FormatValues(vs)
+				back, err := parseValuesIn(a.builder, "", text, a.Types)
+				if err != nil {
+					t.Errorf("%s:%d: %s does not read back: %v", filepath.Base(file), a.Pos.Line, text, err)
+					continue
+				}
+				for i := range vs {
+					if !vs[i].Equal(back[i]) {
+						t.Errorf("%s:%d: %s read back as %s", filepath.Base(file), a.Pos.Line, FormatValue(vs[i]), FormatValue(back[i]))
+					}
+				}
+			}
+		}
+	}
+	if checked < 300 {
+		t.Errorf("only %d values printed and read back", checked)
+	}
+	t.Logf("%d values printed and read back", checked)
+}
+
+func hasNonFinite(vs []candid.Value) bool {
+	for _, v := range vs {
+		switch v.Kind {
+		case candid.KindFloat32, candid.KindFloat64:
+			if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
+				return true
+			}
+		case candid.KindOpt:
+			if v.Opt != nil && hasNonFinite([]candid.Value{*v.Opt}) {
+				return true
+			}
+		case candid.KindVec:
+			if hasNonFinite(v.Elems) {
+				return true
+			}
+		case candid.KindRecord, candid.KindVariant:
+			for _, f := range v.Fields {
+				if hasNonFinite([]candid.Value{f.Value}) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
