@@ -91,7 +91,7 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; removing it changes nothing", n.ID, m.SubnetID)})
 			continue
 		}
-		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s leaves subnet %s (%d members → %d after this proposal's changes)", n.ID, m.SubnetID, len(in), len(in)+len(m.Add)-len(m.Remove))})
+		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of subnet %s; it leaves it", n.ID, m.SubnetID)})
 		changes++
 	}
 	if changes == 0 {

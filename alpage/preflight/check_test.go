@@ -83,7 +83,7 @@ func TestMembershipRules(t *testing.T) {
 		want        expect
 	}{
 		{"adding a free node and removing a member is ready", []string{n3}, []string{n1}, live(),
-			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet", "node " + n1 + " leaves"}}}},
+			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet", "node " + n1 + " is a member of subnet " + subnet + "; it leaves"}}}},
 		{"adding a member is a warned no-op", []string{n1}, nil, live(),
 			expect{VerdictNoOp, map[Severity][]string{Warning: {"already a member"}, Note: {"changes nothing"}}}},
 		{"removing a non-member is a warned no-op", nil, []string{n3}, live(),

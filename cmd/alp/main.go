@@ -60,6 +60,7 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newListCmd(g))
 	root.AddCommand(newKeygenCmd())
 	root.AddCommand(newDevnetCmd())
+	root.AddCommand(newPlanCmd(g))
 	return root
 }
 

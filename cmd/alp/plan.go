@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/planfile"
+	"alpnib.dev/alpage/preflight"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/internal/term"
+)
+
+// planTimeout bounds the live reads of one proposal's preflight.
+const planTimeout = 2 * time.Minute
+
+func newPlanCmd(g *globals) *cobra.Command {
+	var (
+		output  string
+		outFile string
+		force   bool
+		live    liveFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "plan [name…]",
+		Short: "Check declared proposals against live state before submitting them",
+		Long: `plan runs the preflight of each named proposal (default: every declared one
+state.json has not recorded) against the live registry, governance, the
+registry explorer and the ICP dashboard, and prints what each would change
+and anything that would make the NNS reject it or regret it. Facts from the
+explorer and the dashboard are labelled as such.
+
+--out FILE (also spelled -out) saves the plan: per proposal the payload
+sha256 and the registry version it was checked against; alp apply FILE
+refuses when either has moved since.
+
+Exit status 2 when any proposal is flagged or refused, 1 on error.`,
+		// -out is Terraform's spelling; pflag would read it as -o ut, so
+		// flags are parsed in RunE after rewriting it.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.DisableFlagParsing = false // ParseFlags is a no-op while set
+			if err := cmd.ParseFlags(singleDashOut(args)); err != nil {
+				return fmt.Errorf("%w\n%s", err, cmd.UsageString())
+			}
+			if help, _ := cmd.Flags().GetBool("help"); help {
+				return cmd.Help()
+			}
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			st, err := g.loadState()
+			if err != nil {
+				return err
+			}
+			decls, err := planTargets(cfg, st, cmd.Flags().Args())
+			if err != nil {
+				return err
+			}
+			stdout := cmd.OutOrStdout()
+			if len(decls) == 0 {
+				if output == "json" {
+					return writeJSON(stdout, planJSON{Proposals: []preflight.Report{}})
+				}
+				_, err := fmt.Fprintln(stdout, "nothing to plan: state.json records every declared proposal (name one to plan it anyway)")
+				return err
+			}
+			f, host, err := g.preflightFetcher(cfg, live)
+			if err != nil {
+				return err
+			}
+			var reports []preflight.Report
+			for _, d := range decls {
+				fmt.Fprintf(cmd.ErrOrStderr(), "checking %s against %s…\n", d.Name, host)
+				ctx, cancel := context.WithTimeout(cmd.Context(), planTimeout)
+				r, err := f.Run(ctx, d, preflight.Options{Force: force})
+				cancel()
+				if err != nil {
+					return err
+				}
+				reports = append(reports, r)
+			}
+			if outFile != "" {
+				if err := planfile.Write(outFile, planFileOf(host, reports, time.Now().UTC())); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "plan saved to %s; apply it with alp apply %s\n", outFile, outFile)
+			}
+			if output == "json" {
+				err = writeJSON(stdout, planJSON{Proposals: reports})
+			} else {
+				err = renderPlan(stdout, term.For(stdout), reports)
+			}
+			if err != nil {
+				return err
+			}
+			if n := countBlocking(reports); n > 0 {
+				return flagged("%d proposal(s) flagged or refused by preflight", n)
+			}
+			return nil
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&outFile, "out", "", "save the plan (payload sha256 and registry version per proposal) for alp apply")
+	cmd.Flags().BoolVar(&force, "force", false, "treat an unelected deploy_guestos version as a warning instead of refusing it")
+	live.register(cmd)
+	return cmd
+}
+
+// singleDashOut rewrites Terraform's -out / -out=FILE to --out.
+func singleDashOut(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "-out" || strings.HasPrefix(a, "-out=") {
+			a = "-" + a
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// planTargets picks the proposals to plan: the named ones, in the order
+// named, or every declared one state.json has no record of.
+func planTargets(cfg *config.Config, st *state.State, names []string) ([]*config.Proposal, error) {
+	if len(names) == 0 {
+		var out []*config.Proposal
+		for _, p := range cfg.Proposals {
+			if st.Proposals[p.Name] == nil {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	var out []*config.Proposal
+	var unknown []string
+	for _, n := range names {
+		p := cfg.Proposal(n)
+		if p == nil {
+			unknown = append(unknown, n)
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("no proposal named %s is declared in %s", strings.Join(unknown, ", "), cfg.ProposalsFile)
+	}
+	return out, nil
+}
+
+// planJSON is `alp plan --output json`.
+type planJSON struct {
+	Proposals []preflight.Report `json:"proposals"`
+}
+
+func planFileOf(host string, reports []preflight.Report, now time.Time) *planfile.File {
+	f := &planfile.File{CreatedAt: now, Host: host}
+	for _, r := range reports {
+		f.Proposals = append(f.Proposals, planfile.Entry{Name: r.Name, Kind: r.Kind, PayloadSHA256: r.PayloadSHA256, RegistryVersion: r.RegistryVersion, Verdict: string(r.Verdict)})
+	}
+	return f
+}
+
+func countBlocking(reports []preflight.Report) int {
+	n := 0
+	for _, r := range reports {
+		if r.Blocking() {
+			n++
+		}
+	}
+	return n
+}
+
+func renderPlan(w io.Writer, paint term.Painter, reports []preflight.Report) error {
+	counts := map[preflight.Verdict]int{}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		r.Render(w, paint)
+		counts[r.Verdict]++
+	}
+	var parts []string
+	for _, v := range []preflight.Verdict{preflight.VerdictReady, preflight.VerdictNoOp, preflight.VerdictFlagged, preflight.VerdictRefused} {
+		if counts[v] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[v], paint.Paint(preflight.Color(string(v)), string(v))))
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nplan: %d proposal(s): %s\n", len(reports), strings.Join(parts, ", "))
+	return err
+}
