@@ -75,7 +75,11 @@ type lexer struct {
 }
 
 func newLexer(file, src string) *lexer {
-	return &lexer{src: src, line: 1, col: 1, file: file}
+	l := &lexer{src: src, line: 1, col: 1, file: file}
+	if strings.HasPrefix(src, "\ufeff") {
+		l.off = len("\ufeff") // a byte-order mark some editors write; not content
+	}
+	return l
 }
 
 func (l *lexer) pos() Pos { return Pos{File: l.file, Line: l.line, Col: l.col} }

@@ -262,3 +262,10 @@ func TestAUnicodeEscapeMustCloseRightAfterItsDigits(t *testing.T) {
 		t.Errorf("an escape with an underscore: %v", err)
 	}
 }
+
+func TestAByteOrderMarkAtTheStartIsIgnored(t *testing.T) {
+	p := mustParse(t, "\ufefftype A = nat;")
+	if p.Types["A"] == nil {
+		t.Errorf("type A missing")
+	}
+}
