@@ -11,8 +11,8 @@ import (
 // This file reads the official Candid conformance format (*.test.did, see
 // the suite's README): type definitions followed by assertions that an input
 // decodes or not at some types, and that two inputs give equal values or not.
-// It is exported through TestSuite so the conformance test, and anyone
-// checking another Candid corpus, can run it.
+// ReadTestFile and Assertion.Run are exported so that the conformance test,
+// and anyone checking another Candid corpus, can run it.
 
 // TestKind is the form of an assertion.
 type TestKind int
@@ -56,7 +56,7 @@ type Assertion struct {
 	builder *builder
 }
 
-// Name is "file:line description", for test output.
+// Name is "line N description", a subtest name (the runner adds the file).
 func (a *Assertion) Name() string {
 	if a.Desc == "" {
 		return fmt.Sprintf("line %d", a.Pos.Line)
