@@ -11,7 +11,8 @@ import (
 // main service, as candid types ready to encode and decode with.
 type Program struct {
 	// Types maps every type name defined in the file and its imports to its
-	// type. A recursive definition is a cycle in the graph.
+	// type. A recursive definition is a cycle in the graph; a name defined as
+	// another name may be an alias node, so look at t.Resolved().
 	Types map[string]*candid.Type
 	// Service is the main service (a candid.KindService type), or nil when the
 	// file declares none. Methods of `import service` files are merged in.
