@@ -15,7 +15,6 @@ import (
 	"alpnib.dev/ic/certificate"
 	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/internal/cborx"
-	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
 )
 
@@ -256,26 +255,6 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	writeCBOR(w, http.StatusOK, resp)
 }
 
-// DomainResponse prefixes the response hash a node signs.
-const DomainResponse = "\x0Bic-response"
-
-// signResponse is the node's signature on a query answer: Ed25519 over
-// "\x0Bic-response" || hash_of_map(answer fields, timestamp, request_id).
-func (s *Server) signResponse(fields map[string]any, rid agent.RequestID) (map[string]any, error) {
-	ts := uint64(s.now().UnixNano())
-	fields["timestamp"] = ts
-	fields["request_id"] = rid[:]
-	h, err := agent.HashOfMap(fields)
-	if err != nil {
-		return nil, fmt.Errorf("hash query response: %w", err)
-	}
-	sig, err := s.node.Sign(append([]byte(DomainResponse), h[:]...))
-	if err != nil {
-		return nil, fmt.Errorf("sign query response: %w", err)
-	}
-	return map[string]any{"timestamp": ts, "signature": sig, "identity": s.NodeID().Bytes()}, nil
-}
-
 // execute runs an update call once per request id and records its status.
 func (s *Server) execute(ctx context.Context, env *agent.Envelope, id principal.Principal) agent.RequestID {
 	rid := env.RequestID()
@@ -299,22 +278,6 @@ func (s *Server) execute(ctx context.Context, env *agent.Envelope, id principal.
 		st.status, st.reply = "replied", reply
 	}
 	return rid
-}
-
-// RequestRetention is how long a finished call's status stays readable:
-// past the longest ingress expiry, as on a replica, after which a replay is
-// refused as expired anyway.
-const RequestRetention = MaxIngressExpiry + 2*PermittedDrift
-
-// forgetLocked drops the status of calls finished longer ago than
-// RequestRetention, so a long-running devnet does not grow without bound.
-func (s *Server) forgetLocked() {
-	cutoff := s.now().Add(-RequestRetention)
-	for rid, st := range s.requests {
-		if st.status != "processing" && st.updated.Before(cutoff) {
-			delete(s.requests, rid)
-		}
-	}
 }
 
 func (s *Server) callAsync(w http.ResponseWriter, r *http.Request) {
@@ -367,44 +330,4 @@ func (s *Server) readState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCBOR(w, http.StatusOK, map[string]any{"certificate": cert})
-}
-
-// certify builds the state tree (time and every request status), prunes it
-// to paths and signs it with the root key.
-func (s *Server) certify(paths [][][]byte) ([]byte, error) {
-	b := certificate.NewBuilder()
-	if err := b.Insert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(s.now().UnixNano()))); err != nil {
-		return nil, err
-	}
-	sid := s.subnet.Bytes()
-	ranges, err := cborx.Marshal([][2][]byte{{principal.CanisterID(0).Bytes(), principal.CanisterID(1<<64 - 1).Bytes()}})
-	if err != nil {
-		return nil, err
-	}
-	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, s.RootKeyDER())
-	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
-	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("node"), s.NodeID().Bytes(), []byte("public_key")}, s.node.PublicKeyDER())
-	s.mu.Lock()
-	for rid, st := range s.requests {
-		base := [][]byte{[]byte("request_status"), append([]byte(nil), rid[:]...)}
-		at := func(label string, v []byte) {
-			b.MustInsert(append(append([][]byte{}, base...), []byte(label)), v)
-		}
-		at("status", []byte(st.status))
-		switch st.status {
-		case "replied":
-			at("reply", st.reply)
-		case "rejected":
-			at("reject_code", leb128.AppendUnsigned(nil, uint64(st.reject.Code)))
-			at("reject_message", []byte(st.reject.Message))
-			at("error_code", []byte(st.reject.ErrorCode))
-		}
-	}
-	s.mu.Unlock()
-	tree := certificate.Prune(b.Build(), paths...)
-	cert, err := certificate.Sign(s.key, tree, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sign certificate: %w", err)
-	}
-	return cert.Marshal()
 }
