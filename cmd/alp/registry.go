@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// registryTimeout bounds the reads of `alp registry subnet`.
+const registryTimeout = time.Minute
+
+func newRegistryCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Read live registry records as resources",
+	}
+	cmd.AddCommand(newRegistrySubnetCmd(g))
+	return cmd
+}
+
+func newRegistrySubnetCmd(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "subnet <subnet_id>",
+		Short: "Print a subnet's live membership as a resources fragment",
+		Long: `registry subnet reads the subnet's record from the registry canister and
+prints it as HCL to paste into resources.hcl: a subnet block named
+subnet_<first 5 characters of its id> and one node block per member, named
+node_<prefix> (longer where two members share a prefix), sorted by id.
+--output json gives the same as {"subnet_id", "registry_version", "nodes"}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			id, err := principal.Decode(args[0])
+			if err != nil {
+				return fmt.Errorf("subnet id %q: %w", args[0], err)
+			}
+			cfg, _ := g.loadConfig() // optional: only for provider.host
+			a, _, err := g.readAgent(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), registryTimeout)
+			defer cancel()
+			reg := nns.RegistryClient{Caller: a}
+			version, err := reg.GetLatestVersion(ctx)
+			if err != nil {
+				return err
+			}
+			rec, err := reg.GetSubnet(ctx, id)
+			if err != nil {
+				return err
+			}
+			var nodes []string
+			for _, m := range rec.Membership {
+				p, err := principal.FromBytes(m)
+				if err != nil {
+					return fmt.Errorf("subnet %s: member %x: %w", id, m, err)
+				}
+				nodes = append(nodes, p.String())
+			}
+			sort.Strings(nodes)
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), subnetJSON{SubnetID: id.String(), RegistryVersion: version, Nodes: nonNilStrings(nodes)})
+			}
+			_, err = cmd.OutOrStdout().Write(subnetFragment(id.String(), version, nodes))
+			return err
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+type subnetJSON struct {
+	SubnetID        string   `json:"subnet_id"`
+	RegistryVersion uint64   `json:"registry_version"`
+	Nodes           []string `json:"nodes"`
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// subnetFragment renders the subnet and its members (sorted) as resources
+// HCL, formatted the way `hclfmt` would.
+func subnetFragment(subnet string, version uint64, nodes []string) []byte {
+	names := shortNames(nodes)
+	subnetName := "subnet_" + prefix(subnet, 5)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Subnet %s as the registry has it at version %d (alp registry subnet).\n\n", subnet, version)
+	fmt.Fprintf(&b, "subnet %q {\n  id = %q\n}\n", subnetName, subnet)
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "\nnode %q {\n  id = %q\n  subnet = subnet.%s.id\n}\n", names[n], n, subnetName)
+	}
+	return hclwrite.Format([]byte(b.String()))
+}
+
+// shortNames names each node node_<prefix>, with the prefix the first 5
+// characters of its id, lengthened until no two nodes share a name.
+func shortNames(ids []string) map[string]string {
+	for n := 5; ; n++ {
+		names := map[string]string{}
+		seen := map[string]bool{}
+		clash := false
+		for _, id := range ids {
+			name := "node_" + prefix(id, n)
+			if seen[name] {
+				clash = true
+			}
+			seen[name] = true
+			names[id] = name
+		}
+		if !clash || n > 64 {
+			return names
+		}
+	}
+}
+
+// prefix is the first n characters of id without dashes, so the name stays
+// an identifier a person can read out.
+func prefix(id string, n int) string {
+	s := strings.ReplaceAll(id, "-", "")
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}
