@@ -60,7 +60,6 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newListCmd(g))
 	root.AddCommand(newKeygenCmd())
 	root.AddCommand(newDevnetCmd())
-	root.AddCommand(newApplyCmd(g))
 	root.AddCommand(newPlanCmd(g))
 	root.AddCommand(newRegistryCmd(g))
 	return root
