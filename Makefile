@@ -6,6 +6,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --exact-match 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X alpnib.dev/internal/version.Version=$(VERSION))
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
+SHELL := /bin/bash
 
 .PHONY: all build test setup check demo bench clean
 
@@ -28,7 +29,10 @@ check:
 	$(GO) vet ./...
 	staticcheck ./...
 
+# The Candid conformance runner prints one "<file>: N passed, M failed" line
+# per suite file; show those lines, then run everything.
 test: setup check
+	@set -o pipefail; $(GO) test -count=1 -v -run '^TestTheOfficialCandidSuitePasses$$' ./ic/candid/idl | grep -E ' passed, | failed|^(ok|FAIL|---)'
 	$(GO) test -race -timeout 45m ./...
 
 demo: build
