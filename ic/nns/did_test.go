@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/candid/idl"
 	"alpnib.dev/ic/principal"
 )
 
@@ -39,5 +40,39 @@ func TestEveryDidTypeHasACandidMapping(t *testing.T) {
 		if _, err := candid.TypeOf(reflect.TypeOf(v)); err != nil {
 			t.Errorf("%T: %v", v, err)
 		}
+	}
+}
+
+// TestThePayloadTypesMatchTheRegistryDid checks each Go payload type
+// against the registry.did argument it is sent as (testdata holds those
+// declarations): an opt where the canister wants a plain value, a missing
+// field or a wrong integer size fails here rather than on mainnet.
+func TestThePayloadTypesMatchTheRegistryDid(t *testing.T) {
+	prog, err := idl.ParseFile("testdata/registry_payloads.did")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeOf := func(v any) *candid.Type {
+		ct, err := candid.TypeOf(reflect.TypeOf(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ct
+	}
+	for method, arg := range map[string]any{
+		"change_subnet_membership":           ChangeSubnetMembershipPayload{},
+		"deploy_guestos_to_all_subnet_nodes": DeployGuestosToAllSubnetNodesPayload{},
+		"remove_nodes":                       RemoveNodesPayload{},
+		"remove_node_operators":              RemoveNodeOperatorsPayload{},
+		"update_subnet":                      UpdateSubnetPayload{},
+	} {
+		if err := prog.CheckMethod(method, []*candid.Type{typeOf(arg)}, nil); err != nil {
+			t.Errorf("%T: %v", arg, err)
+		}
+	}
+	err = prog.CheckMethod("get_node_operators_and_dcs_of_node_provider",
+		[]*candid.Type{candid.Principal()}, []*candid.Type{typeOf(GetNodeOperatorsAndDcsOfNodeProviderResponse{})})
+	if err != nil {
+		t.Error(err)
 	}
 }
