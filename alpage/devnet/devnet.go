@@ -1,6 +1,7 @@
 package devnet
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,14 +176,16 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 	}
 
 	fleet := opts.Fleet
+	purged := purgedProposals(fleet)
 	dash := &Dashboard{
 		Proposals: func() []DashboardProposal {
-			return DashboardProposals(d.Governance, func(id uint64) any {
+			live := DashboardProposals(d.Governance, func(id uint64) any {
 				if v, ok := elections[id]; ok {
 					return map[string]any{"replica_version_to_elect": v, "replica_versions_to_unelect": []string{}, "release_package_urls": []string{}}
 				}
 				return nil
 			})
+			return append(append([]DashboardProposal(nil), purged...), live...)
 		},
 		Node: func(id string) (DashboardNode, bool) { return d.dashboardNode(fleet, id) },
 	}
@@ -294,6 +298,9 @@ func (d *Devnet) seed(f *Fleet, ports map[string]uint32) (map[uint64]string, err
 			return nil, fmt.Errorf("devnet: seed: %w", err)
 		}
 	}
+	for _, p := range f.PurgedProposals {
+		d.Governance.SkipIDs(p.ID + 1)
+	}
 	elections := map[uint64]string{}
 	start := time.Now().Add(-30 * 24 * time.Hour)
 	for i, v := range f.Versions {
@@ -379,4 +386,32 @@ func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
 		}
 	}
 	return out, true
+}
+
+// purgedProposals renders the fleet's purged proposals the dashboard way,
+// oldest first.
+func purgedProposals(f *Fleet) []DashboardProposal {
+	var out []DashboardProposal
+	for _, p := range f.PurgedProposals {
+		proposed, _ := time.Parse(time.RFC3339, p.Proposed) // checked by ParseFleet
+		decided, _ := time.Parse(time.RFC3339, p.Decided)
+		dp := DashboardProposal{
+			ID: p.ID, ProposalID: p.ID, Title: p.Title, Summary: p.Summary, Topic: p.Topic, Status: p.Status,
+			ProposalTimestampSeconds: uint64(proposed.Unix()), DecidedTimestampSeconds: uint64(decided.Unix()),
+			DeadlineTimestampSeconds: uint64(decided.Unix()),
+			LatestTally:              &dashboardTally{Yes: 1, Total: 1, TimestampSeconds: uint64(decided.Unix())},
+		}
+		switch p.Status {
+		case "EXECUTED":
+			dp.ExecutedTimestampSeconds = dp.DecidedTimestampSeconds
+		case "FAILED":
+			dp.FailedTimestampSeconds = dp.DecidedTimestampSeconds
+			dp.FailureReason = &dashboardError{ErrorMessage: p.Failure, ErrorType: nns.ErrorTypeExternal}
+		case "REJECTED":
+			dp.LatestTally = &dashboardTally{No: 1, Total: 1, TimestampSeconds: uint64(decided.Unix())}
+		}
+		out = append(out, dp)
+	}
+	slices.SortFunc(out, func(a, b DashboardProposal) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

@@ -57,12 +57,13 @@ func TestTheDefaultFleetHasSomethingToShow(t *testing.T) {
 
 func TestABrokenFleetIsRefusedWithEveryReason(t *testing.T) {
 	bad := `{"data_centers":[],"node_providers":[],"node_operators":[{"id":"aaaaa-aa","provider":"2vxsx-fae","dc":"nowhere"}],
-	  "versions":[],"subnets":[{"id":"not a principal","version":"v9","members":["x"]}],"nodes":[],"neurons":[]}`
+	  "versions":[],"subnets":[{"id":"not a principal","version":"v9","members":["x"]}],"nodes":[],"neurons":[],
+	  "purged_proposals":[{"id":7,"title":"t","topic":"TOPIC_NOPE","status":"OPEN","proposed":"yesterday","decided":"2026-01-01T00:00:00Z"}]}`
 	_, err := ParseFleet([]byte(bad))
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, want := range []string{"provider 2vxsx-fae is not declared", `data center "nowhere"`, `subnet "not a principal"`, `version "v9"`, "member x"} {
+	for _, want := range []string{"provider 2vxsx-fae is not declared", `data center "nowhere"`, `subnet "not a principal"`, `version "v9"`, "member x", `unknown topic "TOPIC_NOPE"`, "status must be", `"yesterday" is not an RFC3339 time`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -34,6 +35,21 @@ type Fleet struct {
 	Subnets       []FleetSubnet     `json:"subnets"`
 	Nodes         []FleetNode       `json:"nodes"`
 	Neurons       []FleetNeuron     `json:"neurons"`
+	// PurgedProposals are older proposals governance no longer holds, which
+	// only the dashboard still reports (as for `alp status` on mainnet).
+	PurgedProposals []FleetProposal `json:"purged_proposals,omitempty"`
+}
+
+// FleetProposal is a decided proposal known only to the dashboard.
+type FleetProposal struct {
+	ID       uint64 `json:"id"`
+	Title    string `json:"title"`
+	Summary  string `json:"summary,omitempty"`
+	Topic    string `json:"topic"`  // TOPIC_SUBNET_MANAGEMENT, ...
+	Status   string `json:"status"` // EXECUTED, FAILED, REJECTED
+	Proposed string `json:"proposed"`
+	Decided  string `json:"decided"` // RFC3339
+	Failure  string `json:"failure,omitempty"`
 }
 
 // FleetDataCenter is a registry data center.
@@ -223,6 +239,24 @@ func (f *Fleet) check() error {
 				bad("node %s is a member of subnets %s and %s", m, other, s.ID)
 			}
 			member[m] = s.ID
+		}
+	}
+	u = unique("purged proposal")
+	for _, p := range f.PurgedProposals {
+		u(fmt.Sprint(p.ID))
+		if p.ID == 0 {
+			bad("a purged proposal has id 0")
+		}
+		if _, ok := nns.ParseTopic(p.Topic); !ok {
+			bad("purged proposal %d: unknown topic %q", p.ID, p.Topic)
+		}
+		if p.Status != "EXECUTED" && p.Status != "FAILED" && p.Status != "REJECTED" {
+			bad("purged proposal %d: status must be EXECUTED, FAILED or REJECTED", p.ID)
+		}
+		for _, ts := range []string{p.Proposed, p.Decided} {
+			if _, err := time.Parse(time.RFC3339, ts); err != nil {
+				bad("purged proposal %d: %q is not an RFC3339 time", p.ID, ts)
+			}
 		}
 	}
 	u = unique("neuron")

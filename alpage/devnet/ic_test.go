@@ -98,3 +98,39 @@ func TestAProposalThroughTheDevnetShowsUpEverywhere(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+func TestAPurgedProposalIsOnlyOnTheDashboardAndNewIdsFollowIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(ctx, Options{Fleet: f, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := nns.GovernanceClient{Caller: a}
+	if info, err := g.GetProposalInfo(ctx, 120); err != nil || info != nil {
+		t.Fatalf("governance still has proposal 120: %v %+v", err, info)
+	}
+	resp, err := http.Get(d.DashboardURL + "/api/v3/proposals/120")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var dp DashboardProposal
+	if err := json.NewDecoder(resp.Body).Decode(&dp); err != nil || dp.Status != "EXECUTED" || dp.ExecutedTimestampSeconds == 0 || dp.Topic != "TOPIC_SUBNET_MANAGEMENT" {
+		t.Fatalf("dashboard: %v %+v", err, dp)
+	}
+	// the seeded election proposals are numbered after the purged one
+	all, err := g.ListProposals(ctx, nns.ListProposalInfo{Limit: 100})
+	if err != nil || len(all) == 0 || all[len(all)-1].ID.ID != 121 {
+		t.Fatalf("ids after the purged proposal: %v %d", err, len(all))
+	}
+}

@@ -110,6 +110,16 @@ func (g *Governance) SeedProposal(info nns.ProposalInfo) uint64 {
 	return g.lastID
 }
 
+// SkipIDs makes the next proposal id at least next. A network whose older
+// proposals governance has purged keeps counting from where they left off.
+func (g *Governance) SkipIDs(next uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if next > 0 && g.lastID < next-1 {
+		g.lastID = next - 1
+	}
+}
+
 func govErr(t int32, format string, args ...any) *nns.GovernanceError {
 	return &nns.GovernanceError{ErrorType: t, ErrorMessage: fmt.Sprintf(format, args...)}
 }

@@ -261,3 +261,16 @@ func ids(ps []nns.ProposalInfo) []uint64 {
 	}
 	return out
 }
+
+func TestIdsContinueAfterPurgedProposals(t *testing.T) {
+	g, _, _ := setup(t, 0)
+	g.SkipIDs(500)
+	g.SkipIDs(10) // never goes back
+	id, err := g.MakeProposal(controller, 42, removeProvider(providerA))
+	if err != nil || id != 500 {
+		t.Fatalf("id %d, err %v", id, err)
+	}
+	if g.ProposalInfo(499) != nil {
+		t.Fatal("a purged id answers")
+	}
+}
