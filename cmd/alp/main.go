@@ -62,6 +62,7 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newDevnetCmd())
 	root.AddCommand(newPlanCmd(g))
 	root.AddCommand(newRegistryCmd(g))
+	root.AddCommand(newGuestosCmd(g))
 	return root
 }
 
