@@ -2,6 +2,7 @@ package candid
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -42,14 +43,39 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
+		// The typed and the dynamic decoder agree: what DecodeValues reads
+		// at the Go type's Candid type, Unmarshal reads too (it is only
+		// more lenient: a wire nat fits a uint64), and both re-encode to
+		// the same bytes.
 		var info proposalInfo
-		isDecodeError("Unmarshal proposalInfo", Unmarshal(data, &info))
+		errT := Unmarshal(data, &info)
+		isDecodeError("Unmarshal proposalInfo", errT)
+		pvs, errV := DecodeValues(data, []*Type{proposalInfoType})
+		isDecodeError("DecodeValues proposalInfo", errV)
+		if errV == nil {
+			if errT != nil {
+				t.Fatalf("DecodeValues accepted what Unmarshal refused: %v", errT)
+			}
+			a, err := Marshal(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := EncodeValues([]*Type{proposalInfoType}, pvs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(a) != string(b) {
+				t.Fatalf("the decoders disagree:\nMarshal      %x\nEncodeValues %x", a, b)
+			}
+		}
 		var opt nestedOpt
 		var vecs nestedVecs
 		var text string
 		isDecodeError("Unmarshal recursive", Unmarshal(data, &opt, &vecs, &text))
 	})
 }
+
+var proposalInfoType, _ = TypeOf(reflect.TypeFor[proposalInfo]())
 
 func hasFuture(ts []*Type) bool {
 	seen := map[*Type]bool{}
