@@ -111,6 +111,8 @@ type Daemon struct {
 	// volApps remembers which app each volume named in a document was
 	// for, so a volume a later document drops is still reported by app.
 	volApps map[string]string
+	// byApp indexes the accepted document's instances.
+	byApp map[string]*desired.DesiredInstance
 
 	kick chan struct{}
 }
@@ -213,6 +215,10 @@ func (d *Daemon) load(ctx context.Context) error {
 func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
 	d.doc, d.digest = doc, digest
 	d.problems = map[string]string{}
+	d.byApp = make(map[string]*desired.DesiredInstance, len(doc.Instances))
+	for i := range doc.Instances {
+		d.byApp[string(doc.Instances[i].AppId)] = &doc.Instances[i]
+	}
 	if d.volApps == nil {
 		d.volApps = map[string]string{}
 	}

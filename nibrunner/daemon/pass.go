@@ -58,8 +58,11 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	if d.doc != nil {
 		acts := plan.Plan(d.doc, d.observed(now, vms, vols, cps, exps))
 		d.apply(ctx, now, acts, vms, vols, cps, exps)
-		if vols, err = d.deps.Volumes.List(ctx); err != nil {
-			return fmt.Errorf("list volumes: %w", err)
+		if len(acts.Volumes) > 0 {
+			// Report the volumes as they are now, not as apply thinks.
+			if vols, err = d.deps.Volumes.List(ctx); err != nil {
+				return fmt.Errorf("list volumes: %w", err)
+			}
 		}
 	}
 	d.routeAndNetwork(ctx, vms)
@@ -135,15 +138,7 @@ func exitMessage(code *int) string {
 }
 
 func (d *Daemon) instance(app string) *desired.DesiredInstance {
-	if d.doc == nil {
-		return nil
-	}
-	for i := range d.doc.Instances {
-		if string(d.doc.Instances[i].AppId) == app {
-			return &d.doc.Instances[i]
-		}
-	}
-	return nil
+	return d.byApp[app]
 }
 
 func (d *Daemon) observed(now time.Time, vms map[string]vmm.Status, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
