@@ -85,6 +85,12 @@ func Load(dir string) (Image, error) {
 
 // BuildWith is Build with options.
 func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
+	// The manifest records absolute paths: QEMU and the daemon open them
+	// from wherever they run.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Image{}, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Image{}, fmt.Errorf("make guest image folder: %w", err)
 	}

@@ -366,6 +366,21 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 		t.Fatalf("the adopted guest's control channel: %v", err)
 	}
 
+	// This daemon dies too, in the middle of a sleep: the guest is paused
+	// and no snapshot was stamped. The next daemon adopts it and resumes it.
+	if _, err := v.guests["adoptee"].qmp.execute(ctx, "stop", nil); err != nil {
+		t.Fatal(err)
+	}
+	v.guests["adoptee"].close()
+	v = newVMM(t, f.dir, nil)
+	defer v.Stop(context.Background(), "adoptee")
+	if st, err := v.guests["adoptee"].qmp.status(ctx); err != nil || st != "running" {
+		t.Fatalf("a guest adopted paused is %q (%v), want running", st, err)
+	}
+	if got := get(t, endpoint, "/count", 10*time.Second); got != "2" {
+		t.Fatalf("the twice-adopted guest counts %s, want 2", got)
+	}
+
 	// The adopted guest sleeps; a wake for another deployment must not
 	// restore its memory but boot the new deployment cold.
 	if err := v.Sleep(ctx, "adoptee"); err != nil {

@@ -18,6 +18,7 @@ package qemu
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,6 +63,7 @@ type VMM struct {
 	version string
 
 	accelOnce sync.Once
+	accelMu   sync.Mutex
 	accel     string
 
 	mu     sync.Mutex
@@ -83,8 +85,16 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 	if cfg.Accel != "" && cfg.Accel != "kvm" && cfg.Accel != "tcg" {
 		return nil, fmt.Errorf("accelerator %q is neither kvm nor tcg", cfg.Accel)
 	}
-	for _, d := range []string{cfg.RuntimeDir, cfg.SnapshotDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range []*string{&cfg.RuntimeDir, &cfg.SnapshotDir} {
+		if *d == "" {
+			return nil, errors.New("the VMM needs a runtime and a snapshot folder")
+		}
+		abs, err := filepath.Abs(*d)
+		if err != nil {
+			return nil, err
+		}
+		*d = abs
+		if err := os.MkdirAll(abs, 0o755); err != nil {
 			return nil, fmt.Errorf("make VMM folder: %w", err)
 		}
 	}
@@ -106,7 +116,10 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 
 // Version names QEMU and, once chosen, the accelerator.
 func (v *VMM) Version() string {
-	if a := v.accel; a != "" {
+	v.accelMu.Lock()
+	a := v.accel
+	v.accelMu.Unlock()
+	if a != "" {
 		return "qemu-" + v.version + "/" + a
 	}
 	return "qemu-" + v.version
@@ -115,10 +128,18 @@ func (v *VMM) Version() string {
 // Accel returns the accelerator guests run under, probing on first use.
 func (v *VMM) Accel(ctx context.Context) string {
 	v.accelOnce.Do(func() {
-		if v.accel == "" {
-			v.accel = chooseAccel(ctx, v.cfg.QEMU, v.cfg.Image, v.bootID, v.cfg.RuntimeDir, filepath.Join(v.cfg.RuntimeDir, "accel.json"))
+		v.accelMu.Lock()
+		a := v.accel
+		v.accelMu.Unlock()
+		if a == "" {
+			a = chooseAccel(ctx, v.cfg.QEMU, v.cfg.Image, v.bootID, v.cfg.RuntimeDir, filepath.Join(v.cfg.RuntimeDir, "accel.json"))
+			v.accelMu.Lock()
+			v.accel = a
+			v.accelMu.Unlock()
 		}
 	})
+	v.accelMu.Lock()
+	defer v.accelMu.Unlock()
 	return v.accel
 }
 
@@ -223,9 +244,14 @@ func (v *VMM) List(ctx context.Context) ([]vmm.Status, error) {
 	return out, nil
 }
 
-// Start boots spec's guest cold.
+// Start boots spec's guest cold. Any snapshot of the app is discarded
+// first: once a cold guest writes to the volume, restoring older memory over
+// it would corrupt the filesystem.
 func (v *VMM) Start(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 	if err := v.claim(spec.AppID); err != nil {
+		return vmm.Status{}, err
+	}
+	if err := v.Discard(ctx, spec.AppID); err != nil {
 		return vmm.Status{}, err
 	}
 	g, err := v.launch(ctx, spec, "")
@@ -277,13 +303,19 @@ func (v *VMM) machineFor(ctx context.Context, spec vmm.Spec) (machine, error) {
 	if spec.VolumePath == "" {
 		return m, fmt.Errorf("start %s: no volume", spec.AppID)
 	}
+	var err error
+	if m.Volume, err = filepath.Abs(spec.VolumePath); err != nil {
+		return m, err
+	}
 	for i, l := range spec.Layers {
 		p := l.Path
 		if l.Kind == vmm.LayerExecutable {
-			var err error
 			if p, err = v.packExecutable(ctx, l); err != nil {
 				return m, fmt.Errorf("layer %d: %w", i, err)
 			}
+		}
+		if p, err = filepath.Abs(p); err != nil {
+			return m, err
 		}
 		m.Layers = append(m.Layers, p)
 	}
@@ -321,7 +353,6 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	defer logf.Close()
 	cmd := exec.Command(v.cfg.QEMU, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = m.Dir
 	// Its own session: the daemon's death or a signal to its group does
 	// not reach the guest.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -400,6 +431,7 @@ func (v *VMM) adopt(ctx context.Context) error {
 		}
 		if pf.Alive(v.bootID) && v.isOurQEMU(pf) {
 			if err := v.connect(ctx, g); err == nil {
+				v.resumeIfPaused(ctx, g)
 				go v.watch(g)
 				v.guests[pf.AppID] = g
 				continue
@@ -409,6 +441,23 @@ func (v *VMM) adopt(ctx context.Context) error {
 		v.guests[pf.AppID] = g
 	}
 	return nil
+}
+
+// resumeIfPaused continues a guest that a daemon paused to sleep it and
+// then died before the guest's process ended: its half-written snapshot has
+// no stamp (and is removed), so the guest must run on.
+func (v *VMM) resumeIfPaused(ctx context.Context, g *vmGuest) {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := g.qmp.status(qctx)
+	if err != nil {
+		return
+	}
+	switch st {
+	case "paused", "postmigrate", "finish-migrate":
+		_, _ = g.qmp.execute(qctx, "migrate_cancel", nil)
+		_, _ = g.qmp.execute(qctx, "cont", nil)
+	}
 }
 
 // isOurQEMU checks the process's command line names this app's QMP socket.
