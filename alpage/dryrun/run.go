@@ -27,8 +27,9 @@ type Result struct {
 	// FailureReason is governance's failure reason (the registry's error)
 	// when Status is failed.
 	FailureReason string
-	// Seeded counts the live records the local registry started from.
-	Seeded int
+	// Seeded counts the live records the local registry started from, and
+	// Providers the node providers local governance knew.
+	Seeded, Providers int
 	// Changes are the registry records execution wrote, sorted by key.
 	Changes []Change
 	// Warnings are effects a person should know of although execution
@@ -52,15 +53,19 @@ func (r *Result) Err() error {
 	if !r.Failed() {
 		return nil
 	}
-	return fmt.Errorf("the dry run failed: the proposal would be %s on execution: %s", strings.ToLower(r.Status.Word()), r.FailureReason)
+	return fmt.Errorf("dry run: the proposal failed on execution, as it would on the NNS: %s", r.FailureReason)
 }
 
 // Render writes the result for a person.
 func (r *Result) Render(w io.Writer) {
+	seeded := plural(r.Seeded, "live registry record")
+	if r.Providers > 0 {
+		seeded += " and " + plural(r.Providers, "node provider")
+	}
 	if r.Failed() {
-		fmt.Fprintf(w, "dry run: FAILED on a local NNS seeded with %d live records: %s\n", r.Seeded, r.FailureReason)
+		fmt.Fprintf(w, "dry run: FAILED on a local NNS seeded with %s: %s\n", seeded, r.FailureReason)
 	} else {
-		fmt.Fprintf(w, "dry run: executed on a local NNS seeded with %d live records\n", r.Seeded)
+		fmt.Fprintf(w, "dry run: executed on a local NNS seeded with %s\n", seeded)
 	}
 	for _, c := range r.Changes {
 		verb := "writes"
@@ -119,7 +124,7 @@ func Run(ctx context.Context, seed *Seed, p *proposal.Proposal, neuron uint64) (
 	if err != nil {
 		// governance refused the proposal itself (title, action shape):
 		// mainnet would refuse it the same way
-		return &Result{Status: nns.StatusFailed, FailureReason: err.Error(), Seeded: len(seed.Records), Notes: seed.Notes}, nil
+		return &Result{Status: nns.StatusFailed, FailureReason: err.Error(), Seeded: len(seed.Records), Providers: len(seed.Providers), Notes: seed.Notes}, nil
 	}
 	info, err := gc.GetProposalInfo(ctx, id)
 	if err != nil {
@@ -128,7 +133,7 @@ func Run(ctx context.Context, seed *Seed, p *proposal.Proposal, neuron uint64) (
 	if info == nil {
 		return nil, fmt.Errorf("dry run: the local governance lost proposal %d", id)
 	}
-	res := &Result{Status: nns.ProposalStatus(info.Status), Seeded: len(seed.Records), Notes: seed.Notes}
+	res := &Result{Status: nns.ProposalStatus(info.Status), Seeded: len(seed.Records), Providers: len(seed.Providers), Notes: seed.Notes}
 	if info.FailureReason != nil {
 		res.FailureReason = info.FailureReason.ErrorMessage
 	}
@@ -202,4 +207,11 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp := rec.Result()
 	resp.Request = r
 	return resp, nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

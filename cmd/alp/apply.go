@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/dryrun"
+	"alpnib.dev/alpage/planfile"
+	"alpnib.dev/alpage/preflight"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/alpage/submit"
+	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/identity"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/internal/term"
+)
+
+// Exit codes of apply beyond 0, 1 and 2 (a check stopped it).
+const (
+	// exitLostRecord: the proposal was submitted but state.json could not
+	// be written; the id was printed on stderr.
+	exitLostRecord = 3
+)
+
+// Step timeouts: each bounds one stage of apply.
+const (
+	applyReadTimeout   = 2 * time.Minute
+	applyDryRunTimeout = 3 * time.Minute
+	applySubmitTimeout = 5 * time.Minute
+)
+
+// applyAfterSubmit runs right after a successful submit; tests use it to
+// make the state file unwritable at exactly that moment.
+var applyAfterSubmit = func() {}
+
+func newApplyCmd(g *globals) *cobra.Command {
+	var (
+		identityPath              string
+		yes, force                bool
+		explorerURL, dashboardURL string
+	)
+	cmd := &cobra.Command{
+		Use:   "apply (<name> | PLANFILE [name]) [--identity key.pem] [--yes] [--force]",
+		Short: "Dry-run, check and submit one declared proposal, and record it in state.json",
+		Long: `apply takes one declared proposal to the NNS:
+
+  identity      load the PEM (--identity, else $ALP_IDENTITY) and say which principal
+  state         the state.json rules: a terminal record is refused, the same payload
+                is nothing to do, a changed payload needs --force
+  dry run       execute it on a fresh local NNS seeded with the live records it
+                touches; a proposal that would fail on execution stops here
+  neuron        a signed get_full_neuron proves the identity controls the neuron
+                or is one of its hotkeys
+  preflight     the checks of alp plan; anything but "ready" (a no-op included)
+                needs --force
+  summary       what would be submitted, its payload sha256, principal, host, neuron
+
+Without --yes it stops there ("dry run only"). With --yes it asks you to type
+submit, then makes the proposal and records it in state.json.
+
+Given a plan file written by alp plan -out, apply refuses when the payload or the
+registry version moved since the plan.
+
+Exit status: 0 done (or dry run only, or nothing to do), 1 error, 2 a check stopped
+it (nothing was submitted), 3 the proposal WAS submitted but state.json could not
+be written — the proposal id and the alp import command that records it are
+printed on stderr.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force,
+				explorer:  source.URL(explorerURL, source.ExplorerURLEnv, source.MainnetExplorerURL),
+				dashboard: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&identityPath, "identity", "", "identity PEM (ed25519 or secp256k1) that controls the neuron or is its hotkey: flag > $ALP_IDENTITY")
+	f.BoolVar(&yes, "yes", false, "go on past the summary: ask to type submit, then submit")
+	f.BoolVar(&force, "force", false, "submit a changed payload, a no-op, or a proposal the dry run or preflight stopped")
+	f.StringVar(&explorerURL, "explorer-url", "", "registry explorer (third party): flag > $"+source.ExplorerURLEnv+" > "+source.MainnetExplorerURL)
+	f.StringVar(&dashboardURL, "dashboard-url", "", "ICP dashboard (third party): flag > $"+source.DashboardURLEnv+" > "+source.MainnetDashboardURL)
+	return cmd
+}
+
+type applyOptions struct {
+	args                []string
+	identityPath        string
+	yes, force          bool
+	explorer, dashboard string
+}
+
+func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	stderr := cmd.ErrOrStderr()
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	name, plan, planHost, err := applyTarget(cfg, o.args)
+	if err != nil {
+		return err
+	}
+	decl := cfg.Proposal(name)
+	if decl == nil {
+		return fmt.Errorf("proposal %q is not declared in %s", name, g.configPath)
+	}
+	p, err := proposal.Build(decl)
+	if err != nil {
+		return err
+	}
+	host := g.resolveHost(cfg)
+	if plan != nil && planHost != "" && planHost != host {
+		return &exitError{code: 2, err: fmt.Errorf("the plan was made against %s, not %s; run alp plan again", planHost, host)}
+	}
+	neuron, ok, err := g.resolveNeuron(cfg)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("no proposer neuron: give --neuron, $ALP_NEURON or provider.neuron")
+	}
+
+	id, idPath, err := loadApplyIdentity(o.identityPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "identity: %s (%s)\n", id.Sender(), idPath)
+	ag, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host)})
+	if err != nil {
+		return err
+	}
+	reg := nns.RegistryClient{Caller: ag}
+	gov := nns.GovernanceClient{Caller: ag}
+	explorer := source.NewExplorer(o.explorer, nil)
+	steps := submit.Steps{
+		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
+		Neuron:    applyNeuron{gov},
+		Preflight: applyPreflight{decl: decl, force: o.force, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: source.NewDashboard(o.dashboard, nil)}},
+		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
+		Submit:    applySubmit{gov},
+		Store:     fileStore{g.statePath},
+		RegistryVersion: func(ctx context.Context) (uint64, error) {
+			ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
+			defer cancel()
+			return reg.GetLatestVersion(ctx)
+		},
+	}
+	res, err := submit.Apply(ctx, steps, submit.Request{Proposal: p, Principal: id.Sender(), Host: host, Neuron: neuron, Yes: o.yes, Force: o.force, Plan: plan},
+		cmd.OutOrStdout(), stderr)
+	var stopped *submit.StoppedError
+	var lost *submit.LostRecordError
+	switch {
+	case errors.As(err, &lost):
+		importCmd := fmt.Sprintf("alp import %s %d --config %s --state %s", lost.Name, lost.ProposalID, g.configPath, g.statePath)
+		fmt.Fprint(stderr, term.For(stderr).Paint(term.Red, lost.Loud(importCmd)))
+		return &exitError{code: exitLostRecord, err: err}
+	case errors.As(err, &stopped):
+		return &exitError{code: 2, err: err}
+	case err != nil:
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), res.Message)
+	return nil
+}
+
+// applyTarget reads the arguments: a declared proposal name, or a plan
+// file (and the name within it when it planned several).
+func applyTarget(cfg *config.Config, args []string) (name string, plan *planfile.Entry, planHost string, err error) {
+	if cfg.Proposal(args[0]) != nil && len(args) == 1 {
+		return args[0], nil, "", nil
+	}
+	if _, err := os.Stat(args[0]); err != nil {
+		if len(args) == 1 {
+			return "", nil, "", fmt.Errorf("%q is neither a declared proposal nor a plan file", args[0])
+		}
+		return "", nil, "", fmt.Errorf("plan file: %w", err)
+	}
+	f, err := planfile.Read(args[0])
+	if err != nil {
+		return "", nil, "", err
+	}
+	var e planfile.Entry
+	switch {
+	case len(args) == 2:
+		var ok bool
+		if e, ok = f.Lookup(args[1]); !ok {
+			return "", nil, "", fmt.Errorf("plan file %s did not plan proposal %q", args[0], args[1])
+		}
+	case len(f.Proposals) == 1:
+		e = f.Proposals[0]
+	default:
+		var names []string
+		for _, p := range f.Proposals {
+			names = append(names, p.Name)
+		}
+		return "", nil, "", fmt.Errorf("plan file %s planned %d proposals (%s); name the one to apply: alp apply %s NAME", args[0], len(names), strings.Join(names, ", "), args[0])
+	}
+	return e.Name, &e, f.Host, nil
+}
+
+// loadApplyIdentity reads the identity from path, else $ALP_IDENTITY.
+func loadApplyIdentity(path string) (identity.Identity, string, error) {
+	if path == "" {
+		path = os.Getenv("ALP_IDENTITY")
+	}
+	if path == "" {
+		return nil, "", errors.New("no identity: give --identity key.pem or set $ALP_IDENTITY (alp keygen --out makes one)")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("identity: %w", err)
+	}
+	id, err := identity.FromPEM(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("identity %s: %w", path, err)
+	}
+	return id, path, nil
+}
+
+// applyDryRun gathers the seed from live state and runs the dry run.
+type applyDryRun struct{ live dryrun.Live }
+
+func (d applyDryRun) DryRun(ctx context.Context, p *proposal.Proposal, neuron uint64) (*dryrun.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, applyDryRunTimeout)
+	defer cancel()
+	seed, err := dryrun.Gather(ctx, d.live, p)
+	if err != nil {
+		return nil, err
+	}
+	return dryrun.Run(ctx, seed, p, neuron)
+}
+
+// applyNeuron is the signed get_full_neuron.
+type applyNeuron struct{ gov nns.GovernanceClient }
+
+func (n applyNeuron) CheckNeuron(ctx context.Context, neuron uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
+	defer cancel()
+	_, err := n.gov.GetFullNeuron(ctx, neuron)
+	var ge *nns.GovernanceError
+	if errors.As(err, &ge) && ge.ErrorType == nns.ErrorTypeNotAuthorized {
+		return fmt.Errorf("the identity is neither the neuron's controller nor one of its hotkeys (%w)", err)
+	}
+	return err
+}
+
+// applyPreflight runs alp plan's checks in apply mode.
+type applyPreflight struct {
+	decl  *config.Proposal
+	force bool
+	f     *preflight.Fetcher
+}
+
+func (a applyPreflight) Preflight(ctx context.Context, _ *proposal.Proposal) (*submit.Preflight, error) {
+	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
+	defer cancel()
+	r, err := a.f.Run(ctx, a.decl, preflight.Options{ForApply: true, Force: a.force})
+	if err != nil {
+		return nil, err
+	}
+	return &submit.Preflight{Verdict: string(r.Verdict), Render: func(w io.Writer) {
+		io.WriteString(w, "preflight: ")
+		r.Render(w, term.For(w))
+	}}, nil
+}
+
+// applySubmit makes the proposal with the signed agent.
+type applySubmit struct{ gov nns.GovernanceClient }
+
+func (s applySubmit) Submit(ctx context.Context, p *proposal.Proposal, neuron uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, applySubmitTimeout)
+	defer cancel()
+	id, err := s.gov.MakeProposal(ctx, neuron, *p.MakeProposal(neuron).Command.MakeProposal)
+	if err == nil {
+		applyAfterSubmit()
+	}
+	return id, err
+}
+
+// stdinConfirm asks for the word submit on stdin.
+type stdinConfirm struct {
+	in     io.Reader
+	prompt io.Writer
+}
+
+func (c stdinConfirm) Confirm(ctx context.Context, prompt string) error {
+	fmt.Fprint(c.prompt, prompt)
+	line, err := bufio.NewReader(c.in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(c.prompt)
+		return errors.New("aborted: no answer (stdin is closed or not a terminal); type submit at the prompt to confirm")
+	}
+	if got := strings.TrimSpace(line); got != "submit" {
+		return fmt.Errorf("aborted: you typed %q, not submit", got)
+	}
+	return ctx.Err()
+}
+
+// fileStore is state.json at a path.
+type fileStore struct{ path string }
+
+func (s fileStore) Load() (*state.State, error) { return state.Load(s.path) }
+func (s fileStore) Save(st *state.State) error  { return st.Save(s.path) }

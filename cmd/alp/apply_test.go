@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/devnet"
+	"alpnib.dev/alpage/planfile"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// applyConfig declares one proposal of every kind against
+// testdata/apply/fleet.json, plus a sev_enabled change and a no-op.
+const applyConfig = "testdata/apply/proposals.hcl"
+
+// startApplyDevnet starts the devnet of testdata/apply/fleet.json and
+// points alp at it through the environment, as `alp devnet` tells a person
+// to.
+func startApplyDevnet(t *testing.T) *devnet.Devnet {
+	t.Helper()
+	data, err := os.ReadFile("testdata/apply/fleet.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := devnet.ParseFleet(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := devnet.Start(context.Background(), devnet.Options{Fleet: fleet, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for _, e := range d.Env() {
+		t.Setenv(e.Name, e.Value)
+	}
+	return d
+}
+
+// runAlp runs alp with stdin and returns stdout and stderr apart.
+func runAlp(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err = root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func loadStateFile(t *testing.T, path string) *state.State {
+	t.Helper()
+	st, err := state.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func declaredHash(t *testing.T, name string) string {
+	t.Helper()
+	cfg, err := config.Load(applyConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proposal.Build(cfg.Proposal(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.PayloadSHA256
+}
+
+var everyKind = []string{"add-node-08", "downgrade-app1", "halt-app1", "drop-node-12", "drop-empty-operator", "drop-gone-provider"}
+
+func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	for _, name := range everyKind {
+		out, errOut, err := runAlp(t, "", "apply", name, "--config", applyConfig, "--state", statePath)
+		if err != nil || !strings.Contains(out, "dry run only; run again with --yes to submit") {
+			t.Fatalf("apply %s without --yes: %v\n%s%s", name, err, out, errOut)
+		}
+		if _, err := os.Stat(statePath); err == nil && loadStateFile(t, statePath).Proposals[name] != nil {
+			t.Fatalf("apply %s without --yes recorded something", name)
+		}
+		out, errOut, err = runAlp(t, "submit\n", "apply", name, "--config", applyConfig, "--state", statePath, "--yes")
+		if err != nil {
+			t.Fatalf("apply %s --yes: %v\n%s%s", name, err, out, errOut)
+		}
+		for _, s := range []string{"dry run: executed", "neuron access: " + d.Identity.String(), "preflight: " + name, "Type submit"} {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("apply %s: progress lacks %q:\n%s", name, s, errOut)
+			}
+		}
+		rec := loadStateFile(t, statePath).Proposals[name]
+		if rec == nil || rec.ProposalID == 0 || rec.PayloadSHA256 != declaredHash(t, name) || rec.SubmittedBy != d.Identity.String() || rec.Neuron != 4242 || rec.Host != d.ICURL {
+			t.Fatalf("apply %s recorded %+v", name, rec)
+		}
+		if !strings.Contains(out, "as proposal "+strconv.FormatUint(rec.ProposalID, 10)) {
+			t.Errorf("apply %s printed:\n%s", name, out)
+		}
+	}
+
+	out, errOut, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statePath)
+	if err != nil {
+		t.Fatalf("status: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out, "6 proposal(s): 6 executed") {
+		t.Fatalf("status:\n%s", out)
+	}
+	st := loadStateFile(t, statePath)
+	for _, name := range everyKind {
+		if rec := st.Proposals[name]; rec.Status != state.StatusExecuted || rec.ResolvedAt == nil {
+			t.Errorf("%s recorded as %q (resolved %v) after status", name, rec.Status, rec.ResolvedAt)
+		}
+	}
+
+	// and the devnet's registry and governance really changed
+	app1 := principal.MustDecode("x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe")
+	sub, _, _ := d.Registry.Subnet(app1)
+	if !sub.IsHalted || sub.ReplicaVersionID != "b14a223a8fa8498a3f75f86d0622d37e24a0a780" || len(sub.Membership) != 8 {
+		t.Errorf("app1 = halted %t, version %s, %d members", sub.IsHalted, sub.ReplicaVersionID, len(sub.Membership))
+	}
+	if _, ok, _ := d.Registry.Node(principal.MustDecode("duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe")); ok {
+		t.Error("node_12 is still registered")
+	}
+	if _, ok, _ := d.Registry.NodeOperator(principal.MustDecode("sp5zt-ai3iy-6276d-6qiqv-r4t3q-i3mxk-jlaaa-frtfo-6zfs7-wd3i5-4qe")); ok {
+		t.Error("the empty operator is still registered")
+	}
+	for _, np := range d.Governance.ListNodeProviders().NodeProviders {
+		if np.ID.String() == "xlbud-wqevv-daemz-63mb5-5qags-cqnxo-keqio-iubrg-4yxaj-g6p6f-uae" {
+			t.Error("governance still knows the gone provider")
+		}
+	}
+}
+
+func TestStatusReadsBackAFailedProposal(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	// --force takes the sev change past the dry run; governance adopts it
+	// and the registry refuses it on execution
+	if out, errOut, err := runAlp(t, "submit\n", "apply", "sev-on-app1", "--config", applyConfig, "--state", statePath, "--yes", "--force"); err != nil {
+		t.Fatalf("apply --force: %v\n%s%s", err, out, errOut)
+	}
+	out, _, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statePath)
+	if err != nil || !strings.Contains(out, "1 proposal(s): 1 failed") || !strings.Contains(out, "sev_enabled") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["sev-on-app1"]; rec.Status != state.StatusFailed {
+		t.Fatalf("recorded %+v", rec)
+	}
+	_ = d
+}
+
+func proposalsIn(d *devnet.Devnet) int { return len(d.Governance.Proposals()) }
+
+func TestTheConfirmationMustBeTheWordSubmit(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	before := proposalsIn(d)
+	for _, tc := range []struct{ stdin, says string }{
+		{"yes\n", `you typed "yes", not submit`},
+		{"", "stdin is closed or not a terminal"},
+		{"Submit\n", `you typed "Submit"`},
+	} {
+		_, errOut, err := runAlp(t, tc.stdin, "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes")
+		if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "nothing was submitted") {
+			t.Errorf("stdin %q: err %v\n%s", tc.stdin, err, errOut)
+		}
+	}
+	if proposalsIn(d) != before {
+		t.Fatal("a proposal was made without the typed confirmation")
+	}
+	if _, err := os.Stat(statePath); err == nil {
+		t.Fatal("state.json was written")
+	}
+}
+
+func TestASevEnabledChangeIsStoppedByTheDryRunWithExitTwo(t *testing.T) {
+	d := startApplyDevnet(t)
+	before := proposalsIn(d)
+	_, errOut, err := runAlp(t, "submit\n", "apply", "sev-on-app1", "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"), "--yes")
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "sev_enabled of subnet") || !strings.Contains(errOut, "dry run: FAILED") {
+		t.Fatalf("err %v\n%s", err, errOut)
+	}
+	if proposalsIn(d) != before {
+		t.Fatal("the sev change was submitted")
+	}
+}
+
+func TestANoOpIsRefusedWithoutForce(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	before := proposalsIn(d)
+	_, errOut, err := runAlp(t, "submit\n", "apply", "upgrade-app1", "--config", applyConfig, "--state", statePath, "--yes")
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "no-op") || proposalsIn(d) != before {
+		t.Fatalf("err %v\n%s", err, errOut)
+	}
+	if _, _, err := runAlp(t, "submit\n", "apply", "upgrade-app1", "--config", applyConfig, "--state", statePath, "--yes", "--force"); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	if loadStateFile(t, statePath).Proposals["upgrade-app1"] == nil {
+		t.Fatal("the forced no-op was not recorded")
+	}
+}
+
+func TestARecordedProposalIsNotSubmittedTwice(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	if _, _, err := runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes"); err != nil {
+		t.Fatal(err)
+	}
+	made := proposalsIn(d)
+
+	// the same payload, still open in state.json: nothing to do
+	out, _, err := runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes")
+	if err != nil || !strings.Contains(out, "nothing to do") {
+		t.Fatalf("same payload: %v\n%s", err, out)
+	}
+	// once status has seen it executed, it is terminal: refused even with --force
+	if _, _, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statePath); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes", "--force")
+	if err == nil || !strings.Contains(err.Error(), "rename the proposal block") {
+		t.Fatalf("terminal record with --force: %v", err)
+	}
+	if proposalsIn(d) != made {
+		t.Fatal("a recorded proposal was submitted again")
+	}
+}
+
+func TestAChangedPayloadIsRefusedWithoutForce(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	st := state.New()
+	st.Proposals["halt-app1"] = &state.Proposal{Kind: "update_subnet", ProposalID: 1, PayloadSHA256: strings.Repeat("ab", 32), Neuron: 4242, Status: state.StatusOpen}
+	if err := st.Save(statePath); err != nil {
+		t.Fatal(err)
+	}
+	before := proposalsIn(d)
+	_, _, err := runAlp(t, "submit\n", "apply", "halt-app1", "--config", applyConfig, "--state", statePath, "--yes")
+	if err == nil || !strings.Contains(err.Error(), "submit again with --force") || proposalsIn(d) != before {
+		t.Fatalf("err %v", err)
+	}
+	if _, _, err := runAlp(t, "submit\n", "apply", "halt-app1", "--config", applyConfig, "--state", statePath, "--yes", "--force"); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.PayloadSHA256 != declaredHash(t, "halt-app1") {
+		t.Fatalf("recorded %+v", rec)
+	}
+}
+
+func TestASubmissionThatCannotBeRecordedIsPrintedLoudlyWithExitThreeAndCanBeImported(t *testing.T) {
+	d := startApplyDevnet(t)
+	dir := filepath.Join(t.TempDir(), "repo")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	statePath := filepath.Join(dir, "state.json")
+	// the state folder disappears between submit and record (root ignores
+	// file modes, so a missing folder is how the write is made to fail)
+	applyAfterSubmit = func() { os.RemoveAll(dir) }
+	defer func() { applyAfterSubmit = func() {} }()
+
+	_, errOut, err := runAlp(t, "submit\n", "apply", "drop-node-12", "--config", applyConfig, "--state", statePath, "--yes")
+	if exitCode(err) != exitLostRecord {
+		t.Fatalf("exit code %d (%v), want %d", exitCode(err), err, exitLostRecord)
+	}
+	all := d.Governance.Proposals()
+	id := all[len(all)-1].ID.ID
+	for _, s := range []string{
+		"PROPOSAL " + strconv.FormatUint(id, 10) + " WAS SUBMITTED",
+		"alp import drop-node-12 " + strconv.FormatUint(id, 10),
+		`"proposal_id": ` + strconv.FormatUint(id, 10),
+	} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
+		}
+	}
+
+	// following the advice records it
+	applyAfterSubmit = func() {}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runAlp(t, "", "import", "drop-node-12", strconv.FormatUint(id, 10), "--config", applyConfig, "--state", statePath)
+	if err != nil {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+	rec := loadStateFile(t, statePath).Proposals["drop-node-12"]
+	if rec == nil || rec.ProposalID != id || rec.Neuron != 4242 || rec.Status != state.StatusExecuted || rec.PayloadSHA256 != declaredHash(t, "drop-node-12") || errOut != "" {
+		t.Fatalf("imported %+v, warnings %q", rec, errOut)
+	}
+}
+
+func TestAnIdentityThatMayNotUseTheNeuronIsRefusedBeforeAnythingIsSent(t *testing.T) {
+	d := startApplyDevnet(t)
+	other := filepath.Join(t.TempDir(), "other.pem")
+	if _, _, err := runAlp(t, "", "keygen", "--out", other); err != nil {
+		t.Fatal(err)
+	}
+	before := proposalsIn(d)
+	_, _, err := runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"), "--yes", "--identity", other)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "neither the neuron's controller nor one of its hotkeys") || proposalsIn(d) != before {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestAHotkeyMayProposeWithTheNeuron(t *testing.T) {
+	startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	// neuron 1 is controlled by the provider; the devnet identity is its hotkey
+	if out, errOut, err := runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes", "--neuron", "1"); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["add-node-08"]; rec.Neuron != 1 {
+		t.Fatalf("recorded %+v", rec)
+	}
+}
+
+func TestAPlanFileIsAppliedOnlyWhileTheRegistryHasNotMoved(t *testing.T) {
+	d := startApplyDevnet(t)
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.json")
+	plan := filepath.Join(dir, "plan.json")
+	write := func(version uint64) {
+		t.Helper()
+		f := &planfile.File{Host: d.ICURL, Proposals: []planfile.Entry{{Name: "halt-app1", Kind: "update_subnet", PayloadSHA256: declaredHash(t, "halt-app1"), RegistryVersion: version, Verdict: "ready"}}}
+		if err := planfile.Write(plan, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(d.Registry.Version() - 1)
+	_, _, err := runAlp(t, "submit\n", "apply", plan, "--config", applyConfig, "--state", statePath, "--yes")
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "registry changed since the plan") {
+		t.Fatalf("stale plan: %v", err)
+	}
+	write(d.Registry.Version())
+	if out, errOut, err := runAlp(t, "submit\n", "apply", plan, "--config", applyConfig, "--state", statePath, "--yes"); err != nil {
+		t.Fatalf("current plan: %v\n%s%s", err, out, errOut)
+	}
+	if loadStateFile(t, statePath).Proposals["halt-app1"] == nil {
+		t.Fatal("not recorded")
+	}
+}
+
+func TestImportRefusesIdZeroARecordedNameAndAnUndeclaredOne(t *testing.T) {
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	st := state.New()
+	st.Proposals["halt-app1"] = &state.Proposal{Kind: "update_subnet", ProposalID: 5}
+	if err := st.Save(statePath); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"add-node-08", "0"}, "proposal id 0 is not a proposal"},
+		{[]string{"halt-app1", "7"}, "already recorded as proposal 5"},
+		{[]string{"not-declared", "7"}, `proposal "not-declared" is not declared`},
+	} {
+		_, _, err := runAlp(t, "", append([]string{"import", "--config", applyConfig, "--state", statePath, "--host", "http://127.0.0.1:1"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("import %v: %v, want %q", tc.args, err, tc.says)
+		}
+	}
+}
+
+func TestImportWarnsWhenThePayloadOnChainDiffersFromTheConfig(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	// proposal made by other means: the sev change, imported under halt-app1's name
+	title := "made by hand"
+	cfg, _ := config.Load(applyConfig)
+	p, _ := proposal.Build(cfg.Proposal("sev-on-app1"))
+	id, gerr := d.Governance.MakeProposal(d.Identity, 4242, nns.MakeProposalRequest{Title: &title, Action: p.Action})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	_, errOut, err := runAlp(t, "", "import", "halt-app1", strconv.FormatUint(id, 10), "--config", applyConfig, "--state", statePath)
+	if err != nil || !strings.Contains(errOut, "differs from the one the config declares") {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusFailed || rec.PayloadSHA256 != declaredHash(t, "halt-app1") {
+		t.Fatalf("recorded %+v", rec)
+	}
+}

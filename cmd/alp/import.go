@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/readback"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/internal/term"
+)
+
+// importTimeout bounds reading the proposal back.
+const importTimeout = time.Minute
+
+func newImportCmd(g *globals) *cobra.Command {
+	var dashboardURL string
+	cmd := &cobra.Command{
+		Use:   "import <name> <proposal_id>",
+		Short: "Record an already submitted proposal in state.json (like terraform import)",
+		Long: `import adopts a proposal submitted by other means (or by an apply whose state
+write failed) into state.json under a declared proposal name. It reads the
+proposal from governance (get_proposal_info) for its proposer neuron, status and
+timestamps — from the ICP dashboard when governance has purged it — and records
+the sha256 of the payload the config declares now, warning when the payload
+on-chain differs. It refuses proposal id 0, a name already recorded, and a name
+the config does not declare.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			id, err := strconv.ParseUint(args[1], 10, 64)
+			if err != nil {
+				return fmt.Errorf("proposal id %q is not a number", args[1])
+			}
+			if id == 0 {
+				return errors.New("proposal id 0 is not a proposal")
+			}
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			decl := cfg.Proposal(name)
+			if decl == nil {
+				return fmt.Errorf("proposal %q is not declared in %s; declare it first (import records a declared proposal)", name, g.configPath)
+			}
+			p, err := proposal.Build(decl)
+			if err != nil {
+				return err
+			}
+			st, err := g.loadState()
+			if err != nil {
+				return err
+			}
+			if prev := st.Proposals[name]; prev != nil {
+				return fmt.Errorf("proposal %q is already recorded as proposal %d; remove that entry from %s first if it is wrong", name, prev.ProposalID, g.statePath)
+			}
+			host := g.resolveHost(cfg)
+			ag, err := agent.New(agent.Config{URL: host, FetchRootKey: resolveFetchRootKey(cfg, host)})
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, cancel := context.WithTimeout(ctx, importTimeout)
+			defer cancel()
+			dash := source.NewDashboard(source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL), nil)
+			o, err := readback.Read(ctx, nns.GovernanceClient{Caller: ag}, dash, id)
+			if err != nil {
+				return err
+			}
+			if o.Source == readback.FromNowhere {
+				return fmt.Errorf("proposal %d: neither governance at %s nor the ICP dashboard knows it", id, host)
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, w := range importWarnings(p, o) {
+				fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+w)
+			}
+			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,
+				Host: host, SubmittedAt: o.SubmittedAt, Status: o.Status, ResolvedAt: o.ResolvedAt}
+			if err := st.Import(name, entry); err != nil {
+				return err
+			}
+			if err := st.Save(g.statePath); err != nil {
+				return err
+			}
+			from := ""
+			if o.Source == readback.FromDashboard {
+				from = " " + readback.DashboardLabel
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported proposal %d as %q (%s, %s)%s\n", id, name, p.Kind, o.Word(), from)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dashboardURL, "dashboard-url", "", "ICP dashboard (third party), asked when governance has purged the proposal: flag > $"+source.DashboardURLEnv+" > "+source.MainnetDashboardURL)
+	return cmd
+}
+
+// importWarnings compares the on-chain proposal with the declared one.
+func importWarnings(p *proposal.Proposal, o readback.Observation) []string {
+	if o.Source != readback.FromGovernance {
+		return []string{"the payload was not compared: the ICP dashboard does not give its bytes"}
+	}
+	sum, fn, ok := readback.PayloadSHA256(o.Action)
+	if !ok {
+		return []string{fmt.Sprintf("proposal %d carries no payload alp knows; it is recorded with the payload the config declares", o.ProposalID)}
+	}
+	var out []string
+	if fn != p.Function {
+		out = append(out, fmt.Sprintf("proposal %d runs %s, but %q is a %s proposal (%s)", o.ProposalID, functionName(fn), p.Name, p.Kind, functionName(p.Function)))
+	}
+	if sum != p.PayloadSHA256 {
+		out = append(out, fmt.Sprintf("the payload on-chain (sha256 %s) differs from the one the config declares (sha256 %s), which is what is recorded; check that proposal %d is the one you meant", sum, p.PayloadSHA256, o.ProposalID))
+	}
+	return out
+}
+
+func functionName(fn nns.NnsFunction) string {
+	if fn == nns.FunctionUnspecified {
+		return "AddOrRemoveNodeProvider"
+	}
+	return fn.String()
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/readback"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/internal/term"
+)
+
+// statusTimeout bounds the whole read-back.
+const statusTimeout = 2 * time.Minute
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var output, dashboardURL string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Read each recorded proposal back from governance and record status changes",
+		Long: `status reads every proposal recorded in state.json back from governance
+(get_proposal_info) and prints its status and vote tally, then a count per status.
+A status that moved forward is recorded in state.json (statuses only move
+forward: a terminal one is never overwritten). When governance has purged a
+proposal, the public ICP dashboard is asked instead and the line is marked
+` + readback.DashboardLabel + `; a proposal neither knows is unknown.
+Exit status 1 when a proposal could not be read (the rest is still printed and
+recorded).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			st, err := g.loadState()
+			if err != nil {
+				return err
+			}
+			host := g.resolveHost(cfg)
+			ag, err := agent.New(agent.Config{URL: host, FetchRootKey: resolveFetchRootKey(cfg, host)})
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			dash := source.NewDashboard(source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL), nil)
+			rows, readErr := statusRows(ctx, nns.GovernanceClient{Caller: ag}, dash, st, time.Now())
+			if slices.ContainsFunc(rows, func(r statusRow) bool { return r.Changed }) {
+				if err := st.Save(g.statePath); err != nil {
+					return fmt.Errorf("record status changes: %w", err)
+				}
+			}
+			if output == "json" {
+				err = writeJSON(cmd.OutOrStdout(), rows)
+			} else {
+				err = renderStatus(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), rows)
+			}
+			if err != nil {
+				return err
+			}
+			return readErr
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&dashboardURL, "dashboard-url", "", "ICP dashboard (third party), asked for purged proposals: flag > $"+source.DashboardURLEnv+" > "+source.MainnetDashboardURL)
+	return cmd
+}
+
+// statusRow is one line of `alp status`, and its JSON form.
+type statusRow struct {
+	Name       string          `json:"name"`
+	ProposalID uint64          `json:"proposal_id"`
+	Status     string          `json:"status"`
+	Source     readback.Source `json:"source"`
+	Tally      *readback.Tally `json:"tally,omitempty"`
+	Failure    string          `json:"failure_reason,omitempty"`
+	Recorded   state.Status    `json:"previous_status,omitempty"`
+	Changed    bool            `json:"changed"`
+	Error      string          `json:"error,omitempty"`
+}
+
+// statusRows reads every recorded proposal back and records what moved in
+// st. The error reports the proposals that could not be read.
+func statusRows(ctx context.Context, gov readback.Governance, dash readback.Dashboard, st *state.State, now time.Time) ([]statusRow, error) {
+	names := make([]string, 0, len(st.Proposals))
+	for name := range st.Proposals {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	ids := make([]uint64, len(names))
+	for i, n := range names {
+		ids[i] = st.Proposals[n].ProposalID
+	}
+	obs, errs := readback.ReadAll(ctx, gov, dash, ids, 8)
+	rows := make([]statusRow, len(names))
+	var failed []string
+	for i, name := range names {
+		rec := st.Proposals[name]
+		r := statusRow{Name: name, ProposalID: rec.ProposalID, Recorded: rec.Status}
+		if errs[i] != nil {
+			r.Status, r.Source, r.Error = "error", readback.FromNowhere, errs[i].Error()
+			failed = append(failed, name)
+			rows[i] = r
+			continue
+		}
+		o := obs[i]
+		r.Status, r.Source, r.Tally, r.Failure = o.Word(), o.Source, o.Tally, o.FailureReason
+		at := now
+		if o.ResolvedAt != nil {
+			at = *o.ResolvedAt
+		}
+		r.Changed = st.Observe(name, o.Status, at)
+		rows[i] = r
+	}
+	if len(failed) > 0 {
+		return rows, fmt.Errorf("could not read %d proposal(s): %s", len(failed), strings.Join(failed, ", "))
+	}
+	return rows, nil
+}
+
+func statusColor(s string) term.Color {
+	switch state.Status(s) {
+	case state.StatusExecuted:
+		return term.Green
+	case state.StatusOpen, state.StatusAdopted:
+		return term.Yellow
+	case state.StatusRejected, state.StatusFailed:
+		return term.Red
+	}
+	if s == "error" {
+		return term.Red
+	}
+	return term.Dim
+}
+
+func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no proposal is recorded in state.json")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPROPOSAL\tSTATUS\tTALLY\tNOTE")
+	counts := map[string]int{}
+	for _, r := range rows {
+		counts[r.Status]++
+		tally := "-"
+		if r.Tally != nil {
+			tally = r.Tally.String()
+		}
+		var notes []string
+		if r.Changed {
+			from := string(r.Recorded)
+			if from == "" {
+				from = "none"
+			}
+			notes = append(notes, "recorded "+from+" → "+r.Status)
+		}
+		switch {
+		case r.Error != "":
+			notes = append(notes, r.Error)
+		case r.Source == readback.FromDashboard:
+			notes = append(notes, readback.DashboardLabel)
+		case r.Source == readback.FromNowhere:
+			notes = append(notes, "neither governance nor the ICP dashboard knows it")
+		}
+		if r.Failure != "" {
+			notes = append(notes, "failure: "+r.Failure)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Name, r.ProposalID, paint.Paint(statusColor(r.Status), r.Status), tally, strings.Join(notes, "; "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var parts []string
+	for _, s := range []string{"open", "adopted", "executed", "rejected", "failed", readback.Unknown, "error"} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d proposal(s): %s\n", len(rows), strings.Join(parts, ", "))
+	return err
+}
