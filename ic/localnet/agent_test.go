@@ -97,6 +97,7 @@ func TestTheAgentDrivesEveryNNSMethodAgainstTheLocalnet(t *testing.T) {
 		t.Fatalf("subnet record: %v %v", ok, err)
 	}
 
+	seeded := reg.Version()
 	if n, err := g.GetFullNeuron(ctx, 42); err != nil || len(n.HotKeys) != 1 || n.HotKeys[0] != me.Sender() {
 		t.Fatalf("GetFullNeuron as a hotkey: %v", err)
 	}
@@ -154,6 +155,23 @@ func TestTheAgentDrivesEveryNNSMethodAgainstTheLocalnet(t *testing.T) {
 	rec, _ = r.GetSubnet(ctx, subnet)
 	if rec.ReplicaVersionID != "v2" || !rec.IsHalted || len(rec.Membership) != 1 || string(rec.Membership[0]) != string(spare.Bytes()) {
 		t.Fatalf("subnet after the proposals: %+v", rec)
+	}
+
+	changes, err := r.GetChangesSince(ctx, seeded)
+	if err != nil || changes.Version != reg.Version() {
+		t.Fatalf("GetChangesSince: %v", err)
+	}
+	deleted := false
+	for _, d := range changes.Deltas {
+		if string(d.Key) == nns.NodeRecordKey(gone.String()) && len(d.Values) == 1 && d.Values[0].DeletionMarker && d.Values[0].Version > seeded {
+			deleted = true
+		}
+		if string(d.Key) == nns.SubnetRecordKey(subnet.String()) && len(d.Values) != 3 { // membership, version, halt
+			t.Fatalf("subnet record changed %d times since seeding, want 3", len(d.Values))
+		}
+	}
+	if !deleted {
+		t.Fatal("get_changes_since does not show node gone's deletion")
 	}
 
 	removal := func(id principal.Principal) *nns.ProposalInfo {

@@ -43,8 +43,8 @@ func candidMethod[A, R any](query bool, f func(ctx context.Context, caller princ
 }
 
 // RegistryCanister is the registry's query interface over reg: get_subnet,
-// get_node_operators_and_dcs_of_node_provider (Candid) and get_value
-// (protobuf, as on mainnet). Its mutations run through governance
+// get_node_operators_and_dcs_of_node_provider (Candid), and get_value,
+// get_latest_version and get_changes_since (protobuf, as on mainnet). Its mutations run through governance
 // proposals (RegistryExecutor), which is the only way they run on mainnet.
 func RegistryCanister(reg *registry.Registry) Canister {
 	return Methods{
@@ -111,18 +111,25 @@ func RegistryCanister(reg *registry.Registry) Canister {
 			return resp.Marshal(), nil
 		}},
 		"get_latest_version": {Query: true, Handler: func(context.Context, principal.Principal, []byte) ([]byte, error) {
-			var e []byte
-			if v := reg.Version(); v != 0 {
-				e = append(e, 0x08)
-				for x := v; ; x >>= 7 {
-					if x < 0x80 {
-						e = append(e, byte(x))
-						break
-					}
-					e = append(e, byte(x)|0x80)
-				}
+			// RegistryGetLatestVersionResponse{version = 1} has the layout
+			// of RegistryGetChangesSinceRequest.
+			return nns.MarshalGetChangesSinceRequest(reg.Version()), nil
+		}},
+		"get_changes_since": {Query: true, Handler: func(_ context.Context, _ principal.Principal, raw []byte) ([]byte, error) {
+			since, err := nns.UnmarshalGetChangesSinceRequest(raw)
+			if err != nil {
+				return nil, fmt.Errorf("decode RegistryGetChangesSinceRequest: %w", err)
 			}
-			return e, nil
+			changes, keys, latest := reg.ChangesSince(since)
+			resp := nns.RegistryGetChangesSinceResponse{Version: latest}
+			for _, k := range keys {
+				d := nns.RegistryDelta{Key: []byte(k)}
+				for _, e := range changes[k] {
+					d.Values = append(d.Values, nns.RegistryValue{Value: e.Value, Version: e.Version, DeletionMarker: e.Value == nil})
+				}
+				resp.Deltas = append(resp.Deltas, d)
+			}
+			return resp.Marshal(), nil
 		}},
 	}
 }

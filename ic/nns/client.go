@@ -220,3 +220,21 @@ func (g GovernanceClient) ListProposals(ctx context.Context, req ListProposalInf
 	resp, err := query[ListProposalInfoResponse](ctx, g.Caller, governanceID, "list_proposals", req)
 	return resp.ProposalInfo, err
 }
+
+// GetChangesSince reads every registry change after version (protobuf
+// get_changes_since): what a client that keeps its own copy of the registry
+// polls.
+func (r RegistryClient) GetChangesSince(ctx context.Context, version uint64) (*RegistryGetChangesSinceResponse, error) {
+	raw, err := r.Caller.Query(ctx, registryID, "get_changes_since", MarshalGetChangesSinceRequest(version))
+	if err != nil {
+		return nil, fmt.Errorf("get_changes_since %d: %w", version, err)
+	}
+	var resp RegistryGetChangesSinceResponse
+	if err := resp.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("get_changes_since %d: decode reply: %w", version, err)
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("get_changes_since %d: registry error %d: %s", version, resp.Error.Code, resp.Error.Reason)
+	}
+	return &resp, nil
+}

@@ -90,3 +90,21 @@ func TestGetValueMessagesRoundTrip(t *testing.T) {
 		t.Fatalf("response: %v %+v", err, p2)
 	}
 }
+
+func TestGetChangesSinceMessagesRoundTrip(t *testing.T) {
+	if v, err := UnmarshalGetChangesSinceRequest(MarshalGetChangesSinceRequest(42)); err != nil || v != 42 {
+		t.Fatalf("request: %d %v", v, err)
+	}
+	resp := RegistryGetChangesSinceResponse{Version: 9, Deltas: []RegistryDelta{
+		{Key: []byte("a"), Values: []RegistryValue{{Value: []byte{1}, Version: 3}, {Version: 9, DeletionMarker: true}}},
+		{Key: []byte("b"), Values: []RegistryValue{{Value: []byte{2}, Version: 4}}},
+	}}
+	var r2 RegistryGetChangesSinceResponse
+	if err := r2.Unmarshal(resp.Marshal()); err != nil || !reflect.DeepEqual(resp, r2) {
+		t.Fatalf("response: %v\n%+v\n%+v", err, resp, r2)
+	}
+	withErr := RegistryGetChangesSinceResponse{Error: &RegistryError{Code: 4, Reason: "beyond"}}
+	if err := r2.Unmarshal(withErr.Marshal()); err != nil || r2.Error == nil || r2.Error.Code != 4 || r2.Error.Reason != "beyond" {
+		t.Fatalf("error: %v %+v", err, r2.Error)
+	}
+}

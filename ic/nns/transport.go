@@ -128,3 +128,140 @@ func (r *RegistryGetValueResponse) Unmarshal(b []byte) error {
 		return -1, nil
 	})
 }
+
+// RegistryValue is one change of a key: its value at Version, or a
+// deletion.
+type RegistryValue struct {
+	Value          []byte // 1
+	Version        uint64 // 2
+	DeletionMarker bool   // 3
+}
+
+// RegistryDelta is the changes of one key.
+type RegistryDelta struct {
+	Key    []byte          // 1
+	Values []RegistryValue // 2
+}
+
+// RegistryGetChangesSinceResponse answers get_changes_since: every change
+// after the requested version, by key, and the latest version.
+type RegistryGetChangesSinceResponse struct {
+	Error   *RegistryError  // 1
+	Version uint64          // 2
+	Deltas  []RegistryDelta // 3
+}
+
+// MarshalGetChangesSinceRequest encodes RegistryGetChangesSinceRequest.
+func MarshalGetChangesSinceRequest(version uint64) []byte {
+	var e enc
+	e.varint(1, version)
+	return e.b
+}
+
+// UnmarshalGetChangesSinceRequest decodes RegistryGetChangesSinceRequest.
+func UnmarshalGetChangesSinceRequest(b []byte) (uint64, error) {
+	var v uint64
+	err := fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		if n == 1 {
+			x, l, err := getVarint(t, b)
+			v = x
+			return l, err
+		}
+		return -1, nil
+	})
+	return v, err
+}
+
+// Marshal encodes the response.
+func (r *RegistryGetChangesSinceResponse) Marshal() []byte {
+	var e enc
+	if r.Error != nil {
+		var w enc
+		w.varint(1, uint64(r.Error.Code))
+		w.str(2, r.Error.Reason)
+		w.bytes(3, r.Error.Key)
+		e.bytesAlways(1, w.b)
+	}
+	e.varint(2, r.Version)
+	for _, d := range r.Deltas {
+		var de enc
+		de.bytes(1, d.Key)
+		for _, v := range d.Values {
+			var ve enc
+			ve.bytes(1, v.Value)
+			ve.varint(2, v.Version)
+			ve.boolean(3, v.DeletionMarker)
+			de.bytesAlways(2, ve.b)
+		}
+		e.bytesAlways(3, de.b)
+	}
+	return e.b
+}
+
+// Unmarshal decodes the response.
+func (r *RegistryGetChangesSinceResponse) Unmarshal(b []byte) error {
+	*r = RegistryGetChangesSinceResponse{}
+	return fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		switch n {
+		case 1:
+			v, l, err := getBytes(t, b)
+			if err != nil {
+				return l, err
+			}
+			var g RegistryGetValueResponse
+			// RegistryError shares its layout with get_value's error field.
+			if err := g.Unmarshal(append(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendBytes(nil, v)...)); err != nil {
+				return l, err
+			}
+			r.Error = g.Error
+			return l, nil
+		case 2:
+			v, l, err := getVarint(t, b)
+			r.Version = v
+			return l, err
+		case 3:
+			v, l, err := getBytes(t, b)
+			if err != nil {
+				return l, err
+			}
+			var d RegistryDelta
+			err = fields(v, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+				switch n {
+				case 1:
+					x, l, err := getBytes(t, b)
+					d.Key = x
+					return l, err
+				case 2:
+					x, l, err := getBytes(t, b)
+					if err != nil {
+						return l, err
+					}
+					var rv RegistryValue
+					err = fields(x, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+						switch n {
+						case 1:
+							y, l, err := getBytes(t, b)
+							rv.Value = y
+							return l, err
+						case 2:
+							y, l, err := getVarint(t, b)
+							rv.Version = y
+							return l, err
+						case 3:
+							y, l, err := getVarint(t, b)
+							rv.DeletionMarker = y != 0
+							return l, err
+						}
+						return -1, nil
+					})
+					d.Values = append(d.Values, rv)
+					return l, err
+				}
+				return -1, nil
+			})
+			r.Deltas = append(r.Deltas, d)
+			return l, err
+		}
+		return -1, nil
+	})
+}

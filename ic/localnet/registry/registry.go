@@ -149,3 +149,24 @@ func (v view) get(key string) ([]byte, bool) {
 }
 
 func (v view) keys(prefix string) []string { return v.r.keysLocked(prefix) }
+
+// ChangesSince returns, for every key written after version, the entries
+// written after it (oldest first), keys sorted; and the latest version.
+func (r *Registry) ChangesSince(version uint64) (map[string][]Entry, []string, uint64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string][]Entry{}
+	var keys []string
+	for k, h := range r.log {
+		for _, e := range h {
+			if e.Version > version {
+				out[k] = append(out[k], e)
+			}
+		}
+		if len(out[k]) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return out, keys, r.version
+}
