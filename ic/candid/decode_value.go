@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/big"
+	"sync/atomic"
 )
 
 // DecodeValues decodes a whole message (magic, type table, argument types,
@@ -65,7 +66,27 @@ func Decode(data []byte) ([]*Type, []Value, error) {
 type valueDecoder struct {
 	r       *reader
 	minSize map[*Type]int
+	subtype map[[2]*Type]bool
 }
+
+// isSubtype is IsSubtype remembered per pair for the message, so a vec of
+// a million references to a huge func type checks that type once.
+func (d *valueDecoder) isSubtype(w, e *Type) bool {
+	key := [2]*Type{w, e}
+	if v, ok := d.subtype[key]; ok {
+		return v
+	}
+	if d.subtype == nil {
+		d.subtype = map[[2]*Type]bool{}
+	}
+	subtypeChecks.Add(1)
+	v := IsSubtype(w, e)
+	d.subtype[key] = v
+	return v
+}
+
+// subtypeChecks counts reference subtype checks, for a test.
+var subtypeChecks atomic.Int64
 
 // value decodes one value of wire type w as expected type e.
 func (d *valueDecoder) value(w, e *Type) (Value, error) {
@@ -148,13 +169,13 @@ func (d *valueDecoder) value(w, e *Type) (Value, error) {
 		b, err := r.principalRef()
 		return Value{Kind: KindPrincipal, Bytes: append([]byte{}, b...)}, err
 	case KindService:
-		if w.Kind != KindService || !IsSubtype(w, e) {
+		if w.Kind != KindService || !d.isSubtype(w, e) {
 			return mismatch()
 		}
 		b, err := r.principalRef()
 		return Value{Kind: KindService, Bytes: append([]byte{}, b...)}, err
 	case KindFunc:
-		if w.Kind != KindFunc || !IsSubtype(w, e) {
+		if w.Kind != KindFunc || !d.isSubtype(w, e) {
 			return mismatch()
 		}
 		p, m, err := r.funcRef()

@@ -109,3 +109,39 @@ func measure(f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+func TestManyReferencesToAHugeFuncTypeCheckTheTypeOnce(t *testing.T) {
+	// func (nat, nat, … 20000 times) -> (); a vec of 20000 references.
+	const n = 20000
+	msg := "DIDL\x02\x6a" + leb(n) + strings.Repeat("\x7d", n) + "\x00\x00\x6d\x00\x01\x01" + leb(n) +
+		strings.Repeat("\x01\x01\x01\xaa\x01m", n)
+	expected := Vec(Func(repeatType(Nat(), n), nil))
+	var checks int
+	before := subtypeChecks.Load()
+	allocated := measure(func() {
+		vals, err := DecodeValues([]byte(msg), types(expected))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checks = len(vals[0].Elems)
+	})
+	if checks != n {
+		t.Fatalf("decoded %d references, want %d", checks, n)
+	}
+	if c := subtypeChecks.Load() - before; c != 1 {
+		t.Errorf("the func type was checked %d times, want once", c)
+	}
+	// Checking the type per reference would allocate a subtype memo of n
+	// pairs each time: gigabytes. Once is a few MiB for the values.
+	if allocated > 64<<20 {
+		t.Fatalf("decoding allocated %d bytes", allocated)
+	}
+}
+
+func repeatType(t *Type, n int) []*Type {
+	ts := make([]*Type, n)
+	for i := range ts {
+		ts[i] = t
+	}
+	return ts
+}
