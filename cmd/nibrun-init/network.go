@@ -17,8 +17,14 @@ import (
 // kernelParams reads name=value words from the kernel command line.
 func kernelParams() map[string]string {
 	b, _ := os.ReadFile("/proc/cmdline")
+	return parseParams(string(b))
+}
+
+// parseParams splits a kernel command line; a word without = is a flag
+// and is left out, and a later value wins.
+func parseParams(cmdline string) map[string]string {
 	out := map[string]string{}
-	for _, w := range strings.Fields(string(b)) {
+	for _, w := range strings.Fields(cmdline) {
 		if k, v, ok := strings.Cut(w, "="); ok {
 			out[k] = v
 		}
