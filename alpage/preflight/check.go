@@ -19,6 +19,9 @@ type Options struct {
 	// ForApply is set by apply: a failed elected lookup then refuses unless
 	// Force. Plan always degrades it to a warning.
 	ForApply bool
+	// Names maps ids to the names the config gives them (NamesOf), so a
+	// message reads "node n4 (yhgsq-…)" instead of a bare principal.
+	Names map[string]string
 }
 
 // Evaluate runs the preflight of p over live state. It is pure: everything it
@@ -44,7 +47,58 @@ func Evaluate(p *config.Proposal, live *Snapshot, opts Options) Report {
 	default:
 		checks = []Check{{Severity: Refused, Message: fmt.Sprintf("kind %q has no preflight", p.Kind)}}
 	}
+	for i := range checks {
+		checks[i].Message = withNames(checks[i].Message, opts.Names)
+	}
 	return Report{Name: p.Name, Kind: string(p.Kind), Verdict: verdict(checks, noop), RegistryVersion: live.RegistryVersion, Checks: checks}
+}
+
+// NamesOf maps every declared resource id to its block name.
+func NamesOf(r *config.Resources) map[string]string {
+	names := map[string]string{}
+	for _, s := range r.Subnets {
+		names[s.ID] = s.Name
+	}
+	for _, p := range r.NodeProviders {
+		names[p.ID] = p.Name
+	}
+	for _, o := range r.NodeOperators {
+		names[o.ID] = o.Name
+	}
+	for _, v := range r.GuestOSVersions {
+		names[v.ID] = v.Name
+	}
+	for _, n := range r.Nodes {
+		names[n.ID] = n.Name
+	}
+	return names
+}
+
+// withNames writes "name (id)" for each id in msg that has a name, except
+// inside a registry key (replica_version_<id>).
+func withNames(msg string, names map[string]string) string {
+	if len(names) == 0 {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		end := i
+		for end < len(msg) && msg[end] != ' ' && msg[end] != ',' && msg[end] != ';' && msg[end] != '(' && msg[end] != ')' {
+			end++
+		}
+		word := msg[i:end]
+		if name, ok := names[word]; ok && name != "" {
+			b.WriteString(name + " (" + word + ")")
+		} else {
+			b.WriteString(word)
+		}
+		if end < len(msg) {
+			b.WriteByte(msg[end])
+			end++
+		}
+		i = end
+	}
+	return b.String()
 }
 
 // members is the subnet's membership as principal text.

@@ -244,3 +244,15 @@ func TestTheVerdictIsTheWorstCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestMessagesNameTheIdsTheConfigNames(t *testing.T) {
+	names := map[string]string{n1: "node_01", subnet: "app1", "v9": "current"}
+	got := withNames("node "+n1+" is a member of subnet "+subnet+"; (no replica_version_v9 record) version v9, ok", names)
+	want := "node node_01 (" + n1 + ") is a member of subnet app1 (" + subnet + "); (no replica_version_v9 record) version current (v9), ok"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if withNames("x "+n1, nil) != "x "+n1 {
+		t.Fatal("no names changed the message")
+	}
+}

@@ -82,7 +82,7 @@ Exit status 2 when any proposal is flagged or refused, 1 on error.`,
 			for _, d := range decls {
 				fmt.Fprintf(cmd.ErrOrStderr(), "checking %s against %s…\n", d.Name, host)
 				ctx, cancel := context.WithTimeout(cmd.Context(), planTimeout)
-				r, err := f.Run(ctx, d, preflight.Options{Force: force})
+				r, err := f.Run(ctx, d, preflight.Options{Force: force, Names: preflight.NamesOf(&cfg.Resources)})
 				cancel()
 				if err != nil {
 					return err

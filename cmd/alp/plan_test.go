@@ -165,3 +165,14 @@ func TestAPlanFilePinsThePayloadAndTheRegistryVersionUntilTheRegistryMoves(t *te
 		t.Fatalf("after a registry change: %v", err)
 	}
 }
+
+func TestPlanForceTurnsAnUnelectedVersionIntoAWarning(t *testing.T) {
+	d := startPlanDevnet(t)
+	out, errOut, err := runSplit(devnetArgs(d, "plan", "unelected-app1", "--force", "--config", planFixture, "--state", noState(t))...)
+	if err != nil {
+		t.Fatalf("plan --force: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out, "unelected-app1 (deploy_guestos): ready") || !strings.Contains(out, "warning  version never") {
+		t.Fatalf("want ready with a warning:\n%s", out)
+	}
+}

@@ -1,0 +1,136 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/devnet"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/nns"
+)
+
+// fleet: subnet app (n1) on v1; n2 free; operator op owns both; v2 elected, v3 not.
+func testFleet() *devnet.Fleet {
+	no := false
+	return &devnet.Fleet{
+		DataCenters:   []devnet.FleetDataCenter{{ID: "dc"}},
+		NodeProviders: []devnet.FleetProvider{{ID: id("provider")}},
+		NodeOperators: []devnet.FleetOperator{{ID: id("op"), Provider: id("provider"), DC: "dc", Allowance: 2}},
+		Versions:      []devnet.FleetVersion{{ID: "v1", Release: "rel-1"}, {ID: "v2", Release: "rel-2"}, {ID: "v3", Elected: &no}},
+		Subnets:       []devnet.FleetSubnet{{ID: subnet, Version: "v1", Members: []string{n1}}},
+		Nodes: []devnet.FleetNode{
+			{ID: n1, Operator: id("op"), IPv6: "::1", Version: "v1", Reachable: &no},
+			{ID: n2, Operator: id("op"), IPv6: "::2", Version: "v1", Reachable: &no},
+		},
+	}
+}
+
+func startDevnet(t *testing.T) (*devnet.Devnet, *Fetcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := devnet.Start(ctx, devnet.Options{Fleet: testFleet(), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, &Fetcher{
+		Registry:   nns.RegistryClient{Caller: a},
+		Governance: nns.GovernanceClient{Caller: a},
+		Explorer:   source.NewExplorer(d.ExplorerURL, nil),
+		Dashboard:  source.NewDashboard(d.DashboardURL, nil),
+	}
+}
+
+// failingVersions fails every replica_version_ read, as a registry that
+// cannot be reached for that one lookup.
+type failingVersions struct{ Registry }
+
+func (f failingVersions) GetValue(ctx context.Context, key string, v uint64) ([]byte, uint64, bool, error) {
+	if strings.HasPrefix(key, "replica_version_") {
+		return nil, 0, false, errors.New("registry unavailable")
+	}
+	return f.Registry.GetValue(ctx, key, v)
+}
+
+func deploy(version string) *config.Proposal {
+	return &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: version}}
+}
+
+func TestTheFetcherReadsTheDevnetAndPinsTheRegistryVersion(t *testing.T) {
+	d, f := startDevnet(t)
+	ctx := context.Background()
+	r, err := f.Run(ctx, deploy("v2"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != VerdictReady || r.RegistryVersion != d.Registry.Version() || len(r.PayloadSHA256) != 64 {
+		t.Fatalf("report %+v\n%s", r, dump(r))
+	}
+	expect{VerdictReady, map[Severity][]string{Note: {"release rel-2"}}}.assert(t, "deploy v2", r)
+
+	r, err = f.Run(ctx, deploy("v3"), Options{})
+	if err != nil || r.Verdict != VerdictRefused {
+		t.Fatalf("unelected: %v %s\n%s", err, r.Verdict, dump(r))
+	}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2, n3)}}
+	r, err = f.Run(ctx, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect{VerdictFlagged, map[Severity][]string{OK: {n2}, Flagged: {n3 + " is not registered"}}}.assert(t, "membership", r)
+}
+
+func TestThirdPartiesThatCannotBeReadDegradeChecks(t *testing.T) {
+	_, f := startDevnet(t)
+	ctx := context.Background()
+	dead := "http://127.0.0.1:1"
+	f.Dashboard = source.NewDashboard(dead, nil)
+	r, err := f.Run(ctx, deploy("v2"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect{VerdictReady, map[Severity][]string{Note: {"release name unavailable"}}}.assert(t, "dashboard down", r)
+
+	f.Registry = failingVersions{f.Registry}
+	r, err = f.Run(ctx, deploy("v2"), Options{ForApply: true})
+	if err != nil || r.Verdict != VerdictReady {
+		t.Fatalf("explorer fallback: %v %s\n%s", err, r.Verdict, dump(r))
+	}
+	if c := r.Checks[1]; c.Source != source.ExplorerLabel || !strings.Contains(c.Message, "is elected") {
+		t.Fatalf("elected check not labelled as the explorer's: %+v", c)
+	}
+
+	f.Explorer = source.NewExplorer(dead, nil)
+	r, _ = f.Run(ctx, deploy("v2"), Options{ForApply: true})
+	expect{VerdictRefused, map[Severity][]string{Refused: {"could not tell whether v2 is elected"}}}.assert(t, "apply, no source", r)
+	r, _ = f.Run(ctx, deploy("v2"), Options{})
+	expect{VerdictReady, map[Severity][]string{Warning: {"could not tell whether v2 is elected"}}}.assert(t, "plan, no source", r)
+
+	ops := &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: []string{id("op")}}}
+	r, err = f.Run(ctx, ops, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect{VerdictReady, map[Severity][]string{Warning: {"could not list the nodes of operator"}}}.assert(t, "explorer down", r)
+}
+
+func TestAnUnreachableRegistryIsAnError(t *testing.T) {
+	a, err := agent.New(agent.Config{URL: "http://127.0.0.1:1", FetchRootKey: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fetcher{Registry: nns.RegistryClient{Caller: a}}
+	if _, err := f.Run(context.Background(), deploy("v2"), Options{}); err == nil {
+		t.Fatal("preflight without a registry succeeded")
+	}
+}
