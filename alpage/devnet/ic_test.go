@@ -134,3 +134,46 @@ func TestAPurgedProposalIsOnlyOnTheDashboardAndNewIdsFollowIt(t *testing.T) {
 		t.Fatalf("ids after the purged proposal: %v %d", err, len(all))
 	}
 }
+
+func TestWithAVotingPeriodTheDevnetDecidesProposalsWhenItEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(ctx, Options{Fleet: f, Dir: t.TempDir(), VotingPeriod: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pem, _ := os.ReadFile(d.IdentityPath)
+	id, err := identity.FromPEM(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := agent.New(agent.Config{URL: d.ICURL, Identity: id, FetchRootKey: true})
+	g := nns.GovernanceClient{Caller: a}
+	title := "A motion that waits"
+	pid, err := g.MakeProposal(ctx, 4242, nns.MakeProposalRequest{Title: &title, Action: &nns.ProposalActionRequest{Motion: &nns.Motion{MotionText: "wait"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := g.GetProposalInfo(ctx, pid); nns.ProposalStatus(info.Status) != nns.StatusOpen {
+		t.Fatalf("just made: %s", nns.ProposalStatus(info.Status))
+	}
+	for {
+		info, err := g.GetProposalInfo(ctx, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nns.ProposalStatus(info.Status) == nns.StatusExecuted {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("still %s", nns.ProposalStatus(info.Status))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
