@@ -309,3 +309,14 @@ func allIn(state reported.InstanceState, apps ...string) func(*reported.HostRepo
 		return true
 	}
 }
+
+func deadlineWait(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -238,6 +238,14 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			}
 		}
 	}
+	// Every app about to start holds its slot, and the network has its
+	// tap and rules, before the first guest boots.
+	for _, a := range ups {
+		d.ensureSlot(ctx, a.AppID)
+	}
+	if len(ups) > 0 {
+		d.routeAndNetwork(ctx, vms)
+	}
 	for _, a := range ups {
 		in := d.instance(a.AppID)
 		if in == nil {

@@ -45,20 +45,9 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 		d.notes[app] = slot.WaitingMessage(short)
 		return 0, false
 	}
-	n, ok := d.slots[app]
+	n, ok := d.ensureSlot(ctx, app)
 	if !ok {
-		added, full := slot.Assign(d.slots, []string{app}, d.cfg.MaxApps)
-		if len(full) > 0 {
-			d.notes[app] = fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps)
-			return 0, false
-		}
-		// The slot is written before anything that relies on it.
-		if err := d.db.PutSlots(ctx, added); err != nil {
-			d.notes[app] = "waiting to be started: its slot could not be recorded: " + err.Error()
-			return 0, false
-		}
-		n = added[app]
-		d.slots[app] = n
+		return 0, false
 	}
 	specs := make([]layer.Spec, len(in.Layers))
 	for i, l := range in.Layers {
@@ -114,6 +103,25 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 	vms[app] = st
 	d.startProber(app, rec, st)
 	return need, true
+}
+
+// ensureSlot gives app a slot if it has none, persisting it before
+// anything relies on it; a note says why when none is left.
+func (d *Daemon) ensureSlot(ctx context.Context, app string) (int, bool) {
+	if n, ok := d.slots[app]; ok {
+		return n, true
+	}
+	added, full := slot.Assign(d.slots, []string{app}, d.cfg.MaxApps)
+	if len(full) > 0 {
+		d.notes[app] = fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps)
+		return 0, false
+	}
+	if err := d.db.PutSlots(ctx, added); err != nil {
+		d.notes[app] = "waiting to be started: its slot could not be recorded: " + err.Error()
+		return 0, false
+	}
+	d.slots[app] = added[app]
+	return added[app], true
 }
 
 func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {

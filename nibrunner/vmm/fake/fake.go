@@ -100,6 +100,13 @@ func New(opts Options) (*VMM, error) {
 		return nil, fmt.Errorf("fake vmm: read pidfiles: %w", err)
 	}
 	for _, p := range pids {
+		if p.BootID != boot {
+			// The host rebooted: that guest is gone with its boot, and
+			// was not the app's failure, so it is not listed at all.
+			os.Remove(v.pidfile(p.AppID))
+			os.Remove(v.exitfile(p.AppID))
+			continue
+		}
 		g := &guest{adopted: true, status: vmm.Status{
 			AppID: p.AppID, DeploymentID: p.DeploymentID, Slot: p.Slot, PID: p.PID, BootID: p.BootID,
 			StartedAt: p.StartedAt, Endpoint: p.Endpoint, State: vmm.Running,

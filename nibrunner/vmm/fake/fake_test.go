@@ -190,3 +190,20 @@ func TestInProcessGuestsAnswerToo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAGuestFromAnEarlierBootIsNotListed(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	os.MkdirAll(run, 0o755)
+	if err := vmm.WritePidfile(filepath.Join(run, "old.pid"), vmm.Pidfile{AppID: "old", PID: os.Getpid(), BootID: "another-boot"}); err != nil {
+		t.Fatal(err)
+	}
+	v := newVMM(t, dir)
+	l, _ := v.List(context.Background())
+	if len(l) != 0 {
+		t.Fatalf("listed %+v", l)
+	}
+	if _, err := os.Stat(filepath.Join(run, "old.pid")); !os.IsNotExist(err) {
+		t.Fatal("the stale pidfile was kept")
+	}
+}

@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/reported"
+)
+
+func TestAGuestWhoseVolumeWasLostIsRecoveredOnANewOne(t *testing.T) {
+	h := newHost(t)
+	_, v, _ := h.start(t)
+	h.write(t, doc(h.app("a", "a1")))
+	h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	pid := pids(t, v)["a"].PID
+	if err := os.Remove(filepath.Join(h.dir, "volumes", "a-data.img")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, "a recovered", func(r *reported.HostReportedState) bool {
+		st, ok := pids(t, v)["a"]
+		return ok && st.PID != pid && stateOf(r, "a") == reported.InstanceRunning
+	})
+	if _, err := os.Stat(filepath.Join(h.dir, "volumes", "a-data.img")); err != nil {
+		t.Fatalf("the volume was not made again: %v", err)
+	}
+	if r := h.readReport(t); instance(r, "a").RestartCount != 0 {
+		t.Fatal("a recovery counted as a restart")
+	}
+}
+
+func TestAVolumeAskedSmallerFailsSayingSoAndKeepsItsSize(t *testing.T) {
+	h := newHost(t)
+	h.start(t)
+	d := doc(h.app("a", "a1"))
+	h.write(t, d)
+	h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	d.Volumes[0].SizeBytes = 4096
+	h.write(t, d)
+	r := h.waitFor(t, "the volume failed", func(r *reported.HostReportedState) bool {
+		return volumeOf(r, "a-data") != nil && volumeOf(r, "a-data").State == reported.VolumeFailed
+	})
+	vol := volumeOf(r, "a-data")
+	if !strings.Contains(vol.Message, "only grows") || vol.SizeBytes != 1<<20 {
+		t.Fatalf("volume %+v", vol)
+	}
+	if stateOf(r, "a") != reported.InstanceRunning {
+		t.Fatal("a refused shrink took the app down")
+	}
+
+	d.Volumes[0].SizeBytes = 2 << 20
+	h.write(t, d)
+	h.waitFor(t, "the volume grown and a back up", func(r *reported.HostReportedState) bool {
+		vol := volumeOf(r, "a-data")
+		return vol != nil && vol.State == reported.VolumeReady && vol.SizeBytes == 2<<20 && stateOf(r, "a") == reported.InstanceRunning
+	})
+}
+
+func TestAnInstanceThisHostCannotCarryFailsByNameAndTheDocumentIsStillTaken(t *testing.T) {
+	h := newHost(t)
+	_, v, _ := h.start(t)
+	withPorts := h.app("b", "b1")
+	for i := 0; i < 8; i++ {
+		withPorts.Config.Ports = append(withPorts.Config.Ports, desired.InstancePort{Name: desired.PortName("p" + string(rune('a'+i))), GuestPort: desired.GuestPort(9000 + i)})
+	}
+	digest := h.write(t, doc(h.app("a", "a1"), withPorts))
+	r := h.waitFor(t, "a running, b failed", func(r *reported.HostReportedState) bool {
+		return stateOf(r, "a") == reported.InstanceRunning && stateOf(r, "b") == reported.InstanceFailed
+	})
+	if string(r.AcceptedDigest) != digest || r.Message != "" {
+		t.Fatalf("the document was not taken: %+v", r)
+	}
+	if msg := instance(r, "b").Message; !strings.Contains(msg, "8 ports") || !strings.Contains(msg, "max_ports_per_guest") {
+		t.Fatalf("message %q", msg)
+	}
+	if _, up := pids(t, v)["b"]; up {
+		t.Fatal("b was started")
+	}
+}
+
+func TestAnAppThatTurnsUnhealthyIsRestarted(t *testing.T) {
+	h := newHost(t)
+	_, v, _ := h.start(t)
+	app := h.app("a", "a1")
+	app.Config.HealthCheck.GracePeriodMs, app.Config.HealthCheck.UnhealthyThreshold = 0, 3
+	h.write(t, doc(app))
+	h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	pid := pids(t, v)["a"].PID
+	if err := v.SetHealth("a", 503); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, "a restarted", func(r *reported.HostReportedState) bool {
+		a := instance(r, "a")
+		st, ok := pids(t, v)["a"]
+		return a != nil && ok && st.PID != pid && a.RestartCount == 1 && a.State == reported.InstanceRunning
+	})
+}
+
+func TestCheckpointsAreMadeReportedAndDeletedOnlyWhenAskedAbsent(t *testing.T) {
+	h := newHost(t)
+	h.start(t)
+	d := doc(h.app("a", "a1"))
+	d.Checkpoints = []desired.DesiredCheckpoint{{CheckpointId: "c1", VolumeId: "a-data", DesiredState: desired.Present}}
+	h.write(t, d)
+	r := h.waitFor(t, "c1 ready", func(r *reported.HostReportedState) bool {
+		return len(r.Checkpoints) == 1 && r.Checkpoints[0].State == reported.CheckpointReady
+	})
+	ref := r.Checkpoints[0].Reference
+	if _, err := os.Stat(ref); err != nil || r.Checkpoints[0].ReadyAt == nil {
+		t.Fatalf("checkpoint %+v: %v", r.Checkpoints[0], err)
+	}
+	// Dropped from the list: kept.
+	d.Checkpoints = []desired.DesiredCheckpoint{}
+	h.write(t, d)
+	h.waitFor(t, "the checkpoint gone from the report", func(r *reported.HostReportedState) bool { return len(r.Checkpoints) == 0 })
+	if _, err := os.Stat(ref); err != nil {
+		t.Fatalf("a checkpoint that vanished from the document was deleted: %v", err)
+	}
+	// Asked absent: deleted.
+	d.Checkpoints = []desired.DesiredCheckpoint{{CheckpointId: "c1", VolumeId: "a-data", DesiredState: desired.Absent}}
+	h.write(t, d)
+	deadlineWait(t, func() bool { _, err := os.Stat(ref); return os.IsNotExist(err) })
+}
+
+func TestAnExportOnAHostWithoutAWriterFailsSayingWhy(t *testing.T) {
+	h := newHost(t)
+	h.start(t)
+	d := doc(h.app("a", "a1"))
+	d.Exports = []desired.DesiredExport{{ExportId: "e1", AppId: "a", VolumeId: "a-data", ObjectKey: "exports/a.tar.gz", DesiredState: desired.Present}}
+	h.write(t, d)
+	r := h.waitFor(t, "e1 failed", func(r *reported.HostReportedState) bool {
+		return len(r.Exports) == 1 && r.Exports[0].State == reported.ExportFailed
+	})
+	if !strings.Contains(r.Exports[0].Message, "no export writer") {
+		t.Fatalf("message %q", r.Exports[0].Message)
+	}
+}
+
+func stateOf(r *reported.HostReportedState, app string) reported.InstanceState {
+	if in := instance(r, app); in != nil {
+		return in.State
+	}
+	return ""
+}
