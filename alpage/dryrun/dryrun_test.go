@@ -43,7 +43,7 @@ func (g liveGovernance) ListNodeProviders(context.Context) ([]nns.NodeProvider, 
 	return out, nil
 }
 
-func liveNetwork(t *testing.T) (*registry.Registry, Live) {
+func liveNetwork(t testing.TB) (*registry.Registry, Live) {
 	t.Helper()
 	reg := registry.New()
 	reg.AddNodeOperator(registry.NodeOperator{ID: opA, Provider: provider, NodeAllowance: 1})
@@ -85,7 +85,7 @@ func liveNetwork(t *testing.T) (*registry.Registry, Live) {
 
 // registryProposal is a proposal running fn with payload, as
 // proposal.Build makes one.
-func registryProposal(t *testing.T, kind config.Kind, fn nns.NnsFunction, payload any) *proposal.Proposal {
+func registryProposal(t testing.TB, kind config.Kind, fn nns.NnsFunction, payload any) *proposal.Proposal {
 	t.Helper()
 	b, err := candid.Marshal(payload)
 	if err != nil {

@@ -299,8 +299,10 @@ type stdinConfirm struct {
 func (c stdinConfirm) Confirm(ctx context.Context, prompt string) error {
 	fmt.Fprint(c.prompt, prompt)
 	line, err := bufio.NewReader(c.in).ReadString('\n')
+	if w, ok := c.in.(io.Writer); !ok || !term.IsTerminal(w) {
+		fmt.Fprintln(c.prompt) // the answer was not echoed
+	}
 	if err != nil && line == "" {
-		fmt.Fprintln(c.prompt)
 		return errors.New("aborted: no answer (stdin is closed or not a terminal); type submit at the prompt to confirm")
 	}
 	if got := strings.TrimSpace(line); got != "submit" {
