@@ -97,8 +97,11 @@ changes nothing.`,
 			}
 			res := syncGuestos(old, elected, elections, refs, elsewhere)
 			content := renderGuestos(res.Blocks)
-			prev, _ := os.ReadFile(path)
+			prev, readErr := os.ReadFile(path)
 			res.Path, res.Changed = path, !bytes.Equal(prev, content)
+			if errors.Is(readErr, os.ErrNotExist) && !res.declares() {
+				res.Changed = false // nothing to declare: do not create an empty file
+			}
 			if res.Changed {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					return fmt.Errorf("guestos sync: %w", err)
@@ -135,6 +138,16 @@ type guestosSync struct {
 	Path    string         `json:"path"`
 	Changed bool           `json:"changed"`
 	Blocks  []guestosBlock `json:"versions"`
+}
+
+// declares reports whether the synced file holds any block.
+func (s guestosSync) declares() bool {
+	for _, b := range s.Blocks {
+		if b.Status == "kept" || b.Status == "added" {
+			return true
+		}
+	}
+	return false
 }
 
 // readGuestosFile reads the blocks an existing guestos.hcl declares; a

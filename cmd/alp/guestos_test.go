@@ -130,3 +130,20 @@ func TestNewVersionsAreNamedAfterTheirReleaseWithoutClashes(t *testing.T) {
 		}
 	}
 }
+
+func TestGuestosSyncCreatesNoEmptyFile(t *testing.T) {
+	d := startPlanDevnet(t)
+	dir := t.TempDir()
+	var decl strings.Builder
+	for i, id := range []string{"1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"} {
+		decl.WriteString("guestos_version \"v" + string(rune('a'+i)) + "\" {\n  id = \"" + id + "\"\n}\n")
+	}
+	os.WriteFile(filepath.Join(dir, "resources.hcl"), []byte(decl.String()), 0o644)
+	out, _, err := runSplit("guestos", "sync", "--config", filepath.Join(dir, "proposals.hcl"), "--host", d.ICURL, "--dashboard-url", d.DashboardURL)
+	if err != nil || !strings.Contains(out, "unchanged") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "resources", "guestos.hcl")); !os.IsNotExist(err) {
+		t.Fatalf("an empty guestos.hcl was created: %v", err)
+	}
+}
