@@ -17,7 +17,6 @@ import (
 	"alpnib.dev/alpage/planfile"
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/proposal"
-	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/alpage/submit"
 	"alpnib.dev/ic/agent"
@@ -46,9 +45,9 @@ var applyAfterSubmit = func() {}
 
 func newApplyCmd(g *globals) *cobra.Command {
 	var (
-		identityPath              string
-		yes, force                bool
-		explorerURL, dashboardURL string
+		identityPath string
+		yes, force   bool
+		live         liveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "apply (<name> | PLANFILE [name]) [--identity key.pem] [--yes] [--force]",
@@ -78,25 +77,22 @@ be written — the proposal id and the alp import command that records it are
 printed on stderr.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force,
-				explorer:  source.URL(explorerURL, source.ExplorerURLEnv, source.MainnetExplorerURL),
-				dashboard: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)})
+			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force, live: live})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&identityPath, "identity", "", "identity PEM (ed25519 or secp256k1) that controls the neuron or is its hotkey: flag > $ALP_IDENTITY")
 	f.BoolVar(&yes, "yes", false, "go on past the summary: ask to type submit, then submit")
 	f.BoolVar(&force, "force", false, "submit a changed payload, a no-op, or a proposal the dry run or preflight stopped")
-	f.StringVar(&explorerURL, "explorer-url", "", "registry explorer (third party): flag > $"+source.ExplorerURLEnv+" > "+source.MainnetExplorerURL)
-	f.StringVar(&dashboardURL, "dashboard-url", "", "ICP dashboard (third party): flag > $"+source.DashboardURLEnv+" > "+source.MainnetDashboardURL)
+	live.register(cmd)
 	return cmd
 }
 
 type applyOptions struct {
-	args                []string
-	identityPath        string
-	yes, force          bool
-	explorer, dashboard string
+	args         []string
+	identityPath string
+	yes, force   bool
+	live         liveFlags
 }
 
 func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
@@ -144,11 +140,11 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	}
 	reg := nns.RegistryClient{Caller: ag}
 	gov := nns.GovernanceClient{Caller: ag}
-	explorer := source.NewExplorer(o.explorer, nil)
+	explorer := o.live.explorer()
 	steps := submit.Steps{
 		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
 		Neuron:    applyNeuron{gov},
-		Preflight: applyPreflight{decl: decl, force: o.force, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: source.NewDashboard(o.dashboard, nil)}},
+		Preflight: applyPreflight{decl: decl, force: o.force, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
 		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:    applySubmit{gov},
 		Store:     fileStore{g.statePath},

@@ -13,7 +13,6 @@ import (
 	"alpnib.dev/alpage/readback"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
-	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/internal/term"
 )
@@ -62,8 +61,7 @@ the config does not declare.`,
 			if prev := st.Proposals[name]; prev != nil {
 				return fmt.Errorf("proposal %q is already recorded as proposal %d; remove that entry from %s first if it is wrong", name, prev.ProposalID, g.statePath)
 			}
-			host := g.resolveHost(cfg)
-			ag, err := agent.New(agent.Config{URL: host, FetchRootKey: resolveFetchRootKey(cfg, host)})
+			ag, host, err := g.readAgent(cfg)
 			if err != nil {
 				return err
 			}
@@ -73,7 +71,7 @@ the config does not declare.`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, importTimeout)
 			defer cancel()
-			dash := source.NewDashboard(source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL), nil)
+			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
 			o, err := readback.Read(ctx, nns.GovernanceClient{Caller: ag}, dash, id)
 			if err != nil {
 				return err

@@ -14,7 +14,6 @@ import (
 	"alpnib.dev/alpage/readback"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
-	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/internal/term"
 )
@@ -48,8 +47,7 @@ recorded).`,
 			if err != nil {
 				return err
 			}
-			host := g.resolveHost(cfg)
-			ag, err := agent.New(agent.Config{URL: host, FetchRootKey: resolveFetchRootKey(cfg, host)})
+			ag, _, err := g.readAgent(cfg)
 			if err != nil {
 				return err
 			}
@@ -59,7 +57,7 @@ recorded).`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
-			dash := source.NewDashboard(source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL), nil)
+			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
 			rows, readErr := statusRows(ctx, nns.GovernanceClient{Caller: ag}, dash, st, time.Now())
 			if slices.ContainsFunc(rows, func(r statusRow) bool { return r.Changed }) {
 				if err := st.Save(g.statePath); err != nil {
