@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/vmm/fake"
+)
+
+// TestMain lets the fake VMM run its guests as this test binary (serve
+// --vmm fake runs them as nibrunnerd itself).
+func TestMain(m *testing.M) {
+	fake.RunGuestIfAsked()
+	os.Exit(m.Run())
+}
+
+func TestServeWithTheFakeVMMBringsTheExampleAppUpAndLeavesItRunningWhenItStops(t *testing.T) {
+	testenv.RequireCommand(t, "mke2fs") // the ext4 volume backend
+	root := t.TempDir()
+	layer := append([]byte("hsqs"), make([]byte, 4092)...)
+	os.MkdirAll(filepath.Join(root, "store", "layers"), 0o755)
+	os.WriteFile(filepath.Join(root, "store", "layers", "base.squashfs"), layer, 0o644)
+	sum := sha256.Sum256(layer)
+	config := fmt.Sprintf(`max_apps = 10
+[paths]
+state_dir = "%[1]s/state"
+runtime_dir = "%[1]s/run"
+snapshot_dir = "%[1]s/snap"
+guest_image_dir = "%[1]s/guest"
+desired_state_file = "%[1]s/control/desired.json"
+[artifacts]
+store_url = "%[1]s/store"
+[volumes]
+backend = "local-file"
+storage_prefix = "%[1]s/volumes"
+[exports]
+store_url = "%[1]s/exports"
+staging_dir = "%[1]s/staging"
+[network]
+denied_egress_addresses_v4 = []
+denied_egress_addresses_v6 = []
+[proxy.http]
+listen_address = "127.0.0.1"
+port = 18080
+`, root)
+	cfgPath := filepath.Join(root, "config.toml")
+	os.WriteFile(cfgPath, []byte(config), 0o644)
+
+	// The example document, on the layer this test has.
+	b, err := os.ReadFile("../../examples/desired.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.Unmarshal(b, &doc)
+	in := doc["instances"].([]any)[0].(map[string]any)
+	in["layers"] = []any{map[string]any{"kind": "filesystem", "digest": hex.EncodeToString(sum[:]), "objectKey": "layers/base.squashfs"}}
+	doc["volumes"].([]any)[0].(map[string]any)["sizeBytes"] = 8 << 20
+	b, _ = json.Marshal(doc)
+	os.MkdirAll(filepath.Join(root, "control"), 0o755)
+	os.WriteFile(filepath.Join(root, "control", "desired.json"), b, 0o644)
+	t.Cleanup(func() { fake.KillAll(filepath.Join(root, "run")) })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfgPath, "fake", 0) }()
+	var r reported.HostReportedState
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(root, "state", "reported.json")); err == nil {
+			json.Unmarshal(b, &r)
+			if len(r.Instances) == 1 && r.Instances[0].State == reported.InstanceRunning {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("blog never ran: %+v", r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r.Volumes[0].State != reported.VolumeReady || !strings.HasSuffix(r.Volumes[0].DevicePath, ".ext4") {
+		t.Fatalf("volume %+v", r.Volumes[0])
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The guest outlives the daemon.
+	pfs, _ := vmm.ReadPidfiles(filepath.Join(root, "run"))
+	boot, _ := vmm.BootID()
+	if len(pfs) != 1 || !pfs[0].Alive(boot) {
+		t.Fatalf("the guest did not outlive serve: %+v", pfs)
+	}
+	resp, err := http.Get("http://" + pfs[0].Endpoint + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
