@@ -47,7 +47,7 @@ func candidMethod[A, R any](query bool, f func(ctx context.Context, caller princ
 // get_latest_version and get_changes_since (protobuf, as on mainnet). Its mutations run through governance
 // proposals (RegistryExecutor), which is the only way they run on mainnet.
 func RegistryCanister(reg *registry.Registry) Canister {
-	return Methods{
+	m := Methods{
 		"get_subnet": candidMethod(true, func(_ context.Context, _ principal.Principal, req nns.GetSubnetRequest) (nns.GetSubnetResponse, error) {
 			if req.SubnetID == nil {
 				msg := "subnet_id is required"
@@ -132,6 +132,22 @@ func RegistryCanister(reg *registry.Registry) Canister {
 			return resp.Marshal(), nil
 		}},
 	}
+	for _, fn := range []nns.NnsFunction{nns.FunctionChangeSubnetMembership, nns.FunctionDeployGuestosToAllSubnetNodes,
+		nns.FunctionUpdateConfigOfSubnet, nns.FunctionRemoveNodes, nns.FunctionRemoveNodeOperators} {
+		method, _ := fn.RegistryMethod()
+		m[method] = governanceOnly(method)
+	}
+	return m
+}
+
+// governanceOnly is a registry mutation method as seen from outside: on
+// mainnet only governance may call it (executing an adopted proposal), so
+// any other caller traps. The local governance runs mutations through
+// RegistryExecutor, never through this door.
+func governanceOnly(method string) Method {
+	return Method{Handler: func(_ context.Context, caller principal.Principal, _ []byte) ([]byte, error) {
+		return nil, fmt.Errorf("%s: caller %s is not authorized; only the governance canister %s may call it", method, caller, GovernanceID)
+	}}
 }
 
 func typeCounts(m map[string]uint32) []nns.NodeTypeCount {

@@ -574,3 +574,15 @@ func TestFinishedCallsAreForgottenAfterTheirRetention(t *testing.T) {
 		t.Fatalf("%d request statuses kept, want only the fresh one", len(s.requests))
 	}
 }
+
+func TestOnlyGovernanceMayCallARegistryMutation(t *testing.T) {
+	n := start(t)
+	c := newClient(t, n.srv.URL, n.me)
+	_, err := c.call(RegistryID, "remove_nodes", mustMarshal(t, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{n.spare}}))
+	if !isReject(err, CanisterError) || !strings.Contains(err.Error(), "only the governance canister") {
+		t.Fatalf("a direct remove_nodes: %v", err)
+	}
+	if _, ok, _ := n.reg.Node(n.spare); !ok {
+		t.Fatal("the node was removed")
+	}
+}
