@@ -30,7 +30,9 @@ func testFleet() *devnet.Fleet {
 	}
 }
 
-func startDevnet(t *testing.T) (*devnet.Devnet, *Fetcher) {
+func startDevnet(t *testing.T) (*devnet.Devnet, *Fetcher) { return startDevnetB(t) }
+
+func startDevnetB(t testing.TB) (*devnet.Devnet, *Fetcher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
