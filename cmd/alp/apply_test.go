@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/devnet"
@@ -27,6 +28,12 @@ const applyConfig = "testdata/apply/proposals.hcl"
 // to.
 func startApplyDevnet(t *testing.T) *devnet.Devnet {
 	t.Helper()
+	return startApplyDevnetWith(t, 0)
+}
+
+// startApplyDevnetWith keeps proposals open for votingPeriod.
+func startApplyDevnetWith(t *testing.T, votingPeriod time.Duration) *devnet.Devnet {
+	t.Helper()
 	data, err := os.ReadFile("testdata/apply/fleet.json")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func startApplyDevnet(t *testing.T) *devnet.Devnet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := devnet.Start(context.Background(), devnet.Options{Fleet: fleet, Dir: t.TempDir()})
+	d, err := devnet.Start(context.Background(), devnet.Options{Fleet: fleet, Dir: t.TempDir(), VotingPeriod: votingPeriod})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +153,7 @@ func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) 
 }
 
 func TestStatusReadsBackAFailedProposal(t *testing.T) {
-	d := startApplyDevnet(t)
+	startApplyDevnet(t)
 	statePath := filepath.Join(t.TempDir(), "state.json")
 	// --force takes the sev change past the dry run; governance adopts it
 	// and the registry refuses it on execution
@@ -160,7 +167,6 @@ func TestStatusReadsBackAFailedProposal(t *testing.T) {
 	if rec := loadStateFile(t, statePath).Proposals["sev-on-app1"]; rec.Status != state.StatusFailed {
 		t.Fatalf("recorded %+v", rec)
 	}
-	_ = d
 }
 
 func proposalsIn(d *devnet.Devnet) int { return len(d.Governance.Proposals()) }
@@ -394,6 +400,41 @@ func TestImportWarnsWhenThePayloadOnChainDiffersFromTheConfig(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
 	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusFailed || rec.PayloadSHA256 != declaredHash(t, "halt-app1") {
+		t.Fatalf("recorded %+v", rec)
+	}
+}
+
+func TestStatusFollowsAProposalFromOpenToExecutedAcrossTheVotingPeriod(t *testing.T) {
+	startApplyDevnetWith(t, 2*time.Second)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	if out, errOut, err := runAlp(t, "submit\n", "apply", "halt-app1", "--config", applyConfig, "--state", statePath, "--yes"); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	out, _, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statePath)
+	if err != nil || !strings.Contains(out, "1 proposal(s): 1 open") || !strings.Contains(out, "recorded none → open") {
+		t.Fatalf("status while open: %v\n%s", err, out)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusOpen || rec.ResolvedAt != nil {
+		t.Fatalf("recorded %+v", rec)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _, err = runAlp(t, "", "status", "--config", applyConfig, "--state", statePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "1 executed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still not executed after the voting period:\n%s", out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !strings.Contains(out, "recorded open → executed") {
+		t.Errorf("status:\n%s", out)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusExecuted || rec.ResolvedAt == nil {
 		t.Fatalf("recorded %+v", rec)
 	}
 }
