@@ -139,19 +139,20 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 	if err := atomicfile.WriteFile(d.NodeCAPath, certPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("devnet: write node certificate: %w", err)
 	}
-	ports := map[string]uint32{}
+	ports := map[string]nodeAddr{}
 	versions := map[string]string{}
 	for _, n := range opts.Fleet.Nodes {
 		if !n.IsReachable() {
 			continue
 		}
 		version := n.Version
-		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+		ln, err := listenNode(&tls.Config{Certificates: []tls.Certificate{cert}})
 		if err != nil {
 			return nil, fmt.Errorf("devnet: listen for node %s: %w", n.ID, err)
 		}
+		addr := ln.Addr().(*net.TCPAddr)
 		versions[n.ID] = version
-		ports[n.ID] = uint32(ln.Addr().(*net.TCPAddr).Port)
+		ports[n.ID] = nodeAddr{ip: addr.IP.String(), port: uint32(addr.Port)}
 		d.NodeStatusURLs[n.ID] = "https://" + ln.Addr().String()
 		d.serve(ln, WithLatency(opts.Latency, &NodeStatus{Version: func() string { return version }}))
 	}
@@ -233,6 +234,23 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 	return d, ctx.Err()
 }
 
+// nodeAddr is where a node's status endpoint listens, as its registry
+// record's http endpoint says.
+type nodeAddr struct {
+	ip   string
+	port uint32
+}
+
+// listenNode listens for a node's status endpoint on the IPv6 loopback, as
+// replicas are reached over IPv6, falling back to 127.0.0.1 on a host
+// without IPv6.
+func listenNode(cfg *tls.Config) (net.Listener, error) {
+	if ln, err := tls.Listen("tcp", "[::1]:0", cfg); err == nil {
+		return ln, nil
+	}
+	return tls.Listen("tcp", "127.0.0.1:0", cfg)
+}
+
 // localReplica is the default IC HTTP interface: a localnet replica with
 // the NNS canisters over the devnet's registry and governance.
 func localReplica(reg *registry.Registry, gov *governance.Governance) (http.Handler, error) {
@@ -273,7 +291,7 @@ func (d *Devnet) Close() error {
 
 // seed writes the fleet into the registry and governance; it returns the
 // election proposals it made, by id, with the version each elected.
-func (d *Devnet) seed(f *Fleet, ports map[string]uint32) (map[uint64]string, error) {
+func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, error) {
 	ref := func(s string) principal.Principal {
 		if s == IdentityRef {
 			return d.Identity
@@ -288,8 +306,8 @@ func (d *Devnet) seed(f *Fleet, ports map[string]uint32) (map[uint64]string, err
 	}
 	for _, n := range f.Nodes {
 		node := registry.Node{ID: ref(n.ID), Operator: ref(n.Operator), IPv6: n.IPv6}
-		if port, ok := ports[n.ID]; ok {
-			node.IPv6, node.HTTPPort = "127.0.0.1", port
+		if a, ok := ports[n.ID]; ok {
+			node.IPv6, node.HTTPPort = a.ip, a.port
 		}
 		if n.ChipID != "" {
 			node.ChipID, _ = hex.DecodeString(n.ChipID)
