@@ -263,6 +263,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	parsed, err := desired.Decode(doc.Data)
 	if err != nil {
 		d.refusal = reported.Truncate(fmt.Sprintf("desired.json was refused: %s; %s", reasons(err), d.keeping()))
+		d.cfg.Logf("nibrunnerd: %s", d.refusal)
 		return nil
 	}
 	sum := sha256.Sum256(doc.Data)
@@ -277,6 +278,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		return err
 	}
 	d.setDoc(parsed, digest)
+	d.cfg.Logf("nibrunnerd: accepted desired.json (sha256 %s): %d instances, %d volumes", digest[:12], len(parsed.Instances), len(parsed.Volumes))
 	return nil
 }
 

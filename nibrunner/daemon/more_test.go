@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,4 +145,16 @@ func stateOf(r *reported.HostReportedState, app string) reported.InstanceState {
 		return in.State
 	}
 	return ""
+}
+
+func TestAWakeForAStoppedOrUnlistedAppIsRefused(t *testing.T) {
+	h := newHost(t)
+	d, _, _ := h.start(t)
+	h.write(t, doc(h.app("a", "a1", withState(desired.StateStopped))))
+	h.waitFor(t, "a stopped", allIn(reported.InstanceStopped, "a"))
+	for _, app := range []string{"a", "nobody"} {
+		if err := d.Wake(context.Background(), app); !errors.Is(err, ErrNotRunning) {
+			t.Fatalf("wake %s: %v", app, err)
+		}
+	}
 }

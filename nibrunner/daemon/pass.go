@@ -552,7 +552,8 @@ func (d *Daemon) account(ctx context.Context, now time.Time, vms map[string]vmm.
 		switch {
 		case up:
 			m.RunningMs += delta
-		case rec.Sleeping || rec.Booted:
+		case rec.Sleeping || rec.Booted && d.byApp[app] != nil && d.byApp[app].DesiredState == desired.StateOnRequest:
+			// Asleep, or booted once and waiting for a request.
 			m.IdleMs += delta
 		}
 		if up && budget > 0 && now.Sub(d.measured[app].at) >= 15*time.Second {

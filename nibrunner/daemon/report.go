@@ -115,7 +115,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 		state, msg = health.Failed, "this host cannot run it: "+d.problems[app]
 	case d.failedNotes[app]:
 		state, msg = health.Failed, d.notes[app]
-	case rec != nil && rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID && !up:
+	case rec != nil && rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID && !up && in.DesiredState != desired.StateStopped:
 		state = health.Failed
 		msg = fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again", rec.Budget.Total, in.Config.RestartPolicy.MaxRestarts, rec.FailReason)
 	case up && rec != nil:

@@ -56,6 +56,9 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 	if p := d.probers[app]; p != nil {
 		return p, nil
 	}
+	if rec := d.records[app]; rec != nil && rec.DeploymentID == string(in.DeploymentId) && rec.Budget.Exhausted {
+		return nil, fmt.Errorf("wake %s: it is out of restarts until a new deploymentId", app)
+	}
 	list, err := d.deps.VMM.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("wake %s: %w", app, err)
