@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +26,7 @@ type control struct {
 	f       *os.File
 	enc     *guest.Encoder
 	q       chan guest.Message
-	dropped int
+	dropped atomic.Int64
 }
 
 // findControlPort returns the device of the virtio-serial port named
@@ -66,17 +67,25 @@ func (c *control) writer() {
 	}
 }
 
-// send queues m; a log chunk is dropped when the queue is full, anything
-// else waits for room.
+// send queues m without ever blocking the tenant's supervisor: when the
+// queue is full (no host has read it for a while) a log chunk is dropped,
+// and anything else makes room by dropping the oldest queued message.
 func (c *control) send(m guest.Message) {
-	if m.Kind != guest.KindLog {
-		c.q <- m
-		return
-	}
-	select {
-	case c.q <- m:
-	default:
-		c.dropped++
+	for {
+		select {
+		case c.q <- m:
+			return
+		default:
+		}
+		if m.Kind == guest.KindLog {
+			c.dropped.Add(1)
+			return
+		}
+		select {
+		case <-c.q:
+			c.dropped.Add(1)
+		default:
+		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"alpnib.dev/nibrunner/guest"
 )
 
 func TestTheKernelCommandLineGivesTheNetworkParameters(t *testing.T) {
@@ -62,5 +64,21 @@ func TestAMeasurementReadsMemoryFromProc(t *testing.T) {
 	}
 	if m.MemoryTotalBytes == 0 || m.MemoryAvailableBytes == 0 || m.MemoryAvailableBytes > m.MemoryTotalBytes || m.UptimeMs == 0 || m.CPUTimeMs == 0 {
 		t.Errorf("measurement %+v", m)
+	}
+}
+
+func TestAFullQueueDropsLogsButNeverBlocksAnExitCode(t *testing.T) {
+	c := &control{q: make(chan guest.Message, 2)}
+	c.send(guest.Message{Kind: guest.KindLog, Data: "a"})
+	c.send(guest.Message{Kind: guest.KindLog, Data: "b"})
+	c.send(guest.Message{Kind: guest.KindLog, Data: "c"}) // dropped
+	code := 3
+	c.send(guest.Message{Kind: guest.KindExited, ExitCode: &code}) // makes room
+	if n := c.dropped.Load(); n != 2 {
+		t.Errorf("dropped %d, want 2", n)
+	}
+	first, second := <-c.q, <-c.q
+	if first.Data != "b" || second.Kind != guest.KindExited {
+		t.Errorf("queue holds %+v then %+v", first, second)
 	}
 }

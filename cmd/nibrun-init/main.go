@@ -67,6 +67,9 @@ func run() {
 		fail(ctl, "read the config drive", err)
 	}
 	logf("app %s deployment %s", cfg.AppID, cfg.DeploymentID)
+	if cfg.AppID != "" {
+		_ = unix.Sethostname([]byte(cfg.AppID))
+	}
 	root, err := stackRoot(cfg)
 	if err != nil {
 		fail(ctl, "stack the root filesystem", err)
