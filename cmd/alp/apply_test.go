@@ -193,15 +193,21 @@ func TestTheConfirmationMustBeTheWordSubmit(t *testing.T) {
 	}
 }
 
-func TestASevEnabledChangeIsStoppedByTheDryRunWithExitTwo(t *testing.T) {
+func TestTheDryRunStopsWhatTheRegistryWouldRefuseWithExitTwo(t *testing.T) {
 	d := startApplyDevnet(t)
-	before := proposalsIn(d)
-	_, errOut, err := runAlp(t, "submit\n", "apply", "sev-on-app1", "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"), "--yes")
-	if exitCode(err) != 2 || !strings.Contains(err.Error(), "sev_enabled of subnet") || !strings.Contains(errOut, "dry run: FAILED") {
-		t.Fatalf("err %v\n%s", err, errOut)
-	}
-	if proposalsIn(d) != before {
-		t.Fatal("the sev change was submitted")
+	for name, reason := range map[string]string{
+		"sev-on-app1":      "sev_enabled of subnet x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe cannot be changed",
+		"drop-member":      "cannot remove node kj5am-xco6a-pfwgh-2xiym-32xzp-d2e5e-m5jtt-tetho-2faxm-zmq7z-iae: it is a member of subnet x6rmp",
+		"deploy-unelected": `replica version "790bb016bef1fc5ebc226e040ef574b29ae87dea" is not elected`,
+	} {
+		before := proposalsIn(d)
+		_, errOut, err := runAlp(t, "submit\n", "apply", name, "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"), "--yes")
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), reason) || !strings.Contains(errOut, "dry run: FAILED") {
+			t.Errorf("%s: exit %d, err %v\n%s", name, exitCode(err), err, errOut)
+		}
+		if proposalsIn(d) != before {
+			t.Errorf("%s was submitted", name)
+		}
 	}
 }
 

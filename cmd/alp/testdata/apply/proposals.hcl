@@ -1,5 +1,6 @@
 # One proposal of every kind that executes against fleet.json beside this file, and
-# two that apply must stop: a sev_enabled change (the dry run fails) and a no-op.
+# some that apply must stop: a sev_enabled change, removing a subnet member and deploying an
+# unelected version (the dry run fails), and a no-op.
 # The devnet's identity controls neuron 4242.
 
 provider {
@@ -85,5 +86,26 @@ proposal "upgrade-app1" {
   deploy_guestos {
     subnet_id          = subnet.app1.id
     replica_version_id = guestos_version.current.id
+  }
+}
+
+# Stopped by the dry run: node_01 is a member of app1.
+proposal "drop-member" {
+  kind  = "remove_nodes"
+  title = "Deregister node_01, an app1 member"
+
+  remove_nodes {
+    node { id = node.node_01.id }
+  }
+}
+
+# Stopped by the dry run: the version was never elected.
+proposal "deploy-unelected" {
+  kind  = "deploy_guestos"
+  title = "Deploy a version that was never elected"
+
+  deploy_guestos {
+    subnet_id          = subnet.app1.id
+    replica_version_id = guestos_version.unelected.id
   }
 }

@@ -131,3 +131,8 @@ node_provider "gone" {
   id    = "xlbud-wqevv-daemz-63mb5-5qags-cqnxo-keqio-iubrg-4yxaj-g6p6f-uae"
   label = "A provider with no operators left"
 }
+
+guestos_version "unelected" {
+  id    = "790bb016bef1fc5ebc226e040ef574b29ae87dea"
+  label = "release-2026-08-07_03-33-base"
+}
