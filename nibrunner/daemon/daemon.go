@@ -27,6 +27,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/volume"
 	"alpnib.dev/nibrunner/watch"
 )
 
@@ -111,6 +112,8 @@ type Daemon struct {
 	// volApps remembers which app each volume named in a document was
 	// for, so a volume a later document drops is still reported by app.
 	volApps map[string]string
+	// usage is each volume's last measured fill.
+	usage map[string]volume.Usage
 	// byApp indexes the accepted document's instances.
 	byApp map[string]*desired.DesiredInstance
 
@@ -162,7 +165,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		records: map[string]*record{}, persisted: map[string][]byte{},
 		probers: map[string]*prober{}, notes: map[string]string{}, failedNotes: map[string]bool{},
 		volErr: map[string]string{}, cpErr: map[string]string{}, expErr: map[string]string{},
-		measured: map[string]measurement{}, timers: map[string]time.Time{},
+		measured: map[string]measurement{}, timers: map[string]time.Time{}, usage: map[string]volume.Usage{},
 		kick: make(chan struct{}, 1),
 	}
 	if err := d.load(ctx); err != nil {

@@ -67,6 +67,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	}
 	d.routeAndNetwork(ctx, vms)
 	d.account(ctx, now, vms)
+	d.measureVolumes(ctx, now, vols)
 
 	// Persist, then report.
 	perr := d.persist(ctx, now)
@@ -581,5 +582,35 @@ func (d *Daemon) account(ctx context.Context, now time.Time, vms map[string]vmm.
 			d.meters = map[string]db.Meters{}
 		}
 		d.meters[app] = m
+	}
+}
+
+// measureVolumes reads the fill of volumes not measured for a minute, a
+// bounded number per pass, when the backend can measure.
+func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[string]VolumeInfo) {
+	u, ok := d.deps.Volumes.(VolumeUsage)
+	if !ok {
+		return
+	}
+	budget := 64
+	for id := range vols {
+		if budget == 0 {
+			break
+		}
+		if last, ok := d.usage[id]; ok && now.Sub(last.MeasuredAt) < time.Minute {
+			continue
+		}
+		budget--
+		got, err := u.Usage(ctx, id)
+		if err != nil {
+			continue
+		}
+		got.MeasuredAt = now
+		d.usage[id] = got
+	}
+	for id := range d.usage {
+		if _, ok := vols[id]; !ok {
+			delete(d.usage, id)
+		}
 	}
 }

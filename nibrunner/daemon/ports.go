@@ -36,6 +36,13 @@ type Volumes interface {
 	Path(id string) string
 }
 
+// VolumeUsage is what a Volumes may also do: measure a volume's fill
+// (volume.Local reads the ext4 superblock). The daemon reports it when
+// the backend can.
+type VolumeUsage interface {
+	Usage(ctx context.Context, id string) (volume.Usage, error)
+}
+
 // NetSlot is one app's place in the host network ruleset.
 type NetSlot struct {
 	AppID   string

@@ -219,6 +219,9 @@ func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {
 		switch {
 		case there:
 			rv.State, rv.SizeBytes, rv.DevicePath = reported.VolumeReady, info.SizeBytes, info.Path
+			if u, ok := d.usage[id]; ok {
+				rv.Usage = &reported.Usage{TotalBytes: u.TotalBytes, UsedBytes: u.UsedBytes, MeasuredAt: u.MeasuredAt}
+			}
 			if e := d.volErr[id]; e != "" {
 				rv.Message = reported.Truncate(e)
 				if v.DesiredState == desired.Present {
