@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
@@ -29,9 +28,9 @@ type Governance interface {
 }
 
 // Dashboard reads a proposal from the ICP dashboard; found is false on a
-// 404. *source.Dashboard satisfies it.
+// 404. DashboardClient satisfies it.
 type Dashboard interface {
-	Proposal(ctx context.Context, id uint64) (*source.Proposal, bool, error)
+	Proposal(ctx context.Context, id uint64) (*DashboardProposal, bool, error)
 }
 
 // Source says where an observation came from.
@@ -138,9 +137,7 @@ func Read(ctx context.Context, gov Governance, dash Dashboard, id uint64) (Obser
 	if !found {
 		return Observation{ProposalID: id, Source: FromNowhere}, nil
 	}
-	o := Observation{ProposalID: id, Source: FromDashboard, Status: statusOfWord(p.Status)}
-	o.ResolvedAt = resolvedAt(o.Status, p.ExecutedTimestampSeconds, 0, p.DecidedTimestampSeconds)
-	return o, nil
+	return fromDashboard(id, p), nil
 }
 
 func fromGovernance(id uint64, info *nns.ProposalInfo) Observation {
@@ -161,6 +158,21 @@ func fromGovernance(id uint64, info *nns.ProposalInfo) Observation {
 		o.Action = info.Proposal.Action
 	}
 	o.ResolvedAt = resolvedAt(o.Status, info.ExecutedTimestampSeconds, info.FailedTimestampSeconds, info.DecidedTimestampSeconds)
+	return o
+}
+
+func fromDashboard(id uint64, p *DashboardProposal) Observation {
+	o := Observation{ProposalID: id, Source: FromDashboard, Status: statusOfWord(p.Status), Proposer: uint64(p.Proposer)}
+	if t := p.LatestTally; t != nil {
+		o.Tally = &Tally{Yes: uint64(t.Yes), No: uint64(t.No), Total: uint64(t.Total)}
+	}
+	if f := p.FailureReason; f != nil {
+		o.FailureReason = f.ErrorMessage
+	}
+	if p.ProposalTimestampSeconds != 0 {
+		o.SubmittedAt = time.Unix(int64(p.ProposalTimestampSeconds), 0).UTC()
+	}
+	o.ResolvedAt = resolvedAt(o.Status, uint64(p.ExecutedTimestampSeconds), uint64(p.FailedTimestampSeconds), uint64(p.DecidedTimestampSeconds))
 	return o
 }
 

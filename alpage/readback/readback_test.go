@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
-	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
@@ -24,9 +26,9 @@ func (g fakeGov) GetProposalInfo(_ context.Context, id uint64) (*nns.ProposalInf
 	return g[id], nil
 }
 
-type fakeDash map[uint64]*source.Proposal
+type fakeDash map[uint64]*DashboardProposal
 
-func (d fakeDash) Proposal(_ context.Context, id uint64) (*source.Proposal, bool, error) {
+func (d fakeDash) Proposal(_ context.Context, id uint64) (*DashboardProposal, bool, error) {
 	p, ok := d[id]
 	return p, ok, nil
 }
@@ -36,14 +38,14 @@ func TestGovernanceIsAskedFirstThenTheDashboardThenNobody(t *testing.T) {
 	gov := fakeGov{1: {Status: int32(nns.StatusFailed), FailedTimestampSeconds: at, DecidedTimestampSeconds: at - 5,
 		FailureReason: &nns.GovernanceError{ErrorMessage: "boom"}, Proposer: &nns.NeuronID{ID: 7}, ProposalTimestampSeconds: at - 100,
 		LatestTally: &nns.Tally{Yes: 3, No: 1, Total: 4}}}
-	dash := fakeDash{2: {ID: 2, Status: "REJECTED", DecidedTimestampSeconds: at}}
+	dash := fakeDash{2: {ProposalID: 2, Status: "REJECTED", DecidedTimestampSeconds: flexUint(at), Proposer: 9}}
 	obs, errs := ReadAll(context.Background(), gov, dash, []uint64{1, 2, 3, 666}, 2)
 
 	if o := obs[0]; errs[0] != nil || o.Source != FromGovernance || o.Status != state.StatusFailed || o.FailureReason != "boom" ||
 		o.Proposer != 7 || o.SubmittedAt.Unix() != int64(at-100) || o.ResolvedAt.Unix() != int64(at) || *o.Tally != (Tally{3, 1, 4}) {
 		t.Errorf("governance: %+v %v", o, errs[0])
 	}
-	if o := obs[1]; errs[1] != nil || o.Source != FromDashboard || o.Status != state.StatusRejected || o.ResolvedAt.Unix() != int64(at) {
+	if o := obs[1]; errs[1] != nil || o.Source != FromDashboard || o.Status != state.StatusRejected || o.ResolvedAt.Unix() != int64(at) || o.Proposer != 9 {
 		t.Errorf("dashboard: %+v %v", o, errs[1])
 	}
 	if o := obs[2]; errs[2] != nil || o.Source != FromNowhere || o.Word() != Unknown {
@@ -95,5 +97,32 @@ func TestTheTallyIsShownAsSharesOfTheTotal(t *testing.T) {
 	}
 	if s := (Tally{}).String(); s != "-" {
 		t.Errorf("empty tally = %q", s)
+	}
+}
+
+func TestTheDashboardClientReadsNumbersInEveryFormTheDashboardWrites(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v3/proposals/12" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"proposal_id": 12, "status": "FAILED", "proposer": "4242", "proposal_timestamp_seconds": 1700000000,
+			"failed_timestamp_seconds": "1700000100", "decided_timestamp_seconds": null,
+			"latest_tally": {"yes": 4.5e16, "no": 0, "total": 5e16, "timestamp_seconds": 1700000100},
+			"failure_reason": {"error_message": "registry said no", "error_type": 13}}`)
+	}))
+	defer srv.Close()
+	c := DashboardClient{Base: srv.URL + "/"}
+	p, found, err := c.Proposal(context.Background(), 12)
+	if err != nil || !found {
+		t.Fatalf("found %t, err %v", found, err)
+	}
+	o := fromDashboard(12, p)
+	if o.Status != state.StatusFailed || o.Proposer != 4242 || o.SubmittedAt.Unix() != 1700000000 || o.ResolvedAt.Unix() != 1700000100 ||
+		o.FailureReason != "registry said no" || *o.Tally != (Tally{Yes: 45e15, No: 0, Total: 5e16}) {
+		t.Fatalf("observation %+v tally %+v", o, o.Tally)
+	}
+	if _, found, err := c.Proposal(context.Background(), 13); found || err != nil {
+		t.Fatalf("404: found %t err %v", found, err)
 	}
 }

@@ -71,7 +71,7 @@ the config does not declare.`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, importTimeout)
 			defer cancel()
-			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
+			dash := readback.DashboardClient{Base: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)}
 			o, err := readback.Read(ctx, nns.GovernanceClient{Caller: ag}, dash, id)
 			if err != nil {
 				return err

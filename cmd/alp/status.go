@@ -57,7 +57,7 @@ recorded).`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
-			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
+			dash := readback.DashboardClient{Base: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)}
 			rows, readErr := statusRows(ctx, nns.GovernanceClient{Caller: ag}, dash, st, time.Now())
 			if slices.ContainsFunc(rows, func(r statusRow) bool { return r.Changed }) {
 				if err := st.Save(g.statePath); err != nil {

@@ -52,7 +52,8 @@ func statusNetwork(t *testing.T) (host, dashboard string) {
 	ic := httptest.NewServer(srv)
 	t.Cleanup(ic.Close)
 	dash := httptest.NewServer(&devnet.Dashboard{Proposals: func() []devnet.DashboardProposal {
-		return []devnet.DashboardProposal{{ID: 5, ProposalID: 5, Status: "EXECUTED", DecidedTimestampSeconds: secs - 86400, ExecutedTimestampSeconds: secs - 86400}}
+		return []devnet.DashboardProposal{{ID: 5, ProposalID: 5, Status: "EXECUTED", Proposer: "4242", ProposalTimestampSeconds: secs - 90000,
+			DecidedTimestampSeconds: secs - 86400, ExecutedTimestampSeconds: secs - 86400}}
 	}})
 	t.Cleanup(dash.Close)
 	return ic.URL, dash.URL
@@ -142,5 +143,22 @@ func TestStatusFailsWhenGovernanceCannotBeRead(t *testing.T) {
 	out, _, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statusState(t), "--host", "http://127.0.0.1:1")
 	if exitCode(err) != 1 || !strings.Contains(out, "error") || !strings.Contains(err.Error(), "could not read 6 proposal(s)") {
 		t.Fatalf("err %v\n%s", err, out)
+	}
+}
+
+func TestImportOfAProposalGovernancePurgedReadsTheDashboard(t *testing.T) {
+	host, dash := statusNetwork(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	out, errOut, err := runAlp(t, "", "import", "drop-gone-provider", "5", "--config", applyConfig, "--state", statePath, "--host", host, "--dashboard-url", dash)
+	if err != nil || !strings.Contains(out, "[via ICP dashboard; purged from governance]") || !strings.Contains(errOut, "the payload was not compared") {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+	executed := time.Date(2026, 11, 19, 9, 0, 0, 0, time.UTC)
+	rec := loadStateFile(t, statePath).Proposals["drop-gone-provider"]
+	if rec.Neuron != 4242 || rec.Status != state.StatusExecuted || !rec.SubmittedAt.Equal(executed.Add(-time.Hour)) || !rec.ResolvedAt.Equal(executed) || rec.Kind != "remove_node_provider" {
+		t.Fatalf("recorded %+v", rec)
+	}
+	if _, _, err := runAlp(t, "", "import", "halt-app1", "6", "--config", applyConfig, "--state", statePath, "--host", host, "--dashboard-url", dash); err == nil || !strings.Contains(err.Error(), "neither governance") {
+		t.Fatalf("import of an unknown proposal: %v", err)
 	}
 }
