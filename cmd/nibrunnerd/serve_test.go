@@ -91,7 +91,7 @@ port = 18080
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if r.Volumes[0].State != reported.VolumeReady || !strings.HasSuffix(r.Volumes[0].DevicePath, ".ext4") {
+	if v := r.Volumes[0]; v.State != reported.VolumeReady || !strings.HasSuffix(v.DevicePath, ".ext4") || v.Usage == nil || v.Usage.TotalBytes == 0 || v.Usage.UsedBytes == 0 {
 		t.Fatalf("volume %+v", r.Volumes[0])
 	}
 	cancel()
