@@ -444,3 +444,22 @@ func TestStatusFollowsAProposalFromOpenToExecutedAcrossTheVotingPeriod(t *testin
 		t.Fatalf("recorded %+v", rec)
 	}
 }
+
+func TestAProposalGovernancePurgedIsImportedAndReadBackFromTheDashboard(t *testing.T) {
+	startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	// proposal 120 was decided long ago; governance no longer has it
+	out, errOut, err := runAlp(t, "", "import", "add-node-08", "120", "--config", applyConfig, "--state", statePath)
+	if err != nil || !strings.Contains(out, "[via ICP dashboard; purged from governance]") {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+	rec := loadStateFile(t, statePath).Proposals["add-node-08"]
+	decided := time.Date(2026, 6, 5, 9, 0, 0, 0, time.UTC)
+	if rec.ProposalID != 120 || rec.Status != state.StatusExecuted || rec.ResolvedAt == nil || !rec.SubmittedAt.Before(decided) {
+		t.Fatalf("recorded %+v", rec)
+	}
+	out, _, err = runAlp(t, "", "status", "--config", applyConfig, "--state", statePath)
+	if err != nil || !strings.Contains(out, "executed") || !strings.Contains(out, "[via ICP dashboard; purged from governance]") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+}
