@@ -265,7 +265,9 @@ func (h *host) readReport(t testing.TB) *reported.HostReportedState {
 // waitFor polls reported.json until cond holds.
 func (h *host) waitFor(t testing.TB, what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// Generous: CI runs every package's race-enabled tests at once on
+	// two cores.
+	deadline := time.Now().Add(60 * time.Second)
 	var last *reported.HostReportedState
 	for time.Now().Before(deadline) {
 		if r := h.readReport(t); r != nil {
@@ -312,7 +314,7 @@ func allIn(state reported.InstanceState, apps ...string) func(*reported.HostRepo
 
 func deadlineWait(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
