@@ -463,3 +463,43 @@ func TestAProposalGovernancePurgedIsImportedAndReadBackFromTheDashboard(t *testi
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 }
+
+func TestApplyNamesWhatIsMissingOrWrongInItsArguments(t *testing.T) {
+	d := startApplyDevnet(t)
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.json")
+	plan := filepath.Join(dir, "plan.json")
+	entry := func(name string) planfile.Entry {
+		return planfile.Entry{Name: name, PayloadSHA256: declaredHash(t, name), RegistryVersion: d.Registry.Version(), Verdict: "ready"}
+	}
+	if err := planfile.Write(plan, &planfile.File{Host: d.ICURL, Proposals: []planfile.Entry{entry("halt-app1"), entry("add-node-08")}}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(dir, "elsewhere.json")
+	if err := planfile.Write(elsewhere, &planfile.File{Host: "https://icp-api.io", Proposals: []planfile.Entry{entry("halt-app1")}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ALP_IDENTITY", "")
+	identity := []string{"--identity", d.IdentityPath}
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"add-node-08"}, 1, "no identity: give --identity key.pem or set $ALP_IDENTITY"},
+		{append([]string{"no-such-proposal"}, identity...), 1, `"no-such-proposal" is neither a declared proposal nor a plan file`},
+		{append([]string{plan}, identity...), 1, "planned 2 proposals (halt-app1, add-node-08); name the one to apply"},
+		{append([]string{plan, "drop-node-12"}, identity...), 1, `did not plan proposal "drop-node-12"`},
+		{append([]string{elsewhere}, identity...), 2, "the plan was made against https://icp-api.io"},
+	} {
+		args := append([]string{"apply", "--config", applyConfig, "--state", statePath}, tc.args...)
+		_, _, err := runAlp(t, "", args...)
+		if exitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("apply %v: exit %d, %v; want exit %d saying %q", tc.args, exitCode(err), err, tc.code, tc.says)
+		}
+	}
+	out, errOut, err := runAlp(t, "", append([]string{"apply", "--config", applyConfig, "--state", statePath, plan, "add-node-08"}, identity...)...)
+	if err != nil || !strings.Contains(out, "dry run only") || !strings.Contains(errOut, "unchanged since the plan") {
+		t.Fatalf("apply PLANFILE NAME: %v\n%s%s", err, out, errOut)
+	}
+}
