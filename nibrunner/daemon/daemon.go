@@ -112,6 +112,8 @@ type Daemon struct {
 	// volApps remembers which app each volume named in a document was
 	// for, so a volume a later document drops is still reported by app.
 	volApps map[string]string
+	// sleepRetry holds back sleeps that failed.
+	sleepRetry map[string]retry
 	// usage is each volume's last measured fill.
 	usage map[string]volume.Usage
 	// byApp indexes the accepted document's instances.
@@ -165,7 +167,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		records: map[string]*record{}, persisted: map[string][]byte{},
 		probers: map[string]*prober{}, notes: map[string]string{}, failedNotes: map[string]bool{},
 		volErr: map[string]string{}, cpErr: map[string]string{}, expErr: map[string]string{},
-		measured: map[string]measurement{}, timers: map[string]time.Time{}, usage: map[string]volume.Usage{},
+		measured: map[string]measurement{}, timers: map[string]time.Time{}, usage: map[string]volume.Usage{}, sleepRetry: map[string]retry{},
 		kick: make(chan struct{}, 1),
 	}
 	if err := d.load(ctx); err != nil {

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"alpnib.dev/nibrunner/vmm/fake"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
@@ -156,5 +158,39 @@ func TestAWakeForAStoppedOrUnlistedAppIsRefused(t *testing.T) {
 		if err := d.Wake(context.Background(), app); !errors.Is(err, ErrNotRunning) {
 			t.Fatalf("wake %s: %v", app, err)
 		}
+	}
+}
+
+// sleepless is a VMM whose snapshots always fail.
+type sleepless struct{ *fake.VMM }
+
+func (sleepless) Sleep(context.Context, string) error { return errors.New("the snapshot disk is full") }
+
+func TestAFailedSleepLeavesTheAppUpAndSaysWhenItTriesAgain(t *testing.T) {
+	h := newHost(t)
+	deps, _, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.VMM = sleepless{deps.VMM.(*fake.VMM)}
+	d, err := Open(context.Background(), h.config(), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+
+	app := h.app("a", "a1", withState(desired.StateOnRequest))
+	h.write(t, doc(app))
+	h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	h.offset.Store(int64(10 * time.Minute))
+	r := h.waitFor(t, "the failed sleep reported", func(r *reported.HostReportedState) bool {
+		return strings.Contains(instance(r, "a").Message, "could not be put to sleep")
+	})
+	a := instance(r, "a")
+	if a.State != reported.InstanceRunning || !strings.Contains(a.Message, "the snapshot disk is full") || !strings.Contains(a.Message, "next try in") {
+		t.Fatalf("a: %+v", a)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -187,6 +188,7 @@ func (d *Daemon) observed(now time.Time, vms map[string]vmm.Status, vols map[str
 // exports. An action that fails is reported and retried by a later pass.
 func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vms map[string]vmm.Status, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) {
 	var ups []plan.InstanceAction
+	var sleeps []string
 	for _, a := range acts.Instances {
 		rec := d.records[a.AppID]
 		switch a.Kind {
@@ -199,17 +201,10 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			d.takeDown(ctx, a.AppID, vms, true)
 			d.forget(ctx, a.AppID)
 		case plan.Sleep:
-			d.stopProber(a.AppID)
-			cctx, cancel := context.WithTimeout(ctx, opTimeout)
-			err := d.deps.VMM.Sleep(cctx, a.AppID)
-			cancel()
-			if err != nil {
-				// A failed sleep leaves the guest up; the next pass tries again.
-				rec.Message = "could not be put to sleep, and stays up: " + err.Error()
+			if r, ok := d.sleepRetry[a.AppID]; ok && now.Before(r.next) {
 				continue
 			}
-			delete(vms, a.AppID)
-			rec.Sleeping, rec.Message = true, ""
+			sleeps = append(sleeps, a.AppID)
 		case plan.Replace, plan.Recover:
 			d.takeDown(ctx, a.AppID, vms, true)
 			if rec != nil {
@@ -225,6 +220,8 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			ups = append(ups, a)
 		}
 	}
+
+	d.sleep(ctx, now, sleeps, vms)
 
 	for _, v := range acts.Volumes {
 		d.applyVolume(ctx, now, v, vms, vols)
@@ -320,6 +317,9 @@ func (d *Daemon) takeDown(ctx context.Context, app string, vms map[string]vmm.St
 		return
 	}
 	delete(vms, app)
+	if rec := d.records[app]; rec != nil {
+		rec.Message = ""
+	}
 	if discard {
 		if err := d.deps.VMM.Discard(cctx, app); err != nil {
 			d.cfg.Logf("nibrunnerd: discard the snapshot of %s: %v", app, err)
@@ -331,6 +331,7 @@ func (d *Daemon) forget(ctx context.Context, app string) {
 	delete(d.records, app)
 	delete(d.timers, app)
 	delete(d.measured, app)
+	delete(d.sleepRetry, app)
 	d.forgotten = append(d.forgotten, app)
 	if _, ok := d.slots[app]; ok {
 		if err := d.db.ReleaseSlot(ctx, app); err != nil {
@@ -612,5 +613,65 @@ func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[str
 		if _, ok := vols[id]; !ok {
 			delete(d.usage, id)
 		}
+	}
+}
+
+// sleepConcurrency bounds how many guests are snapshotted at once: each
+// sleep writes the guest's memory to disk.
+const sleepConcurrency = 4
+
+type retry struct {
+	n    int
+	next time.Time
+}
+
+// sleep puts apps to sleep, the longest idle first, a few at a time. A
+// failed sleep leaves the guest up and is retried after a backoff that
+// doubles up to five minutes.
+func (d *Daemon) sleep(ctx context.Context, now time.Time, apps []string, vms map[string]vmm.Status) {
+	if len(apps) == 0 {
+		return
+	}
+	lastActive := func(app string) time.Time {
+		t := d.records[app].StartedAt
+		if d.deps.Traffic != nil {
+			if last, _ := d.deps.Traffic.Activity(app); last.After(t) {
+				t = last
+			}
+		}
+		return t
+	}
+	sort.SliceStable(apps, func(i, j int) bool { return lastActive(apps[i]).Before(lastActive(apps[j])) })
+	for _, app := range apps {
+		d.stopProber(app)
+	}
+	errs := make([]error, len(apps))
+	sem := make(chan struct{}, sleepConcurrency)
+	var wg sync.WaitGroup
+	for i, app := range apps {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, opTimeout)
+			defer cancel()
+			errs[i] = d.deps.VMM.Sleep(cctx, app)
+		}()
+	}
+	wg.Wait()
+	for i, app := range apps {
+		rec := d.records[app]
+		if err := errs[i]; err != nil {
+			r := d.sleepRetry[app]
+			r.n++
+			r.next = now.Add(min(time.Second<<min(r.n-1, 20), 5*time.Minute))
+			d.sleepRetry[app] = r
+			rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", roundDur(r.next.Sub(now)), err)
+			continue
+		}
+		delete(d.sleepRetry, app)
+		delete(vms, app)
+		rec.Sleeping, rec.Message = true, ""
 	}
 }

@@ -150,6 +150,9 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 			msg = "waiting to be started"
 		}
 	}
+	if msg == "" && rec != nil {
+		msg = rec.Message // a sleep or stop that failed
+	}
 	ri.State = reported.InstanceState(state)
 	ri.Message = reported.Truncate(msg)
 	if rec != nil {
