@@ -160,7 +160,8 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	var lost *submit.LostRecordError
 	switch {
 	case errors.As(err, &lost):
-		importCmd := fmt.Sprintf("alp import %s %d --config %s --state %s", lost.Name, lost.ProposalID, g.configPath, g.statePath)
+		importCmd := fmt.Sprintf("alp import %s %d --config %s --state %s --host %s", lost.Name, lost.ProposalID,
+			shellQuote(g.configPath), shellQuote(g.statePath), shellQuote(host))
 		fmt.Fprint(stderr, term.For(stderr).Paint(term.Red, lost.Loud(importCmd)))
 		return &exitError{code: exitLostRecord, err: err}
 	case errors.As(err, &stopped):
