@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"alpnib.dev/nibrunner/vmm/fake"
 	"context"
 	"errors"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/vmm/fake"
 )
 
 func TestAGuestWhoseVolumeWasLostIsRecoveredOnANewOne(t *testing.T) {
