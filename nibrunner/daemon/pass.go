@@ -107,9 +107,14 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 			}
 			if p := d.probers[app]; p != nil {
 				rec.Health = p.record()
-				if (rec.Health.State == health.Failed || rec.Health.State == health.Unhealthy) && rec.FailedAt.IsZero() {
+				switch {
+				case (rec.Health.State == health.Failed || rec.Health.State == health.Unhealthy) && rec.FailedAt.IsZero():
 					rec.FailedAt = now
 					rec.FailReason = p.failureMessage()
+				case rec.Health.State == health.Running && !rec.FailedAt.IsZero():
+					// It answered again before its restart came due.
+					rec.FailedAt, rec.FailReason = time.Time{}, ""
+					delete(d.timers, app)
 				}
 			}
 		case vmm.Exited:
