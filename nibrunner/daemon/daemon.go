@@ -140,6 +140,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
 	}
+	cfg.HostID = hostID(cfg.HostID)
 	if cfg.Resync <= 0 {
 		cfg.Resync = 2 * time.Second
 	}
@@ -358,4 +359,23 @@ func (d *Daemon) nextTimer() (time.Time, bool) {
 		}
 	}
 	return first, !first.IsZero()
+}
+
+// hostID makes name (the machine's hostname, until a document names the
+// host) a valid identifier: ^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$.
+func hostID(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	s := strings.TrimLeft(string(b), "-_")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	if s == "" {
+		return "host"
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,10 +11,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/desired"
@@ -259,6 +263,15 @@ func (h *host) readReport(t testing.TB) *reported.HostReportedState {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("reported.json is not JSON (it must be written atomically): %v", err)
 	}
+	// Every report a test reads must also be what the published schema
+	// promises.
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reportSchema(t).Validate(v); err != nil {
+		t.Fatalf("reported.json breaks docs/reported-state.schema.json: %v\n%s", err, b)
+	}
 	return &r
 }
 
@@ -321,4 +334,38 @@ func deadlineWait(t testing.TB, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+var (
+	schemaOnce sync.Once
+	schema     *jsonschema.Schema
+	schemaErr  error
+)
+
+// reportSchema compiles docs/reported-state.schema.json once.
+func reportSchema(t testing.TB) *jsonschema.Schema {
+	t.Helper()
+	schemaOnce.Do(func() {
+		const path = "../../docs/reported-state.schema.json"
+		f, err := os.Open(path)
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		defer f.Close()
+		doc, err := jsonschema.UnmarshalJSON(f)
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		c := jsonschema.NewCompiler()
+		if schemaErr = c.AddResource(path, doc); schemaErr != nil {
+			return
+		}
+		schema, schemaErr = c.Compile(path)
+	})
+	if schemaErr != nil {
+		t.Fatalf("compile the report schema: %v", schemaErr)
+	}
+	return schema
 }
