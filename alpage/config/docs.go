@@ -52,7 +52,7 @@ var Blocks = []BlockDoc{
 	{Header: `remove_node_provider { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeProvider](),
 		Doc: "Nested in a proposal of kind \"remove_node_provider\": removes a node provider. Unlike the other kinds this is a native governance action rather than an ExecuteNnsFunction. Governance rejects a provider it does not know, and removing one that still has operators orphans them; preflight checks both."},
 	{Header: `add / remove { }`, Since: "v0.1.0", Type: reflect.TypeFor[NodeRef](),
-		Doc: "Inside a membership block: a node to add to or remove from the subnet. The node block of remove_nodes has the same fields."},
+		Doc: "Inside a membership block: a node to add to or remove from the subnet."},
 	{Header: `features { }`, Since: "v0.5.0", Type: reflect.TypeFor[Features](),
 		Doc: "Inside an update_subnet block: the subnet's feature flags. Sending it replaces the whole features record rather than merging, so all three fields are required: an omitted one would be written as false. sev_enabled must therefore restate what the subnet already has; the registry rejects a change to it."},
 	{Header: `resource_limits { }`, Since: "v0.5.0", Type: reflect.TypeFor[ResourceLimits](),
