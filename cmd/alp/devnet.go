@@ -34,6 +34,7 @@ serves until interrupted. Without --fleet it serves examples/fleet.json.
 
   alp devnet --env-file devnet.env &      # then: . ./devnet.env
   alp devnet --print-env                  # exports on stdout, the rest on stderr
+  eval "$(alp devnet --print-env 2>devnet.log &)"   # stdout closes after the exports
 
 The fleet format is described in docs/devnet.md.`,
 		Args: cobra.NoArgs,
@@ -74,6 +75,16 @@ The fleet format is described in docs/devnet.md.`,
 			if envFile != "" {
 				if err := atomicfile.WriteFile(envFile, []byte(exports.String()), 0o600); err != nil {
 					return fmt.Errorf("write env file: %w", err)
+				}
+			}
+			if printEnv {
+				// Close stdout once the exports are out, so that a shell's
+				// $(alp devnet --print-env &) sees the end of them and
+				// returns while the devnet keeps serving in the background.
+				if f, ok := cmd.OutOrStdout().(*os.File); ok {
+					if err := f.Close(); err != nil {
+						return fmt.Errorf("close stdout after the exports: %w", err)
+					}
 				}
 			}
 			fmt.Fprintln(cmd.ErrOrStderr(), "alp devnet: serving; interrupt to stop")
