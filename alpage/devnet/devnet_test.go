@@ -162,3 +162,45 @@ func TestTheDevnetServesTheFleetOnEveryEndpoint(t *testing.T) {
 		t.Fatalf("KDS vouches for a chip no node has (%d)", code)
 	}
 }
+
+// TestTheLatencyKnobDelaysEveryEndpoint starts the devnet with --latency and
+// times one request to each kind of endpoint it serves: the IC HTTP
+// interface, the explorer, the dashboard, the KDS and a node's status.
+func TestTheLatencyKnobDelaysEveryEndpoint(t *testing.T) {
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const latency = 150 * time.Millisecond
+	d, err := Start(context.Background(), Options{Fleet: f, Dir: t.TempDir(), Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var node string
+	for _, u := range d.NodeStatusURLs {
+		node = u
+		break
+	}
+	if node == "" {
+		t.Fatal("no node serves its status")
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, e := range []struct {
+		name, url string
+		c         *http.Client
+	}{
+		{"IC HTTP interface", d.ICURL + "/api/v2/status", plain},
+		{"explorer", d.ExplorerURL + "/api/records/nodes/" + f.Nodes[0].ID, plain},
+		{"dashboard", d.DashboardURL + "/api/v3/proposals?limit=1", plain},
+		{"KDS", d.KDSURL + "/vcek/v1/Milan/" + f.Nodes[0].ChipID, plain},
+		{"node status", node + "/api/v2/status", insecure},
+	} {
+		start := time.Now()
+		code, _ := get(t, e.c, e.url)
+		if took := time.Since(start); took < latency {
+			t.Errorf("%s answered %d in %s, before the %s latency", e.name, code, took, latency)
+		}
+	}
+}
