@@ -66,6 +66,7 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newPlanCmd(g))
 	root.AddCommand(newRegistryCmd(g))
 	root.AddCommand(newGuestosCmd(g))
+	root.AddCommand(newReconcileCmd(g))
 	return root
 }
 

@@ -1,0 +1,436 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// Registry is what the fetcher reads from the registry canister;
+// nns.RegistryClient satisfies it.
+type Registry interface {
+	GetLatestVersion(ctx context.Context) (uint64, error)
+	GetValue(ctx context.Context, key string, version uint64) ([]byte, uint64, bool, error)
+	GetNodeOperatorsAndDcsOfNodeProvider(ctx context.Context, provider principal.Principal) ([]nns.OperatorAndDc, error)
+}
+
+// Governance is what the fetcher reads from governance;
+// nns.GovernanceClient satisfies it.
+type Governance interface {
+	ListNodeProviders(ctx context.Context) ([]nns.NodeProvider, error)
+}
+
+// Explorer lists the nodes an operator owns; *source.Explorer satisfies it.
+type Explorer interface {
+	OperatorNodes(ctx context.Context, operator string) ([]string, error)
+}
+
+// Dashboard says which version a node runs, with a lag;
+// *source.Dashboard satisfies it.
+type Dashboard interface {
+	NodeVersion(ctx context.Context, node string) (string, bool, error)
+}
+
+// KDS vouches for chips; *source.KDS satisfies it.
+type KDS interface {
+	Verify(ctx context.Context, chip []byte) source.Verdict
+}
+
+// NodeStatus reads a node's own impl_version; *source.NodeStatus
+// satisfies it.
+type NodeStatus interface {
+	Version(ctx context.Context, ip string, port uint32) (string, error)
+}
+
+// Fetcher gathers Live. The registry version is the one hard requirement:
+// without it nothing is known and Fetch fails. Every other read that fails
+// is recorded beside the fact it was for and reported as unknown.
+type Fetcher struct {
+	Registry   Registry
+	Governance Governance
+	Explorer   Explorer
+	Dashboard  Dashboard
+	KDS        KDS
+	NodeStatus NodeStatus
+	// Parallel bounds reads in flight; 0 means 8.
+	Parallel int
+	// Timeout bounds each read; 0 means 30 seconds.
+	Timeout time.Duration
+}
+
+// Fetch reads what reconciling res needs. cache is state.json's chip
+// cache: a chip it vouches for is not asked again unless refresh is set.
+func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[string]*state.Chip, refresh bool) (*Live, error) {
+	v, err := f.call(ctx, func(ctx context.Context) (any, error) { return f.Registry.GetLatestVersion(ctx) })
+	if err != nil {
+		return nil, fmt.Errorf("read the registry version: %w", err)
+	}
+	live := &Live{
+		RegistryVersion: v.(uint64),
+		Subnets:         map[string]SubnetFacts{},
+		Providers:       map[string]ProviderFacts{},
+		Operators:       map[string]OperatorFacts{},
+		OperatorNodes:   map[string]OperatorNodes{},
+		Nodes:           map[string]NodeFacts{},
+		Chips:           map[string]ChipFacts{},
+		Versions:        map[string]VersionFacts{},
+	}
+	var mu sync.Mutex
+	g := f.group(ctx)
+
+	// Everything the registry, governance and the explorer say, at once.
+	for _, s := range res.Subnets {
+		g.run(func(ctx context.Context) {
+			facts := f.subnet(ctx, s.ID)
+			mu.Lock()
+			live.Subnets[s.ID] = facts
+			mu.Unlock()
+		})
+	}
+	providers := providerIDs(res)
+	if len(providers) > 0 && len(res.NodeProviders) > 0 {
+		known, kerr := f.knownProviders(ctx)
+		for _, p := range providers {
+			g.run(func(ctx context.Context) {
+				facts := f.provider(ctx, p, known, kerr)
+				mu.Lock()
+				live.Providers[p] = facts
+				mu.Unlock()
+			})
+		}
+		for _, o := range res.NodeOperators {
+			g.run(func(ctx context.Context) {
+				_, _, found, err := f.Registry.GetValue(ctx, nns.NodeOperatorRecordKey(o.ID), 0)
+				mu.Lock()
+				live.Operators[o.ID] = OperatorFacts{Found: found, Err: errText(err)}
+				mu.Unlock()
+			})
+		}
+	}
+	for _, o := range res.NodeOperators {
+		if o.Decommissioned || f.Explorer == nil {
+			continue
+		}
+		g.run(func(ctx context.Context) {
+			ids, err := f.Explorer.OperatorNodes(ctx, o.ID)
+			mu.Lock()
+			live.OperatorNodes[o.ID] = OperatorNodes{Nodes: ids, Err: errText(err)}
+			mu.Unlock()
+		})
+	}
+	for _, n := range res.Nodes {
+		g.run(func(ctx context.Context) {
+			facts := f.node(ctx, n.ID)
+			mu.Lock()
+			live.Nodes[n.ID] = facts
+			mu.Unlock()
+		})
+	}
+	g.run(func(ctx context.Context) {
+		elected, err := f.elected(ctx)
+		mu.Lock()
+		live.Elected, live.ElectedErr = elected, errText(err)
+		mu.Unlock()
+	})
+	g.wait()
+
+	// Then what depends on the node records: chips and versions.
+	g = f.group(ctx)
+	asked := map[string]bool{}
+	for _, n := range res.Nodes {
+		nf := live.Nodes[n.ID]
+		if n.Decommissioned || !nf.Found || len(nf.Chip) != config.ChipIDLen {
+			continue
+		}
+		chip := nf.Chip
+		h := hex.EncodeToString(chip)
+		if asked[h] {
+			continue
+		}
+		asked[h] = true
+		c := ChipFacts{}
+		if e := cache[h]; e != nil && e.Verified {
+			c.Cached, c.Product = true, e.Product
+		}
+		live.Chips[h] = c
+		if (c.Cached && !refresh) || f.KDS == nil {
+			continue
+		}
+		g.run(func(ctx context.Context) {
+			verdict := f.KDS.Verify(ctx, chip)
+			mu.Lock()
+			c := live.Chips[h]
+			c.Asked = &verdict
+			live.Chips[h] = c
+			mu.Unlock()
+		})
+	}
+	for _, n := range res.Nodes {
+		if n.Decommissioned || n.Version == "" {
+			continue
+		}
+		nf := live.Nodes[n.ID]
+		g.run(func(ctx context.Context) {
+			facts := f.version(ctx, n.ID, nf)
+			mu.Lock()
+			live.Versions[n.ID] = facts
+			mu.Unlock()
+		})
+	}
+	g.wait()
+	return live, ctx.Err()
+}
+
+// providerIDs lists the declared providers and every provider a declared
+// operator names, once each.
+func providerIDs(res *config.Resources) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range res.NodeProviders {
+		if !seen[p.ID] {
+			seen[p.ID] = true
+			out = append(out, p.ID)
+		}
+	}
+	for _, o := range res.NodeOperators {
+		if o.Provider != "" && !seen[o.Provider] {
+			seen[o.Provider] = true
+			out = append(out, o.Provider)
+		}
+	}
+	return out
+}
+
+func (f *Fetcher) subnet(ctx context.Context, id string) SubnetFacts {
+	raw, _, found, err := f.Registry.GetValue(ctx, nns.SubnetRecordKey(id), 0)
+	if err != nil {
+		return SubnetFacts{Err: err.Error()}
+	}
+	if !found {
+		return SubnetFacts{}
+	}
+	var rec nns.SubnetRecordPB
+	if err := rec.Unmarshal(raw); err != nil {
+		return SubnetFacts{Err: fmt.Sprintf("decode subnet record: %v", err)}
+	}
+	return SubnetFactsOf(&rec)
+}
+
+// SubnetFactsOf reads the facts reconcile compares from a subnet record.
+func SubnetFactsOf(rec *nns.SubnetRecordPB) SubnetFacts {
+	out := SubnetFacts{Found: true}
+	for _, m := range rec.Membership {
+		out.Members = append(out.Members, principalText(m))
+	}
+	switch rec.SubnetType {
+	case nns.SubnetTypeApplication:
+		out.Type = config.SubnetApplication
+	case nns.SubnetTypeVerifiedApplication:
+		out.Type = "verified_application"
+	case nns.SubnetTypeSystem:
+		out.Type = "system"
+	case nns.SubnetTypeCloudEngine:
+		out.Type = config.SubnetCloudEngine
+	default:
+		out.Type = fmt.Sprintf("unspecified(%d)", rec.SubnetType)
+	}
+	switch rec.CanisterCyclesCostSchedule {
+	case nns.CostScheduleNormal:
+		out.CostSchedule = "normal"
+	case nns.CostScheduleFree:
+		out.CostSchedule = "free"
+	}
+	if rec.Features != nil && rec.Features.SevEnabled != nil {
+		out.SevEnabled = *rec.Features.SevEnabled
+	}
+	for _, a := range rec.SubnetAdmins {
+		out.Admins = append(out.Admins, principalText(a))
+	}
+	return out
+}
+
+func (f *Fetcher) knownProviders(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	list, err := f.Governance.ListNodeProviders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, p := range list {
+		if p.ID != nil {
+			known[p.ID.String()] = true
+		}
+	}
+	return known, nil
+}
+
+func (f *Fetcher) provider(ctx context.Context, id string, known map[string]bool, kerr error) ProviderFacts {
+	if kerr != nil {
+		return ProviderFacts{Err: "list_node_providers: " + kerr.Error()}
+	}
+	p, err := principal.Decode(id)
+	if err != nil {
+		return ProviderFacts{Err: fmt.Sprintf("node provider %q: %v", id, err)}
+	}
+	out := ProviderFacts{Known: known[id], Operators: map[string]string{}}
+	ops, err := f.Registry.GetNodeOperatorsAndDcsOfNodeProvider(ctx, p)
+	if err != nil {
+		if !out.Known {
+			// The registry answers Err for a provider it has no
+			// operators of; governance already says it is gone.
+			return out
+		}
+		return ProviderFacts{Err: err.Error()}
+	}
+	for _, o := range ops {
+		out.Operators[principalText(o.NodeOperator.NodeOperatorPrincipalID)] = o.DataCenter.ID
+	}
+	return out
+}
+
+func (f *Fetcher) node(ctx context.Context, id string) NodeFacts {
+	raw, _, found, err := f.Registry.GetValue(ctx, nns.NodeRecordKey(id), 0)
+	if err != nil {
+		return NodeFacts{Err: err.Error()}
+	}
+	if !found {
+		return NodeFacts{}
+	}
+	var rec nns.NodeRecordPB
+	if err := rec.Unmarshal(raw); err != nil {
+		return NodeFacts{Err: fmt.Sprintf("decode node record: %v", err)}
+	}
+	out := NodeFacts{Found: true, Operator: principalText(rec.NodeOperatorID), Chip: rec.ChipID}
+	if rec.HTTP != nil {
+		out.IP, out.Port = rec.HTTP.IPAddr, rec.HTTP.Port
+	}
+	return out
+}
+
+func (f *Fetcher) elected(ctx context.Context) (map[string]bool, error) {
+	raw, _, found, err := f.Registry.GetValue(ctx, nns.BlessedReplicaVersionsKey, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	if !found {
+		return out, nil
+	}
+	var rec nns.BlessedReplicaVersionsPB
+	if err := rec.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", nns.BlessedReplicaVersionsKey, err)
+	}
+	for _, v := range rec.BlessedVersionIDs {
+		out[v] = true
+	}
+	return out, nil
+}
+
+// version asks the node itself, then the dashboard.
+func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionFacts {
+	var reasons []string
+	switch {
+	case f.NodeStatus == nil:
+		reasons = append(reasons, "node: no status client")
+	case !nf.Found:
+		reasons = append(reasons, "node: no registry record to find its address")
+	default:
+		v, err := f.NodeStatus.Version(ctx, nf.IP, nf.Port)
+		if err == nil {
+			return VersionFacts{Version: v, Source: FromNode}
+		}
+		reasons = append(reasons, "node: "+err.Error())
+	}
+	if f.Dashboard != nil {
+		v, found, err := f.Dashboard.NodeVersion(ctx, id)
+		switch {
+		case err != nil:
+			reasons = append(reasons, "dashboard: "+err.Error())
+		case !found:
+			reasons = append(reasons, "dashboard: no version for the node")
+		default:
+			return VersionFacts{Version: v, Source: FromDashboard}
+		}
+	}
+	return VersionFacts{Err: joinReasons(reasons)}
+}
+
+func joinReasons(r []string) string {
+	out := ""
+	for i, s := range r {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}
+
+func principalText(b []byte) string {
+	p, err := principal.FromBytes(b)
+	if err != nil {
+		return hex.EncodeToString(b)
+	}
+	return p.String()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (f *Fetcher) timeout() time.Duration {
+	if f.Timeout > 0 {
+		return f.Timeout
+	}
+	return 30 * time.Second
+}
+
+// call runs one read under the per-read timeout.
+func (f *Fetcher) call(ctx context.Context, fn func(context.Context) (any, error)) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	return fn(ctx)
+}
+
+// group runs reads with at most Parallel in flight, each under the
+// per-read timeout.
+type group struct {
+	ctx     context.Context
+	timeout time.Duration
+	sem     chan struct{}
+	wg      sync.WaitGroup
+}
+
+func (f *Fetcher) group(ctx context.Context) *group {
+	n := f.Parallel
+	if n <= 0 {
+		n = 8
+	}
+	return &group{ctx: ctx, timeout: f.timeout(), sem: make(chan struct{}, n)}
+}
+
+func (g *group) run(fn func(context.Context)) {
+	g.wg.Add(1)
+	g.sem <- struct{}{}
+	go func() {
+		defer g.wg.Done()
+		defer func() { <-g.sem }()
+		ctx, cancel := context.WithTimeout(g.ctx, g.timeout)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+func (g *group) wait() { g.wg.Wait() }

@@ -1,0 +1,99 @@
+package reconcile
+
+import "alpnib.dev/alpage/source"
+
+// Live is the live state reconcile compares the declared fleet with,
+// already fetched (see Fetcher). Every map is keyed by id; a missing entry
+// or a set Err means the fact could not be read, which reconcile reports
+// as unknown rather than drift.
+type Live struct {
+	// RegistryVersion is the registry's version when reading began.
+	RegistryVersion uint64 `json:"registry_version"`
+	// Subnets holds each declared subnet's record.
+	Subnets map[string]SubnetFacts `json:"subnets"`
+	// Providers holds each node provider a declared operator names.
+	Providers map[string]ProviderFacts `json:"providers"`
+	// Operators holds each declared operator's own record.
+	Operators map[string]OperatorFacts `json:"operators"`
+	// OperatorNodes holds, per declared operator, the nodes it owns on-chain
+	// per the registry explorer (a third party).
+	OperatorNodes map[string]OperatorNodes `json:"operator_nodes"`
+	// Nodes holds each declared node's record.
+	Nodes map[string]NodeFacts `json:"nodes"`
+	// Chips holds the AMD KDS verdict per chip id (hex) found on-chain.
+	Chips map[string]ChipFacts `json:"chips"`
+	// Versions holds what each version-checked node runs.
+	Versions map[string]VersionFacts `json:"versions"`
+	// Elected is the NNS elected version set; ElectedErr is set when it
+	// could not be read (the elected check is then skipped).
+	Elected    map[string]bool `json:"elected"`
+	ElectedErr string          `json:"elected_error,omitempty"`
+}
+
+// SubnetFacts is a subnet record as reconcile compares it.
+type SubnetFacts struct {
+	Found   bool     `json:"found"`
+	Err     string   `json:"error,omitempty"`
+	Members []string `json:"members,omitempty"`
+	// Type and CostSchedule are the schema's words (application, free…);
+	// CostSchedule is empty when the record leaves it unspecified.
+	Type         string   `json:"type,omitempty"`
+	CostSchedule string   `json:"cost_schedule,omitempty"`
+	SevEnabled   bool     `json:"sev_enabled"`
+	Admins       []string `json:"admins,omitempty"`
+}
+
+// ProviderFacts is what the NNS says of a node provider: whether
+// governance lists it, and the operators the registry has under it with
+// each one's data center.
+type ProviderFacts struct {
+	Known     bool              `json:"known"`
+	Operators map[string]string `json:"operators,omitempty"` // operator id → dc id
+	Err       string            `json:"error,omitempty"`
+}
+
+// OperatorFacts is whether an operator's own record exists.
+type OperatorFacts struct {
+	Found bool   `json:"found"`
+	Err   string `json:"error,omitempty"`
+}
+
+// OperatorNodes is the node ids an operator owns, per the registry explorer.
+type OperatorNodes struct {
+	Nodes []string `json:"nodes,omitempty"`
+	Err   string   `json:"error,omitempty"`
+}
+
+// NodeFacts is a node record as reconcile compares it.
+type NodeFacts struct {
+	Found    bool   `json:"found"`
+	Err      string `json:"error,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	// Chip is the record's chip_id bytes (nil when it has none).
+	Chip []byte `json:"chip,omitempty"`
+	// IP and Port are the node's http endpoint.
+	IP   string `json:"ip,omitempty"`
+	Port uint32 `json:"port,omitempty"`
+}
+
+// ChipFacts is what is known of one on-chain chip: the KDS verdict asked
+// now (Asked) and the cached positive verdict from state.json (Cached).
+type ChipFacts struct {
+	Asked   *source.Verdict `json:"asked,omitempty"`
+	Cached  bool            `json:"cached"`
+	Product string          `json:"product,omitempty"` // the cached product
+}
+
+// Version sources.
+const (
+	FromNode      = "node"
+	FromDashboard = "dashboard"
+)
+
+// VersionFacts is what a node runs: from its own status endpoint, else
+// from the dashboard; Err when neither answered.
+type VersionFacts struct {
+	Version string `json:"version,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Err     string `json:"error,omitempty"`
+}

@@ -1,0 +1,522 @@
+// Package reconcile diffs the declared fleet (resources.hcl) against live
+// state, the way `alp reconcile` reports it: per declared subnet its
+// membership and record facts, then node operators, the nodes of each
+// operator, chip ids, and the GuestOS version each node runs.
+//
+// Reconcile is a pure function over already-fetched data (Live, gathered by
+// Fetcher), so every row status is tested with tables and the report is
+// the same for the same inputs. A fact that could not be read is reported
+// as unknown and never counts as drift: the CI gate fails on what is known
+// to differ, not on a flaky network.
+package reconcile
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/source"
+)
+
+// Row is one line of the report: `<status>  <name or ->  <id>[  detail]`.
+type Row struct {
+	Status Status `json:"status"`
+	Name   string `json:"name"`
+	ID     string `json:"id"`
+	Detail string `json:"detail,omitempty"`
+	Drift  bool   `json:"drift"`
+}
+
+// Section kinds, in report order.
+const (
+	SectionSubnet    = "subnet"
+	SectionOperators = "node_operators"
+	SectionNodes     = "nodes"
+	SectionChips     = "chips"
+	SectionVersions  = "versions"
+)
+
+// Section is a titled group of rows.
+type Section struct {
+	Kind     string   `json:"kind"`
+	Title    string   `json:"title"`
+	Rows     []Row    `json:"rows"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Report is the whole reconcile result.
+type Report struct {
+	RegistryVersion uint64    `json:"registry_version"`
+	Sections        []Section `json:"sections"`
+	// Drift counts drift rows; Unknown counts rows that could not be told.
+	Drift   int `json:"drift"`
+	Unknown int `json:"unknown"`
+}
+
+// InSync reports whether nothing drifted.
+func (r *Report) InSync() bool { return r.Drift == 0 }
+
+// Reconcile compares res with live.
+func Reconcile(res *config.Resources, live *Live) Report {
+	n := newNames(res)
+	r := Report{RegistryVersion: live.RegistryVersion}
+	for _, s := range res.Subnets {
+		r.Sections = append(r.Sections, subnetSection(res, s, live, n))
+	}
+	if len(res.NodeProviders) > 0 {
+		r.Sections = append(r.Sections, operatorsSection(res, live, n))
+	}
+	r.Sections = append(r.Sections, nodeSections(res, live, n)...)
+	r.Sections = append(r.Sections, chipsSection(res, live))
+	r.Sections = append(r.Sections, versionsSection(res, live, n))
+	for i := range r.Sections {
+		for j := range r.Sections[i].Rows {
+			row := &r.Sections[i].Rows[j]
+			row.Drift = row.Status.Drift()
+			if row.Name == "" {
+				row.Name = "-"
+			}
+			if row.Drift {
+				r.Drift++
+			}
+			if row.Status == Unknown || row.Status == Unreachable {
+				r.Unknown++
+			}
+		}
+	}
+	return r
+}
+
+// names maps ids to block names, per kind.
+type names struct{ nodes, operators, providers, versions map[string]string }
+
+func newNames(res *config.Resources) names {
+	n := names{nodes: map[string]string{}, operators: map[string]string{}, providers: map[string]string{}, versions: map[string]string{}}
+	for _, x := range res.Nodes {
+		n.nodes[x.ID] = x.Name
+	}
+	for _, x := range res.NodeOperators {
+		n.operators[x.ID] = x.Name
+	}
+	for _, x := range res.NodeProviders {
+		n.providers[x.ID] = x.Name
+	}
+	for _, x := range res.GuestOSVersions {
+		n.versions[x.ID] = x.Name
+	}
+	return n
+}
+
+// version names a version by its block name when one declares it.
+func (n names) version(id string) string {
+	if name, ok := n.versions[id]; ok {
+		return name
+	}
+	return id
+}
+
+func sortRows(rows []Row) {
+	slices.SortStableFunc(rows, func(a, b Row) int { return strings.Compare(a.ID, b.ID) })
+}
+
+// subnetSection is a declared subnet's membership, then its record facts.
+func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names) Section {
+	sec := Section{Kind: SectionSubnet, Title: fmt.Sprintf("subnet %s (%s)", s.Name, s.ID)}
+	facts, read := live.Subnets[s.ID]
+	switch {
+	case !read || facts.Err != "":
+		sec.Rows = []Row{{Status: Unknown, Name: s.Name, ID: s.ID, Detail: "subnet record unread: " + orText(facts.Err, "not fetched")}}
+		return sec
+	case !facts.Found:
+		sec.Rows = []Row{{Status: Gone, Name: s.Name, ID: s.ID, Detail: "no subnet record in the registry"}}
+		return sec
+	}
+	members := map[string]bool{}
+	for _, m := range facts.Members {
+		members[m] = true
+	}
+	declared := map[string]*config.Node{}
+	var rows []Row
+	for _, node := range res.Nodes {
+		if node.Subnet != s.ID || node.Decommissioned {
+			continue
+		}
+		declared[node.ID] = node
+		row := Row{Status: InSync, Name: node.Name, ID: node.ID}
+		if !members[node.ID] {
+			nf, ok := live.Nodes[node.ID]
+			switch {
+			case ok && nf.Err == "" && !nf.Found:
+				row.Status, row.Detail = Deregistered, "declared a member; its node record is gone"
+			default:
+				row.Status, row.Detail = Missing, "declared a member, not one on-chain"
+			}
+		}
+		rows = append(rows, row)
+	}
+	for _, m := range facts.Members {
+		if declared[m] != nil {
+			continue
+		}
+		row := Row{Status: Unmanaged, Name: n.nodes[m], ID: m, Detail: "a member without a node block"}
+		for _, node := range res.Nodes {
+			if node.ID != m {
+				continue
+			}
+			switch {
+			case node.Decommissioned:
+				row.Detail = "a member, declared decommissioned"
+			case node.Subnet == "":
+				row.Detail = "a member, declared unassigned"
+			default:
+				row.Detail = "a member, declared in subnet " + node.Subnet
+			}
+		}
+		rows = append(rows, row)
+	}
+	sortRows(rows)
+	sec.Rows = append(rows, subnetFacts(s, facts)...)
+	return sec
+}
+
+// subnetFacts compares the record facts; an omitted field asserts its
+// default.
+func subnetFacts(s *config.Subnet, live SubnetFacts) []Row {
+	fact := func(name, declared, got string) Row {
+		if declared == got {
+			return Row{Status: InSync, Name: name, ID: s.ID, Detail: got}
+		}
+		return Row{Status: Mismatch, Name: name, ID: s.ID, Detail: fmt.Sprintf("declared=%s live=%s", declared, orText(got, "unspecified"))}
+	}
+	sev := s.SevEnabled != nil && *s.SevEnabled
+	rows := []Row{
+		fact("type", s.EffectiveType(), live.Type),
+		fact("cost_schedule", s.EffectiveCostSchedule(), effectiveLiveSchedule(live)),
+		fact("sev_enabled", fmt.Sprint(sev), fmt.Sprint(live.SevEnabled)),
+	}
+	declared, onChain := map[string]bool{}, map[string]bool{}
+	for _, a := range s.Admins {
+		declared[a] = true
+	}
+	for _, a := range live.Admins {
+		onChain[a] = true
+	}
+	var diffs []Row
+	for a := range declared {
+		if !onChain[a] {
+			diffs = append(diffs, Row{Status: Mismatch, Name: "admins", ID: s.ID, Detail: "+ " + a + " (declared, not on-chain)"})
+		}
+	}
+	for a := range onChain {
+		if !declared[a] {
+			diffs = append(diffs, Row{Status: Mismatch, Name: "admins", ID: s.ID, Detail: "- " + a + " (on-chain, not declared)"})
+		}
+	}
+	slices.SortFunc(diffs, func(a, b Row) int { return strings.Compare(a.Detail[2:], b.Detail[2:]) })
+	if len(diffs) == 0 {
+		return append(rows, Row{Status: InSync, Name: "admins", ID: s.ID, Detail: fmt.Sprintf("%d declared", len(declared))})
+	}
+	return append(rows, diffs...)
+}
+
+// effectiveLiveSchedule reads an unspecified cost schedule as the
+// registry's default for the subnet type (free for a cloud engine).
+func effectiveLiveSchedule(live SubnetFacts) string {
+	if live.CostSchedule != "" {
+		return live.CostSchedule
+	}
+	if live.Type == config.SubnetCloudEngine {
+		return "free"
+	}
+	return "normal"
+}
+
+// operatorsSection compares declared providers and operators with the NNS.
+func operatorsSection(res *config.Resources, live *Live, n names) Section {
+	sec := Section{Kind: SectionOperators, Title: "node providers and operators"}
+	var rows []Row
+	for _, p := range res.NodeProviders {
+		f, read := live.Providers[p.ID]
+		row := Row{Name: p.Name, ID: p.ID}
+		switch {
+		case !read || f.Err != "":
+			row.Status, row.Detail = Unknown, "node provider unread: "+orText(f.Err, "not fetched")
+		case p.Decommissioned && (f.Known || len(f.Operators) > 0):
+			row.Status, row.Detail = StillRegistered, "declared decommissioned; governance or the registry still has it"
+		case p.Decommissioned:
+			row.Status, row.Detail = Decommissioned, "node provider absent, as declared"
+		case !f.Known:
+			row.Status, row.Detail = ProviderAbsent, "governance does not list this node provider"
+		default:
+			row.Status, row.Detail = OK, fmt.Sprintf("node provider; %d operator(s) on-chain", len(f.Operators))
+		}
+		rows = append(rows, row)
+	}
+	for _, o := range res.NodeOperators {
+		rows = append(rows, operatorRow(o, live, n))
+	}
+	sortRows(rows)
+	sec.Rows = rows
+	return sec
+}
+
+func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
+	row := Row{Name: o.Name, ID: o.ID}
+	own, ownRead := live.Operators[o.ID]
+	if o.Decommissioned {
+		why := "declared decommissioned"
+		if o.DecommissionedByProvider {
+			why = "decommissioned with its node provider"
+		}
+		switch {
+		case !ownRead || own.Err != "":
+			row.Status, row.Detail = Unknown, why+"; operator record unread: "+orText(own.Err, "not fetched")
+		case own.Found:
+			row.Status, row.Detail = StillRegistered, why+"; its record is still in the registry"
+		default:
+			row.Status, row.Detail = Decommissioned, why+"; no record, as expected"
+		}
+		return row
+	}
+	if o.Provider == "" {
+		row.Status, row.Detail = Unknown, "no provider declared, so no owner to check"
+		return row
+	}
+	pf, read := live.Providers[o.Provider]
+	provider := orText(n.providers[o.Provider], o.Provider)
+	switch {
+	case !read || pf.Err != "":
+		row.Status, row.Detail = Unknown, "node provider unread: "+orText(pf.Err, "not fetched")
+	case !pf.Known && len(pf.Operators) == 0:
+		row.Status, row.Detail = ProviderAbsent, "its node provider "+provider+" is not on-chain"
+	default:
+		dc, owned := pf.Operators[o.ID]
+		switch {
+		case !owned:
+			row.Status, row.Detail = Unknown, "node provider "+provider+" does not own it on-chain"
+		case o.DC != "" && dc != o.DC:
+			row.Status, row.Detail = DCMismatch, fmt.Sprintf("declared=%s live=%s", o.DC, dc)
+		default:
+			row.Status, row.Detail = OK, "dc "+dc
+		}
+	}
+	return row
+}
+
+// nodeSections is one section per declared operator (and one for nodes
+// whose operator is not declared): each declared node against its own
+// record, and the operator's on-chain nodes no block declares.
+func nodeSections(res *config.Resources, live *Live, n names) []Section {
+	byOperator := map[string][]*config.Node{}
+	var order []string
+	seen := map[string]bool{}
+	add := func(op string) {
+		if !seen[op] {
+			seen[op] = true
+			order = append(order, op)
+		}
+	}
+	for _, o := range res.NodeOperators {
+		add(o.ID)
+	}
+	for _, node := range res.Nodes {
+		add(node.Operator)
+		byOperator[node.Operator] = append(byOperator[node.Operator], node)
+	}
+	decommissioned := map[string]bool{}
+	for _, o := range res.NodeOperators {
+		decommissioned[o.ID] = o.Decommissioned
+	}
+	var out []Section
+	for _, op := range order {
+		title := "nodes of operator " + orText(n.operators[op], op)
+		if op == "" {
+			title = "nodes without an operator"
+		} else if n.operators[op] != "" {
+			title += " (" + op + ")"
+		}
+		sec := Section{Kind: SectionNodes, Title: title}
+		declared := map[string]bool{}
+		for _, node := range byOperator[op] {
+			declared[node.ID] = true
+			sec.Rows = append(sec.Rows, nodeRow(node, live, n))
+		}
+		if op != "" && !decommissioned[op] {
+			owned, read := live.OperatorNodes[op]
+			switch {
+			case !read:
+			case owned.Err != "":
+				sec.Warnings = append(sec.Warnings, "nodes the operator owns unread ["+source.ExplorerLabel+"]: "+owned.Err+"; unmanaged nodes not checked")
+			default:
+				for _, id := range owned.Nodes {
+					if declared[id] {
+						continue
+					}
+					if _, elsewhere := n.nodes[id]; elsewhere {
+						continue // its own block reports operator-mismatch
+					}
+					sec.Rows = append(sec.Rows, Row{Status: Unmanaged, ID: id, Detail: "owned on-chain, no node block [" + source.ExplorerLabel + "]"})
+				}
+			}
+		}
+		if len(sec.Rows) == 0 && len(sec.Warnings) == 0 {
+			continue
+		}
+		sortRows(sec.Rows)
+		out = append(out, sec)
+	}
+	return out
+}
+
+func nodeRow(node *config.Node, live *Live, n names) Row {
+	row := Row{Name: node.Name, ID: node.ID}
+	f, read := live.Nodes[node.ID]
+	switch {
+	case !read || f.Err != "":
+		row.Status, row.Detail = Unknown, "node record unread: "+orText(f.Err, "not fetched")
+	case node.Decommissioned && f.Found:
+		row.Status, row.Detail = StillRegistered, "declared decommissioned; its record is still in the registry"
+	case node.Decommissioned:
+		row.Status, row.Detail = Decommissioned, "no record, as declared"
+	case !f.Found:
+		row.Status, row.Detail = Gone, "no node record in the registry"
+	case node.Operator != "" && f.Operator != node.Operator:
+		row.Status, row.Detail = OperatorMismatch, fmt.Sprintf("declared=%s live=%s", orText(n.operators[node.Operator], node.Operator), orText(n.operators[f.Operator], f.Operator))
+	default:
+		row.Status = OK
+	}
+	return row
+}
+
+// chipsSection compares each registered declared node's chip id with its
+// record, and says what AMD KDS vouches for.
+func chipsSection(res *config.Resources, live *Live) Section {
+	sec := Section{Kind: SectionChips, Title: "chip ids"}
+	for _, node := range res.Nodes {
+		if node.Decommissioned {
+			continue
+		}
+		f, read := live.Nodes[node.ID]
+		if read && f.Err == "" && !f.Found {
+			continue // gone: the nodes section says so
+		}
+		sec.Rows = append(sec.Rows, chipRow(node, f, read, live))
+	}
+	sortRows(sec.Rows)
+	return sec
+}
+
+func chipRow(node *config.Node, f NodeFacts, read bool, live *Live) Row {
+	row := Row{Name: node.Name, ID: node.ID}
+	if !read || f.Err != "" {
+		row.Status, row.Detail = Unknown, "node record unread: "+orText(f.Err, "not fetched")
+		return row
+	}
+	if len(f.Chip) != 0 && len(f.Chip) != config.ChipIDLen {
+		row.Status, row.Detail = Malformed, fmt.Sprintf("the record's chip_id is %d bytes, not %d", len(f.Chip), config.ChipIDLen)
+		return row
+	}
+	liveHex := hex.EncodeToString(f.Chip)
+	switch {
+	case node.Chip == nil && f.Chip == nil:
+		row.Status, row.Detail = InSync, "no chip, as declared"
+		return row
+	case node.Chip == nil:
+		row.Status, row.Detail = ChipUndeclared, "on-chain "+short(liveHex)
+	case f.Chip == nil:
+		row.Status, row.Detail = ChipMissing, "declared "+short(hex.EncodeToString(node.Chip))+", the record has none"
+		return row
+	case !bytes.Equal(node.Chip, f.Chip):
+		row.Status, row.Detail = ChipChanged, fmt.Sprintf("declared=%s live=%s", short(hex.EncodeToString(node.Chip)), short(liveHex))
+	default:
+		row.Status = InSync
+	}
+	verdict, unverified := kdsWords(live.Chips[liveHex])
+	if unverified && row.Status == InSync {
+		row.Status = AMDUnverified
+	}
+	row.Detail = joinDetail(row.Detail, verdict)
+	return row
+}
+
+// kdsWords renders what KDS says of a chip; unverified is true when AMD
+// refused it and no cached verdict stands.
+func kdsWords(c ChipFacts) (words string, unverified bool) {
+	switch {
+	case c.Asked != nil && c.Asked.Verified:
+		return "AMD KDS: " + c.Asked.Product, false
+	case c.Asked != nil && c.Asked.Refused:
+		return "AMD KDS does not know this chip", true
+	case c.Cached && c.Asked != nil && c.Asked.Inconclusive:
+		return "AMD KDS: " + c.Product + " (cached; asking again was inconclusive: " + c.Asked.Reason + ")", false
+	case c.Cached:
+		return "AMD KDS: " + c.Product + " (cached)", false
+	case c.Asked != nil && c.Asked.Inconclusive:
+		return "AMD KDS inconclusive: " + c.Asked.Reason, false
+	}
+	return "AMD KDS not asked", false
+}
+
+// versionsSection compares each checked node's effective version with what
+// it runs.
+func versionsSection(res *config.Resources, live *Live, n names) Section {
+	sec := Section{Kind: SectionVersions, Title: "GuestOS versions"}
+	if live.ElectedErr != "" {
+		sec.Warnings = append(sec.Warnings, "the elected version set is unreadable ("+live.ElectedErr+"); the elected check is skipped")
+	}
+	for _, node := range res.Nodes {
+		if node.Decommissioned || node.Version == "" {
+			continue
+		}
+		f, read := live.Versions[node.ID]
+		row := Row{Name: node.Name, ID: node.ID}
+		switch {
+		case !read || f.Version == "":
+			row.Status, row.Detail = Unreachable, "node and dashboard unreadable: "+orText(f.Err, "not fetched")
+		case f.Version == node.Version:
+			row.Status, row.Detail = OK, n.version(f.Version)
+		default:
+			row.Status, row.Detail = VersionMismatch, fmt.Sprintf("declared=%s live=%s", n.version(node.Version), n.version(f.Version))
+		}
+		if read && f.Source == FromDashboard && f.Version != "" {
+			row.Detail += " via dashboard"
+		}
+		if live.ElectedErr == "" && !live.Elected[node.Version] {
+			row.Detail += " NOT ELECTED"
+		}
+		if node.VersionOverride {
+			row.Detail += " [override]"
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	sortRows(sec.Rows)
+	return sec
+}
+
+// short abbreviates a chip id for a row; JSON readers have the node record.
+func short(h string) string {
+	if len(h) <= 16 {
+		return h
+	}
+	return h[:16] + "…"
+}
+
+func orText(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func joinDetail(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

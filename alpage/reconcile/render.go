@@ -1,0 +1,50 @@
+package reconcile
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"alpnib.dev/internal/term"
+)
+
+// statusWidth pads every status to the longest word, so ids line up across
+// sections and reports.
+var statusWidth = func() int {
+	w := 0
+	for _, s := range statuses {
+		w = max(w, len(s))
+	}
+	return w
+}()
+
+// Render writes the report as text: one block per section, each row
+// `<status padded>  <name or ->  <id>[  detail]`, then a summary line.
+func (r *Report) Render(w io.Writer, paint term.Painter) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "registry version %d\n", r.RegistryVersion)
+	for _, s := range r.Sections {
+		fmt.Fprintf(&b, "\n%s\n", s.Title)
+		if len(s.Rows) == 0 && len(s.Warnings) == 0 {
+			b.WriteString("  (nothing declared)\n")
+		}
+		for _, row := range s.Rows {
+			pad := strings.Repeat(" ", statusWidth-len(row.Status))
+			fmt.Fprintf(&b, "  %s%s  %s  %s", paint.Paint(row.Status.Color(), string(row.Status)), pad, row.Name, row.ID)
+			if row.Detail != "" {
+				b.WriteString("  " + row.Detail)
+			}
+			b.WriteByte('\n')
+		}
+		for _, warn := range s.Warnings {
+			fmt.Fprintf(&b, "  %s %s\n", paint.Paint(term.Yellow, "warning:"), warn)
+		}
+	}
+	verdict := paint.Paint(term.Green, "in sync")
+	if r.Drift > 0 {
+		verdict = paint.Paint(term.Red, fmt.Sprintf("%d drift", r.Drift))
+	}
+	fmt.Fprintf(&b, "\nreconcile: %s, %d unknown (not drift)\n", verdict, r.Unknown)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

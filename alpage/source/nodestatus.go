@@ -1,0 +1,139 @@
+package source
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// NodeStatusCAEnv names a PEM file of certificates a node's status endpoint
+// must chain to (alp devnet writes one). Unset, the certificate is not
+// checked: every replica serves its own self-signed certificate, and what
+// alp reads there (impl_version) is a report, not a trust decision.
+const NodeStatusCAEnv = "ALP_NODE_STATUS_CA"
+
+// DefaultNodePort is the replica's HTTPS port when the registry record
+// names none.
+const DefaultNodePort = 8080
+
+// NodeStatus reads a replica's own GET /api/v2/status (CBOR), which says
+// which GuestOS version it actually runs. Replicas are reached over IPv6.
+type NodeStatus struct {
+	http    *http.Client
+	timeout time.Duration
+}
+
+// NewNodeStatus returns a node status client. caFile, when not empty, is a
+// PEM bundle the nodes' certificates must chain to; empty skips the check
+// (see NodeStatusCAEnv).
+func NewNodeStatus(caFile string) (*NodeStatus, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		cfg.InsecureSkipVerify = true //nolint:gosec // self-signed per replica; see NodeStatusCAEnv
+	} else {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("node status CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("node status CA %s: no PEM certificate in it", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, Proxy: nil, MaxIdleConnsPerHost: 1,
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	return &NodeStatus{http: &http.Client{Transport: tr}, timeout: 10 * time.Second}, nil
+}
+
+// NodeStatusURL is the status endpoint of the node at ip:port.
+func NodeStatusURL(ip string, port uint32) string {
+	if port == 0 {
+		port = DefaultNodePort
+	}
+	return "https://" + net.JoinHostPort(ip, strconv.FormatUint(uint64(port), 10)) + "/api/v2/status"
+}
+
+// Version reads impl_version from the node at ip:port.
+func (n *NodeStatus) Version(ctx context.Context, ip string, port uint32) (string, error) {
+	if ip == "" {
+		return "", errors.New("the node record has no http address")
+	}
+	u := NodeStatusURL(ip, port)
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", u, err)
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("GET %s: read body: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	v, err := ImplVersion(body)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", u, err)
+	}
+	return v, nil
+}
+
+// ImplVersion reads impl_version from a status reply: a CBOR map, usually
+// under the self-describe tag 55799.
+func ImplVersion(body []byte) (string, error) {
+	var raw any
+	if err := cbor.Unmarshal(body, &raw); err != nil {
+		return "", fmt.Errorf("decode status: %w", err)
+	}
+	if t, ok := raw.(cbor.Tag); ok && t.Number == 55799 {
+		raw = t.Content
+	}
+	var v any
+	switch m := raw.(type) {
+	case map[any]any:
+		v = m["impl_version"]
+	case map[string]any:
+		v = m["impl_version"]
+	default:
+		return "", errors.New("status is not a CBOR map")
+	}
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return "", errors.New("status has no impl_version")
+	}
+	return s, nil
+}
+
+// NodeVersion reads the GuestOS version the dashboard reports for a node
+// (GET /api/v3/nodes/<node>). It may lag what the node runs; label it
+// "via dashboard". found is false on a 404.
+func (d *Dashboard) NodeVersion(ctx context.Context, node string) (version string, found bool, err error) {
+	var n struct {
+		GuestosVersion string `json:"guestos_version"`
+	}
+	if err := d.c.getJSON(ctx, "/api/v3/nodes/"+url.PathEscape(node), &n); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("ICP dashboard: %w", err)
+	}
+	return n.GuestosVersion, n.GuestosVersion != "", nil
+}

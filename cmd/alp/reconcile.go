@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/reconcile"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/internal/term"
+)
+
+// reconcileTimeout bounds the whole of reconcile's live reads.
+const reconcileTimeout = 5 * time.Minute
+
+func newReconcileCmd(g *globals) *cobra.Command {
+	var (
+		output       string
+		refreshChips bool
+		kdsURL       string
+		nodeCA       string
+		live         liveFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Diff the declared fleet against live state (read-only; the CI gate)",
+		Long: `reconcile compares everything resources.hcl declares with the live NNS and
+prints one report: per declared subnet its membership and record facts, node
+providers and operators, the nodes of each operator, chip ids (vouched for by
+AMD KDS), and the GuestOS version each node runs (read from the node itself
+over IPv6, else from the ICP dashboard, marked "via dashboard").
+
+Facts from third parties are labelled. What could not be read is reported as
+unknown or unreachable and never counts as drift. It changes nothing on-chain;
+it records positive KDS verdicts in state.json (chips), which are not asked
+again unless --refresh-chips is given.
+
+Exit status 0 when in sync, 2 on any drift (after the whole report), 1 on error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			st, err := g.loadState()
+			if err != nil {
+				return err
+			}
+			a, host, err := g.readAgent(cfg)
+			if err != nil {
+				return err
+			}
+			ns, err := source.NewNodeStatus(firstOf(nodeCA, os.Getenv(source.NodeStatusCAEnv)))
+			if err != nil {
+				return err
+			}
+			f := &reconcile.Fetcher{
+				Registry:   nns.RegistryClient{Caller: a},
+				Governance: nns.GovernanceClient{Caller: a},
+				Explorer:   live.explorer(),
+				Dashboard:  live.dashboard(),
+				KDS:        source.NewKDS(source.URL(kdsURL, source.KDSURLEnv, source.MainnetKDSURL), nil),
+				NodeStatus: ns,
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "reconciling %d node(s) against %s…\n", len(cfg.Nodes), host)
+			ctx, cancel := context.WithTimeout(cmd.Context(), reconcileTimeout)
+			defer cancel()
+			snap, err := f.Fetch(ctx, &cfg.Resources, st.Chips, refreshChips)
+			if err != nil {
+				return fmt.Errorf("reconcile: %w", err)
+			}
+			report := reconcile.Reconcile(&cfg.Resources, snap)
+			if reconcile.UpdateChips(st, snap.Chips, time.Now()) {
+				if err := st.Save(g.statePath); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "recorded AMD KDS verdicts in %s\n", g.statePath)
+			}
+			stdout := cmd.OutOrStdout()
+			if output == "json" {
+				err = writeJSON(stdout, report)
+			} else {
+				err = report.Render(stdout, term.For(stdout))
+			}
+			if err != nil {
+				return err
+			}
+			if !report.InSync() {
+				return flagged("%d row(s) drifted from the declared fleet", report.Drift)
+			}
+			return nil
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().BoolVar(&refreshChips, "refresh-chips", false, "ask AMD KDS again about chips state.json already records as verified")
+	cmd.Flags().StringVar(&kdsURL, "kds-url", "", "AMD KDS (third party): flag > $"+source.KDSURLEnv+" > "+source.MainnetKDSURL)
+	cmd.Flags().StringVar(&nodeCA, "node-status-ca", "", "PEM certificates node status endpoints must chain to: flag > $"+source.NodeStatusCAEnv+" > unchecked (replicas self-sign)")
+	live.register(cmd)
+	return cmd
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
