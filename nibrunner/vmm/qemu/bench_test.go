@@ -24,7 +24,7 @@ func BenchmarkGuestLifecycle(b *testing.B) {
 	ctx := context.Background()
 	spec := f.spec(b, "bench")
 	var cold, sleep, wake, stop time.Duration
-	var rss, guestUsed uint64
+	var rss, guestUsed, state uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -50,6 +50,9 @@ func BenchmarkGuestLifecycle(b *testing.B) {
 			b.Fatal(err)
 		}
 		sleep += time.Since(t0)
+		if stamp, err := readStamp(v.snapDir(spec.AppID)); err == nil {
+			state += uint64(stamp.StateSize)
+		}
 
 		t0 = time.Now()
 		st, err = v.Wake(ctx, spec)
@@ -75,6 +78,7 @@ func BenchmarkGuestLifecycle(b *testing.B) {
 	b.ReportMetric(stop.Seconds()/n, "stop-s")
 	b.ReportMetric(float64(rss)/n/(1<<20), "qemu-rss-MiB")
 	b.ReportMetric(float64(guestUsed)/n/(1<<20), "guest-used-MiB")
+	b.ReportMetric(float64(state)/n/(1<<20), "state-MiB")
 	b.ReportMetric(cold.Seconds()/wake.Seconds(), "cold/wake")
 	b.Logf("accelerator %s, guest memory %d MiB", v.Version(), spec.MemoryMiB)
 }
