@@ -103,12 +103,17 @@ func Parse(name string, data []byte) (*State, error) {
 	if s.Proposals == nil {
 		s.Proposals = map[string]*Proposal{}
 	}
-	for name, p := range s.Proposals {
+	for proposal, p := range s.Proposals {
 		if p == nil {
-			return nil, fmt.Errorf("state %s: proposal %q is null", name, name)
+			return nil, fmt.Errorf("state %s: proposal %q is null; fix or restore the file from git", name, proposal)
 		}
 		if !p.Status.Valid() {
-			return nil, fmt.Errorf("state %s: proposal %q has unknown status %q", name, name, p.Status)
+			return nil, fmt.Errorf("state %s: proposal %q has unknown status %q (want open, adopted, executed, rejected or failed)", name, proposal, p.Status)
+		}
+	}
+	for chip, c := range s.Chips {
+		if c == nil {
+			return nil, fmt.Errorf("state %s: chip %q is null; fix or restore the file from git", name, chip)
 		}
 	}
 	return s, nil

@@ -138,3 +138,47 @@ func TestRecordRefusesToReplaceATerminalEntry(t *testing.T) {
 		t.Fatalf("Record over a failed entry: %v, id now %d", err, s.Proposals["p"].ProposalID)
 	}
 }
+
+// The reference tool's own state.json (Swiss-Subnet/alpage, one mainnet
+// proposal recorded): we read it and write it back byte for byte, so a
+// repository moving to alp keeps its file and its git history clean.
+const referenceState = `{
+  "proposals": {
+    "swiss-subnet-wave1": {
+      "kind": "resize",
+      "proposal_id": 142931,
+      "payload_sha256": "8caa2213d641ab88c110fb58676ce59f95d7f8198664ca347abab28a0c53b78b",
+      "submitted_by": "o76xi-pjx7c-iyqao-6vavr-cbm5c-jn6mh-t3jwf-o7ha3-el6b3-5gk4z-lae",
+      "neuron": 12838523358913392196,
+      "host": "https://icp-api.io",
+      "submitted_at": "2026-07-17T00:00:00Z"
+    }
+  }
+}
+`
+
+func TestTheReferenceToolsStateFileRoundTripsByteForByte(t *testing.T) {
+	s, err := Parse("state.json", []byte(referenceState))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Proposals["swiss-subnet-wave1"]; p.Neuron != 12838523358913392196 || p.ProposalID != 142931 {
+		t.Fatalf("parsed %+v", p)
+	}
+	out, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != referenceState {
+		t.Fatalf("written back as\n%s\nwant\n%s", out, referenceState)
+	}
+}
+
+func TestANullEntryIsRefusedNamingTheFileAndTheEntry(t *testing.T) {
+	for _, doc := range []string{`{"proposals": {"p": null}}`, `{"proposals": {}, "chips": {"ab": null}}`} {
+		_, err := Parse("fleet/state.json", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "state fleet/state.json:") || !strings.Contains(err.Error(), "is null") {
+			t.Errorf("%s: err = %v", doc, err)
+		}
+	}
+}
