@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"alpnib.dev/ic/internal/leb128"
 )
 
 // EncodeValues encodes values as a message of the given argument types,
@@ -54,9 +56,9 @@ func appendValue(b []byte, t *Type, v Value, depth int) ([]byte, error) {
 		if n.Sign() < 0 {
 			return nil, fmt.Errorf("negative nat %s", n)
 		}
-		return appendBigLEB(b, n), nil
+		return leb128.AppendUnsignedBig(b, n), nil
 	case KindInt:
-		return appendBigSLEB(b, bigOrZero(v.Big)), nil
+		return leb128.AppendSignedBig(b, bigOrZero(v.Big)), nil
 	case KindNat8, KindNat16, KindNat32, KindNat64:
 		size := fixedSize(t.Kind)
 		if size < 8 && v.Uint>>(8*size) != 0 {
@@ -80,7 +82,7 @@ func appendValue(b []byte, t *Type, v Value, depth int) ([]byte, error) {
 		if !utf8.ValidString(v.Text) {
 			return nil, fmt.Errorf("text is not valid UTF-8")
 		}
-		b = appendLEB(b, uint64(len(v.Text)))
+		b = leb128.AppendUnsigned(b, uint64(len(v.Text)))
 		return append(b, v.Text...), nil
 	case KindPrincipal, KindService:
 		return appendPrincipal(b, v.Bytes)
@@ -89,7 +91,7 @@ func appendValue(b []byte, t *Type, v Value, depth int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		b = appendLEB(b, uint64(len(v.Text)))
+		b = leb128.AppendUnsigned(b, uint64(len(v.Text)))
 		return append(b, v.Text...), nil
 	case KindOpt:
 		if v.Opt == nil {
@@ -101,10 +103,10 @@ func appendValue(b []byte, t *Type, v Value, depth int) ([]byte, error) {
 			if e := t.Elem.Resolved(); e.Kind != KindNat8 {
 				return nil, fmt.Errorf("blob value for %s", t)
 			}
-			b = appendLEB(b, uint64(len(v.Bytes)))
+			b = leb128.AppendUnsigned(b, uint64(len(v.Bytes)))
 			return append(b, v.Bytes...), nil
 		}
-		b = appendLEB(b, uint64(len(v.Elems)))
+		b = leb128.AppendUnsigned(b, uint64(len(v.Elems)))
 		var err error
 		for _, e := range v.Elems {
 			if b, err = appendValue(b, t.Elem, e, depth+1); err != nil {
@@ -134,7 +136,7 @@ func appendValue(b []byte, t *Type, v Value, depth int) ([]byte, error) {
 		}
 		for i, f := range t.Fields {
 			if f.ID == v.Fields[0].ID {
-				return appendValue(appendLEB(b, uint64(i)), f.Type, v.Fields[0].Value, depth+1)
+				return appendValue(leb128.AppendUnsigned(b, uint64(i)), f.Type, v.Fields[0].Value, depth+1)
 			}
 		}
 		return nil, fmt.Errorf("variant case %d is not in %s", v.Fields[0].ID, t)
@@ -163,6 +165,6 @@ func appendPrincipal(b []byte, raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("principal of %d bytes is longer than %d", len(raw), maxPrincipalLen)
 	}
 	b = append(b, 1)
-	b = appendLEB(b, uint64(len(raw)))
+	b = leb128.AppendUnsigned(b, uint64(len(raw)))
 	return append(b, raw...), nil
 }

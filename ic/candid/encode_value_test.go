@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"testing"
+
+	"alpnib.dev/ic/internal/leb128"
 )
 
 const changeSubnetMembershipHex = "4449444c026d686c03ddd99b870300bd869d8b046888fe9fc80d000101000108aabbccddee01020301010a1114171a1d202326292c"
@@ -43,7 +45,7 @@ func TestATypeTableIsPostOrderAndSharesIdenticalEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append([]byte("DIDL\x03\x6d\x7d\x6e\x00\x6c\x02"), appendSLEB(appendLEB(appendSLEB(appendLEB(nil, uint64(FieldHash("a"))), 1), uint64(FieldHash("b"))), 1)...)
+	want := append([]byte("DIDL\x03\x6d\x7d\x6e\x00\x6c\x02"), leb128.AppendSigned(leb128.AppendUnsigned(leb128.AppendSigned(leb128.AppendUnsigned(nil, uint64(FieldHash("a"))), 1), uint64(FieldHash("b"))), 1)...)
 	want = append(want, 1, 2)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("got  %x\nwant %x", got, want)

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"alpnib.dev/ic/internal/leb128"
 )
 
 // Recursive Go types for nesting attacks.
@@ -13,7 +15,7 @@ type (
 	nestedVecs []nestedVecs
 )
 
-func leb(v uint64) string { return string(appendLEB(nil, v)) }
+func leb(v uint64) string { return string(leb128.AppendUnsigned(nil, v)) }
 
 // hostileInputs are messages built to make a careless decoder allocate by a
 // declared length, loop for a declared count, or recurse without end.

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
 )
 
@@ -158,11 +159,11 @@ func (g *goType) encode(b []byte, p unsafe.Pointer, depth int) ([]byte, error) {
 		if !utf8.ValidString(s) {
 			return nil, fmt.Errorf("text is not valid UTF-8")
 		}
-		b = appendLEB(b, uint64(len(s)))
+		b = leb128.AppendUnsigned(b, uint64(len(s)))
 		return append(b, s...), nil
 	case gBytes:
 		s := *(*[]byte)(p)
-		b = appendLEB(b, uint64(len(s)))
+		b = leb128.AppendUnsigned(b, uint64(len(s)))
 		return append(b, s...), nil
 	case gPrincipal:
 		return appendPrincipalString(b, principalRaw(p)), nil
@@ -171,15 +172,15 @@ func (g *goType) encode(b []byte, p unsafe.Pointer, depth int) ([]byte, error) {
 		if n.Sign() < 0 {
 			return nil, fmt.Errorf("negative nat %s", n)
 		}
-		return appendBigLEB(b, n), nil
+		return leb128.AppendUnsignedBig(b, n), nil
 	case gInteger:
-		return appendBigSLEB(b, &(*Integer)(p).b), nil
+		return leb128.AppendSignedBig(b, &(*Integer)(p).b), nil
 	case gBigInt:
 		n := *(**big.Int)(p)
 		if n == nil {
 			return append(b, 0), nil
 		}
-		return appendBigSLEB(b, n), nil
+		return leb128.AppendSignedBig(b, n), nil
 	case gUnit, gIgnore:
 		return b, nil
 	case gFuncRef:
@@ -188,7 +189,7 @@ func (g *goType) encode(b []byte, p unsafe.Pointer, depth int) ([]byte, error) {
 		if !utf8.ValidString(f.Method) {
 			return nil, fmt.Errorf("method name is not valid UTF-8")
 		}
-		b = appendLEB(b, uint64(len(f.Method)))
+		b = leb128.AppendUnsigned(b, uint64(len(f.Method)))
 		return append(b, f.Method...), nil
 	case gServiceRef:
 		return appendPrincipalString(b, principalRaw(unsafe.Pointer(&(*ServiceRef)(p).Principal))), nil
@@ -197,7 +198,7 @@ func (g *goType) encode(b []byte, p unsafe.Pointer, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("value nests deeper than %d levels", MaxDepth)
 		}
 		s := (*sliceHeader)(p)
-		b = appendLEB(b, uint64(s.len))
+		b = leb128.AppendUnsigned(b, uint64(s.len))
 		var err error
 		el, size := g.elem, g.elem.size
 		for i := 0; i < s.len; i++ {
@@ -241,7 +242,7 @@ func (g *goType) encode(b []byte, p unsafe.Pointer, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("value nests deeper than %d levels", MaxDepth)
 		}
 		f := &g.fields[chosen]
-		b = appendLEB(b, uint64(chosen))
+		b = leb128.AppendUnsigned(b, uint64(chosen))
 		if f.typ.unitCase() {
 			return b, nil
 		}
@@ -260,6 +261,6 @@ func principalRaw(p unsafe.Pointer) string {
 
 func appendPrincipalString(b []byte, raw string) []byte {
 	b = append(b, 1)
-	b = appendLEB(b, uint64(len(raw)))
+	b = leb128.AppendUnsigned(b, uint64(len(raw)))
 	return append(b, raw...)
 }

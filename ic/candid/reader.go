@@ -3,6 +3,8 @@ package candid
 import (
 	"math/big"
 	"unicode/utf8"
+
+	"alpnib.dev/ic/internal/leb128"
 )
 
 // reader walks a message. Every read checks the bytes actually present
@@ -163,7 +165,7 @@ func (r *reader) nat() (*big.Int, error) {
 		}
 		return new(big.Int).SetUint64(v), nil
 	}
-	return lebGroupsToBig(p), nil
+	return leb128.GroupsToBig(p), nil
 }
 
 // int reads an arbitrary-precision int.
@@ -182,7 +184,7 @@ func (r *reader) int() (*big.Int, error) {
 		}
 		return big.NewInt(v), nil
 	}
-	v := lebGroupsToBig(p)
+	v := leb128.GroupsToBig(p)
 	if p[len(p)-1]&0x40 != 0 {
 		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(7*len(p))))
 	}

@@ -2,6 +2,8 @@ package candid
 
 import (
 	"fmt"
+
+	"alpnib.dev/ic/internal/leb128"
 )
 
 // tableBuilder builds a message's type table the way the reference encoder
@@ -93,7 +95,7 @@ func (b *tableBuilder) entry(t *Type) ([]byte, error) {
 		if t.Kind == KindVec {
 			op = opVec
 		}
-		e = appendSLEB(appendSLEB(e, op), r)
+		e = leb128.AppendSigned(leb128.AppendSigned(e, op), r)
 	case KindRecord, KindVariant:
 		ts := make([]*Type, len(t.Fields))
 		for i, f := range t.Fields {
@@ -110,9 +112,9 @@ func (b *tableBuilder) entry(t *Type) ([]byte, error) {
 		if t.Kind == KindVariant {
 			op = opVariant
 		}
-		e = appendLEB(appendSLEB(e, op), uint64(len(t.Fields)))
+		e = leb128.AppendUnsigned(leb128.AppendSigned(e, op), uint64(len(t.Fields)))
 		for i, f := range t.Fields {
-			e = appendSLEB(appendLEB(e, uint64(f.ID)), rs[i])
+			e = leb128.AppendSigned(leb128.AppendUnsigned(e, uint64(f.ID)), rs[i])
 		}
 	case KindFunc:
 		as, err := b.refs(t.Args)
@@ -123,16 +125,16 @@ func (b *tableBuilder) entry(t *Type) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		e = appendSLEB(e, opFunc)
-		e = appendLEB(e, uint64(len(as)))
+		e = leb128.AppendSigned(e, opFunc)
+		e = leb128.AppendUnsigned(e, uint64(len(as)))
 		for _, r := range as {
-			e = appendSLEB(e, r)
+			e = leb128.AppendSigned(e, r)
 		}
-		e = appendLEB(e, uint64(len(rs)))
+		e = leb128.AppendUnsigned(e, uint64(len(rs)))
 		for _, r := range rs {
-			e = appendSLEB(e, r)
+			e = leb128.AppendSigned(e, r)
 		}
-		e = appendLEB(e, uint64(len(t.Modes)))
+		e = leb128.AppendUnsigned(e, uint64(len(t.Modes)))
 		for _, m := range t.Modes {
 			e = append(e, byte(m))
 		}
@@ -151,11 +153,11 @@ func (b *tableBuilder) entry(t *Type) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		e = appendLEB(appendSLEB(e, opService), uint64(len(t.Methods)))
+		e = leb128.AppendUnsigned(leb128.AppendSigned(e, opService), uint64(len(t.Methods)))
 		for i, m := range t.Methods {
-			e = appendLEB(e, uint64(len(m.Name)))
+			e = leb128.AppendUnsigned(e, uint64(len(m.Name)))
 			e = append(e, m.Name...)
-			e = appendSLEB(e, rs[i])
+			e = leb128.AppendSigned(e, rs[i])
 		}
 	default:
 		return nil, fmt.Errorf("candid: cannot encode type %s", t.Kind)
@@ -172,13 +174,13 @@ func encodeHeader(args []*Type) ([]byte, error) {
 		return nil, err
 	}
 	out := append([]byte(nil), magic...)
-	out = appendLEB(out, uint64(len(b.entries)))
+	out = leb128.AppendUnsigned(out, uint64(len(b.entries)))
 	for _, e := range b.entries {
 		out = append(out, e...)
 	}
-	out = appendLEB(out, uint64(len(rs)))
+	out = leb128.AppendUnsigned(out, uint64(len(rs)))
 	for _, r := range rs {
-		out = appendSLEB(out, r)
+		out = leb128.AppendSigned(out, r)
 	}
 	return out, nil
 }
