@@ -21,6 +21,38 @@ type RegistryError struct {
 	Key    []byte // 3
 }
 
+// marshal encodes the error as the message embedded in both responses.
+func (re *RegistryError) marshal() []byte {
+	var w enc
+	w.varint(1, uint64(re.Code))
+	w.str(2, re.Reason)
+	w.bytes(3, re.Key)
+	return w.b
+}
+
+// unmarshalRegistryError decodes the embedded error message.
+func unmarshalRegistryError(b []byte) (*RegistryError, error) {
+	re := &RegistryError{}
+	err := fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		switch n {
+		case 1:
+			x, l, err := getVarint(t, b)
+			re.Code = int32(x)
+			return l, err
+		case 2:
+			x, l, err := getBytes(t, b)
+			re.Reason = string(x)
+			return l, err
+		case 3:
+			x, l, err := getBytes(t, b)
+			re.Key = x
+			return l, err
+		}
+		return -1, nil
+	})
+	return re, err
+}
+
 // RegistryGetValueResponse carries the value and the version that wrote
 // it, or Error.
 type RegistryGetValueResponse struct {
@@ -75,11 +107,7 @@ func (r *RegistryGetValueRequest) Unmarshal(b []byte) error {
 func (r *RegistryGetValueResponse) Marshal() []byte {
 	var e enc
 	if r.Error != nil {
-		var w enc
-		w.varint(1, uint64(r.Error.Code))
-		w.str(2, r.Error.Reason)
-		w.bytes(3, r.Error.Key)
-		e.bytesAlways(1, w.b)
+		e.bytesAlways(1, r.Error.marshal())
 	}
 	e.varint(2, r.Version)
 	e.bytes(3, r.Value)
@@ -96,25 +124,7 @@ func (r *RegistryGetValueResponse) Unmarshal(b []byte) error {
 			if err != nil {
 				return l, err
 			}
-			re := &RegistryError{}
-			err = fields(v, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
-				switch n {
-				case 1:
-					x, l, err := getVarint(t, b)
-					re.Code = int32(x)
-					return l, err
-				case 2:
-					x, l, err := getBytes(t, b)
-					re.Reason = string(x)
-					return l, err
-				case 3:
-					x, l, err := getBytes(t, b)
-					re.Key = x
-					return l, err
-				}
-				return -1, nil
-			})
-			r.Error = re
+			r.Error, err = unmarshalRegistryError(v)
 			return l, err
 		case 2:
 			v, l, err := getVarint(t, b)
@@ -176,11 +186,7 @@ func UnmarshalGetChangesSinceRequest(b []byte) (uint64, error) {
 func (r *RegistryGetChangesSinceResponse) Marshal() []byte {
 	var e enc
 	if r.Error != nil {
-		var w enc
-		w.varint(1, uint64(r.Error.Code))
-		w.str(2, r.Error.Reason)
-		w.bytes(3, r.Error.Key)
-		e.bytesAlways(1, w.b)
+		e.bytesAlways(1, r.Error.marshal())
 	}
 	e.varint(2, r.Version)
 	for _, d := range r.Deltas {
@@ -208,13 +214,8 @@ func (r *RegistryGetChangesSinceResponse) Unmarshal(b []byte) error {
 			if err != nil {
 				return l, err
 			}
-			var g RegistryGetValueResponse
-			// RegistryError shares its layout with get_value's error field.
-			if err := g.Unmarshal(append(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendBytes(nil, v)...)); err != nil {
-				return l, err
-			}
-			r.Error = g.Error
-			return l, nil
+			r.Error, err = unmarshalRegistryError(v)
+			return l, err
 		case 2:
 			v, l, err := getVarint(t, b)
 			r.Version = v
@@ -225,41 +226,51 @@ func (r *RegistryGetChangesSinceResponse) Unmarshal(b []byte) error {
 				return l, err
 			}
 			var d RegistryDelta
-			err = fields(v, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
-				switch n {
-				case 1:
-					x, l, err := getBytes(t, b)
-					d.Key = x
-					return l, err
-				case 2:
-					x, l, err := getBytes(t, b)
-					if err != nil {
-						return l, err
-					}
-					var rv RegistryValue
-					err = fields(x, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
-						switch n {
-						case 1:
-							y, l, err := getBytes(t, b)
-							rv.Value = y
-							return l, err
-						case 2:
-							y, l, err := getVarint(t, b)
-							rv.Version = y
-							return l, err
-						case 3:
-							y, l, err := getVarint(t, b)
-							rv.DeletionMarker = y != 0
-							return l, err
-						}
-						return -1, nil
-					})
-					d.Values = append(d.Values, rv)
-					return l, err
-				}
-				return -1, nil
-			})
+			err = d.unmarshal(v)
 			r.Deltas = append(r.Deltas, d)
+			return l, err
+		}
+		return -1, nil
+	})
+}
+
+// unmarshal decodes one key's changes.
+func (d *RegistryDelta) unmarshal(b []byte) error {
+	return fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		switch n {
+		case 1:
+			x, l, err := getBytes(t, b)
+			d.Key = x
+			return l, err
+		case 2:
+			x, l, err := getBytes(t, b)
+			if err != nil {
+				return l, err
+			}
+			var rv RegistryValue
+			err = rv.unmarshal(x)
+			d.Values = append(d.Values, rv)
+			return l, err
+		}
+		return -1, nil
+	})
+}
+
+// unmarshal decodes one change of a key.
+func (rv *RegistryValue) unmarshal(b []byte) error {
+	return fields(b, func(n protowire.Number, t protowire.Type, b []byte) (int, error) {
+		switch n {
+		case 1:
+			y, l, err := getBytes(t, b)
+			rv.Value = y
+			return l, err
+		case 2:
+			y, l, err := getVarint(t, b)
+			rv.Version = y
+			return l, err
+		case 3:
+			y, l, err := getVarint(t, b)
+			rv.DeletionMarker = y != 0
 			return l, err
 		}
 		return -1, nil
