@@ -254,12 +254,8 @@ func (p *parser) fieldTypes(record bool) ([]fieldType, error) {
 		}
 	}
 	p.take()
-	seen := make(map[uint32]label, len(fs))
-	for _, f := range fs {
-		if prev, dup := seen[f.label.id]; dup {
-			return nil, errorf(f.pos, "label '%s' hash collision with '%s'", f.label, prev)
-		}
-		seen[f.label.id] = f.label
+	if err := uniqueLabels(len(fs), func(i int) (label, Pos) { return fs[i].label, fs[i].pos }); err != nil {
+		return nil, err
 	}
 	return fs, nil
 }
@@ -310,4 +306,19 @@ func parseNatLiteral(s string) (uint64, error) {
 		s, base = s[2:], 16
 	}
 	return strconv.ParseUint(strings.ReplaceAll(s, "_", ""), base, 64)
+}
+
+// uniqueLabels refuses the second of two fields whose labels hash to the same
+// id, naming both, for record and variant types and values alike. at gives
+// the label and position of field i of n.
+func uniqueLabels(n int, at func(i int) (label, Pos)) error {
+	seen := make(map[uint32]label, n)
+	for i := 0; i < n; i++ {
+		l, pos := at(i)
+		if prev, dup := seen[l.id]; dup {
+			return errorf(pos, "label '%s' hash collision with '%s'", l, prev)
+		}
+		seen[l.id] = l
+	}
+	return nil
 }

@@ -207,12 +207,8 @@ func (p *parser) fieldValues(record bool) ([]vField, error) {
 		}
 	}
 	p.take()
-	seen := make(map[uint32]label, len(fs))
-	for _, f := range fs {
-		if prev, dup := seen[f.label.id]; dup {
-			return nil, errorf(f.pos, "label '%s' hash collision with '%s'", f.label, prev)
-		}
-		seen[f.label.id] = f.label
+	if err := uniqueLabels(len(fs), func(i int) (label, Pos) { return fs[i].label, fs[i].pos }); err != nil {
+		return nil, err
 	}
 	return fs, nil
 }
