@@ -25,12 +25,9 @@ func refuse(format string, args ...any) error {
 // order.
 func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) error {
 	return r.update(func(v view) ([]Mutation, error) {
-		rec, ok, err := v.subnet(p.SubnetID)
+		rec, err := v.existingSubnet(p.SubnetID)
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			return nil, refuse("subnet %s does not exist", p.SubnetID)
 		}
 		members := rec.Membership
 		for _, n := range p.NodeIDsRemove {
@@ -70,12 +67,9 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 // record present and in the blessed list).
 func (r *Registry) DeployGuestosToAllSubnetNodes(p nns.DeployGuestosToAllSubnetNodesPayload) error {
 	return r.update(func(v view) ([]Mutation, error) {
-		rec, ok, err := v.subnet(p.SubnetID)
+		rec, err := v.existingSubnet(p.SubnetID)
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			return nil, refuse("subnet %s does not exist", p.SubnetID)
 		}
 		blessed, err := v.blessed()
 		if err != nil {
@@ -94,12 +88,9 @@ func (r *Registry) DeployGuestosToAllSubnetNodes(p nns.DeployGuestosToAllSubnetN
 // and features.sev_enabled may not change, as the registry asserts.
 func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
 	return r.update(func(v view) ([]Mutation, error) {
-		rec, ok, err := v.subnet(p.SubnetID)
+		rec, err := v.existingSubnet(p.SubnetID)
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			return nil, refuse("subnet %s does not exist", p.SubnetID)
 		}
 		if p.SubnetType != nil {
 			want, known := recordSubnetType(p.SubnetType.Name())

@@ -114,6 +114,16 @@ func (v view) subnet(id principal.Principal) (nns.SubnetRecordPB, bool, error) {
 	return rec, true, nil
 }
 
+// existingSubnet is subnet for a proposal: a subnet that is not in the
+// registry refuses the proposal.
+func (v view) existingSubnet(id principal.Principal) (nns.SubnetRecordPB, error) {
+	rec, ok, err := v.subnet(id)
+	if err == nil && !ok {
+		err = refuse("subnet %s does not exist", id)
+	}
+	return rec, err
+}
+
 func (v view) node(id principal.Principal) (nns.NodeRecordPB, bool, error) {
 	var rec nns.NodeRecordPB
 	b, ok := v.get(nns.NodeRecordKey(id.String()))
