@@ -136,10 +136,22 @@ type loader struct {
 	blocks map[string][]*hcl.Block
 	// scope holds every resource once decoded, for proposals to refer to.
 	scope *scope
+	// defs finds a decoded resource's block again by its header range, so
+	// a rule broken by one attribute can point at that attribute.
+	defs map[hcl.Range]*hcl.Block
 }
 
 func newLoader() *loader {
-	return &loader{parser: hclparse.NewParser(), blocks: map[string][]*hcl.Block{}}
+	return &loader{parser: hclparse.NewParser(), blocks: map[string][]*hcl.Block{}, defs: map[hcl.Range]*hcl.Block{}}
+}
+
+// attr is the range of attribute name in the resource block whose header
+// is at def, or def itself when the attribute is not written there.
+func (l *loader) attr(def hcl.Range, name string) hcl.Range {
+	if b := l.defs[def]; b != nil {
+		return attrRange(b, name)
+	}
+	return def
 }
 
 var resourcesSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{

@@ -1,8 +1,12 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -124,6 +128,9 @@ func writeFleet(t *testing.T, files map[string]string) string {
 	return filepath.Join(dir, "proposals.hcl")
 }
 
+// placed is how every load error starts: the file, line and column.
+var placed = regexp.MustCompile(`^[^:\s]+\.hcl:\d+:\d+: `)
+
 func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
 	const subnetA = `subnet "a" { id = "67htk-vfkxp-gn33q-baibq" }` + "\n"
 	cases := []struct {
@@ -137,7 +144,58 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
 		}, []string{"resources/more.hcl:1:", "Duplicate subnet name", "resources.hcl:1", "more.hcl:1"}},
 		{"duplicate ids", map[string]string{
 			"resources.hcl": subnetA + `subnet "b" { id = "67htk-vfkxp-gn33q-baibq" }`,
-		}, []string{"resources.hcl:2:", "Duplicate subnet id", `"a" and subnet "b"`}},
+		}, []string{"resources.hcl:2:14:", "Duplicate subnet id", `"a" and subnet "b"`, "resources.hcl:1 and", "resources.hcl:2)"}},
+		{"duplicate ids written in another case", map[string]string{
+			"resources.hcl": subnetA + `subnet "b" { id = "67HTK-VFKXP-GN33Q-BAIBQ" }`,
+		}, []string{"resources.hcl:2:14:", "Duplicate subnet id"}},
+		{"duplicate node ids across files", map[string]string{
+			"resources.hcl":       `node "a" { id = "5ffj3-jarcq-lruhj-aemtc-sla" }`,
+			"resources/nodes.hcl": "\n" + `node "b" { id = "5ffj3-jarcq-lruhj-aemtc-sla" }`,
+		}, []string{"nodes.hcl:2:12:", "Duplicate node id", "resources.hcl:1 and", "nodes.hcl:2)"}},
+		{"an unknown subnet type", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "fiduciary"
+}`,
+		}, []string{"resources.hcl:3:3:", `type "fiduciary" is not one of`}},
+		{"features without sev_enabled", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "update_subnet"
+  title = "t"
+  update_subnet {
+    subnet_id = subnet.a.id
+    features {
+      canister_sandboxing = false
+      http_requests = true
+    }
+  }
+}`,
+		}, []string{"proposals.hcl:6:", `"sev_enabled" is required`}},
+		{"resource_limits without maximum_state_delta", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "update_subnet"
+  title = "t"
+  update_subnet {
+    subnet_id = subnet.a.id
+    resource_limits { maximum_state_size = 1 }
+  }
+}`,
+		}, []string{"proposals.hcl:6:", `"maximum_state_delta" is required`}},
+		{"remove_node_operators without operators", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_operators"
+  title = "t"
+  remove_node_operators {}
+}`,
+		}, []string{"proposals.hcl:4:", `"operators" is required`}},
+		{"a proposal without a title", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_provider"
+  remove_node_provider { node_provider_id = "2vxsx-fae" }
+}`,
+		}, []string{"proposals.hcl:1:", `"title" is required`}},
 		{"undeclared reference", map[string]string{
 			"resources.hcl": subnetA + `node "n" {
   id = "5ffj3-jarcq-lruhj-aemtc-sla"
@@ -190,13 +248,13 @@ guestos_version "b" {
   id = "bb"
   default = true
 }`,
-		}, []string{"resources.hcl:5:", "both marked default", "resources.hcl:1", "resources.hcl:5"}},
+		}, []string{"resources.hcl:7:3:", "both marked default", "resources.hcl:3)", "resources.hcl:7)"}},
 		{"chip id of the wrong length", map[string]string{
 			"resources.hcl": `node "n" {
   id = "5ffj3-jarcq-lruhj-aemtc-sla"
   chip_id = "abcd"
 }`,
-		}, []string{"resources.hcl:1:", "chip_id is 2 bytes"}},
+		}, []string{"resources.hcl:3:3:", "chip_id is 2 bytes"}},
 		{"unknown attribute", map[string]string{
 			"resources.hcl": `subnet "a" {
   id = "67htk-vfkxp-gn33q-baibq"
@@ -255,7 +313,18 @@ proposal "p" {
     node { id = "nope" }
   }
 }`,
-		}, []string{"proposals.hcl:4:", `proposal "p": node.id "nope"`}},
+		}, []string{"proposals.hcl:5:12:", `proposal "p": node.id "nope"`}},
+		{"the second removed node is no principal", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "membership"
+  title = "t"
+  membership {
+    subnet_id = "67htk-vfkxp-gn33q-baibq"
+    remove { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+    remove { id = "not!" }
+  }
+}`,
+		}, []string{"proposals.hcl:7:14:", `remove.id "not!"`}},
 		{"a syntax error", map[string]string{
 			"resources.hcl": `subnet "a" {`,
 		}, []string{"resources.hcl:1:"}},
@@ -269,6 +338,15 @@ proposal "p" {
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) || len(cerr.Diagnostics) == 0 {
+				t.Fatalf("%T is not a set of HCL diagnostics", err)
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !placed.MatchString(line) {
+					t.Errorf("%q does not start with file:line:column", line)
 				}
 			}
 		})
@@ -289,5 +367,22 @@ func TestResourcesLoadWithoutAProposalsFile(t *testing.T) {
 	}
 	if len(c.Nodes) != 3 || len(c.Proposals) != 0 {
 		t.Fatalf("nodes=%d proposals=%d", len(c.Nodes), len(c.Proposals))
+	}
+}
+
+func TestAChipIDThatLooksLikeHexButIsBase64DecodesAsBase64(t *testing.T) {
+	// 86 characters of unpadded base64 drawn only from hex digits (the last
+	// one carries two bits, so it must be A): 64 bytes as base64, 43 as hex.
+	s := strings.Repeat("aF0d", 22)[:85] + "A"
+	want, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil || len(want) != 64 {
+		t.Fatalf("fixture: %d bytes, %v", len(want), err)
+	}
+	if _, err := hex.DecodeString(s); err != nil {
+		t.Fatalf("fixture %s is not hex-looking: %v", s, err)
+	}
+	got, err := DecodeChipID(s)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("DecodeChipID(%s) = %x, %v", s, got, err)
 	}
 }

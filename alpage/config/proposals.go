@@ -97,55 +97,109 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 		return
 	}
 	body := blockRange(b, want)
-	check := func(field, id string) {
-		l.checkPrincipal(id, body, "proposal", p.Name, field)
+	nb := nestedBody(b, want)
+	// at is where field is written in the kind's block (the i-th child
+	// block of type child when child is not empty), else the block header.
+	at := func(child string, i int, field string) hcl.Range {
+		if r, ok := attrIn(nb, child, i, field); ok {
+			return r
+		}
+		return body
+	}
+	check := func(field, id string, where hcl.Range) {
+		l.checkPrincipal(id, where, "proposal", p.Name, field)
 	}
 	switch p.Kind {
 	case KindMembership:
 		m := p.Membership
-		check("subnet_id", m.SubnetID)
-		for _, n := range m.Add {
-			check("add.id", n.ID)
+		check("subnet_id", m.SubnetID, at("", 0, "subnet_id"))
+		for i, n := range m.Add {
+			check("add.id", n.ID, at("add", i, "id"))
 		}
-		for _, n := range m.Remove {
-			check("remove.id", n.ID)
+		for i, n := range m.Remove {
+			check("remove.id", n.ID, at("remove", i, "id"))
 		}
 		if len(m.Add) == 0 && len(m.Remove) == 0 {
 			l.errorf(&body, "Empty membership change", "proposal %q adds and removes no node; add at least one add { } or remove { } block", p.Name)
 		}
 	case KindDeployGuestOS:
-		check("subnet_id", p.DeployGuestOS.SubnetID)
+		check("subnet_id", p.DeployGuestOS.SubnetID, at("", 0, "subnet_id"))
 		if p.DeployGuestOS.ReplicaVersionID == "" {
-			l.errorf(&body, "Missing replica version", "proposal %q: replica_version_id is empty", p.Name)
+			r := at("", 0, "replica_version_id")
+			l.errorf(&r, "Missing replica version", "proposal %q: replica_version_id is empty", p.Name)
 		}
 	case KindUpdateSubnet:
 		u := p.UpdateSubnet
-		check("subnet_id", u.SubnetID)
+		check("subnet_id", u.SubnetID, at("", 0, "subnet_id"))
 		if u.SubnetAdmins != nil {
+			r := at("", 0, "subnet_admins")
 			for _, a := range *u.SubnetAdmins {
-				check("subnet_admins", a)
+				check("subnet_admins", a, r)
 			}
 			if len(*u.SubnetAdmins) > MaxSubnetAdmins {
-				l.errorf(&body, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins)
+				l.errorf(&r, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins)
 			}
 		}
 	case KindRemoveNodes:
 		if len(p.RemoveNodes.Nodes) == 0 {
 			l.errorf(&body, "No node to remove", "proposal %q: add one node { id = … } block per node to deregister", p.Name)
 		}
-		for _, n := range p.RemoveNodes.Nodes {
-			check("node.id", n.ID)
+		for i, n := range p.RemoveNodes.Nodes {
+			check("node.id", n.ID, at("node", i, "id"))
 		}
 	case KindRemoveNodeOperators:
+		r := at("", 0, "operators")
 		if len(p.RemoveNodeOperators.Operators) == 0 {
-			l.errorf(&body, "No operator to remove", "proposal %q: operators is empty", p.Name)
+			l.errorf(&r, "No operator to remove", "proposal %q: operators is empty", p.Name)
 		}
 		for _, o := range p.RemoveNodeOperators.Operators {
-			check("operators", o)
+			check("operators", o, r)
 		}
 	case KindRemoveNodeProvider:
-		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID)
+		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID, at("", 0, "node_provider_id"))
 	}
+}
+
+// nestedBody is the body of the first nested block typ in b, or nil.
+func nestedBody(b *hcl.Block, typ string) *hclsyntax.Body {
+	if sb, ok := b.Body.(*hclsyntax.Body); ok {
+		for _, nb := range sb.Blocks {
+			if nb.Type == typ {
+				return nb.Body
+			}
+		}
+	}
+	return nil
+}
+
+// attrIn finds attribute name in body, or with child set in the i-th nested
+// block of that type.
+func attrIn(body *hclsyntax.Body, child string, i int, name string) (hcl.Range, bool) {
+	if body == nil {
+		return hcl.Range{}, false
+	}
+	if child != "" {
+		n := 0
+		var found *hclsyntax.Body
+		for _, nb := range body.Blocks {
+			if nb.Type != child {
+				continue
+			}
+			if n == i {
+				found = nb.Body
+				break
+			}
+			n++
+		}
+		if found == nil {
+			return hcl.Range{}, false
+		}
+		body = found
+	}
+	if a, ok := body.Attributes[name]; ok {
+		return a.SrcRange, true
+	}
+	return hcl.Range{}, false
 }
 
 // attrRange is the range of attribute name in b, or b's header.

@@ -201,6 +201,7 @@ func (l *loader) decodeResources(r *Resources) {
 
 func (l *loader) decodeResource(r *Resources, kind string, b *hcl.Block, ctx *hcl.EvalContext) {
 	name := b.Labels[0]
+	l.defs[b.DefRange] = b
 	var diags hcl.Diagnostics
 	switch kind {
 	case kindSubnet:

@@ -56,17 +56,18 @@ func (l *loader) validateResources(r *Resources) {
 		l.validateSubnet(s)
 	}
 	for _, p := range r.NodeProviders {
-		l.checkPrincipal(p.ID, p.Range, "node_provider", p.Name, "id")
+		l.checkPrincipal(p.ID, l.attr(p.Range, "id"), "node_provider", p.Name, "id")
 	}
 	for _, o := range r.NodeOperators {
-		l.checkPrincipal(o.ID, o.Range, "node_operator", o.Name, "id")
+		l.checkPrincipal(o.ID, l.attr(o.Range, "id"), "node_operator", o.Name, "id")
 		if o.Provider != "" {
-			l.checkPrincipal(o.Provider, o.Range, "node_operator", o.Name, "provider")
+			l.checkPrincipal(o.Provider, l.attr(o.Range, "provider"), "node_operator", o.Name, "provider")
 		}
 	}
 	for _, v := range r.GuestOSVersions {
 		if strings.TrimSpace(v.ID) == "" || strings.ContainsAny(v.ID, " \t\n") {
-			l.errorf(&v.Range, "Invalid guestos_version id", "guestos_version %q: id %q must be the version hash", v.Name, v.ID)
+			at := l.attr(v.Range, "id")
+			l.errorf(&at, "Invalid guestos_version id", "guestos_version %q: id %q must be the version hash", v.Name, v.ID)
 		}
 	}
 	l.applyDecommissionedProviders(r)
@@ -84,9 +85,10 @@ func (l *loader) checkDuplicateIDs(r *Resources) {
 			names := map[hcl.Range]string{}
 			for name, v := range r.ids(kind) {
 				names[v.at] = name
-				byID[v.id] = append(byID[v.id], v)
-				if len(byID[v.id]) == 1 {
-					order = append(order, v.id)
+				key := canonicalID(kind, v.id)
+				byID[key] = append(byID[key], v)
+				if len(byID[key]) == 1 {
+					order = append(order, key)
 				}
 			}
 			for _, id := range order {
@@ -96,7 +98,7 @@ func (l *loader) checkDuplicateIDs(r *Resources) {
 				}
 				sortRefs(refs)
 				for _, dup := range refs[1:] {
-					at := dup.at
+					at := l.attr(dup.at, "id")
 					l.errorf(&at, fmt.Sprintf("Duplicate %s id", kind),
 						"%s %q and %s %q both have id %q (at %s and %s); each %s must be declared once",
 						kind, names[refs[0].at], kind, names[dup.at], id, site(refs[0].at), site(dup.at), kind)
@@ -104,6 +106,22 @@ func (l *loader) checkDuplicateIDs(r *Resources) {
 			}
 		}
 	}
+}
+
+// canonicalID is the form two ids of kind are compared in: a principal's
+// text is case-insensitive and a version hash is hex, so "ABC" and "abc"
+// are one id; a data center id is compared as written.
+func canonicalID(kind, id string) string {
+	switch kind {
+	case kindDataCenter:
+		return id
+	case kindGuestOSVersion:
+		return strings.ToLower(id)
+	}
+	if p, err := principal.Decode(id); err == nil {
+		return p.String()
+	}
+	return id
 }
 
 // sortRefs orders places by file, then line, so "first" is stable.
@@ -122,40 +140,41 @@ func sortRefs(refs []ref) {
 }
 
 func (l *loader) validateSubnet(s *Subnet) {
-	l.checkPrincipal(s.ID, s.Range, "subnet", s.Name, "id")
+	l.checkPrincipal(s.ID, l.attr(s.Range, "id"), "subnet", s.Name, "id")
+	typeAt, schedAt, adminsAt := l.attr(s.Range, "type"), l.attr(s.Range, "cost_schedule"), l.attr(s.Range, "admins")
 	switch s.EffectiveType() {
 	case SubnetApplication, SubnetVerifiedApplication, SubnetSystem, SubnetCloudEngine:
 	default:
-		l.errorf(&s.Range, "Invalid subnet type", "subnet %q: type %q is not one of application, verified_application, system, cloud_engine", s.Name, s.Type)
+		l.errorf(&typeAt, "Invalid subnet type", "subnet %q: type %q is not one of application, verified_application, system, cloud_engine", s.Name, s.Type)
 		return
 	}
 	switch s.CostSchedule {
 	case "", ScheduleNormal, ScheduleFree:
 	default:
-		l.errorf(&s.Range, "Invalid cost_schedule", "subnet %q: cost_schedule %q is not one of normal, free", s.Name, s.CostSchedule)
+		l.errorf(&schedAt, "Invalid cost_schedule", "subnet %q: cost_schedule %q is not one of normal, free", s.Name, s.CostSchedule)
 		return
 	}
 	typ, sched := s.EffectiveType(), s.EffectiveCostSchedule()
 	if typ == SubnetCloudEngine && sched != ScheduleFree {
-		l.errorf(&s.Range, "Invalid cost_schedule", "subnet %q: a cloud_engine subnet must be on the free schedule (the registry requires it); remove cost_schedule or set it to \"free\"", s.Name)
+		l.errorf(&schedAt, "Invalid cost_schedule", "subnet %q: a cloud_engine subnet must be on the free schedule (the registry requires it); remove cost_schedule or set it to \"free\"", s.Name)
 	}
 	if sched == ScheduleFree && typ != SubnetApplication && typ != SubnetCloudEngine {
-		l.errorf(&s.Range, "Invalid cost_schedule", "subnet %q: the free schedule is only for application or cloud_engine subnets, not %s", s.Name, typ)
+		l.errorf(&schedAt, "Invalid cost_schedule", "subnet %q: the free schedule is only for application or cloud_engine subnets, not %s", s.Name, typ)
 	}
 	if len(s.Admins) > 0 {
 		rented := typ == SubnetApplication && sched == ScheduleFree
 		if typ != SubnetCloudEngine && !rented {
-			l.errorf(&s.Range, "Admins not allowed", "subnet %q: admins are allowed only on a cloud_engine or a rented subnet (application on the free schedule); this one is %s on the %s schedule", s.Name, typ, sched)
+			l.errorf(&adminsAt, "Admins not allowed", "subnet %q: admins are allowed only on a cloud_engine or a rented subnet (application on the free schedule); this one is %s on the %s schedule", s.Name, typ, sched)
 		}
 		if len(s.Admins) > MaxSubnetAdmins {
-			l.errorf(&s.Range, "Too many admins", "subnet %q declares %d admins; at most %d are allowed", s.Name, len(s.Admins), MaxSubnetAdmins)
+			l.errorf(&adminsAt, "Too many admins", "subnet %q declares %d admins; at most %d are allowed", s.Name, len(s.Admins), MaxSubnetAdmins)
 		}
 		seen := map[string]bool{}
 		for _, a := range s.Admins {
-			if l.checkPrincipal(a, s.Range, "subnet", s.Name, "admins") {
+			if l.checkPrincipal(a, adminsAt, "subnet", s.Name, "admins") {
 				p := principal.MustDecode(a).String()
 				if seen[p] {
-					l.errorf(&s.Range, "Duplicate admin", "subnet %q lists admin %s twice", s.Name, a)
+					l.errorf(&adminsAt, "Duplicate admin", "subnet %q lists admin %s twice", s.Name, a)
 				}
 				seen[p] = true
 			}
@@ -185,8 +204,9 @@ func (l *loader) applyGuestOSDefault(r *Resources) {
 			continue
 		}
 		if def != nil {
-			l.errorf(&v.Range, "Two default GuestOS versions",
-				"guestos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, site(def.Range), v.Name, site(v.Range))
+			at := l.attr(v.Range, "default")
+			l.errorf(&at, "Two default GuestOS versions",
+				"guestos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, site(l.attr(def.Range, "default")), v.Name, site(at))
 			continue
 		}
 		def = v
@@ -205,17 +225,18 @@ func (l *loader) applyGuestOSDefault(r *Resources) {
 }
 
 func (l *loader) validateNode(n *Node) {
-	l.checkPrincipal(n.ID, n.Range, "node", n.Name, "id")
+	l.checkPrincipal(n.ID, l.attr(n.Range, "id"), "node", n.Name, "id")
 	if n.Subnet != "" {
-		l.checkPrincipal(n.Subnet, n.Range, "node", n.Name, "subnet")
+		l.checkPrincipal(n.Subnet, l.attr(n.Range, "subnet"), "node", n.Name, "subnet")
 	}
 	if n.Operator != "" {
-		l.checkPrincipal(n.Operator, n.Range, "node", n.Name, "operator")
+		l.checkPrincipal(n.Operator, l.attr(n.Range, "operator"), "node", n.Name, "operator")
 	}
 	if n.ChipID != "" {
 		chip, err := DecodeChipID(n.ChipID)
 		if err != nil {
-			l.errorf(&n.Range, "Invalid chip_id", "node %q: %v", n.Name, err)
+			at := l.attr(n.Range, "chip_id")
+			l.errorf(&at, "Invalid chip_id", "node %q: %v", n.Name, err)
 			return
 		}
 		n.Chip = chip
@@ -223,22 +244,29 @@ func (l *loader) validateNode(n *Node) {
 }
 
 // DecodeChipID decodes a CHIP_ID given as hex (128 characters) or base64,
-// which must hold exactly 64 bytes.
+// which must hold exactly 64 bytes. A string that decodes both ways (base64
+// drawn only from hex digits) is taken in the form that gives 64 bytes.
 func DecodeChipID(s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
+	var wrong error
 	if b, err := hex.DecodeString(s); err == nil {
-		if len(b) != ChipIDLen {
-			return nil, fmt.Errorf("chip_id is %d bytes of hex; a CHIP_ID is %d bytes (%d hex characters)", len(b), ChipIDLen, 2*ChipIDLen)
+		if len(b) == ChipIDLen {
+			return b, nil
 		}
-		return b, nil
+		wrong = fmt.Errorf("chip_id is %d bytes of hex; a CHIP_ID is %d bytes (%d hex characters)", len(b), ChipIDLen, 2*ChipIDLen)
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil {
-			if len(b) != ChipIDLen {
-				return nil, fmt.Errorf("chip_id is %d bytes of base64; a CHIP_ID is %d bytes", len(b), ChipIDLen)
+			if len(b) == ChipIDLen {
+				return b, nil
 			}
-			return b, nil
+			if wrong == nil {
+				wrong = fmt.Errorf("chip_id is %d bytes of base64; a CHIP_ID is %d bytes", len(b), ChipIDLen)
+			}
 		}
+	}
+	if wrong != nil {
+		return nil, wrong
 	}
 	return nil, fmt.Errorf("chip_id %q is neither hex nor base64 of %d bytes", abbreviate(s), ChipIDLen)
 }
