@@ -72,14 +72,17 @@ func (g *globals) resolveNeuron(c *config.Config) (id uint64, ok bool, err error
 	return 0, false, nil
 }
 
-// resolveFetchRootKey: provider.fetch_root_key, else $ALP_FETCH_ROOT_KEY,
-// else true for any host but mainnet.
+// resolveFetchRootKey: $ALP_FETCH_ROOT_KEY, else provider.fetch_root_key,
+// else true for any host but mainnet. The environment comes first for the
+// same reason $ALP_HOST beats provider.host: `eval "$(alp devnet
+// --print-env)"` points alp at a local network whatever proposals.hcl says,
+// and that network's root key must be fetched.
 func resolveFetchRootKey(c *config.Config, host string) bool {
-	if c != nil && c.Provider != nil && c.Provider.FetchRootKey != nil {
-		return *c.Provider.FetchRootKey
-	}
 	if v, err := strconv.ParseBool(os.Getenv("ALP_FETCH_ROOT_KEY")); err == nil {
 		return v
+	}
+	if c != nil && c.Provider != nil && c.Provider.FetchRootKey != nil {
+		return *c.Provider.FetchRootKey
 	}
 	return host != MainnetHost
 }

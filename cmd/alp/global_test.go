@@ -49,15 +49,24 @@ func TestTheNeuronComesFromTheFlagThenTheEnvironmentThenTheProvider(t *testing.T
 	}
 }
 
-func TestTheRootKeyIsFetchedForAnyHostButMainnetUnlessTheProviderSays(t *testing.T) {
+func TestTheRootKeyIsFetchedForAnyHostButMainnetUnlessTheEnvironmentOrTheProviderSays(t *testing.T) {
+	t.Setenv("ALP_FETCH_ROOT_KEY", "")
 	if resolveFetchRootKey(&config.Config{}, MainnetHost) {
 		t.Error("mainnet root key fetched")
 	}
 	if !resolveFetchRootKey(&config.Config{}, "http://127.0.0.1:1") {
 		t.Error("local host root key not fetched")
 	}
-	no := false
+	no, yes := false, true
 	if resolveFetchRootKey(withProvider("", 1, &no), "http://127.0.0.1:1") {
 		t.Error("provider.fetch_root_key = false ignored")
+	}
+	if !resolveFetchRootKey(withProvider("", 1, &yes), MainnetHost) {
+		t.Error("provider.fetch_root_key = true ignored")
+	}
+	// a devnet's exports win over a proposals.hcl written for mainnet
+	t.Setenv("ALP_FETCH_ROOT_KEY", "true")
+	if !resolveFetchRootKey(withProvider(MainnetHost, 1, &no), "http://127.0.0.1:1") {
+		t.Error("$ALP_FETCH_ROOT_KEY=true lost to provider.fetch_root_key = false")
 	}
 }
