@@ -17,19 +17,21 @@ import (
 	"errors"
 	"fmt"
 
+	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/principal"
 )
 
-// RejectCode is the IC's reject code.
-type RejectCode uint64
+// RejectCode is the IC's reject code, the same type the agent reports, so a
+// canister's reject reaches the caller's agent.RejectError unchanged.
+type RejectCode = agent.RejectCode
 
 // Reject codes of the IC interface specification.
 const (
-	SysFatal           RejectCode = 1
-	SysTransient       RejectCode = 2
-	DestinationInvalid RejectCode = 3
-	CanisterReject     RejectCode = 4
-	CanisterError      RejectCode = 5
+	SysFatal           = agent.SysFatal
+	SysTransient       = agent.SysTransient
+	DestinationInvalid = agent.DestinationInvalid
+	CanisterReject     = agent.CanisterReject
+	CanisterError      = agent.CanisterError
 )
 
 // Reject is a rejected call: a canister's explicit reject, or the system's
