@@ -3,6 +3,7 @@ package candid
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -99,25 +100,13 @@ var (
 	decCache   = map[string]*hdrEntry{}
 )
 
-func sameTypes(a, b []reflect.Type) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func decPlanFor(data []byte, types []reflect.Type) (*decPlan, error) {
 	end, ok := headerEnd(data)
 	if ok {
 		decCacheMu.RLock()
 		if e := decCache[string(data[:end])]; e != nil {
 			for _, p := range e.plans {
-				if sameTypes(p.types, types) {
+				if slices.Equal(p.types, types) {
 					decCacheMu.RUnlock()
 					return p, nil
 				}

@@ -2,6 +2,7 @@ package idl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"alpnib.dev/ic/candid"
@@ -169,7 +170,7 @@ func (c compat) structural(a, b *candid.Type) error {
 		}
 		return nil
 	case candid.KindFunc:
-		if !sameModes(a.Modes, b.Modes) {
+		if !slices.Equal(a.Modes, b.Modes) {
 			return &mismatch{msg: fmt.Sprintf("annotations %v differ from %v", a.Modes, b.Modes)}
 		}
 		if err := c.tuple(b.Args, a.Args, "argument"); err != nil {
@@ -195,14 +196,3 @@ func (c compat) structural(a, b *candid.Type) error {
 	return nil // equal primitive kinds
 }
 
-func sameModes(a, b []candid.FuncMode) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
