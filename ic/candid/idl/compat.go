@@ -195,4 +195,3 @@ func (c compat) structural(a, b *candid.Type) error {
 	}
 	return nil // equal primitive kinds
 }
-
