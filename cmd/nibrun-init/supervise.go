@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,9 @@ type supervisor struct {
 	exits  chan int      // the tenant's exit codes
 	stopCh chan struct{} // closed by a shutdown request
 	once   sync.Once
+	// mirrored counts tenant output bytes mirrored on the console since
+	// the last start.
+	mirrored atomic.Int64
 }
 
 func newSupervisor(cfg guest.Config, root string, ctl *control) *supervisor {
@@ -104,6 +108,7 @@ func (s *supervisor) start() (int, error) {
 		},
 	}
 	argv := append([]string{s.cfg.Program}, s.cfg.Args...)
+	s.mirrored.Store(0)
 	s.mu.Lock()
 	p, err := os.StartProcess(filepath.Clean(s.cfg.Program), argv, attr)
 	if err == nil {
@@ -123,15 +128,24 @@ func (s *supervisor) start() (int, error) {
 	return p.Pid, nil
 }
 
-// forward sends the tenant's output to the host in chunks and mirrors it on
-// the console.
+// consoleMirrorLimit bounds how much tenant output one start mirrors on the
+// serial console: the host keeps the console in a file for as long as the
+// guest runs, and a chatty tenant must not fill the host's disk.
+const consoleMirrorLimit = 1 << 20
+
+// forward sends the tenant's output to the host in chunks and mirrors the
+// first consoleMirrorLimit bytes of each start on the console.
 func (s *supervisor) forward(stream string, r io.ReadCloser) {
 	defer r.Close()
 	buf := make([]byte, 4096)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			_, _ = os.Stdout.Write(buf[:n])
+			if m := s.mirrored.Add(int64(n)); m <= consoleMirrorLimit {
+				_, _ = os.Stdout.Write(buf[:n])
+			} else if m-int64(n) <= consoleMirrorLimit {
+				logf("the console stops mirroring %s's output here (1 MiB); it still goes to the host", s.cfg.Program)
+			}
 			s.ctl.send(guest.Message{Kind: guest.KindLog, Stream: stream, Data: string(buf[:n])})
 		}
 		if err != nil {
