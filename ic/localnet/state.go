@@ -55,21 +55,30 @@ func (s *Server) signResponse(fields map[string]any, rid agent.RequestID) (map[s
 func (s *Server) certify(paths [][][]byte) ([]byte, error) {
 	b := certificate.NewBuilder()
 	if err := b.Insert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(s.now().UnixNano()))); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("build state tree: %w", err)
 	}
 	sid := s.subnet.Bytes()
 	ranges, err := cborx.Marshal([][2][]byte{{principal.CanisterID(0).Bytes(), principal.CanisterID(1<<64 - 1).Bytes()}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode canister ranges: %w", err)
 	}
-	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, s.RootKeyDER())
-	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
-	b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("node"), s.NodeID().Bytes(), []byte("public_key")}, s.node.PublicKeyDER())
+	// insert keeps the first error: every path here is built by this
+	// function, so an error is a bug, but it must fail the request, not
+	// panic in the handler.
+	var insertErr error
+	insert := func(path [][]byte, v []byte) {
+		if insertErr == nil {
+			insertErr = b.Insert(path, v)
+		}
+	}
+	insert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, s.RootKeyDER())
+	insert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
+	insert([][]byte{[]byte("subnet"), sid, []byte("node"), s.NodeID().Bytes(), []byte("public_key")}, s.node.PublicKeyDER())
 	s.mu.Lock()
 	for rid, st := range s.requests {
 		base := [][]byte{[]byte("request_status"), append([]byte(nil), rid[:]...)}
 		at := func(label string, v []byte) {
-			b.MustInsert(append(append([][]byte{}, base...), []byte(label)), v)
+			insert(append(append([][]byte{}, base...), []byte(label)), v)
 		}
 		at("status", []byte(st.status))
 		switch st.status {
@@ -82,6 +91,9 @@ func (s *Server) certify(paths [][][]byte) ([]byte, error) {
 		}
 	}
 	s.mu.Unlock()
+	if insertErr != nil {
+		return nil, fmt.Errorf("build state tree: %w", insertErr)
+	}
 	tree := certificate.Prune(b.Build(), paths...)
 	cert, err := certificate.Sign(s.key, tree, nil)
 	if err != nil {
