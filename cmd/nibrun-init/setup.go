@@ -168,6 +168,13 @@ func stackRoot(cfg guest.Config) (string, error) {
 			return "", fmt.Errorf("mount %s in the root: %w", m.fs, err)
 		}
 	}
+	// POSIX shared memory (shm_open, Python's multiprocessing) wants a
+	// world-writable tmpfs at /dev/shm.
+	shm := filepath.Join(newRoot, "dev", "shm")
+	_ = os.MkdirAll(shm, 0o755)
+	if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return "", fmt.Errorf("mount /dev/shm in the root: %w", err)
+	}
 	return newRoot, nil
 }
 

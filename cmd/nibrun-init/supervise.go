@@ -224,7 +224,7 @@ func (s *supervisor) shutdown() {
 // clean, and powers off.
 func (s *supervisor) halt() {
 	unix.Sync()
-	for _, m := range []string{"proc", "dev", "sys", "etc/resolv.conf"} {
+	for _, m := range []string{"proc", "dev/shm", "dev", "sys", "etc/resolv.conf"} {
 		_ = unix.Unmount(filepath.Join(s.root, m), unix.MNT_DETACH)
 	}
 	_ = unix.Unmount(s.root, 0)

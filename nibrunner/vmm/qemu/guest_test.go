@@ -211,8 +211,8 @@ func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.
 			t.Logf("console:\n%s\nmessages:\n%s", console(v, spec.AppID), logs.String())
 		}
 	}()
-	if who := get(t, st.Endpoint, "/whoami", 90*time.Second); who != "65534:65534 /data counter.example.com" {
-		t.Errorf("the tenant runs as %q, want 65534:65534 in /data with its hostname", who)
+	if who := get(t, st.Endpoint, "/whoami", 90*time.Second); who != "65534:65534 /data counter.example.com shm" {
+		t.Errorf("the tenant runs as %q, want 65534:65534 in /data with its hostname and a writable /dev/shm", who)
 	}
 	for i := 1; i <= 2; i++ {
 		if got := get(t, st.Endpoint, "/count", 5*time.Second); got != strconv.Itoa(i) {

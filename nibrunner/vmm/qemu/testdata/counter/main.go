@@ -42,7 +42,11 @@ func main() {
 	})
 	http.HandleFunc("/whoami", func(w http.ResponseWriter, r *http.Request) {
 		wd, _ := os.Getwd()
-		fmt.Fprintf(w, "%d:%d %s %s", os.Getuid(), os.Getgid(), wd, os.Getenv("NIBRUN_HOSTNAME"))
+		shm := "no-shm"
+		if err := os.WriteFile("/dev/shm/probe", []byte("x"), 0o600); err == nil {
+			shm = "shm"
+		}
+		fmt.Fprintf(w, "%d:%d %s %s %s", os.Getuid(), os.Getgid(), wd, os.Getenv("NIBRUN_HOSTNAME"), shm)
 	})
 	fmt.Println("counter listening on", os.Getenv("PORT"))
 	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {
