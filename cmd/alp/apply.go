@@ -97,9 +97,6 @@ type applyOptions struct {
 
 func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	stderr := cmd.ErrOrStderr()
 	cfg, err := g.loadConfig()
 	if err != nil {
@@ -133,6 +130,14 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if err != nil {
 		return err
 	}
+	// One apply at a time per state file, from the state decision to the
+	// record: two applies of one proposal must not both find no record and
+	// both submit. The lock goes when apply returns, interrupted or not.
+	lock, err := state.Acquire(g.statePath)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	fmt.Fprintf(stderr, "identity: %s (%s)\n", id.Sender(), idPath)
 	ag, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host)})
 	if err != nil {
@@ -293,17 +298,34 @@ type stdinConfirm struct {
 	prompt io.Writer
 }
 
+// Confirm waits for a line on stdin, or for ctx to end (an interrupt), so
+// Ctrl-C at the prompt stops apply and releases the state lock.
 func (c stdinConfirm) Confirm(ctx context.Context, prompt string) error {
 	fmt.Fprint(c.prompt, prompt)
-	line, err := bufio.NewReader(c.in).ReadString('\n')
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(c.in).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case a = <-got:
+	case <-ctx.Done():
+		fmt.Fprintln(c.prompt)
+		return fmt.Errorf("aborted at the prompt: %w", context.Cause(ctx))
+	}
 	if w, ok := c.in.(io.Writer); !ok || !term.IsTerminal(w) {
 		fmt.Fprintln(c.prompt) // the answer was not echoed
 	}
-	if err != nil && line == "" {
+	if a.err != nil && a.line == "" {
 		return errors.New("aborted: no answer (stdin is closed or not a terminal); type submit at the prompt to confirm")
 	}
-	if got := strings.TrimSpace(line); got != "submit" {
-		return fmt.Errorf("aborted: you typed %q, not submit", got)
+	if word := strings.TrimSpace(a.line); word != "submit" {
+		return fmt.Errorf("aborted: you typed %q, not submit", word)
 	}
 	return ctx.Err()
 }

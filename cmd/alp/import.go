@@ -65,11 +65,7 @@ the config does not declare.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, cancel := context.WithTimeout(ctx, importTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), importTimeout)
 			defer cancel()
 			dash := readback.DashboardClient{Base: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)}
 			o, err := readback.Read(ctx, nns.GovernanceClient{Caller: ag}, dash, id)
@@ -85,10 +81,11 @@ the config does not declare.`,
 			}
 			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,
 				Host: host, SubmittedAt: o.SubmittedAt, Status: o.Status, ResolvedAt: o.ResolvedAt}
-			if err := st.Import(name, entry); err != nil {
-				return err
-			}
-			if err := st.Save(g.statePath); err != nil {
+			// Record into the file as it is now, under the lock: an apply
+			// may have recorded something while the proposal was read.
+			if err := state.Update(g.statePath, func(now *state.State) (bool, error) {
+				return true, now.Import(name, entry)
+			}); err != nil {
 				return err
 			}
 			from := ""

@@ -4,8 +4,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -18,10 +21,20 @@ func main() {
 
 // run executes alp with args and returns the process exit code:
 // 0 fine, 1 error, 2 flagged (drift, a flagged plan).
+//
+// An interrupt or SIGTERM cancels the command's context instead of killing
+// the process, so a command holding the state lock releases it on the way
+// out; a second interrupt kills as usual.
 func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal takes the default action
+	}()
 	root := newRootCmd()
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "alp:", err)
 		return exitCode(err)
 	}

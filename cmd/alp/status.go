@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -51,17 +52,29 @@ recorded).`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 			defer cancel()
 			dash := readback.DashboardClient{Base: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)}
 			rows, readErr := statusRows(ctx, nns.GovernanceClient{Caller: ag}, dash, st, time.Now())
+			var recordErr error
 			if slices.ContainsFunc(rows, func(r statusRow) bool { return r.Changed }) {
-				if err := st.Save(g.statePath); err != nil {
-					return fmt.Errorf("record status changes: %w", err)
+				// The reads took a while: record the changes into the file
+				// as it is now, under the lock, so nothing an apply recorded
+				// meanwhile is written over.
+				recordErr = state.Update(g.statePath, func(now *state.State) (bool, error) {
+					changed := false
+					for _, r := range rows {
+						if r.Changed && now.Observe(r.Name, state.Status(r.Status), r.at) {
+							changed = true
+						}
+					}
+					return changed, nil
+				})
+				if recordErr != nil {
+					recordErr = fmt.Errorf("status changes were not recorded in %s: %w", g.statePath, recordErr)
+					for i := range rows {
+						rows[i].Changed = false
+					}
 				}
 			}
 			if output == "json" {
@@ -72,7 +85,7 @@ recorded).`,
 			if err != nil {
 				return err
 			}
-			return readErr
+			return errors.Join(readErr, recordErr)
 		},
 	}
 	outputFlag(cmd, &output)
@@ -91,6 +104,8 @@ type statusRow struct {
 	Recorded   state.Status    `json:"previous_status,omitempty"`
 	Changed    bool            `json:"changed"`
 	Error      string          `json:"error,omitempty"`
+	// at is when the observed status took effect, for recording it.
+	at time.Time
 }
 
 // statusRows reads every recorded proposal back and records what moved in
@@ -123,7 +138,7 @@ func statusRows(ctx context.Context, gov readback.Governance, dash readback.Dash
 		if o.ResolvedAt != nil {
 			at = *o.ResolvedAt
 		}
-		r.Changed = st.Observe(name, o.Status, at)
+		r.Changed, r.at = st.Observe(name, o.Status, at), at
 		rows[i] = r
 	}
 	if len(failed) > 0 {

@@ -1,0 +1,130 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Lock is an exclusive claim on a state file, held by one alp process from
+// reading state.json to writing it back. Without it two applies of the same
+// proposal could both find no record and both submit, and a status that
+// read the file before an apply recorded a submission would write the
+// older file back over it. The claim is a file beside state.json
+// (state.json.lock) created with O_EXCL, which works on every local file
+// system and shows up in `ls` when something is holding it.
+type Lock struct {
+	path string
+}
+
+// LockedError is a state file another process is holding.
+type LockedError struct {
+	// Path is the lock file.
+	Path string
+	// Holder is what the holder wrote into it: pid, host and time.
+	Holder string
+}
+
+func (e *LockedError) Error() string {
+	holder := e.Holder
+	if holder == "" {
+		holder = "an unknown process"
+	}
+	return fmt.Sprintf("state is locked by %s (%s); wait for that alp to finish, or remove %s if no alp is running", holder, e.Path, e.Path)
+}
+
+// LockPath is the lock file of the state file at statePath.
+func LockPath(statePath string) string { return statePath + ".lock" }
+
+// Acquire claims the state file at statePath. A lock left behind by a
+// process of this host that no longer runs (a kill -9, a power cut) is
+// taken over; any other held lock is a *LockedError.
+func Acquire(statePath string) (*Lock, error) {
+	path := LockPath(statePath)
+	for attempt := 0; ; attempt++ {
+		err := create(path)
+		if err == nil {
+			return &Lock{path: path}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("lock state: %w", err)
+		}
+		holder, _ := os.ReadFile(path)
+		h := strings.TrimSpace(string(holder))
+		if attempt == 0 && stale(h) {
+			// Remove only if it is still the same stale file.
+			if now, _ := os.ReadFile(path); string(now) == string(holder) {
+				os.Remove(path)
+			}
+			continue
+		}
+		return nil, &LockedError{Path: path, Holder: h}
+	}
+}
+
+func create(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	_, werr := fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(path)
+		return werr
+	}
+	return nil
+}
+
+// stale reports whether holder names a process of this host that is gone.
+func stale(holder string) bool {
+	var pid int
+	var host, since string
+	if _, err := fmt.Sscanf(holder, "pid %d on %s since %s", &pid, &host, &since); err != nil || pid <= 0 {
+		return false
+	}
+	if me, _ := os.Hostname(); host != me {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// Release gives the claim up. Releasing twice, or a lock whose folder is
+// gone, is not an error.
+func (l *Lock) Release() error {
+	if l == nil {
+		return nil
+	}
+	if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("unlock state: %w", err)
+	}
+	return nil
+}
+
+// Update is one locked read-modify-write of the state file at path: it
+// claims the file, loads it, lets change edit it, and saves it when change
+// reports a change. The state change sees is the one on disk at that
+// moment, not one read earlier, so nothing recorded meanwhile is lost.
+func Update(path string, change func(*State) (bool, error)) error {
+	l, err := Acquire(path)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	s, err := Load(path)
+	if err != nil {
+		return err
+	}
+	changed, err := change(s)
+	if err != nil || !changed {
+		return err
+	}
+	return s.Save(path)
+}

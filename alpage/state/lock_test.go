@@ -1,0 +1,136 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestASecondClaimOnTheStateIsRefusedNamingTheHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	first, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(path)
+	var locked *LockedError
+	if !errors.As(err, &locked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d on ", os.Getpid())) || !strings.Contains(err.Error(), "state.json.lock") {
+		t.Fatalf("second claim: %v", err)
+	}
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Acquire(path)
+	if err != nil {
+		t.Fatalf("claim after release: %v", err)
+	}
+	again.Release()
+	if err := again.Release(); err != nil {
+		t.Fatalf("a second release: %v", err)
+	}
+}
+
+func TestALockLeftByAProcessThatIsGoneIsTakenOver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skipf("cannot run true: %v", err)
+	}
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("pid %d on %s since 2026-11-29T12:00:00Z\n", gone.Process.Pid, host)
+	if err := os.WriteFile(LockPath(path), []byte(holder), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Acquire(path)
+	if err != nil {
+		t.Fatalf("a dead holder's lock was not taken over: %v", err)
+	}
+	l.Release()
+}
+
+func TestALockHeldOnAnotherHostOrByALiveProcessIsNeverTakenOver(t *testing.T) {
+	host, _ := os.Hostname()
+	for _, holder := range []string{
+		"pid 1 on some-other-host since 2026-11-29T12:00:00Z\n",
+		fmt.Sprintf("pid %d on %s since 2026-11-29T12:00:00Z\n", os.Getpid(), host),
+		"written by hand\n",
+	} {
+		path := filepath.Join(t.TempDir(), "state.json")
+		os.WriteFile(LockPath(path), []byte(holder), 0o644)
+		if _, err := Acquire(path); err == nil {
+			t.Errorf("lock %q was taken over", holder)
+		}
+	}
+}
+
+func TestOnlyOneOfManyConcurrentClaimsHoldsTheStateAtATime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	var holders, most, won atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				l, err := Acquire(path)
+				if err != nil {
+					continue
+				}
+				won.Add(1)
+				n := holders.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				holders.Add(-1)
+				l.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	if most.Load() != 1 || won.Load() == 0 {
+		t.Fatalf("%d claims won, at most %d held at once", won.Load(), most.Load())
+	}
+}
+
+func TestUpdateEditsTheFileAsItIsNowNotAsItWasRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	// an apply records a proposal, then a status records its outcome
+	if err := Update(path, func(s *State) (bool, error) {
+		s.Proposals["q"] = &Proposal{Kind: "remove_nodes", ProposalID: 9, SubmittedAt: t0}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(path, func(s *State) (bool, error) {
+		return s.Observe("q", StatusExecuted, t0), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path)
+	if err != nil || s.Proposals["q"] == nil || s.Proposals["q"].Status != StatusExecuted {
+		t.Fatalf("state after two updates: %+v, %v", s, err)
+	}
+	if _, err := os.Stat(LockPath(path)); !os.IsNotExist(err) {
+		t.Fatalf("the lock outlived the update: %v", err)
+	}
+}
+
+func TestUpdateRefusesWhileAnotherProcessHoldsTheState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	l, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	called := false
+	err = Update(path, func(*State) (bool, error) { called = true; return true, nil })
+	var locked *LockedError
+	if !errors.As(err, &locked) || called {
+		t.Fatalf("Update under a held lock: %v (change called: %v)", err, called)
+	}
+}
