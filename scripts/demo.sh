@@ -20,7 +20,7 @@ say "alp $("$bin/alp" version | cut -d' ' -f2): declarative node-fleet managemen
 explain "alp devnet starts an offline Internet Computer on 127.0.0.1: a local NNS (registry and
 governance canisters behind the real IC HTTP interface, BLS-certified) plus stand-ins for the
 registry explorer, the ICP dashboard, node status endpoints and AMD's KDS, seeded from the
-example fleet (examples/fleet.json). It writes an identity that controls neuron 4242."
+example fleet (examples/fleet/fleet.json). It writes an identity that controls neuron 4242."
 cp -r "$repo/examples/fleet" "$work/fleet"
 "$bin/alp" devnet --env-file "$work/devnet.env" --dir "$work/devnet" >"$work/devnet.log" 2>&1 &
 pids+=($!)

@@ -19,12 +19,12 @@ import (
 )
 
 func TestTheEmbeddedFleetIsExamplesFleetJSON(t *testing.T) {
-	onDisk, err := os.ReadFile("../../examples/fleet.json")
+	onDisk, err := os.ReadFile("../../examples/fleet/fleet.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(onDisk, DefaultFleet) {
-		t.Fatal("alpage/devnet/default_fleet.json differs from examples/fleet.json: copy the example over it")
+		t.Fatal("alpage/devnet/default_fleet.json differs from examples/fleet/fleet.json: copy the example over it")
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"alpnib.dev/ic/principal"
 )
 
-// DefaultFleet is examples/fleet.json, embedded so `alp devnet` works from
+// DefaultFleet is examples/fleet/fleet.json, embedded so `alp devnet` works from
 // anywhere; a test keeps the two identical.
 //
 //go:embed default_fleet.json

@@ -30,7 +30,7 @@ local NNS (registry and governance behind the IC HTTP interface), the registry
 explorer, the ICP dashboard, each node's /api/v2/status (HTTPS) and an AMD KDS
 stand-in, and writes an identity that controls a neuron.
 It prints one "export NAME=value" line per setting that points alp at it and
-serves until interrupted. Without --fleet it serves examples/fleet.json.
+serves until interrupted. Without --fleet it serves examples/fleet/fleet.json.
 
   alp devnet --env-file devnet.env &      # then: . ./devnet.env
   alp devnet --print-env                  # exports on stdout, the rest on stderr
@@ -92,7 +92,7 @@ The fleet format is described in docs/devnet.md.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&fleetPath, "fleet", "", "fleet file (JSON, see docs/devnet.md); default: the embedded examples/fleet.json")
+	cmd.Flags().StringVar(&fleetPath, "fleet", "", "fleet file (JSON, see docs/devnet.md); default: the embedded examples/fleet/fleet.json")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for identity.pem and node-ca.pem (default: a new folder under $TMPDIR)")
 	cmd.Flags().StringVar(&envFile, "env-file", "", "also write the export lines to this file once every endpoint listens")
 	cmd.Flags().BoolVar(&printEnv, "print-env", false, "print only the export lines on stdout (the description goes to stderr)")

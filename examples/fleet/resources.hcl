@@ -1,4 +1,4 @@
-# The fleet `alp devnet` serves by default (examples/fleet.json), as its operator declares it.
+# The fleet `alp devnet` serves by default (examples/fleet/fleet.json), as its operator declares it.
 # Run `alp devnet --env-file devnet.env &`, source devnet.env, then run alp in this folder.
 # Everything here matches the live network except node_05, which still runs the previous
 # release while the default says "current": reconcile reports it as version drift.
