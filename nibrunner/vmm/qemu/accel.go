@@ -19,7 +19,7 @@ import (
 
 // probeTimeout bounds a KVM probe boot; a KVM guest reaches its init in
 // well under a second, a stuck one never does.
-const probeTimeout = 8 * time.Second
+var probeTimeout = 8 * time.Second
 
 var (
 	probeMu    sync.Mutex
