@@ -160,7 +160,9 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 		if e := cache[h]; e != nil && e.Verified {
 			c.Cached, c.Product = true, e.Product
 		}
+		mu.Lock()
 		live.Chips[h] = c
+		mu.Unlock()
 		if (c.Cached && !refresh) || f.KDS == nil {
 			continue
 		}

@@ -1,0 +1,405 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/internal/term"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func chip(b byte) []byte { return bytes.Repeat([]byte{b}, config.ChipIDLen) }
+
+// fleet is a small declared fleet and a live state that agrees with it in
+// every respect: subnet s1 with members n1 and n2 (n2 carries chip 0xaa),
+// n3 unassigned, all under operator op1 (dc zh1) of provider p1, every
+// node expected on the default version v1.
+func fleet() (*config.Resources, *Live) {
+	f := false
+	res := &config.Resources{
+		Subnets:         []*config.Subnet{{Name: "app", ID: "s1", SevEnabled: &f}},
+		NodeProviders:   []*config.NodeProvider{{Name: "prov", ID: "p1"}},
+		NodeOperators:   []*config.NodeOperator{{Name: "ops", ID: "op1", Provider: "p1", DC: "zh1"}},
+		GuestOSVersions: []*config.GuestOSVersion{{Name: "current", ID: "v1", Default: true}, {Name: "previous", ID: "v0"}},
+		Nodes: []*config.Node{
+			{Name: "n1", ID: "n1", Subnet: "s1", Operator: "op1", Version: "v1"},
+			{Name: "n2", ID: "n2", Subnet: "s1", Operator: "op1", Version: "v1", Chip: chip(0xaa)},
+			{Name: "n3", ID: "n3", Operator: "op1", Version: "v1"},
+		},
+	}
+	live := &Live{
+		RegistryVersion: 7,
+		Subnets:         map[string]SubnetFacts{"s1": {Found: true, Members: []string{"n1", "n2"}, Type: "application", CostSchedule: "normal"}},
+		Providers:       map[string]ProviderFacts{"p1": {Known: true, Operators: map[string]string{"op1": "zh1"}}},
+		Operators:       map[string]OperatorFacts{"op1": {Found: true}},
+		OperatorNodes:   map[string]OperatorNodes{"op1": {Nodes: []string{"n1", "n2", "n3"}}},
+		Nodes: map[string]NodeFacts{
+			"n1": {Found: true, Operator: "op1"},
+			"n2": {Found: true, Operator: "op1", Chip: chip(0xaa)},
+			"n3": {Found: true, Operator: "op1"},
+		},
+		Chips: map[string]ChipFacts{hex.EncodeToString(chip(0xaa)): {Asked: &source.Verdict{Verified: true, Product: "Milan-B0"}}},
+		Versions: map[string]VersionFacts{
+			"n1": {Version: "v1", Source: FromNode}, "n2": {Version: "v1", Source: FromNode}, "n3": {Version: "v1", Source: FromNode},
+		},
+		Elected: map[string]bool{"v1": true, "v0": true},
+	}
+	return res, live
+}
+
+// rowOf finds the row of a section kind for id (and fact name, for the
+// subnet record facts).
+func rowOf(t *testing.T, r Report, kind, name, id string) Row {
+	t.Helper()
+	var found []Row
+	for _, s := range r.Sections {
+		if s.Kind != kind {
+			continue
+		}
+		for _, row := range s.Rows {
+			if row.ID == id && (name == "" || row.Name == name) {
+				found = append(found, row)
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d %s rows for %s %s in\n%s", len(found), kind, name, id, text(r))
+	}
+	return found[0]
+}
+
+func text(r Report) string {
+	var b bytes.Buffer
+	_ = r.Render(&b, term.Plain())
+	return b.String()
+}
+
+func TestAFleetThatMatchesEverywhereIsInSync(t *testing.T) {
+	res, live := fleet()
+	r := Reconcile(res, live)
+	if !r.InSync() || r.Drift != 0 || r.Unknown != 0 {
+		t.Fatalf("drift %d unknown %d:\n%s", r.Drift, r.Unknown, text(r))
+	}
+}
+
+func TestEveryRowStatusOfEverySection(t *testing.T) {
+	type want struct {
+		kind, name, id string
+		status         Status
+		detail         string // a part of the detail
+	}
+	cases := []struct {
+		name   string
+		change func(*config.Resources, *Live)
+		want   want
+	}{
+		// 1. subnet membership and record facts
+		{"a declared member that is one is in sync", nil, want{SectionSubnet, "n1", "n1", InSync, ""}},
+		{"a declared member that is not one is missing", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Members = []string{"n2"}
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "n1", "n1", Missing, "not one on-chain"}},
+		{"a declared member whose record is gone is deregistered", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Members = []string{"n2"}
+			l.Subnets["s1"] = s
+			l.Nodes["n1"] = NodeFacts{}
+		}, want{SectionSubnet, "n1", "n1", Deregistered, "record is gone"}},
+		{"a live member without a node block is unmanaged", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Members = append(s.Members, "stranger")
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "-", "stranger", Unmanaged, "without a node block"}},
+		{"a live member declared unassigned is unmanaged", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Members = append(s.Members, "n3")
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "n3", "n3", Unmanaged, "declared unassigned"}},
+		{"a subnet whose record is unread is unknown", func(_ *config.Resources, l *Live) {
+			l.Subnets["s1"] = SubnetFacts{Err: "timeout"}
+		}, want{SectionSubnet, "app", "s1", Unknown, "timeout"}},
+		{"a subnet without a record is gone", func(_ *config.Resources, l *Live) {
+			l.Subnets["s1"] = SubnetFacts{}
+		}, want{SectionSubnet, "app", "s1", Gone, "no subnet record"}},
+		{"an omitted type asserts application", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Type = "system"
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "type", "s1", Mismatch, "declared=application live=system"}},
+		{"an omitted cost schedule asserts normal", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.CostSchedule = "free"
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "cost_schedule", "s1", Mismatch, "declared=normal live=free"}},
+		{"an unspecified live schedule reads as the registry default", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.CostSchedule = ""
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "cost_schedule", "s1", InSync, "normal"}},
+		{"sev_enabled differing is a mismatch", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.SevEnabled = true
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "sev_enabled", "s1", Mismatch, "declared=false live=true"}},
+		{"an admin added on-chain is drift", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Admins = []string{"admin-x"}
+			l.Subnets["s1"] = s
+		}, want{SectionSubnet, "admins", "s1", Mismatch, "- admin-x (on-chain, not declared)"}},
+		{"a declared admin missing on-chain is drift", func(r *config.Resources, _ *Live) {
+			r.Subnets[0].Admins = []string{"admin-y"}
+		}, want{SectionSubnet, "admins", "s1", Mismatch, "+ admin-y (declared, not on-chain)"}},
+
+		// 2. node providers and operators
+		{"an operator its provider owns in the declared dc is ok", nil, want{SectionOperators, "ops", "op1", OK, "dc zh1"}},
+		{"an operator in another dc is a dc mismatch", func(_ *config.Resources, l *Live) {
+			l.Providers["p1"].Operators["op1"] = "ge1"
+		}, want{SectionOperators, "ops", "op1", DCMismatch, "declared=zh1 live=ge1"}},
+		{"an operator its provider does not own is unknown", func(_ *config.Resources, l *Live) {
+			delete(l.Providers["p1"].Operators, "op1")
+		}, want{SectionOperators, "ops", "op1", Unknown, "does not own it"}},
+		{"an operator whose provider is not on-chain is provider-absent", func(_ *config.Resources, l *Live) {
+			l.Providers["p1"] = ProviderFacts{}
+		}, want{SectionOperators, "ops", "op1", ProviderAbsent, "not on-chain"}},
+		{"a provider governance does not list is provider-absent", func(_ *config.Resources, l *Live) {
+			l.Providers["p1"] = ProviderFacts{}
+		}, want{SectionOperators, "prov", "p1", ProviderAbsent, "does not list"}},
+		{"a decommissioned operator that is absent is decommissioned", func(r *config.Resources, l *Live) {
+			r.NodeOperators[0].Decommissioned = true
+			l.Operators["op1"] = OperatorFacts{}
+		}, want{SectionOperators, "ops", "op1", Decommissioned, "as expected"}},
+		{"a decommissioned operator still there is drift", func(r *config.Resources, _ *Live) {
+			r.NodeOperators[0].Decommissioned = true
+		}, want{SectionOperators, "ops", "op1", StillRegistered, "still in the registry"}},
+		{"an operator decommissioned with its provider says so", func(r *config.Resources, l *Live) {
+			r.NodeProviders[0].Decommissioned = true
+			r.NodeOperators[0].Decommissioned, r.NodeOperators[0].DecommissionedByProvider = true, true
+			l.Providers["p1"] = ProviderFacts{}
+			l.Operators["op1"] = OperatorFacts{}
+		}, want{SectionOperators, "ops", "op1", Decommissioned, "with its node provider"}},
+		{"a decommissioned provider that is gone is decommissioned", func(r *config.Resources, l *Live) {
+			r.NodeProviders[0].Decommissioned = true
+			l.Providers["p1"] = ProviderFacts{}
+		}, want{SectionOperators, "prov", "p1", Decommissioned, "absent"}},
+		{"a decommissioned provider governance still lists is drift", func(r *config.Resources, _ *Live) {
+			r.NodeProviders[0].Decommissioned = true
+		}, want{SectionOperators, "prov", "p1", StillRegistered, "still has it"}},
+		{"a provider that could not be read is unknown", func(_ *config.Resources, l *Live) {
+			l.Providers["p1"] = ProviderFacts{Err: "governance down"}
+		}, want{SectionOperators, "ops", "op1", Unknown, "governance down"}},
+
+		// 3. nodes per operator
+		{"a node its record places under its operator is ok", nil, want{SectionNodes, "n3", "n3", OK, ""}},
+		{"a node under another operator is an operator mismatch", func(_ *config.Resources, l *Live) {
+			l.Nodes["n3"] = NodeFacts{Found: true, Operator: "op9"}
+		}, want{SectionNodes, "n3", "n3", OperatorMismatch, "declared=ops live=op9"}},
+		{"a node without a record is gone", func(_ *config.Resources, l *Live) {
+			l.Nodes["n3"] = NodeFacts{}
+		}, want{SectionNodes, "n3", "n3", Gone, "no node record"}},
+		{"a node the operator owns without a block is unmanaged, per the explorer", func(_ *config.Resources, l *Live) {
+			l.OperatorNodes["op1"] = OperatorNodes{Nodes: []string{"n1", "n2", "n3", "n4"}}
+		}, want{SectionNodes, "-", "n4", Unmanaged, "[per registry explorer]"}},
+		{"a decommissioned node whose record is gone is decommissioned", func(r *config.Resources, l *Live) {
+			r.Nodes[2].Decommissioned = true
+			l.Nodes["n3"] = NodeFacts{}
+		}, want{SectionNodes, "n3", "n3", Decommissioned, "as declared"}},
+		{"a decommissioned node still registered is drift, from its own record", func(r *config.Resources, l *Live) {
+			r.Nodes[2].Decommissioned = true
+			l.OperatorNodes["op1"] = OperatorNodes{Nodes: []string{"n1", "n2"}}
+		}, want{SectionNodes, "n3", "n3", StillRegistered, "still in the registry"}},
+		{"a node record that could not be read is unknown", func(_ *config.Resources, l *Live) {
+			l.Nodes["n3"] = NodeFacts{Err: "registry timeout"}
+		}, want{SectionNodes, "n3", "n3", Unknown, "registry timeout"}},
+
+		// 4. chip ids
+		{"a chip that matches and AMD knows is in sync", nil, want{SectionChips, "n2", "n2", InSync, "AMD KDS: Milan-B0"}},
+		{"no chip declared and none on-chain is in sync", nil, want{SectionChips, "n1", "n1", InSync, "no chip"}},
+		{"a different chip on-chain is chip-changed", func(_ *config.Resources, l *Live) {
+			l.Nodes["n2"] = NodeFacts{Found: true, Operator: "op1", Chip: chip(0xbb)}
+		}, want{SectionChips, "n2", "n2", ChipChanged, "declared=aaaaaaaaaaaaaaaa… live=bbbbbbbbbbbbbbbb…"}},
+		{"a declared chip the record lacks is chip-missing", func(_ *config.Resources, l *Live) {
+			l.Nodes["n2"] = NodeFacts{Found: true, Operator: "op1"}
+		}, want{SectionChips, "n2", "n2", ChipMissing, "the record has none"}},
+		{"a chip on-chain the config omits is chip-undeclared", func(_ *config.Resources, l *Live) {
+			l.Nodes["n1"] = NodeFacts{Found: true, Operator: "op1", Chip: chip(0xcc)}
+		}, want{SectionChips, "n1", "n1", ChipUndeclared, "on-chain cccccccccccccccc…"}},
+		{"a chip id of the wrong length is malformed", func(_ *config.Resources, l *Live) {
+			l.Nodes["n2"] = NodeFacts{Found: true, Operator: "op1", Chip: []byte{1, 2, 3}}
+		}, want{SectionChips, "n2", "n2", Malformed, "3 bytes"}},
+		{"a chip AMD does not know is amd-unverified", func(_ *config.Resources, l *Live) {
+			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Refused: true}}
+		}, want{SectionChips, "n2", "n2", AMDUnverified, "does not know"}},
+		{"an inconclusive KDS leaves a matching chip in sync", func(_ *config.Resources, l *Live) {
+			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Inconclusive: true, Reason: "HTTP 429"}}
+		}, want{SectionChips, "n2", "n2", InSync, "inconclusive: HTTP 429"}},
+		{"a cached verdict stands when KDS is not asked", func(_ *config.Resources, l *Live) {
+			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Cached: true, Product: "Milan-B0"}
+		}, want{SectionChips, "n2", "n2", InSync, "Milan-B0 (cached)"}},
+		{"a node record that could not be read has an unknown chip", func(_ *config.Resources, l *Live) {
+			l.Nodes["n2"] = NodeFacts{Err: "registry timeout"}
+		}, want{SectionChips, "n2", "n2", Unknown, "unread"}},
+
+		// 5. versions
+		{"a node running its effective version is ok", nil, want{SectionVersions, "n1", "n1", OK, "current"}},
+		{"a node running another version is a mismatch", func(_ *config.Resources, l *Live) {
+			l.Versions["n1"] = VersionFacts{Version: "v0", Source: FromNode}
+		}, want{SectionVersions, "n1", "n1", VersionMismatch, "declared=current live=previous"}},
+		{"a version read from the dashboard says so", func(_ *config.Resources, l *Live) {
+			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromDashboard}
+		}, want{SectionVersions, "n1", "n1", OK, "current via dashboard"}},
+		{"a node neither it nor the dashboard answers for is unreachable", func(_ *config.Resources, l *Live) {
+			l.Versions["n1"] = VersionFacts{Err: "node: refused; dashboard: 502"}
+		}, want{SectionVersions, "n1", "n1", Unreachable, "node: refused; dashboard: 502"}},
+		{"an expected version outside the elected set is marked", func(_ *config.Resources, l *Live) {
+			delete(l.Elected, "v1")
+		}, want{SectionVersions, "n1", "n1", OK, "current NOT ELECTED"}},
+		{"a node overriding the default is marked", func(r *config.Resources, l *Live) {
+			r.Nodes[0].Version, r.Nodes[0].VersionOverride = "v0", true
+			l.Versions["n1"] = VersionFacts{Version: "v0", Source: FromNode}
+		}, want{SectionVersions, "n1", "n1", OK, "previous [override]"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, live := fleet()
+			if c.change != nil {
+				c.change(res, live)
+			}
+			r := Reconcile(res, live)
+			row := rowOf(t, r, c.want.kind, c.want.name, c.want.id)
+			if row.Status != c.want.status || !strings.Contains(row.Detail, c.want.detail) {
+				t.Fatalf("row %+v, want status %s with %q", row, c.want.status, c.want.detail)
+			}
+			if row.Drift != c.want.status.Drift() {
+				t.Fatalf("row drift %v for %s", row.Drift, row.Status)
+			}
+			if c.want.status.Drift() && (r.Drift == 0 || r.InSync()) {
+				t.Fatalf("a %s row left the report in sync", row.Status)
+			}
+		})
+	}
+}
+
+func TestUnknownAndUnreachableNeverCountAsDrift(t *testing.T) {
+	res, live := fleet()
+	live.Subnets["s1"] = SubnetFacts{Err: "timeout"}
+	live.Providers["p1"] = ProviderFacts{Err: "timeout"}
+	for id := range live.Nodes {
+		live.Nodes[id] = NodeFacts{Err: "timeout"}
+		live.Versions[id] = VersionFacts{Err: "timeout"}
+	}
+	r := Reconcile(res, live)
+	if r.Drift != 0 || !r.InSync() {
+		t.Fatalf("unread facts counted as drift:\n%s", text(r))
+	}
+	if r.Unknown == 0 {
+		t.Fatal("nothing reported unknown")
+	}
+	for _, s := range []Status{Unknown, Unreachable, Decommissioned, OK, InSync} {
+		if s.Drift() {
+			t.Errorf("%s counts as drift", s)
+		}
+	}
+}
+
+func TestAnUnreadableElectedSetIsAWarningAndSkipsTheCheck(t *testing.T) {
+	res, live := fleet()
+	live.Elected, live.ElectedErr = nil, "registry timeout"
+	r := Reconcile(res, live)
+	row := rowOf(t, r, SectionVersions, "n1", "n1")
+	if row.Status != OK || strings.Contains(row.Detail, "NOT ELECTED") {
+		t.Fatalf("row %+v", row)
+	}
+	if !strings.Contains(text(r), "warning: the elected version set is unreadable (registry timeout)") {
+		t.Fatalf("no warning:\n%s", text(r))
+	}
+}
+
+func TestANodeOptedOutOfTheVersionCheckHasNoVersionRow(t *testing.T) {
+	res, live := fleet()
+	res.Nodes[0].Version = "" // guestos_version = "none"
+	r := Reconcile(res, live)
+	for _, s := range r.Sections {
+		for _, row := range s.Rows {
+			if s.Kind == SectionVersions && row.ID == "n1" {
+				t.Fatalf("opted-out node checked: %+v", row)
+			}
+		}
+	}
+}
+
+func TestEveryStatusHasOneColourAndDriftingOnesAreRed(t *testing.T) {
+	for _, s := range Statuses() {
+		if s.Drift() != (s.Color() == term.Red) {
+			t.Errorf("%s: drift %v, colour %q", s, s.Drift(), s.Color())
+		}
+	}
+}
+
+func TestRowsAreSortedByIDWithinASection(t *testing.T) {
+	res, live := fleet()
+	live.OperatorNodes["op1"] = OperatorNodes{Nodes: []string{"n0", "n1", "n2", "n3", "n9"}}
+	r := Reconcile(res, live)
+	for _, s := range r.Sections {
+		if s.Kind == SectionSubnet {
+			continue // record facts follow the membership rows
+		}
+		for i := 1; i < len(s.Rows); i++ {
+			if s.Rows[i-1].ID > s.Rows[i].ID {
+				t.Fatalf("%s: %s before %s", s.Title, s.Rows[i-1].ID, s.Rows[i].ID)
+			}
+		}
+	}
+}
+
+// TestTheReportRendersAsGoldenTextAndJSON pins the row format
+// `<status padded>  <name or ->  <id>[  detail]` and its JSON twin on a
+// fleet with one row of most statuses.
+func TestTheReportRendersAsGoldenTextAndJSON(t *testing.T) {
+	res, live := fleet()
+	s := live.Subnets["s1"]
+	s.Members = []string{"n2", "stranger"}
+	s.SevEnabled = true
+	live.Subnets["s1"] = s
+	live.Providers["p1"].Operators["op1"] = "ge1"
+	live.OperatorNodes["op1"] = OperatorNodes{Nodes: []string{"n1", "n2", "n3", "n4"}}
+	live.Nodes["n3"] = NodeFacts{Err: "registry timeout"}
+	live.Versions["n1"] = VersionFacts{Version: "v0", Source: FromDashboard}
+	live.Versions["n2"] = VersionFacts{Err: "node: connection refused; dashboard: 502 Bad Gateway"}
+	r := Reconcile(res, live)
+	golden(t, "report.golden", []byte(text(r)))
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json.golden", append(js, '\n'))
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("output differs from %s:\n%s\nwant:\n%s", path, got, want)
+	}
+}

@@ -1,0 +1,110 @@
+package source
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"alpnib.dev/alpage/devnet"
+)
+
+// nodeOver serves a devnet node status endpoint over TLS on loopback and
+// returns its address and the CA file that vouches for it.
+func nodeOver(t *testing.T, version string) (ip string, port uint32, caFile string) {
+	t.Helper()
+	cert, pem, err := devnet.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(&devnet.NodeStatus{Version: func() string { return version }})
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Listener.Addr().(*net.TCPAddr)
+	return addr.IP.String(), uint32(addr.Port), caFile
+}
+
+func TestANodeReportsItsImplVersionOverTLS(t *testing.T) {
+	ip, port, ca := nodeOver(t, "f7a20dd4")
+	for _, caFile := range []string{ca, ""} { // pinned, and unchecked like a mainnet replica
+		n, err := NewNodeStatus(caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := n.Version(context.Background(), ip, port)
+		if err != nil || v != "f7a20dd4" {
+			t.Fatalf("ca %q: %q, %v", caFile, v, err)
+		}
+	}
+}
+
+func TestANodeWhoseCertificateTheCADoesNotVouchForIsNotRead(t *testing.T) {
+	ip, port, _ := nodeOver(t, "v1")
+	_, _, otherCA := nodeOver(t, "v1")
+	n, err := NewNodeStatus(otherCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Version(context.Background(), ip, port); err == nil {
+		t.Fatal("read a node the CA does not vouch for")
+	}
+}
+
+func TestImplVersionReadsTaggedAndUntaggedReplies(t *testing.T) {
+	plain, _ := cbor.Marshal(map[string]any{"impl_version": "abc", "replica_health_status": "healthy"})
+	tagged, _ := cbor.Marshal(cbor.Tag{Number: 55799, Content: map[string]any{"impl_version": "def"}})
+	for body, want := range map[string]string{string(plain): "abc", string(tagged): "def"} {
+		if got, err := ImplVersion([]byte(body)); err != nil || got != want {
+			t.Errorf("%q, %v; want %q", got, err, want)
+		}
+	}
+	empty, _ := cbor.Marshal(map[string]any{"replica_health_status": "healthy"})
+	if _, err := ImplVersion(empty); err == nil {
+		t.Error("a status without impl_version read")
+	}
+	if _, err := ImplVersion([]byte("not cbor")); err == nil {
+		t.Error("garbage read")
+	}
+}
+
+func TestNodeStatusURLBracketsIPv6AndDefaultsThePort(t *testing.T) {
+	if got := NodeStatusURL("2001:db8::1", 0); got != "https://[2001:db8::1]:8080/api/v2/status" {
+		t.Fatal(got)
+	}
+}
+
+func TestTheDashboardTellsANodesVersion(t *testing.T) {
+	srv := httptest.NewServer(&devnet.Dashboard{
+		Proposals: func() []devnet.DashboardProposal { return nil },
+		Node: func(id string) (devnet.DashboardNode, bool) {
+			return devnet.DashboardNode{NodeID: id, GuestosVersion: "v9"}, id == "known"
+		},
+	})
+	defer srv.Close()
+	d := NewDashboard(srv.URL, nil)
+	if v, ok, err := d.NodeVersion(context.Background(), "known"); err != nil || !ok || v != "v9" {
+		t.Fatalf("%q %v %v", v, ok, err)
+	}
+	if _, ok, err := d.NodeVersion(context.Background(), "stranger"); err != nil || ok {
+		t.Fatalf("unknown node: %v %v", ok, err)
+	}
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+	}))
+	defer broken.Close()
+	if _, _, err := NewDashboard(broken.URL, nil).NodeVersion(context.Background(), "known"); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("err %v", err)
+	}
+}
