@@ -116,6 +116,19 @@ const (
 	Submitted
 )
 
+// String is the outcome as `alp apply --output json` reports it.
+func (o Outcome) String() string {
+	switch o {
+	case NothingToDo:
+		return "nothing-to-do"
+	case DryRunOnly:
+		return "dry-run-only"
+	case Submitted:
+		return "submitted"
+	}
+	return fmt.Sprintf("outcome(%d)", int(o))
+}
+
 // Result is an apply that ended without error.
 type Result struct {
 	Outcome    Outcome
@@ -125,7 +138,8 @@ type Result struct {
 }
 
 // StoppedError is a check that stopped the apply before anything was sent
-// (the dry run failed, preflight did not say ready, the plan is stale).
+// (the state.json rules refused, the dry run failed, preflight did not say
+// ready, the plan is stale).
 type StoppedError struct {
 	Reason string
 	Err    error // the cause, when there is one
@@ -176,7 +190,7 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	}
 	switch d, why := state.Decide(p.Name, st.Proposals[p.Name], p.PayloadSHA256, req.Force); d {
 	case state.Refuse:
-		return nil, errors.New(why)
+		return nil, &StoppedError{Reason: why}
 	case state.NothingToDo:
 		return &Result{Outcome: NothingToDo, ProposalID: st.Proposals[p.Name].ProposalID, Message: why}, nil
 	}

@@ -213,7 +213,8 @@ func TestTheStateDecisionRulesRunFirst(t *testing.T) {
 
 	f := newFakes()
 	recorded(t, f, p.PayloadSHA256, state.StatusExecuted)
-	if _, _, err := apply(t, f, Request{Yes: true, Force: true}); err == nil || !strings.Contains(err.Error(), "rename the proposal block") || len(f.calls) != 0 {
+	var stopped *StoppedError
+	if _, _, err := apply(t, f, Request{Yes: true, Force: true}); !errors.As(err, &stopped) || !strings.Contains(err.Error(), "rename the proposal block") || len(f.calls) != 0 {
 		t.Errorf("terminal record with --force: err %v, steps %v", err, f.calls)
 	}
 
@@ -225,7 +226,7 @@ func TestTheStateDecisionRulesRunFirst(t *testing.T) {
 
 	f = newFakes()
 	recorded(t, f, other, state.StatusOpen)
-	if _, _, err := apply(t, f, Request{Yes: true}); err == nil || !strings.Contains(err.Error(), "--force") || len(f.calls) != 0 {
+	if _, _, err := apply(t, f, Request{Yes: true}); !errors.As(err, &stopped) || !strings.Contains(err.Error(), "--force") || len(f.calls) != 0 {
 		t.Errorf("changed hash: err %v steps %v", err, f.calls)
 	}
 	f = newFakes()

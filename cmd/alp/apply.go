@@ -48,6 +48,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 		identityPath string
 		yes, force   bool
 		live         liveFlags
+		output       string
 	)
 	cmd := &cobra.Command{
 		Use:   "apply (<name> | PLANFILE [name]) [--identity key.pem] [--yes] [--force]",
@@ -71,15 +72,24 @@ submit, then makes the proposal and records it in state.json.
 Given a plan file written by alp plan -out, apply refuses when the payload or the
 registry version moved since the plan.
 
+With --output json the summary joins the progress on stderr and stdout gets one
+JSON object: name, kind, payload_sha256, outcome (submitted, dry-run-only,
+nothing-to-do, stopped, submitted-not-recorded), proposal_id, reason, principal,
+neuron, host.
+
 Exit status: 0 done (or dry run only, or nothing to do), 1 error, 2 a check stopped
 it (nothing was submitted), 3 the proposal WAS submitted but state.json could not
 be written — the proposal id and the alp import command that records it are
 printed on stderr.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force, live: live})
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force, live: live, json: output == "json"})
 		},
 	}
+	outputFlag(cmd, &output)
 	f := cmd.Flags()
 	f.StringVar(&identityPath, "identity", "", "identity PEM (ed25519 or secp256k1) that controls the neuron or is its hotkey: flag > $ALP_IDENTITY")
 	f.BoolVar(&yes, "yes", false, "go on past the summary: ask to type submit, then submit")
@@ -93,7 +103,30 @@ type applyOptions struct {
 	identityPath string
 	yes, force   bool
 	live         liveFlags
+	// json: stdout gets one applyJSON object; the summary goes to stderr.
+	json bool
 }
+
+// applyJSON is `alp apply --output json`.
+type applyJSON struct {
+	Name          string `json:"name"`
+	Kind          string `json:"kind"`
+	PayloadSHA256 string `json:"payload_sha256"`
+	// Outcome is submitted, dry-run-only, nothing-to-do, stopped (exit 2)
+	// or submitted-not-recorded (exit 3).
+	Outcome    string `json:"outcome"`
+	ProposalID uint64 `json:"proposal_id,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Principal  string `json:"principal"`
+	Neuron     uint64 `json:"neuron"`
+	Host       string `json:"host"`
+}
+
+// The outcomes apply reports beyond submit.Outcome's.
+const (
+	outcomeStopped     = "stopped"
+	outcomeNotRecorded = "submitted-not-recorded"
+)
 
 func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	ctx := cmd.Context()
@@ -159,8 +192,14 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 			return reg.GetLatestVersion(ctx)
 		},
 	}
+	stdout, summary := cmd.OutOrStdout(), cmd.OutOrStdout()
+	if o.json {
+		summary = stderr
+	}
+	report := applyJSON{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256,
+		Principal: id.Sender().String(), Neuron: neuron, Host: host}
 	res, err := submit.Apply(ctx, steps, submit.Request{Proposal: p, Principal: id.Sender(), Host: host, Neuron: neuron, Yes: o.yes, Force: o.force, Plan: plan},
-		cmd.OutOrStdout(), stderr)
+		summary, stderr)
 	var stopped *submit.StoppedError
 	var lost *submit.LostRecordError
 	switch {
@@ -168,14 +207,30 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		importCmd := fmt.Sprintf("alp import %s %d --config %s --state %s --host %s", lost.Name, lost.ProposalID,
 			shellQuote(g.configPath), shellQuote(g.statePath), shellQuote(host))
 		fmt.Fprint(stderr, term.For(stderr).Paint(term.Red, lost.Loud(importCmd)))
+		report.Outcome, report.ProposalID, report.Reason = outcomeNotRecorded, lost.ProposalID, lost.Err.Error()
+		if o.json {
+			writeJSON(stdout, report)
+		}
 		return &exitError{code: exitLostRecord, err: err}
 	case errors.As(err, &stopped):
+		report.Outcome, report.Reason = outcomeStopped, stopped.Error()
+		if o.json {
+			writeJSON(stdout, report)
+		}
 		return &exitError{code: 2, err: err}
 	case err != nil:
 		return err
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), res.Message)
-	return nil
+	if !o.json {
+		fmt.Fprintln(stdout, res.Message)
+		return nil
+	}
+	fmt.Fprintln(stderr, res.Message)
+	report.Outcome, report.ProposalID = res.Outcome.String(), res.ProposalID
+	if res.Outcome != submit.Submitted {
+		report.Reason = res.Message
+	}
+	return writeJSON(stdout, report)
 }
 
 // applyTarget reads the arguments: a declared proposal name, or a plan

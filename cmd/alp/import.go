@@ -21,7 +21,7 @@ import (
 const importTimeout = time.Minute
 
 func newImportCmd(g *globals) *cobra.Command {
-	var dashboardURL string
+	var dashboardURL, output string
 	cmd := &cobra.Command{
 		Use:   "import <name> <proposal_id>",
 		Short: "Record an already submitted proposal in state.json (like terraform import)",
@@ -34,6 +34,9 @@ on-chain differs. It refuses proposal id 0, a name already recorded, and a name
 the config does not declare.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			name := args[0]
 			id, err := strconv.ParseUint(args[1], 10, 64)
 			if err != nil {
@@ -76,7 +79,8 @@ the config does not declare.`,
 				return fmt.Errorf("proposal %d: neither governance at %s nor the ICP dashboard knows it", id, host)
 			}
 			stderr := cmd.ErrOrStderr()
-			for _, w := range importWarnings(p, o) {
+			warnings := importWarnings(p, o)
+			for _, w := range warnings {
 				fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+w)
 			}
 			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,
@@ -88,6 +92,13 @@ the config does not declare.`,
 			}); err != nil {
 				return err
 			}
+			if output == "json" {
+				if warnings == nil {
+					warnings = []string{}
+				}
+				return writeJSON(cmd.OutOrStdout(), importJSON{Name: name, ProposalID: id, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256,
+					Status: o.Word(), Source: o.Source, Neuron: o.Proposer, Host: host, Warnings: warnings})
+			}
 			from := ""
 			if o.Source == readback.FromDashboard {
 				from = " " + readback.DashboardLabel
@@ -96,8 +107,23 @@ the config does not declare.`,
 			return nil
 		},
 	}
+	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&dashboardURL, "dashboard-url", "", "ICP dashboard (third party), asked when governance has purged the proposal: flag > $"+source.DashboardURLEnv+" > "+source.MainnetDashboardURL)
 	return cmd
+}
+
+// importJSON is `alp import --output json`: what was recorded, where it was
+// read from, and the warnings also printed on stderr.
+type importJSON struct {
+	Name          string          `json:"name"`
+	ProposalID    uint64          `json:"proposal_id"`
+	Kind          string          `json:"kind"`
+	PayloadSHA256 string          `json:"payload_sha256"`
+	Status        string          `json:"status"`
+	Source        readback.Source `json:"source"`
+	Neuron        uint64          `json:"neuron"`
+	Host          string          `json:"host"`
+	Warnings      []string        `json:"warnings"`
 }
 
 // importWarnings compares the on-chain proposal with the declared one.
