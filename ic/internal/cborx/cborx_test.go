@@ -2,6 +2,7 @@ package cborx
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 )
 
@@ -36,4 +37,47 @@ func TestHostileInputFailsFast(t *testing.T) {
 	if err := Unmarshal([]byte{0xa2, 0x61, 0x61, 0x00, 0x61, 0x61, 0x01}, &v); err == nil {
 		t.Error("duplicate map key accepted")
 	}
+}
+
+// TestDeclaredSizesCostNothingUntilTheBytesArePresent feeds headers that
+// declare huge byte strings, texts, arrays and maps (and a long run of
+// indefinite-length nesting) in a few bytes: each must be refused, and
+// refusing it must allocate a small constant, not the declared size.
+func TestDeclaredSizesCostNothingUntilTheBytesArePresent(t *testing.T) {
+	huge := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00}
+	cases := map[string][]byte{
+		"byte string of 2^64-256 bytes": append([]byte{0x5b}, huge...),
+		"text of 2^64-256 bytes":        append([]byte{0x7b}, huge...),
+		"array of 2^32-1 elements":      {0x9a, 0xff, 0xff, 0xff, 0xff, 0x00},
+		"array of 2^20+1 elements":      append([]byte{0x9a, 0x00, 0x10, 0x00, 0x01}, bytes.Repeat([]byte{0x00}, 1<<20+1)...),
+		"map of 2^32-1 pairs":           {0xba, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00},
+		"tagged byte string of 2^32":    append(append([]byte{}, SelfDescribe...), 0x5a, 0xff, 0xff, 0xff, 0xff, 0x01),
+		"indefinite arrays 100000 deep": bytes.Repeat([]byte{0x9f}, 100000),
+	}
+	for name, data := range cases {
+		targets := []any{new(any), new([]byte), new(map[string]any), new([]any)}
+		allocated := measure(func() {
+			for _, v := range targets {
+				if err := Unmarshal(data, v); err == nil {
+					t.Errorf("%s into %T: accepted", name, v)
+				}
+			}
+		})
+		t.Logf("%s: %d bytes allocated", name, allocated)
+		// Even the 2^20+1 real elements are refused by their count before
+		// anything is built for them: a few KiB is all any case costs.
+		if allocated > 64<<10 {
+			t.Errorf("%s: refusing it allocated %d bytes for a %d-byte input", name, allocated, len(data))
+		}
+	}
+}
+
+// measure returns the bytes allocated while f runs.
+func measure(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
