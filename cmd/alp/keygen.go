@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/ic/identity"
-	"alpnib.dev/internal/atomicfile"
 )
 
 func newKeygenCmd() *cobra.Command {
@@ -40,14 +40,11 @@ keygen --show FILE prints the principal of an identity file: ed25519 PKCS#8
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write a new identity to this file")
 	cmd.Flags().StringVar(&show, "show", "", "print the principal of this identity file")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
 func keygen(w io.Writer, path, output string) error {
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("keygen: %s already exists; keygen never overwrites a key, choose another path", path)
-	}
 	id, err := identity.GenerateEd25519(rand.Reader)
 	if err != nil {
 		return fmt.Errorf("keygen: %w", err)
@@ -56,10 +53,36 @@ func keygen(w io.Writer, path, output string) error {
 	if err != nil {
 		return fmt.Errorf("keygen: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, pem, 0o600); err != nil {
-		return fmt.Errorf("keygen: %w", err)
+	if err := writeNewFile(path, pem, 0o600); err != nil {
+		return err
 	}
 	return printPrincipal(w, path, id.Sender().String(), output)
+}
+
+// writeNewFile creates path with data and mode perm, failing if anything
+// is already there: O_EXCL makes "never overwrite a key" hold even against
+// another keygen racing for the same name, which a check-then-rename could
+// not promise. A write that fails halfway removes what it made.
+func writeNewFile(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("keygen: %s already exists; keygen never overwrites a key, choose another path", path)
+	}
+	if err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("keygen: write %s: %w", path, err)
+	}
+	return nil
 }
 
 func showKey(w io.Writer, path, output string) error {

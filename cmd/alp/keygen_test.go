@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"alpnib.dev/ic/principal"
@@ -50,5 +55,54 @@ func TestKeygenShowRefusesAFileThatIsNoKey(t *testing.T) {
 	os.WriteFile(path, []byte("not a pem"), 0o600)
 	if _, err := execute(t, "keygen", "--show", path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("keygen --show of garbage: %v", err)
+	}
+}
+
+func TestKeygenWritesAnEd25519PKCS8Key(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key.pem")
+	if _, err := execute(t, "keygen", "--out", path); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		t.Fatalf("not a PKCS#8 PEM:\n%s", data)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if _, ok := key.(ed25519.PrivateKey); err != nil || !ok {
+		t.Fatalf("PKCS#8 key is %T (%v), want ed25519", key, err)
+	}
+}
+
+func TestOfTwoKeygensRacingForOnePathExactlyOneWins(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		path := filepath.Join(t.TempDir(), "key.pem")
+		var wg sync.WaitGroup
+		outs := make([]bytes.Buffer, 4)
+		errs := make([]error, 4)
+		for i := range outs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = keygen(&outs[i], path, "text")
+			}()
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			if err == nil {
+				if won >= 0 {
+					t.Fatalf("round %d: two keygens both wrote %s", round, path)
+				}
+				won = i
+			}
+		}
+		if won < 0 {
+			t.Fatalf("round %d: no keygen won: %v", round, errs)
+		}
+		shown, err := execute(t, "keygen", "--show", path)
+		if err != nil || shown != outs[won].String() {
+			t.Fatalf("round %d: the file holds %q, the winner printed %q (%v)", round, shown, outs[won].String(), err)
+		}
 	}
 }
