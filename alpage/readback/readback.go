@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
@@ -28,9 +29,9 @@ type Governance interface {
 }
 
 // Dashboard reads a proposal from the ICP dashboard; found is false on a
-// 404. DashboardClient satisfies it.
+// 404. *source.Dashboard satisfies it.
 type Dashboard interface {
-	Proposal(ctx context.Context, id uint64) (*DashboardProposal, bool, error)
+	Proposal(ctx context.Context, id uint64) (*source.Proposal, bool, error)
 }
 
 // Source says where an observation came from.
@@ -161,7 +162,7 @@ func fromGovernance(id uint64, info *nns.ProposalInfo) Observation {
 	return o
 }
 
-func fromDashboard(id uint64, p *DashboardProposal) Observation {
+func fromDashboard(id uint64, p *source.Proposal) Observation {
 	o := Observation{ProposalID: id, Source: FromDashboard, Status: statusOfWord(p.Status), Proposer: uint64(p.Proposer)}
 	if t := p.LatestTally; t != nil {
 		o.Tally = &Tally{Yes: uint64(t.Yes), No: uint64(t.No), Total: uint64(t.Total)}

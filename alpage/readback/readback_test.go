@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
@@ -26,9 +27,9 @@ func (g fakeGov) GetProposalInfo(_ context.Context, id uint64) (*nns.ProposalInf
 	return g[id], nil
 }
 
-type fakeDash map[uint64]*DashboardProposal
+type fakeDash map[uint64]*source.Proposal
 
-func (d fakeDash) Proposal(_ context.Context, id uint64) (*DashboardProposal, bool, error) {
+func (d fakeDash) Proposal(_ context.Context, id uint64) (*source.Proposal, bool, error) {
 	p, ok := d[id]
 	return p, ok, nil
 }
@@ -38,7 +39,7 @@ func TestGovernanceIsAskedFirstThenTheDashboardThenNobody(t *testing.T) {
 	gov := fakeGov{1: {Status: int32(nns.StatusFailed), FailedTimestampSeconds: at, DecidedTimestampSeconds: at - 5,
 		FailureReason: &nns.GovernanceError{ErrorMessage: "boom"}, Proposer: &nns.NeuronID{ID: 7}, ProposalTimestampSeconds: at - 100,
 		LatestTally: &nns.Tally{Yes: 3, No: 1, Total: 4}}}
-	dash := fakeDash{2: {ProposalID: 2, Status: "REJECTED", DecidedTimestampSeconds: flexUint(at), Proposer: 9}}
+	dash := fakeDash{2: {ID: 2, Status: "REJECTED", DecidedTimestampSeconds: source.Number(at), Proposer: 9}}
 	obs, errs := ReadAll(context.Background(), gov, dash, []uint64{1, 2, 3, 666}, 2)
 
 	if o := obs[0]; errs[0] != nil || o.Source != FromGovernance || o.Status != state.StatusFailed || o.FailureReason != "boom" ||
@@ -100,7 +101,7 @@ func TestTheTallyIsShownAsSharesOfTheTotal(t *testing.T) {
 	}
 }
 
-func TestTheDashboardClientReadsNumbersInEveryFormTheDashboardWrites(t *testing.T) {
+func TestAProposalReadFromTheDashboardInEveryNumberFormBecomesAnObservation(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v3/proposals/12" {
 			http.NotFound(w, r)
@@ -112,7 +113,7 @@ func TestTheDashboardClientReadsNumbersInEveryFormTheDashboardWrites(t *testing.
 			"failure_reason": {"error_message": "registry said no", "error_type": 13}}`)
 	}))
 	defer srv.Close()
-	c := DashboardClient{Base: srv.URL + "/"}
+	c := source.NewDashboard(srv.URL+"/", nil)
 	p, found, err := c.Proposal(context.Background(), 12)
 	if err != nil || !found {
 		t.Fatalf("found %t, err %v", found, err)

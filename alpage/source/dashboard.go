@@ -1,9 +1,11 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -21,17 +23,62 @@ func NewDashboard(base string, hc *http.Client) *Dashboard {
 	return &Dashboard{c: newClient(base, hc)}
 }
 
-// Proposal is the part of a dashboard proposal alp reads.
+// Proposal is the part of a dashboard proposal (GET /api/v3/proposals/<id>)
+// alp reads: plan the election facts (summary, payload), status and import
+// the outcome of a proposal governance purged (status, proposer,
+// timestamps, tally, failure reason).
 type Proposal struct {
-	ID                       uint64         `json:"proposal_id"`
+	ID                       Number         `json:"proposal_id"`
 	Title                    string         `json:"title"`
 	Summary                  string         `json:"summary"`
 	Topic                    string         `json:"topic"`
 	Status                   string         `json:"status"`
 	Action                   string         `json:"action"`
-	ExecutedTimestampSeconds uint64         `json:"executed_timestamp_seconds"`
-	DecidedTimestampSeconds  uint64         `json:"decided_timestamp_seconds"`
+	Proposer                 Number         `json:"proposer"`
+	ProposalTimestampSeconds Number         `json:"proposal_timestamp_seconds"`
+	DecidedTimestampSeconds  Number         `json:"decided_timestamp_seconds"`
+	ExecutedTimestampSeconds Number         `json:"executed_timestamp_seconds"`
+	FailedTimestampSeconds   Number         `json:"failed_timestamp_seconds"`
+	LatestTally              *Tally         `json:"latest_tally"`
+	FailureReason            *FailureReason `json:"failure_reason"`
 	Payload                  map[string]any `json:"payload"`
+}
+
+// Tally is a proposal's latest vote tally, in voting power.
+type Tally struct {
+	Yes   Number `json:"yes"`
+	No    Number `json:"no"`
+	Total Number `json:"total"`
+}
+
+// FailureReason is why an adopted proposal failed to execute.
+type FailureReason struct {
+	ErrorMessage string `json:"error_message"`
+}
+
+// Number is a non-negative integer the dashboard writes as a JSON number
+// (large ones in exponent form, 4.5e16) or as a decimal string (neuron
+// ids, which overflow a float); null and "" are 0.
+type Number uint64
+
+// UnmarshalJSON accepts every form the dashboard writes.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	s := strings.Trim(string(b), `"`)
+	if string(b) == "null" || s == "" {
+		*n = 0
+		return nil
+	}
+	if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+		*n = Number(v)
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v >= math.MaxUint64 || math.IsNaN(v) {
+		return fmt.Errorf("not a non-negative number: %s", b)
+	}
+	*n = Number(v)
+	return nil
 }
 
 // Proposal reads one proposal; found is false on a 404.
@@ -106,7 +153,7 @@ func ElectionOf(p Proposal) (Election, bool) {
 	if v == "" {
 		return Election{}, false
 	}
-	e := Election{VersionID: v, ProposalID: p.ID}
+	e := Election{VersionID: v, ProposalID: uint64(p.ID)}
 	if m := releaseNotes.FindStringSubmatch(p.Summary); m != nil {
 		e.Release = strings.ReplaceAll(m[1], `\`, "")
 	}

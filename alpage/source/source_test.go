@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -132,5 +133,21 @@ func TestURLPrefersTheFlagThenTheEnvironment(t *testing.T) {
 	t.Setenv(ExplorerURLEnv, "")
 	if got := URL("", ExplorerURLEnv, MainnetExplorerURL); got != MainnetExplorerURL {
 		t.Errorf("default: %s", got)
+	}
+}
+
+func TestADashboardNumberIsReadInEveryFormTheDashboardWrites(t *testing.T) {
+	cases := map[string]uint64{`12`: 12, `"4242"`: 4242, `4.5e16`: 45e15, `null`: 0, `""`: 0, `"12838523358913392196"`: 12838523358913392196}
+	for in, want := range cases {
+		var n Number
+		if err := json.Unmarshal([]byte(in), &n); err != nil || uint64(n) != want {
+			t.Errorf("%s read as %d (%v), want %d", in, n, err, want)
+		}
+	}
+	for _, in := range []string{`-1`, `"twelve"`, `1e30`, `true`} {
+		var n Number
+		if err := json.Unmarshal([]byte(in), &n); err == nil {
+			t.Errorf("%s was accepted as %d", in, n)
+		}
 	}
 }

@@ -70,7 +70,7 @@ the config does not declare.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), importTimeout)
 			defer cancel()
-			dash := readback.DashboardClient{Base: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)}
+			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
 			o, err := readback.Read(ctx, nns.GovernanceClient{Caller: ag}, dash, id)
 			if err != nil {
 				return err

@@ -54,7 +54,7 @@ recorded).`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 			defer cancel()
-			dash := readback.DashboardClient{Base: source.URL(dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL)}
+			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
 			rows, readErr := statusRows(ctx, nns.GovernanceClient{Caller: ag}, dash, st, time.Now())
 			var recordErr error
 			if slices.ContainsFunc(rows, func(r statusRow) bool { return r.Changed }) {
