@@ -23,6 +23,8 @@ func BenchmarkGuestLifecycle(b *testing.B) {
 	v := newVMM(b, f.dir, nil)
 	ctx := context.Background()
 	spec := f.spec(b, "bench")
+	// A failed iteration must not leave its guest running.
+	b.Cleanup(func() { _ = v.Stop(context.Background(), spec.AppID) })
 	var cold, sleep, wake, stop time.Duration
 	var rss, guestUsed, state uint64
 	b.ResetTimer()
