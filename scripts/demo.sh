@@ -36,6 +36,12 @@ cd "$work/fleet"
 say "alp list — every declared proposal (examples/fleet/proposals.hcl) against state.json, offline"
 run "$bin/alp" list
 
+say "alp reconcile — the CI gate: everything resources.hcl declares against the live network"
+explain "Membership, operators, nodes, chip ids (vouched for by AMD KDS, cached in state.json) and the
+GuestOS each node runs. node_05 still runs the previous release, so it exits 2 after the full report;
+node_12 is unreachable and is read from the dashboard, labelled \"via dashboard\"."
+run "$bin/alp" reconcile
+
 say "alp plan — preflight each unsubmitted proposal against live state"
 explain "One is ready, one is a no-op, and one is refused: the registry never lets sev_enabled change.
 A flagged or refused plan exits 2, so CI can gate on it."

@@ -10,6 +10,7 @@ import (
 
 	"alpnib.dev/alpage/reconcile"
 	"alpnib.dev/alpage/source"
+	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/internal/term"
 )
@@ -77,10 +78,22 @@ Exit status 0 when in sync, 2 on any drift (after the whole report), 1 on error.
 				return fmt.Errorf("reconcile: %w", err)
 			}
 			report := reconcile.Reconcile(&cfg.Resources, snap)
-			if reconcile.UpdateChips(st, snap.Chips, time.Now()) {
-				if err := st.Save(g.statePath); err != nil {
-					return err
+			// The verdicts go into state.json as it is now, under its lock:
+			// an apply that recorded a proposal meanwhile keeps its entry.
+			// Nothing new to record (the usual run) takes no lock at all.
+			now, recorded := time.Now(), false
+			if reconcile.UpdateChips(st, snap.Chips, now) {
+				err = state.Update(g.statePath, func(s *state.State) (bool, error) {
+					recorded = reconcile.UpdateChips(s, snap.Chips, now)
+					return recorded, nil
+				})
+				if err != nil {
+					// Not fatal: the report stands, and the chips are
+					// asked again next time.
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: AMD KDS verdicts not recorded: %v\n", err)
 				}
+			}
+			if recorded {
 				fmt.Fprintf(cmd.ErrOrStderr(), "recorded AMD KDS verdicts in %s\n", g.statePath)
 			}
 			stdout := cmd.OutOrStdout()

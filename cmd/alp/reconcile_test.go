@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"alpnib.dev/alpage/devnet"
+	"alpnib.dev/alpage/state"
+)
+
+const exampleConfig = "../../examples/fleet/proposals.hcl"
+
+// startExampleDevnet runs the devnet on its default fleet, the one
+// examples/fleet declares (with node_05 drifted).
+func startExampleDevnet(t *testing.T) *devnet.Devnet {
+	t.Helper()
+	fleet, err := devnet.ParseFleet(devnet.DefaultFleet) // examples/fleet/fleet.json
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	// Parallel reads can leave a dialled connection unused, which the
+	// devnet's shutdown waits 5 seconds for; close those first.
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	return d
+}
+
+func reconcileArgs(d *devnet.Devnet, config, statePath string, more ...string) []string {
+	args := devnetArgs(d, append([]string{"reconcile", "--config", config, "--state", statePath}, more...)...)
+	return append(args, "--kds-url", d.KDSURL, "--node-status-ca", d.NodeCAPath)
+}
+
+func TestReconcileOfTheExampleFleetReportsTheDriftedNodeAndExitsTwo(t *testing.T) {
+	d := startExampleDevnet(t)
+	statePath := noState(t)
+	out, errOut, err := runSplit(reconcileArgs(d, exampleConfig, statePath)...)
+	if exitCode(err) != 2 {
+		t.Fatalf("exit %d (%v), want 2: node_05 runs the previous release\n%s%s", exitCode(err), err, out, errOut)
+	}
+	golden(t, "reconcile/reconcile.golden", []byte(out))
+	for _, want := range []string{
+		"version-mismatch   node_05  sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe  declared=current live=previous",
+		"ok                 node_12  duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe  current via dashboard",
+		"reconcile: 1 drift, 0 unknown (not drift)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+
+	// The three on-chain chips AMD vouches for are cached; the second run
+	// reads them from state.json.
+	st, err := state.Load(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Chips) != 3 {
+		t.Fatalf("cached chips %+v, want the 3 of node_01..03", st.Chips)
+	}
+	out, _, err = runSplit(reconcileArgs(d, exampleConfig, statePath, "--output", "json")...)
+	if exitCode(err) != 2 {
+		t.Fatalf("json: exit %d (%v)", exitCode(err), err)
+	}
+	golden(t, "reconcile/reconcile.json.golden", []byte(out))
+	if strings.Count(out, "(cached)") != 3 {
+		t.Fatalf("the second run asked KDS again:\n%s", out)
+	}
+}
+
+func TestReconcileExitsZeroWhenTheFleetIsInSync(t *testing.T) {
+	d := startExampleDevnet(t)
+	dir := t.TempDir()
+	for _, f := range []string{"proposals.hcl", "resources.hcl"} {
+		raw, err := os.ReadFile(filepath.Join("../../examples/fleet", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "resources.hcl" {
+			// Declare what node_05 really runs: its own version, over the default.
+			node05 := `  id       = "sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe"` + "\n"
+			if !strings.Contains(string(raw), node05) {
+				t.Fatal("examples/fleet/resources.hcl changed: node_05 not found")
+			}
+			raw = []byte(strings.Replace(string(raw), node05, node05+"  guestos_version = guestos_version.previous.id\n", 1))
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, err := runSplit(reconcileArgs(d, filepath.Join(dir, "proposals.hcl"), noState(t))...)
+	if err != nil {
+		t.Fatalf("exit %d (%v), want 0\n%s%s", exitCode(err), err, out, errOut)
+	}
+	if !strings.Contains(out, "node_05  sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe  previous [override]") ||
+		!strings.Contains(out, "reconcile: in sync, 0 unknown") {
+		t.Fatalf("report:\n%s", out)
+	}
+}
+
+func TestReconcileRefusesAnUnknownOutputFormat(t *testing.T) {
+	_, _, err := runSplit("reconcile", "--config", exampleConfig, "--output", "yaml")
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "yaml") {
+		t.Fatalf("err %v", err)
+	}
+}
