@@ -21,18 +21,21 @@ var (
 	governanceID = principal.MustDecode(GovernanceCanisterID)
 )
 
+// query calls method with the Candid encoding of args and decodes the reply
+// into R. Its errors say which step failed; the caller names the method and
+// its argument.
 func query[R any](ctx context.Context, c Caller, canister principal.Principal, method string, args ...any) (R, error) {
 	var out R
 	arg, err := candid.Marshal(args...)
 	if err != nil {
-		return out, fmt.Errorf("%s: encode argument: %w", method, err)
+		return out, fmt.Errorf("encode argument: %w", err)
 	}
 	raw, err := c.Query(ctx, canister, method, arg)
 	if err != nil {
-		return out, fmt.Errorf("%s: %w", method, err)
+		return out, err
 	}
 	if err := candid.Unmarshal(raw, &out); err != nil {
-		return out, fmt.Errorf("%s: decode reply: %w", method, err)
+		return out, fmt.Errorf("decode reply: %w", err)
 	}
 	return out, nil
 }
@@ -60,10 +63,10 @@ func (r RegistryClient) GetSubnet(ctx context.Context, subnet principal.Principa
 func (r RegistryClient) GetNodeOperatorsAndDcsOfNodeProvider(ctx context.Context, provider principal.Principal) ([]OperatorAndDc, error) {
 	resp, err := query[GetNodeOperatorsAndDcsOfNodeProviderResponse](ctx, r.Caller, registryID, "get_node_operators_and_dcs_of_node_provider", provider)
 	if err != nil {
-		return nil, fmt.Errorf("operators of %s: %w", provider, err)
+		return nil, fmt.Errorf("get_node_operators_and_dcs_of_node_provider %s: %w", provider, err)
 	}
 	if resp.Err != nil {
-		return nil, fmt.Errorf("operators of %s: registry: %s", provider, *resp.Err)
+		return nil, fmt.Errorf("get_node_operators_and_dcs_of_node_provider %s: registry: %s", provider, *resp.Err)
 	}
 	if resp.Ok == nil {
 		return nil, nil
@@ -190,7 +193,11 @@ func (g GovernanceClient) MakeProposal(ctx context.Context, neuron uint64, p Mak
 // GetProposalInfo reads a proposal; nil when governance does not have it
 // (never made, or purged).
 func (g GovernanceClient) GetProposalInfo(ctx context.Context, id uint64) (*ProposalInfo, error) {
-	return query[*ProposalInfo](ctx, g.Caller, governanceID, "get_proposal_info", id)
+	info, err := query[*ProposalInfo](ctx, g.Caller, governanceID, "get_proposal_info", id)
+	if err != nil {
+		return nil, fmt.Errorf("get_proposal_info %d: %w", id, err)
+	}
+	return info, nil
 }
 
 // GetFullNeuron reads a neuron as its controller or a hotkey (a signed
@@ -198,13 +205,13 @@ func (g GovernanceClient) GetProposalInfo(ctx context.Context, id uint64) (*Prop
 func (g GovernanceClient) GetFullNeuron(ctx context.Context, id uint64) (*Neuron, error) {
 	resp, err := query[GetFullNeuronResponse](ctx, g.Caller, governanceID, "get_full_neuron", id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("get_full_neuron %d: %w", id, err)
 	}
 	if resp.Err != nil {
-		return nil, resp.Err
+		return nil, fmt.Errorf("get_full_neuron %d: %w", id, resp.Err)
 	}
 	if resp.Ok == nil {
-		return nil, fmt.Errorf("get_full_neuron: empty reply")
+		return nil, fmt.Errorf("get_full_neuron %d: empty reply", id)
 	}
 	return resp.Ok, nil
 }
@@ -212,13 +219,19 @@ func (g GovernanceClient) GetFullNeuron(ctx context.Context, id uint64) (*Neuron
 // ListNodeProviders lists the node providers governance knows.
 func (g GovernanceClient) ListNodeProviders(ctx context.Context) ([]NodeProvider, error) {
 	resp, err := query[ListNodeProvidersResponse](ctx, g.Caller, governanceID, "list_node_providers")
-	return resp.NodeProviders, err
+	if err != nil {
+		return nil, fmt.Errorf("list_node_providers: %w", err)
+	}
+	return resp.NodeProviders, nil
 }
 
 // ListProposals lists proposals, newest first.
 func (g GovernanceClient) ListProposals(ctx context.Context, req ListProposalInfo) ([]ProposalInfo, error) {
 	resp, err := query[ListProposalInfoResponse](ctx, g.Caller, governanceID, "list_proposals", req)
-	return resp.ProposalInfo, err
+	if err != nil {
+		return nil, fmt.Errorf("list_proposals: %w", err)
+	}
+	return resp.ProposalInfo, nil
 }
 
 // GetChangesSince reads every registry change after version (protobuf
