@@ -26,7 +26,7 @@ func (v *VMM) adopt(ctx context.Context) error {
 			_ = os.Remove(v.pidfile(pf.AppID))
 			continue
 		}
-		g := &vmGuest{pf: pf, done: make(chan struct{})}
+		g := &vmGuest{pf: pf, done: make(chan struct{}), log: tenantLog{path: filepath.Join(v.appDir(pf.AppID), tenantLogFile)}}
 		if b, err := os.ReadFile(filepath.Join(v.appDir(pf.AppID), recordFile)); err == nil {
 			_ = json.Unmarshal(b, &g.rec)
 		}

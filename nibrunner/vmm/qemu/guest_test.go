@@ -298,6 +298,9 @@ func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.
 	if !strings.Contains(logs.String(), "counter listening on 8080") {
 		t.Errorf("the tenant's output did not reach the host:\n%s", logs.String())
 	}
+	if b, err := os.ReadFile(v.TenantLogPath(spec.AppID)); err != nil || !strings.Contains(string(b), " stdout counter listening on 8080\n") {
+		t.Errorf("the tenant log file lacks the tenant's output (%v):\n%s", err, b)
+	}
 	if out, err := exec.Command("debugfs", "-R", "cat /"+guest.VolumeUpperDir+"/data/note", f.volume).Output(); err == nil && string(out) != "written before sleep" {
 		t.Errorf("the volume holds %q at data/note", out)
 	}

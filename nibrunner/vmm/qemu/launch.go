@@ -93,6 +93,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 		},
 		rec:  record{GuestImage: v.cfg.Image.Version, Accel: m.Accel, Machine: m.Hash(), MemoryMiB: spec.MemoryMiB, Restored: incoming != "", Cmdline: args},
 		done: make(chan struct{}),
+		log:  tenantLog{path: filepath.Join(m.Dir, tenantLogFile)},
 	}
 	go func() { _ = cmd.Wait(); close(g.done) }()
 	fail := func(err error) (*vmGuest, error) {

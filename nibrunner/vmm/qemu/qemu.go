@@ -163,6 +163,7 @@ type vmGuest struct {
 	done chan struct{} // closed when the process is gone
 	qmp  *qmp
 	ctl  *control
+	log  tenantLog
 
 	mu       sync.Mutex
 	exitCode *int
@@ -210,6 +211,9 @@ func (v *VMM) onMessage(g *vmGuest) func(guest.Message) {
 			g.message = m.Error
 		}
 		g.mu.Unlock()
+		if m.Kind == guest.KindLog {
+			g.log.write(m.Stream, m.Data)
+		}
 		if v.cfg.OnMessage != nil {
 			v.cfg.OnMessage(g.pf.AppID, m)
 		}
@@ -280,6 +284,7 @@ func (v *VMM) claim(app string) error {
 func (v *VMM) release(app string) { _ = os.Remove(v.pidfile(app)) }
 
 func (g *vmGuest) close() {
+	g.log.close()
 	if g.qmp != nil {
 		g.qmp.close()
 	}
@@ -391,6 +396,12 @@ func (v *VMM) live(appID string) (*vmGuest, error) {
 		return nil, fmt.Errorf("%s: its guest has exited", appID)
 	}
 	return g, nil
+}
+
+// TenantLogPath is the file holding the tenant's output as received over
+// the control channel (rotated at 8 MiB to TenantLogPath+".1").
+func (v *VMM) TenantLogPath(appID string) string {
+	return filepath.Join(v.appDir(appID), tenantLogFile)
 }
 
 // ConsolePath is the file holding the app's serial console since its last

@@ -296,3 +296,28 @@ func TestSnapshotsFromAnEarlierHostBootAreRemovedAtStart(t *testing.T) {
 		t.Errorf("a snapshot without a stamp survived: %v", err)
 	}
 }
+
+func TestTheTenantLogRotatesInsteadOfGrowingWithoutBound(t *testing.T) {
+	p := filepath.Join(t.TempDir(), tenantLogFile)
+	l := tenantLog{path: p}
+	chunk := strings.Repeat("x", 64<<10) + "\n"
+	for i := 0; i < (tenantLogMax/len(chunk))+4; i++ {
+		l.write("stdout", chunk)
+	}
+	l.write("stderr", "last words")
+	l.close()
+	cur, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Stat(p + ".1")
+	if err != nil {
+		t.Fatalf("no rotated file: %v", err)
+	}
+	if len(cur) >= tenantLogMax || old.Size() < tenantLogMax || old.Size() > tenantLogMax+int64(len(chunk))+64 {
+		t.Errorf("current %d bytes, rotated %d bytes; the bound is %d", len(cur), old.Size(), tenantLogMax)
+	}
+	if !strings.HasSuffix(string(cur), " stderr last words\n") {
+		t.Errorf("the last line is not stamped and newline-ended: %q", cur[max(0, len(cur)-40):])
+	}
+}
