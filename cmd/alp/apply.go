@@ -148,9 +148,6 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		return err
 	}
 	host := g.resolveHost(cfg)
-	if plan != nil && planHost != "" && planHost != host {
-		return &exitError{code: 2, err: fmt.Errorf("the plan was made against %s, not %s; run alp plan again", planHost, host)}
-	}
 	neuron, ok, err := g.resolveNeuron(cfg)
 	if err != nil {
 		return err
@@ -162,6 +159,23 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	id, idPath, err := loadApplyIdentity(o.identityPath)
 	if err != nil {
 		return err
+	}
+	stdout, summary := cmd.OutOrStdout(), cmd.OutOrStdout()
+	if o.json {
+		summary = stderr
+	}
+	report := applyJSON{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256,
+		Principal: id.Sender().String(), Neuron: neuron, Host: host}
+	// stop ends an apply a check stopped: exit 2, and the JSON says why.
+	stop := func(err error) error {
+		report.Outcome, report.Reason = outcomeStopped, err.Error()
+		if o.json {
+			writeJSON(stdout, report)
+		}
+		return &exitError{code: 2, err: err}
+	}
+	if plan != nil && planHost != "" && planHost != host {
+		return stop(fmt.Errorf("the plan was made against %s, not %s; run alp plan again", planHost, host))
 	}
 	// One apply at a time per state file, from the state decision to the
 	// record: two applies of one proposal must not both find no record and
@@ -192,12 +206,6 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 			return reg.GetLatestVersion(ctx)
 		},
 	}
-	stdout, summary := cmd.OutOrStdout(), cmd.OutOrStdout()
-	if o.json {
-		summary = stderr
-	}
-	report := applyJSON{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256,
-		Principal: id.Sender().String(), Neuron: neuron, Host: host}
 	res, err := submit.Apply(ctx, steps, submit.Request{Proposal: p, Principal: id.Sender(), Host: host, Neuron: neuron, Yes: o.yes, Force: o.force, Plan: plan},
 		summary, stderr)
 	var stopped *submit.StoppedError
@@ -213,11 +221,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		}
 		return &exitError{code: exitLostRecord, err: err}
 	case errors.As(err, &stopped):
-		report.Outcome, report.Reason = outcomeStopped, stopped.Error()
-		if o.json {
-			writeJSON(stdout, report)
-		}
-		return &exitError{code: 2, err: err}
+		return stop(err)
 	case err != nil:
 		return err
 	}

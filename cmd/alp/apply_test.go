@@ -502,4 +502,10 @@ func TestApplyNamesWhatIsMissingOrWrongInItsArguments(t *testing.T) {
 	if err != nil || !strings.Contains(out, "dry run only") || !strings.Contains(errOut, "unchanged since the plan") {
 		t.Fatalf("apply PLANFILE NAME: %v\n%s%s", err, out, errOut)
 	}
+	out, _, err = runAlp(t, "", append([]string{"apply", "--config", applyConfig, "--state", statePath, elsewhere, "--output", "json"}, identity...)...)
+	var stopped applyJSON
+	decodeOne(t, out, &stopped)
+	if exitCode(err) != 2 || stopped.Outcome != "stopped" || !strings.Contains(stopped.Reason, "the plan was made against") {
+		t.Fatalf("a plan from another host, as JSON: exit %d %+v", exitCode(err), stopped)
+	}
 }
