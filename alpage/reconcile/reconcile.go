@@ -91,12 +91,17 @@ func Reconcile(res *config.Resources, live *Live) Report {
 }
 
 // names maps ids to block names, per kind.
-type names struct{ nodes, operators, providers, versions map[string]string }
+type names struct {
+	nodes, operators, providers, versions map[string]string
+	node                                  map[string]*config.Node
+}
 
 func newNames(res *config.Resources) names {
-	n := names{nodes: map[string]string{}, operators: map[string]string{}, providers: map[string]string{}, versions: map[string]string{}}
+	n := names{nodes: map[string]string{}, operators: map[string]string{}, providers: map[string]string{}, versions: map[string]string{},
+		node: map[string]*config.Node{}}
 	for _, x := range res.Nodes {
 		n.nodes[x.ID] = x.Name
+		n.node[x.ID] = x
 	}
 	for _, x := range res.NodeOperators {
 		n.operators[x.ID] = x.Name
@@ -162,10 +167,7 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 			continue
 		}
 		row := Row{Status: Unmanaged, Name: n.nodes[m], ID: m, Detail: "a member without a node block"}
-		for _, node := range res.Nodes {
-			if node.ID != m {
-				continue
-			}
+		if node := n.node[m]; node != nil {
 			switch {
 			case node.Decommissioned:
 				row.Detail = "a member, declared decommissioned"

@@ -76,6 +76,15 @@ func TestReconcileOfTheExampleFleetReportsTheDriftedNodeAndExitsTwo(t *testing.T
 	if strings.Count(out, "(cached)") != 3 {
 		t.Fatalf("the second run asked KDS again:\n%s", out)
 	}
+
+	// --refresh-chips asks again, and AMD still vouches for all three.
+	out, _, err = runSplit(reconcileArgs(d, exampleConfig, statePath, "--refresh-chips")...)
+	if exitCode(err) != 2 || strings.Contains(out, "(cached)") || strings.Count(out, "AMD KDS: ") != 3 {
+		t.Fatalf("refresh: exit %d (%v)\n%s", exitCode(err), err, out)
+	}
+	if st, err := state.Load(statePath); err != nil || len(st.Chips) != 3 {
+		t.Fatalf("after refresh: %v %+v", err, st)
+	}
 }
 
 func TestReconcileExitsZeroWhenTheFleetIsInSync(t *testing.T) {
