@@ -39,6 +39,20 @@ func (g *globals) loadState() (*state.State, error) {
 	return state.Load(g.statePath)
 }
 
+// load reads the configuration and then state.json, what every command
+// that relates declared proposals to recorded ones starts with.
+func (g *globals) load() (*config.Config, *state.State, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := g.loadState()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, st, nil
+}
+
 // resolveHost applies the precedence flag > $ALP_HOST > provider.host >
 // mainnet.
 func (g *globals) resolveHost(c *config.Config) string {

@@ -29,11 +29,7 @@ Exit status 2 when any proposal drifted.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			st, err := g.loadState()
+			cfg, st, err := g.load()
 			if err != nil {
 				return err
 			}

@@ -40,11 +40,7 @@ recorded).`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			st, err := g.loadState()
+			cfg, st, err := g.load()
 			if err != nil {
 				return err
 			}
