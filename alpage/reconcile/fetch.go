@@ -66,6 +66,10 @@ type Fetcher struct {
 	Timeout time.Duration
 }
 
+// kdsParallel bounds KDS requests in flight below the general bound: AMD
+// rate limits its service, and a 429 only makes a verdict inconclusive.
+const kdsParallel = 2
+
 // Fetch reads what reconciling res needs. cache is state.json's chip
 // cache: a chip it vouches for is not asked again unless refresh is set.
 func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[string]*state.Chip, refresh bool) (*Live, error) {
@@ -145,6 +149,7 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	// Then what depends on the node records: chips and versions.
 	g = f.group(ctx)
 	asked := map[string]bool{}
+	kdsSlots := make(chan struct{}, kdsParallel)
 	for _, n := range res.Nodes {
 		nf := live.Nodes[n.ID]
 		if n.Decommissioned || !nf.Found || len(nf.Chip) != config.ChipIDLen {
@@ -167,7 +172,9 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 			continue
 		}
 		g.run(func(ctx context.Context) {
+			kdsSlots <- struct{}{}
 			verdict := f.KDS.Verify(ctx, chip)
+			<-kdsSlots
 			mu.Lock()
 			c := live.Chips[h]
 			c.Asked = &verdict
