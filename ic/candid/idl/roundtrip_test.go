@@ -1,6 +1,7 @@
 package idl
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -14,44 +15,32 @@ import (
 // must come back equal. It ties the text parser, the encoder and the decoder
 // to one meaning of each value.
 func TestEveryTextValueOfTheSuiteSurvivesEncodeAndDecode(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(conformanceDir(t), "*.test.did"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files: %v", err)
-	}
 	checked := 0
-	for _, file := range files {
-		tf, err := ReadTestFile(file)
-		if err != nil {
-			t.Fatalf("%v", err)
+	forEachSuiteInput(t, func(where string, a *Assertion, in Input) {
+		if in.Blob {
+			return
 		}
-		for _, a := range tf.Assertions {
-			for _, in := range []Input{a.Left, a.Right} {
-				if in.Blob || in.Bytes == nil {
-					continue
-				}
-				vs, err := in.decode(a.builder, a.Types)
-				if err != nil {
-					continue // a text the suite expects to fail
-				}
-				checked++
-				data, err := candid.EncodeValues(a.Types, vs)
-				if err != nil {
-					t.Errorf("%s:%d: encode %s: %v", filepath.Base(file), a.Pos.Line, showValues(vs), err)
-					continue
-				}
-				back, err := candid.DecodeValues(data, a.Types)
-				if err != nil {
-					t.Errorf("%s:%d: decode %x: %v", filepath.Base(file), a.Pos.Line, data, err)
-					continue
-				}
-				for i := range vs {
-					if !vs[i].Equal(back[i]) {
-						t.Errorf("%s:%d: %s came back as %s", filepath.Base(file), a.Pos.Line, vs[i], back[i])
-					}
-				}
+		vs, err := in.decode(a.builder, a.Types)
+		if err != nil {
+			return // a text the suite expects to fail
+		}
+		checked++
+		data, err := candid.EncodeValues(a.Types, vs)
+		if err != nil {
+			t.Errorf("%s: encode %s: %v", where, showValues(vs), err)
+			return
+		}
+		back, err := candid.DecodeValues(data, a.Types)
+		if err != nil {
+			t.Errorf("%s: decode %x: %v", where, data, err)
+			return
+		}
+		for i := range vs {
+			if !vs[i].Equal(back[i]) {
+				t.Errorf("%s: %s came back as %s", where, vs[i], back[i])
 			}
 		}
-	}
+	})
 	if checked < 200 {
 		t.Errorf("only %d text values round-tripped; expected the suite's ~250", checked)
 	}
@@ -62,11 +51,40 @@ func TestEveryTextValueOfTheSuiteSurvivesEncodeAndDecode(t *testing.T) {
 // value the suite decodes or parses with FormatValues and reads the text
 // back at the same types: the printer and the text parser agree.
 func TestEveryDecodedValueOfTheSuiteIsPrintedAsTextThatReadsBack(t *testing.T) {
+	checked := 0
+	forEachSuiteInput(t, func(where string, a *Assertion, in Input) {
+		vs, err := in.decode(a.builder, a.Types)
+		if err != nil || hasNonFinite(vs) {
+			return
+		}
+		checked++
+		text := FormatValues(vs)
+		back, err := parseValuesIn(a.builder, "", text, a.Types)
+		if err != nil {
+			t.Errorf("%s: %s does not read back: %v", where, text, err)
+			return
+		}
+		for i := range vs {
+			if !vs[i].Equal(back[i]) {
+				t.Errorf("%s: %s read back as %s", where, FormatValue(vs[i]), FormatValue(back[i]))
+			}
+		}
+	})
+	if checked < 300 {
+		t.Errorf("only %d values printed and read back", checked)
+	}
+	t.Logf("%d values printed and read back", checked)
+}
+
+// forEachSuiteInput calls f with each input (left and right) of every
+// assertion of the official suite that has one, and where it is
+// ("file:line").
+func forEachSuiteInput(t *testing.T, f func(where string, a *Assertion, in Input)) {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(conformanceDir(t), "*.test.did"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test files: %v", err)
 	}
-	checked := 0
 	for _, file := range files {
 		tf, err := ReadTestFile(file)
 		if err != nil {
@@ -74,32 +92,12 @@ func TestEveryDecodedValueOfTheSuiteIsPrintedAsTextThatReadsBack(t *testing.T) {
 		}
 		for _, a := range tf.Assertions {
 			for _, in := range []Input{a.Left, a.Right} {
-				if in.Bytes == nil {
-					continue
-				}
-				vs, err := in.decode(a.builder, a.Types)
-				if err != nil || hasNonFinite(vs) {
-					continue
-				}
-				checked++
-				text := FormatValues(vs)
-				back, err := parseValuesIn(a.builder, "", text, a.Types)
-				if err != nil {
-					t.Errorf("%s:%d: %s does not read back: %v", filepath.Base(file), a.Pos.Line, text, err)
-					continue
-				}
-				for i := range vs {
-					if !vs[i].Equal(back[i]) {
-						t.Errorf("%s:%d: %s read back as %s", filepath.Base(file), a.Pos.Line, FormatValue(vs[i]), FormatValue(back[i]))
-					}
+				if in.Bytes != nil {
+					f(fmt.Sprintf("%s:%d", filepath.Base(file), a.Pos.Line), a, in)
 				}
 			}
 		}
 	}
-	if checked < 300 {
-		t.Errorf("only %d values printed and read back", checked)
-	}
-	t.Logf("%d values printed and read back", checked)
 }
 
 func hasNonFinite(vs []candid.Value) bool {
