@@ -325,6 +325,26 @@ proposal "p" {
   }
 }`,
 		}, []string{"proposals.hcl:7:14:", `remove.id "not!"`}},
+		{"two provider blocks", map[string]string{
+			"proposals.hcl": "provider { neuron = 1 }\nprovider { neuron = 2 }\n",
+		}, []string{"proposals.hcl:2:1:", "Duplicate provider block", "proposals.hcl:1"}},
+		{"a resource block in proposals.hcl", map[string]string{
+			"proposals.hcl": `subnet "a" { id = "67htk-vfkxp-gn33q-baibq" }`,
+		}, []string{"proposals.hcl:1:1:", "subnet"}},
+		{"an admin listed twice", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "cloud_engine"
+  admins = ["aaaaa-aa", "AAAAA-AA"]
+}`,
+		}, []string{"resources.hcl:4:3:", "lists admin AAAAA-AA twice"}},
+		{"free schedule on a verified application subnet", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "verified_application"
+  cost_schedule = "free"
+}`,
+		}, []string{"resources.hcl:4:3:", "only for application or cloud_engine"}},
 		{"a syntax error", map[string]string{
 			"resources.hcl": `subnet "a" {`,
 		}, []string{"resources.hcl:1:"}},
@@ -384,5 +404,29 @@ func TestAChipIDThatLooksLikeHexButIsBase64DecodesAsBase64(t *testing.T) {
 	got, err := DecodeChipID(s)
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("DecodeChipID(%s) = %x, %v", s, got, err)
+	}
+}
+
+func TestACloudEngineAndARentedSubnetMayDeclareAdmins(t *testing.T) {
+	c, err := Load(writeFleet(t, map[string]string{"resources.hcl": `subnet "engine" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  type = "cloud_engine"
+  admins = ["aaaaa-aa"]
+}
+subnet "rented" {
+  id = "2vxsx-fae"
+  cost_schedule = "free"
+  admins = ["aaaaa-aa"]
+}
+subnet "plain" { id = "rwlgt-iiaaa-aaaaa-aaaaa-cai" }
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{"engine": {"cloud_engine", "free"}, "rented": {"application", "free"}, "plain": {"application", "normal"}}
+	for _, s := range c.Subnets {
+		if got := [2]string{s.EffectiveType(), s.EffectiveCostSchedule()}; got != want[s.Name] {
+			t.Errorf("subnet %s is %v, want %v", s.Name, got, want[s.Name])
+		}
 	}
 }
