@@ -51,6 +51,10 @@ type Config struct {
 	GuestImageVersion string
 	// Limits says what this host carries per instance (proxies, ports).
 	Limits desired.HostLimits
+	// UserNetwork: guests get no tap and /30 but the VMM's user-mode
+	// network, which forwards the slot's host ports on loopback (hosts
+	// without root networking, tests). The report then shows no guestIpv4.
+	UserNetwork bool
 	// Resync is the longest time between two passes (default 2 s).
 	Resync time.Duration
 	// Backstop and Debounce tune the watcher (defaults in package watch).

@@ -97,7 +97,9 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 	if n, ok := d.slots[app]; ok {
 		net := slot.Network(n)
 		ri.HostPort = uint16(net.HostPort)
-		ri.GuestIpv4 = net.GuestIPv4.String()
+		if !d.cfg.UserNetwork {
+			ri.GuestIpv4 = net.GuestIPv4.String()
+		}
 	}
 	if m, ok := d.meters[app]; ok {
 		ri.Meters = &reported.Meters{RunningMs: m.RunningMs, IdleMs: m.IdleMs, CpuMs: m.CpuMs, RxBytes: m.RxBytes, TxBytes: m.TxBytes}

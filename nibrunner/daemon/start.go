@@ -130,7 +130,12 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 	for i, l := range in.Layers {
 		layers[i] = vmm.Layer{Kind: vmm.LayerKind(l.Kind), Digest: string(l.Digest), DestinationPath: string(l.DestinationPath)}
 		if i < len(images) {
+			// The layer cache has already packed an executable into an
+			// image at its destination, so the VMM attaches every layer
+			// as a filesystem image.
+			layers[i].Kind = vmm.LayerFilesystem
 			layers[i].Path = images[i].Path
+			layers[i].Digest = images[i].Digest
 		}
 	}
 	env := make(map[string]string, len(c.Command.Environment))
@@ -145,6 +150,10 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 		}
 	}
 	rp := c.RestartPolicy
+	network := slot.Network(n)
+	if d.cfg.UserNetwork {
+		network = vmm.Network{HostPort: slot.HostPort(n)}
+	}
 	return vmm.Spec{
 		AppID: string(in.AppId), DeploymentID: string(in.DeploymentId), Slot: n,
 		MemoryMiB: int(c.Resources.MemoryMib), VCPUs: int(c.Resources.VcpuCount),
@@ -152,7 +161,7 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 		Command:  vmm.Command{Program: string(c.Command.Program), Args: c.Command.Args, WorkingDirectory: string(c.Command.WorkingDirectory), Environment: env},
 		HTTPPort: int(c.HttpPort), Ports: ports(in, n),
 		Restart:  vmm.RestartPolicy{MaxRestarts: int(rp.MaxRestarts), InitialBackoff: ms(rp.InitialBackoffMs), MaxBackoff: ms(rp.MaxBackoffMs), BackoffFactor: rp.BackoffFactor, ResetAfter: ms(rp.ResetAfterMs)},
-		Network:  slot.Network(n),
+		Network:  network,
 		Hostname: hostname,
 	}
 }

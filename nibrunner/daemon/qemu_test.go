@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/db"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/store"
+	"alpnib.dev/nibrunner/vmm/qemu"
+	"alpnib.dev/nibrunner/volume"
+)
+
+// TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart drives the real
+// VMM: the app is a Go program as an executable layer on an ext4 volume,
+// booted by QEMU (TCG here), health-checked over QEMU's user network, and
+// adopted by a second daemon without a restart.
+func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb")
+	ctx := context.Background()
+	// QEMU's unix sockets need a short path.
+	dir, err := os.MkdirTemp("", "nbd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	// The same folder the guestimage and qemu tests build into, so the
+	// kernel is fetched once per machine.
+	img, err := guestimage.Build(bctx, filepath.Join(os.TempDir(), "nibrun-guestimage-test"))
+	if err != nil {
+		t.Fatalf("build the guest image: %v", err)
+	}
+
+	storeDir := filepath.Join(dir, "store")
+	os.MkdirAll(filepath.Join(storeDir, "apps"), 0o755)
+	build := exec.Command("go", "build", "-o", filepath.Join(storeDir, "apps", "hello"), "./testdata/hello")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the tenant: %v\n%s", err, out)
+	}
+	bin, _ := os.ReadFile(filepath.Join(storeDir, "apps", "hello"))
+	sum := sha256.Sum256(bin)
+
+	stateDir := filepath.Join(dir, "state")
+	os.MkdirAll(stateDir, 0o755)
+	// Pin the app to a high slot so its host port (QEMU's user-network
+	// forward) does not collide with other tests on this machine.
+	pinned := 4000 + rand.IntN(1500)
+	store0, err := db.Open(ctx, filepath.Join(stateDir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store0.PutSlots(ctx, map[string]int{"hello": pinned}); err != nil {
+		t.Fatal(err)
+	}
+	store0.Close()
+
+	open := func() (*Daemon, *qemu.VMM) {
+		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.NewDir(storeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache, err := layer.NewCache(filepath.Join(dir, "cache"), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vols, err := volume.NewLocal(filepath.Join(dir, "volumes"), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Open(ctx, Config{
+			HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: stateDir,
+			MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
+			Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: t.Logf, UserNetwork: true,
+		}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, v
+	}
+	run := func(d *Daemon) func() {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(rctx) }()
+		return func() { cancel(); <-done; d.Close() }
+	}
+
+	h := &host{dir: dir}
+	app := desired.DesiredInstance{
+		AppId: "hello", DeploymentId: "hello-1", VolumeId: "hello-data", DesiredState: desired.StateRunning,
+		Layers: []desired.DesiredLayer{{Kind: desired.LayerExecutable, Digest: desired.Sha256Digest(hex.EncodeToString(sum[:])), ObjectKey: "apps/hello", DestinationPath: "/app/hello"}},
+		Config: desired.AppConfig{
+			HttpPort:  8080,
+			Command:   desired.Command{Program: "/app/hello", Args: desired.TenantArguments{}, WorkingDirectory: "/data", Environment: desired.TenantEnvironment{}},
+			Resources: desired.InstanceResources{VcpuCount: 1, MemoryMib: 128},
+			HealthCheck: desired.HealthCheck{Kind: desired.HealthHTTP, Path: "/", IntervalMs: 1000, TimeoutMs: 5000,
+				GracePeriodMs: 300000, HealthyThreshold: 1, UnhealthyThreshold: 3},
+			RestartPolicy: desired.RestartPolicy{MaxRestarts: 2, InitialBackoffMs: 1000, MaxBackoffMs: 10000, BackoffFactor: 2, ResetAfterMs: 600000},
+		},
+		Hostnames: []desired.AppHostname{{Hostname: "hello.apps.example.net", Kind: desired.HostnamePlatform}},
+	}
+	d1 := doc(app)
+	d1.Volumes[0].SizeBytes = 64 << 20
+	h.write(t, d1)
+
+	d, v := open()
+	stop := run(d)
+	t.Cleanup(func() { v.Stop(context.Background(), "hello") })
+	waitLong := func(what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Minute)
+		for time.Now().Before(deadline) {
+			if r := h.readReport(t); r != nil && cond(r) {
+				return r
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		b, _ := os.ReadFile(h.reportPath())
+		t.Fatalf("timed out waiting for %s:\n%s\nconsole:\n%s", what, b, consoleOf(v, "hello"))
+		return nil
+	}
+	r := waitLong("hello running", allIn(reported.InstanceRunning, "hello"))
+	if in := instance(r, "hello"); int(in.HostPort) != 21000+8*pinned || r.Versions.Vmm == "fake" {
+		t.Fatalf("report: %+v", r)
+	}
+	guests, _ := v.List(ctx)
+	if len(guests) != 1 {
+		t.Fatalf("guests %+v", guests)
+	}
+	resp, err := http.Get("http://" + guests[0].Endpoint + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "hello from hello.apps.example.net") {
+		t.Fatalf("the guest answered %q", body)
+	}
+
+	// A new daemon (and VMM) adopts the microVM: same PID, no restart.
+	stop()
+	d, v = open()
+	stop = run(d)
+	defer stop()
+	r = waitLong("hello adopted", allIn(reported.InstanceRunning, "hello"))
+	again, _ := v.List(ctx)
+	if len(again) != 1 || again[0].PID != guests[0].PID || instance(r, "hello").RestartCount != 0 {
+		t.Fatalf("not adopted: before %+v after %+v", guests, again)
+	}
+}
+
+func consoleOf(v *qemu.VMM, app string) string {
+	b, _ := os.ReadFile(v.ConsolePath(app))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
