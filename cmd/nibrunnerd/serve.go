@@ -29,6 +29,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var configPath, vmmKind string
 	var reserveMiB uint64
+	var userNetwork bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: watch desired.json and converge this host on it",
@@ -48,16 +49,17 @@ and are adopted by the next serve.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return serve(ctx, configPath, vmmKind, reserveMiB)
+			return serve(ctx, configPath, vmmKind, reserveMiB, userNetwork)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "host configuration file (default $NIBRUNNER_CONFIG or /etc/nibrunner/config.toml)")
 	cmd.Flags().StringVar(&vmmKind, "vmm", "qemu", "what runs guests: qemu (microVMs) or fake (local processes)")
 	cmd.Flags().Uint64Var(&reserveMiB, "reserve-mib", 1024, "memory kept back for the host itself when admitting guests")
+	cmd.Flags().BoolVar(&userNetwork, "user-network", false, "give QEMU guests user-mode networking with their host ports on loopback instead of taps and nftables (hosts without root networking)")
 	return cmd
 }
 
-func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64) error {
+func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, userNetwork bool) error {
 	cfg, err := hostconfig.Load(configPath)
 	if err != nil {
 		return err
@@ -98,12 +100,15 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64) e
 			return fmt.Errorf("load the guest image (nibrunnerd install builds it): %w", err)
 		}
 		guestImage = img.Version
-		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir})
+		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir, UserNetwork: userNetwork})
 		if err != nil {
 			return err
 		}
 		deps.VMM = v
 		deps.Network = guestNetwork{network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6}}
+		if userNetwork {
+			deps.Network = daemon.NoNetwork{}
+		}
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
 	}
@@ -118,6 +123,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64) e
 		AgentVersion:      version.String(),
 		GuestImageVersion: guestImage,
 		Limits:            cfg.Limits(),
+		UserNetwork:       userNetwork || vmmKind == "fake",
 	}, deps)
 	if err != nil {
 		return err

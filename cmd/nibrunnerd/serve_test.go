@@ -75,7 +75,7 @@ port = 18080
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfgPath, "fake", 0) }()
+	go func() { done <- serve(ctx, cfgPath, "fake", 0, false) }()
 	var r reported.HostReportedState
 	deadline := time.Now().Add(30 * time.Second)
 	for {
