@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,6 +131,22 @@ func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) 
 	for _, name := range everyKind {
 		if rec := st.Proposals[name]; rec.Status != state.StatusExecuted || rec.ResolvedAt == nil {
 			t.Errorf("%s recorded as %q (resolved %v) after status", name, rec.Status, rec.ResolvedAt)
+		}
+	}
+
+	// list, offline, shows each of them in sync and executed
+	out, _, err = runAlp(t, "", "list", "--config", applyConfig, "--state", statePath, "--output", "json")
+	var rows []listRow
+	if jerr := json.Unmarshal([]byte(out), &rows); jerr != nil {
+		t.Fatalf("list: %v %v\n%s", err, jerr, out)
+	}
+	listed := map[string]listRow{}
+	for _, r := range rows {
+		listed[r.Name] = r
+	}
+	for _, name := range everyKind {
+		if r := listed[name]; r.Sync != proposal.InSync || r.State == nil || r.State.Status != state.StatusExecuted {
+			t.Errorf("list shows %s as %+v", name, r)
 		}
 	}
 
