@@ -2,11 +2,11 @@ package candid
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
 	"alpnib.dev/ic/internal/leb128"
+	"alpnib.dev/ic/internal/memtest"
 )
 
 // Recursive Go types for nesting attacks.
@@ -72,7 +72,7 @@ func TestHostileInputsFailFastWithADecodeErrorAndLittleMemory(t *testing.T) {
 					t.Errorf("%s: error %v, want %v", what, err, c.kind)
 				}
 			}
-			allocated := measure(func() {
+			allocated := memtest.Allocated(func() {
 				_, _, err := Decode(c.data)
 				check("Decode", err)
 				if c.expect != nil {
@@ -102,16 +102,6 @@ func TestALengthBombCostsAConstantNumberOfAllocations(t *testing.T) {
 	}
 }
 
-// measure returns the bytes allocated while f runs.
-func measure(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestManyReferencesToAHugeFuncTypeCheckTheTypeOnce(t *testing.T) {
 	// func (nat, nat, … 20000 times) -> (); a vec of 20000 references.
 	const n = 20000
@@ -120,7 +110,7 @@ func TestManyReferencesToAHugeFuncTypeCheckTheTypeOnce(t *testing.T) {
 	expected := Vec(Func(repeatType(Nat(), n), nil))
 	var checks int
 	before := subtypeChecks.Load()
-	allocated := measure(func() {
+	allocated := memtest.Allocated(func() {
 		vals, err := DecodeValues([]byte(msg), types(expected))
 		if err != nil {
 			t.Fatal(err)

@@ -2,8 +2,9 @@ package cborx
 
 import (
 	"bytes"
-	"runtime"
 	"testing"
+
+	"alpnib.dev/ic/internal/memtest"
 )
 
 func TestMarshalPrependsTheSelfDescribeTagAndUnmarshalAcceptsIt(t *testing.T) {
@@ -56,7 +57,7 @@ func TestDeclaredSizesCostNothingUntilTheBytesArePresent(t *testing.T) {
 	}
 	for name, data := range cases {
 		targets := []any{new(any), new([]byte), new(map[string]any), new([]any)}
-		allocated := measure(func() {
+		allocated := memtest.Allocated(func() {
 			for _, v := range targets {
 				if err := Unmarshal(data, v); err == nil {
 					t.Errorf("%s into %T: accepted", name, v)
@@ -70,14 +71,4 @@ func TestDeclaredSizesCostNothingUntilTheBytesArePresent(t *testing.T) {
 			t.Errorf("%s: refusing it allocated %d bytes for a %d-byte input", name, allocated, len(data))
 		}
 	}
-}
-
-// measure returns the bytes allocated while f runs.
-func measure(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
