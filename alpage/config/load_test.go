@@ -325,6 +325,19 @@ proposal "p" {
   }
 }`,
 		}, []string{"proposals.hcl:7:14:", `remove.id "not!"`}},
+		{"a neuron id with a fraction", map[string]string{
+			"proposals.hcl": "provider { neuron = 1.5 }\n",
+		}, []string{"proposals.hcl:1:21:", "neuron = 1.5", "whole number"}},
+		{"a canister count with a fraction", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "update_subnet"
+  title = "t"
+  update_subnet {
+    subnet_id = "2vxsx-fae"
+    max_number_of_canisters = 2.5
+  }
+}`,
+		}, []string{"proposals.hcl:6:31:", "max_number_of_canisters = 2.5"}},
 		{"two provider blocks", map[string]string{
 			"proposals.hcl": "provider { neuron = 1 }\nprovider { neuron = 2 }\n",
 		}, []string{"proposals.hcl:2:1:", "Duplicate provider block", "proposals.hcl:1"}},
@@ -428,5 +441,12 @@ subnet "plain" { id = "rwlgt-iiaaa-aaaaa-aaaaa-cai" }
 		if got := [2]string{s.EffectiveType(), s.EffectiveCostSchedule()}; got != want[s.Name] {
 			t.Errorf("subnet %s is %v, want %v", s.Name, got, want[s.Name])
 		}
+	}
+}
+
+func TestALargeNeuronIDLoadsExactly(t *testing.T) {
+	c, err := Load(writeFleet(t, map[string]string{"proposals.hcl": "provider { neuron = 12838523358913392196 }\n"}))
+	if err != nil || c.Provider.Neuron == nil || *c.Provider.Neuron != 12838523358913392196 {
+		t.Fatalf("neuron = %v, %v", c.Provider.Neuron, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // decodeProposals decodes the provider block and every proposal, checking
@@ -28,6 +29,9 @@ func (l *loader) decodeProposals(c *Config) {
 		if !l.checkRefs(b.Body, s, all, "provider") {
 			continue
 		}
+		if !l.checkWholeNumbers(b.Body, ctx) {
+			continue
+		}
 		p := &Provider{Range: b.DefRange}
 		l.diags = append(l.diags, gohcl.DecodeBody(b.Body, ctx, p)...)
 		c.Provider = p
@@ -38,7 +42,7 @@ func (l *loader) decodeProposals(c *Config) {
 		return
 	}
 	for _, b := range l.blocks["proposal"] {
-		if !l.checkRefs(b.Body, s, all, "proposal") {
+		if !l.checkRefs(b.Body, s, all, "proposal") || !l.checkWholeNumbers(b.Body, ctx) {
 			continue
 		}
 		p := &Proposal{Name: b.Labels[0], Range: b.DefRange}
@@ -222,4 +226,36 @@ func blockRange(b *hcl.Block, typ string) hcl.Range {
 		}
 	}
 	return b.DefRange
+}
+
+// checkWholeNumbers reports every number in body (and its nested blocks)
+// that is not a whole number. Every number of the schema is a uint64 (a
+// neuron id, a count, a size), and the HCL decoder truncates some
+// fractions silently (neuron = 1.5 became neuron 1), which for a neuron id
+// would propose from another neuron. It returns false when it reported.
+func (l *loader) checkWholeNumbers(body hcl.Body, ctx *hcl.EvalContext) bool {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return true
+	}
+	ok = true
+	var walk func(b *hclsyntax.Body)
+	walk = func(b *hclsyntax.Body) {
+		for _, a := range b.Attributes {
+			v, diags := a.Expr.Value(ctx)
+			if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.Number {
+				continue // the decoder reports what is wrong with it
+			}
+			if !v.AsBigFloat().IsInt() {
+				at := a.Expr.Range()
+				l.errorf(&at, "Not a whole number", "%s = %s: every number here is a whole number (an id, a count or a size)", a.Name, v.AsBigFloat().Text('g', -1))
+				ok = false
+			}
+		}
+		for _, nb := range b.Blocks {
+			walk(nb.Body)
+		}
+	}
+	walk(sb)
+	return ok
 }
