@@ -125,7 +125,11 @@ func (s *supervisor) start() (int, error) {
 	}
 	go s.forward("stdout", outR)
 	go s.forward("stderr", errR)
-	return p.Pid, nil
+	pid := p.Pid
+	// The reaper collects the exit with wait4; the handle (a pidfd) is
+	// not needed and would leak one descriptor per restart.
+	_ = p.Release()
+	return pid, nil
 }
 
 // consoleMirrorLimit bounds how much tenant output one start mirrors on the
