@@ -14,7 +14,7 @@ import (
 
 // adopt takes over the guests named by pidfiles: a live one of this boot
 // (same PID, same start time, a QEMU naming this app's QMP socket) is
-// reconnected; one that died while nobody watched is listed as exited; a
+// reconnected (QMP in the background if it is busy); one that died while nobody watched is listed as exited; a
 // pidfile from an earlier boot is removed.
 func (v *VMM) adopt(ctx context.Context) error {
 	pfs, err := vmm.ReadPidfiles(v.cfg.RuntimeDir)
@@ -31,12 +31,16 @@ func (v *VMM) adopt(ctx context.Context) error {
 			_ = json.Unmarshal(b, &g.rec)
 		}
 		if pf.Alive(v.bootID) && v.isOurQEMU(pf) {
-			if err := v.connect(ctx, g); err == nil {
-				v.resumeIfPaused(ctx, g)
-				go v.watch(g)
-				v.guests[pf.AppID] = g
-				continue
+			// A live guest is adopted even if QMP does not answer yet: a
+			// guest listed as exited would be booted a second time.
+			g.ctl = newControl(filepath.Join(v.appDir(pf.AppID), controlSocket), v.onMessage(g))
+			go g.ctl.run()
+			go v.watch(g)
+			if !v.attachQMP(ctx, g, 3*time.Second) {
+				go v.keepAttaching(g)
 			}
+			v.guests[pf.AppID] = g
+			continue
 		}
 		close(g.done)
 		v.guests[pf.AppID] = g
@@ -44,20 +48,61 @@ func (v *VMM) adopt(ctx context.Context) error {
 	return nil
 }
 
+// attachQMP connects g's QMP within timeout, then resumes a guest an
+// unfinished sleep left paused. QEMU serves one QMP client at a time, so
+// this fails while an earlier daemon (or VMM) in the same process still
+// holds the connection.
+func (v *VMM) attachQMP(ctx context.Context, g *vmGuest, timeout time.Duration) bool {
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	q, err := dialQMP(qctx, filepath.Join(v.appDir(g.pf.AppID), qmpSocket))
+	if err != nil {
+		return false
+	}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		q.close()
+		return true
+	}
+	g.qmp = q
+	g.mu.Unlock()
+	v.resumeIfPaused(ctx, g)
+	return true
+}
+
+// keepAttaching retries attachQMP until it works or the guest is gone.
+func (v *VMM) keepAttaching(g *vmGuest) {
+	for g.alive() {
+		if v.attachQMP(context.Background(), g, 10*time.Second) {
+			return
+		}
+		select {
+		case <-g.done:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // resumeIfPaused continues a guest that a daemon paused to sleep it and
 // then died before the guest's process ended: its half-written snapshot has
 // no stamp (and is removed), so the guest must run on.
 func (v *VMM) resumeIfPaused(ctx context.Context, g *vmGuest) {
+	q, err := g.monitor()
+	if err != nil {
+		return
+	}
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := g.qmp.status(qctx)
+	st, err := q.status(qctx)
 	if err != nil {
 		return
 	}
 	switch st {
 	case "paused", "postmigrate", "finish-migrate":
-		_, _ = g.qmp.execute(qctx, "migrate_cancel", nil)
-		_, _ = g.qmp.execute(qctx, "cont", nil)
+		_, _ = q.execute(qctx, "migrate_cancel", nil)
+		_, _ = q.execute(qctx, "cont", nil)
 	}
 }
 
@@ -74,12 +119,13 @@ func (v *VMM) isOurQEMU(pf vmm.Pidfile) bool {
 // is not our child, so there is no Wait to tell us).
 func (v *VMM) watch(g *vmGuest) {
 	for g.pf.Alive(v.bootID) {
-		select {
-		case <-g.qmp.done:
-			// QMP hung up: the process is ending; check again shortly.
-			time.Sleep(50 * time.Millisecond)
-		case <-time.After(500 * time.Millisecond):
+		g.mu.Lock()
+		closed := g.closed
+		g.mu.Unlock()
+		if closed { // let go of (VMM.Close); someone else watches it now
+			return
 		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	close(g.done)
 }

@@ -373,16 +373,35 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 		t.Fatalf("the adopted guest's control channel: %v", err)
 	}
 
-	// This daemon dies too, in the middle of a sleep: the guest is paused
-	// and no snapshot was stamped. The next daemon adopts it and resumes it.
+	// This daemon stops in the middle of a sleep: the guest is paused and
+	// no snapshot was stamped. A new VMM in the same process adopts it
+	// while the old one still holds QEMU's only QMP connection: the guest
+	// is listed as running at once, and once the old VMM lets go the new
+	// one attaches and resumes it.
 	if _, err := v.guests["adoptee"].qmp.execute(ctx, "stop", nil); err != nil {
 		t.Fatal(err)
 	}
-	v.guests["adoptee"].close()
+	old := v
 	v = newVMM(t, f.dir, nil)
 	defer v.Stop(context.Background(), "adoptee")
-	if st, err := v.guests["adoptee"].qmp.status(ctx); err != nil || st != "running" {
-		t.Fatalf("a guest adopted paused is %q (%v), want running", st, err)
+	if list, _ := v.List(ctx); len(list) != 1 || list[0].PID != pid || list[0].State != vmm.Running {
+		t.Fatalf("adopted beside a VMM holding QMP: %+v, want pid %d running", list, pid)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		q, err := v.guests["adoptee"].monitor()
+		if err == nil {
+			if st, err := q.status(ctx); err == nil && st == "running" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guest was not attached and resumed: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if got := get(t, endpoint, "/count", 10*time.Second); got != "2" {
 		t.Fatalf("the twice-adopted guest counts %s, want 2", got)

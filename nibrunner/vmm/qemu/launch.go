@@ -127,7 +127,9 @@ func (v *VMM) connect(ctx context.Context, g *vmGuest) error {
 	if err != nil {
 		return fmt.Errorf("guest %s: %w", g.pf.AppID, err)
 	}
+	g.mu.Lock()
 	g.qmp = q
+	g.mu.Unlock()
 	g.ctl = newControl(filepath.Join(dir, controlSocket), v.onMessage(g))
 	go g.ctl.run()
 	return nil

@@ -112,6 +112,19 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 	return v, nil
 }
 
+// Close lets go of every guest without stopping any: QMP and control
+// connections are closed (QEMU serves one client at a time, so another VMM
+// can adopt them) and the guests run on.
+func (v *VMM) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for app, g := range v.guests {
+		g.close()
+		delete(v.guests, app)
+	}
+	return nil
+}
+
 // Version names QEMU and, once chosen, the accelerator.
 func (v *VMM) Version() string {
 	v.accelMu.Lock()
@@ -168,6 +181,20 @@ type vmGuest struct {
 	mu       sync.Mutex
 	exitCode *int
 	message  string
+	closed   bool // close was called: no new QMP connection is kept
+}
+
+// errNoQMP says the guest's QMP connection is not (yet) established.
+var errNoQMP = errors.New("QEMU's monitor is not connected yet (another process may hold it)")
+
+// monitor returns g's QMP client.
+func (g *vmGuest) monitor() (*qmp, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.qmp == nil {
+		return nil, errNoQMP
+	}
+	return g.qmp, nil
 }
 
 func (g *vmGuest) alive() bool {
@@ -285,8 +312,12 @@ func (v *VMM) release(app string) { _ = os.Remove(v.pidfile(app)) }
 
 func (g *vmGuest) close() {
 	g.log.close()
-	if g.qmp != nil {
-		g.qmp.close()
+	g.mu.Lock()
+	g.closed = true
+	q := g.qmp
+	g.mu.Unlock()
+	if q != nil {
+		q.close()
 	}
 	if g.ctl != nil {
 		g.ctl.close()

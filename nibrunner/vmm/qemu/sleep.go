@@ -44,6 +44,10 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 	if err != nil {
 		return fmt.Errorf("sleep: %w", err)
 	}
+	q, err := g.monitor()
+	if err != nil {
+		return fmt.Errorf("sleep %s: %w; it keeps running", appID, err)
+	}
 	mem := g.rec.MemoryMiB
 	if mem <= 0 {
 		mem = 256
@@ -62,20 +66,20 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 	tmp := filepath.Join(dir, stateFile+".tmp")
 	_ = os.Remove(tmp)
 	resume := func(cause error) error {
-		_, _ = g.qmp.execute(context.WithoutCancel(ctx), "cont", nil)
+		_, _ = q.execute(context.WithoutCancel(ctx), "cont", nil)
 		_ = os.Remove(tmp)
 		return fmt.Errorf("sleep %s: %w; it keeps running", appID, cause)
 	}
-	if _, err := g.qmp.execute(ctx, "stop", nil); err != nil {
+	if _, err := q.execute(ctx, "stop", nil); err != nil {
 		return resume(err)
 	}
 	// The default bandwidth cap (128 MiB/s) is for live migration over a
 	// network; a file on local disk takes what it can.
-	_, _ = g.qmp.execute(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(8) << 30})
-	if _, err := g.qmp.execute(ctx, "migrate", map[string]any{"uri": "exec:cat > " + shellQuote(tmp)}); err != nil {
+	_, _ = q.execute(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(8) << 30})
+	if _, err := q.execute(ctx, "migrate", map[string]any{"uri": "exec:cat > " + shellQuote(tmp)}); err != nil {
 		return resume(err)
 	}
-	if err := waitMigration(ctx, g.qmp); err != nil {
+	if err := waitMigration(ctx, q); err != nil {
 		return resume(err)
 	}
 	st, err := os.Stat(tmp)
@@ -96,7 +100,7 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 	// The state is saved: end the process. quit is immediate for a paused
 	// machine; a signal is the fallback.
 	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, _ = g.qmp.execute(qctx, "quit", nil)
+	_, _ = q.execute(qctx, "quit", nil)
 	cancel()
 	if !waitDone(g.done, 5*time.Second) {
 		_ = v.signal(g, unix.SIGKILL)
