@@ -292,6 +292,16 @@ guestos_version "b" {
   title = "t"
 }`,
 		}, []string{"proposals.hcl:2:", `renamed "membership" in v0.3.0`}},
+		{"a proposal written for v0.2.0", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "resize"
+  title = "t"
+  resize {
+    subnet_id = "2vxsx-fae"
+    remove { id = "2vxsx-fae" }
+  }
+}`,
+		}, []string{"proposals.hcl:4:3:", "renamed membership in v0.3.0"}},
 		{"duplicate proposals", map[string]string{
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {

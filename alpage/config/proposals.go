@@ -45,6 +45,12 @@ func (l *loader) decodeProposals(c *Config) {
 		if !l.checkRefs(b.Body, s, all, "proposal") || !l.checkWholeNumbers(b.Body, ctx) {
 			continue
 		}
+		if nestedBody(b, "resize") != nil {
+			// A v0.2.0 config: say what to do rather than "unsupported block".
+			at := blockRange(b, "resize")
+			l.errorf(&at, "Renamed proposal block", "proposal %q: the resize block and kind were renamed membership in v0.3.0; rename both (kind = \"membership\", membership { … })", b.Labels[0])
+			continue
+		}
 		p := &Proposal{Name: b.Labels[0], Range: b.DefRange}
 		diags := gohcl.DecodeBody(b.Body, ctx, p)
 		l.diags = append(l.diags, diags...)
