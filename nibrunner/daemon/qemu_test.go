@@ -72,6 +72,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 	}
 	store0.Close()
 
+	h := &host{dir: dir}
 	open := func() (*Daemon, *qemu.VMM) {
 		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
 		if err != nil {
@@ -92,7 +93,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 		d, err := Open(ctx, Config{
 			HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: stateDir,
 			MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
-			Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: t.Logf, UserNetwork: true,
+			Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: t.Logf, UserNetwork: true, Now: h.now,
 		}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}})
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +107,6 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 		return func() { cancel(); <-done; d.Close() }
 	}
 
-	h := &host{dir: dir}
 	app := desired.DesiredInstance{
 		AppId: "hello", DeploymentId: "hello-1", VolumeId: "hello-data", DesiredState: desired.StateRunning,
 		Layers: []desired.DesiredLayer{{Kind: desired.LayerExecutable, Digest: desired.Sha256Digest(hex.EncodeToString(sum[:])), ObjectKey: "apps/hello", DestinationPath: "/app/hello"}},
@@ -158,15 +158,48 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 		t.Fatalf("the guest answered %q", body)
 	}
 
+	// On request and idle past its timeout, it sleeps (a QEMU snapshot);
+	// a wake restores it and it answers again.
+	app.DesiredState = desired.StateOnRequest
+	d2 := doc(app)
+	d2.Volumes[0].SizeBytes = 64 << 20
+	h.write(t, d2)
+	h.offset.Store(int64(10 * time.Minute))
+	waitLong("hello asleep", allIn(reported.InstanceIdle, "hello"))
+	if l, _ := v.List(ctx); len(l) != 0 {
+		t.Fatalf("a sleeping app has a guest: %+v", l)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer wcancel()
+	if err := d.Wake(wctx, "hello"); err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, consoleOf(v, "hello"))
+	}
+	woke, _ := v.List(ctx)
+	if len(woke) != 1 || !woke[0].Restored {
+		t.Fatalf("the wake did not restore the snapshot: %+v", woke)
+	}
+	if resp, err := http.Get("http://" + woke[0].Endpoint + "/"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	r = waitLong("hello awake", allIn(reported.InstanceRunning, "hello"))
+	if instance(r, "hello").RestartCount != 0 {
+		t.Fatal("a wake counted as a restart")
+	}
+
 	// A new daemon (and VMM) adopts the microVM: same PID, no restart.
 	stop()
 	d, v = open()
 	stop = run(d)
 	defer stop()
 	r = waitLong("hello adopted", allIn(reported.InstanceRunning, "hello"))
+	if instance(r, "hello").DeploymentId != "hello-1" {
+		t.Fatalf("report %+v", r)
+	}
 	again, _ := v.List(ctx)
-	if len(again) != 1 || again[0].PID != guests[0].PID || instance(r, "hello").RestartCount != 0 {
-		t.Fatalf("not adopted: before %+v after %+v", guests, again)
+	if len(again) != 1 || again[0].PID != woke[0].PID || instance(r, "hello").RestartCount != 0 {
+		t.Fatalf("not adopted: before %+v after %+v", woke, again)
 	}
 }
 
