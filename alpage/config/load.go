@@ -212,6 +212,7 @@ func (l *loader) finish(proposalsPath string) (*Config, error) {
 	if l.diags.HasErrors() {
 		return nil, &Error{Diagnostics: l.diags}
 	}
+	canonicalize(c)
 	return c, nil
 }
 

@@ -460,3 +460,29 @@ func TestALargeNeuronIDLoadsExactly(t *testing.T) {
 		t.Fatalf("neuron = %v, %v", c.Provider.Neuron, err)
 	}
 }
+
+func TestPrincipalsWrittenInCapitalsLoadInTheirCanonicalText(t *testing.T) {
+	c, err := Load(writeFleet(t, map[string]string{
+		"resources.hcl": `subnet "a" { id = "67HTK-VFKXP-GN33Q-BAIBQ" }
+node "n" {
+  id     = "5FFJ3-JARCQ-LRUHJ-AEMTC-SLA"
+  subnet = subnet.a.id
+}`,
+		"proposals.hcl": `proposal "p" {
+  kind  = "membership"
+  title = "t"
+  membership {
+    subnet_id = subnet.a.id
+    remove { id = "5FFJ3-JARCQ-LRUHJ-AEMTC-SLA" }
+  }
+}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Proposal("p").Membership
+	if c.Subnets[0].ID != "67htk-vfkxp-gn33q-baibq" || c.Nodes[0].ID != "5ffj3-jarcq-lruhj-aemtc-sla" || c.Nodes[0].Subnet != "67htk-vfkxp-gn33q-baibq" ||
+		m.SubnetID != "67htk-vfkxp-gn33q-baibq" || m.Remove[0].ID != "5ffj3-jarcq-lruhj-aemtc-sla" {
+		t.Fatalf("subnet %s, node %+v, membership %+v", c.Subnets[0].ID, c.Nodes[0], m)
+	}
+}

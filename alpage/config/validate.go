@@ -287,3 +287,64 @@ func abbreviate(s string) string {
 	}
 	return s
 }
+
+// canonicalize rewrites every principal the configuration holds in its
+// canonical text (lowercase), once the load found no error. The text form
+// is case-insensitive, so "ABCDE-…" and "abcde-…" are one principal; after
+// this, code comparing ids as strings (membership diffs, names in
+// messages, state) sees one spelling. Version hashes are left as written:
+// they travel as text in the deploy_guestos payload.
+func canonicalize(c *Config) {
+	one := func(s *string) {
+		if p, err := principal.Decode(*s); err == nil {
+			*s = p.String()
+		}
+	}
+	all := func(xs []string) {
+		for i := range xs {
+			one(&xs[i])
+		}
+	}
+	refs := func(xs []NodeRef) {
+		for i := range xs {
+			one(&xs[i].ID)
+		}
+	}
+	for _, s := range c.Subnets {
+		one(&s.ID)
+		all(s.Admins)
+	}
+	for _, p := range c.NodeProviders {
+		one(&p.ID)
+	}
+	for _, o := range c.NodeOperators {
+		one(&o.ID)
+		one(&o.Provider)
+	}
+	for _, n := range c.Nodes {
+		one(&n.ID)
+		one(&n.Subnet)
+		one(&n.Operator)
+	}
+	for _, p := range c.Proposals {
+		switch {
+		case p.Membership != nil:
+			one(&p.Membership.SubnetID)
+			refs(p.Membership.Add)
+			refs(p.Membership.Remove)
+		case p.DeployGuestOS != nil:
+			one(&p.DeployGuestOS.SubnetID)
+		case p.UpdateSubnet != nil:
+			one(&p.UpdateSubnet.SubnetID)
+			if p.UpdateSubnet.SubnetAdmins != nil {
+				all(*p.UpdateSubnet.SubnetAdmins)
+			}
+		case p.RemoveNodes != nil:
+			refs(p.RemoveNodes.Nodes)
+		case p.RemoveNodeOperators != nil:
+			all(p.RemoveNodeOperators.Operators)
+		case p.RemoveNodeProvider != nil:
+			one(&p.RemoveNodeProvider.NodeProviderID)
+		}
+	}
+}
