@@ -190,6 +190,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 
 	// A new daemon (and VMM) adopts the microVM: same PID, no restart.
 	stop()
+	v.Close()
 	d, v = open()
 	stop = run(d)
 	defer stop()
@@ -200,6 +201,16 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 	again, _ := v.List(ctx)
 	if len(again) != 1 || again[0].PID != woke[0].PID || instance(r, "hello").RestartCount != 0 {
 		t.Fatalf("not adopted: before %+v after %+v", woke, again)
+	}
+
+	// The adopted microVM sleeps and wakes like one this daemon started.
+	h.offset.Store(int64(20 * time.Minute))
+	waitLong("the adopted hello asleep", allIn(reported.InstanceIdle, "hello"))
+	if err := d.Wake(wctx, "hello"); err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, consoleOf(v, "hello"))
+	}
+	if l, _ := v.List(ctx); len(l) != 1 || !l[0].Restored {
+		t.Fatalf("the adopted guest's wake did not restore: %+v", l)
 	}
 }
 
