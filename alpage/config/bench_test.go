@@ -15,7 +15,9 @@ import (
 // proposals: every reference resolved, every rule checked, every id decoded.
 func BenchmarkLoadAThousandNodeFleet(b *testing.B) {
 	dir := b.TempDir()
-	id := func(kind string, i int) string { return principal.SelfAuthenticating([]byte(fmt.Sprint(kind, i))).String() }
+	id := func(kind string, i int) string {
+		return principal.SelfAuthenticating([]byte(fmt.Sprint(kind, i))).String()
+	}
 	var res strings.Builder
 	res.WriteString(`node_provider "p" { id = "` + id("p", 0) + `" }` + "\n")
 	res.WriteString(`data_center "dc" { id = "zh1" }` + "\n")
