@@ -177,14 +177,18 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if plan != nil && planHost != "" && planHost != host {
 		return stop(fmt.Errorf("the plan was made against %s, not %s; run alp plan again", planHost, host))
 	}
-	// One apply at a time per state file, from the state decision to the
-	// record: two applies of one proposal must not both find no record and
-	// both submit. The lock goes when apply returns, interrupted or not.
-	lock, err := state.Acquire(g.statePath)
-	if err != nil {
-		return err
+	// One submitting apply at a time per state file, from the state
+	// decision to the record: two applies of one proposal must not both
+	// find no record and both submit. The lock goes when apply returns,
+	// interrupted or not. Without --yes apply writes nothing and submits
+	// nothing, so dry runs need no lock and may run side by side.
+	if o.yes {
+		lock, err := state.Acquire(g.statePath)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
 	}
-	defer lock.Release()
 	fmt.Fprintf(stderr, "identity: %s (%s)\n", id.Sender(), idPath)
 	ag, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host)})
 	if err != nil {

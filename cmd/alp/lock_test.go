@@ -38,6 +38,16 @@ func TestApplySubmitsNothingWhileAnotherAlpHoldsTheState(t *testing.T) {
 	}
 }
 
+func TestADryRunApplyNeedsNoLock(t *testing.T) {
+	startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	holdState(t, statePath)
+	out, _, err := runAlp(t, "", "apply", "add-node-08", "--config", applyConfig, "--state", statePath)
+	if err != nil || !strings.Contains(out, "dry run only") {
+		t.Fatalf("a dry run under a held lock: %v\n%s", err, out)
+	}
+}
+
 func TestApplyLeavesNoLockBehind(t *testing.T) {
 	startApplyDevnet(t)
 	statePath := filepath.Join(t.TempDir(), "state.json")
