@@ -21,6 +21,7 @@ import (
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
+	"alpnib.dev/nibrunner/vmm/fake"
 	"alpnib.dev/nibrunner/vmm/qemu"
 	"alpnib.dev/nibrunner/volume"
 )
@@ -39,6 +40,9 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Whatever happens to the test, no microVM outlives it (guests outlive
+	// their daemon by design, so only their pidfiles know them all).
+	t.Cleanup(func() { fake.KillAll(filepath.Join(dir, "run")) })
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	// The same folder the guestimage and qemu tests build into, so the
@@ -126,7 +130,6 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 
 	d, v := open()
 	stop := run(d)
-	t.Cleanup(func() { v.Stop(context.Background(), "hello") })
 	waitLong := func(what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Minute)
