@@ -1,0 +1,159 @@
+// Package control is nibrunnerd's local control interface: a small HTTP
+// API on a unix socket (runtime_dir/nibrunnerd.sock, mode 0600, so only
+// root reaches it) that lets a process outside the daemon read its report
+// and ask for an app to sleep or wake now. It is the seam a later proxy or
+// an operator's `nibrunnerd sleep|wake` uses; the daemon's own loops do not
+// need it.
+//
+//	GET  /v1/report            reported.json as the daemon last wrote it
+//	POST /v1/apps/<app>/sleep  snapshot an on-request app now
+//	POST /v1/apps/<app>/wake   bring it up and wait for its health check
+//
+// Errors answer {"error": "..."} with 404 (no such app or no report yet),
+// 409 (the app cannot do that now) or 500.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SocketName is the control socket's name in the daemon's runtime_dir.
+const SocketName = "nibrunnerd.sock"
+
+// SocketPath is where the daemon with this runtime_dir listens.
+func SocketPath(runtimeDir string) string { return filepath.Join(runtimeDir, SocketName) }
+
+// Apps is what the server asks of the daemon.
+type Apps interface {
+	Sleep(ctx context.Context, app string) error
+	Wake(ctx context.Context, app string) error
+}
+
+// Server answers the control API for one daemon.
+type Server struct {
+	Apps Apps
+	// ReportPath is the reported.json the daemon writes.
+	ReportPath string
+	// Conflicts are the daemon's errors that mean the app cannot do that
+	// now (answered 409 instead of 500).
+	Conflicts []error
+	// WakeTimeout bounds a wake (default 5 minutes: a cold boot under TCG
+	// takes seconds, a restore less).
+	WakeTimeout time.Duration
+}
+
+// Handler is the API as an http.Handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/report", s.report)
+	mux.HandleFunc("POST /v1/apps/{app}/sleep", s.app(func(ctx context.Context, app string) error { return s.Apps.Sleep(ctx, app) }))
+	mux.HandleFunc("POST /v1/apps/{app}/wake", s.app(func(ctx context.Context, app string) error { return s.Apps.Wake(ctx, app) }))
+	return mux
+}
+
+func (s *Server) report(w http.ResponseWriter, _ *http.Request) {
+	b, err := os.ReadFile(s.ReportPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusNotFound, "the daemon has not written its report yet")
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "reading the report: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+func (s *Server) app(do func(context.Context, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		app := r.PathValue("app")
+		if app == "" || strings.ContainsAny(app, "/\x00") {
+			writeError(w, http.StatusBadRequest, "no app named in the path")
+			return
+		}
+		timeout := s.WakeTimeout
+		if timeout <= 0 {
+			timeout = 5 * time.Minute
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		if err := do(ctx, app); err != nil {
+			code := http.StatusInternalServerError
+			for _, c := range s.Conflicts {
+				if errors.Is(err, c) {
+					code = http.StatusConflict
+				}
+			}
+			writeError(w, code, err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"app\":%q,\"ok\":true}\n", app)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// ListenAndServe serves the API on the unix socket at path until ctx ends,
+// then removes the socket. A socket left by a daemon that died is replaced;
+// one a live daemon answers on is not (two daemons on one runtime_dir are
+// a mistake worth stopping for).
+func (s *Server) ListenAndServe(ctx context.Context, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("control socket %s: another nibrunnerd is listening on it", path)
+	}
+	// Bound under a temporary name, made 0600, then renamed into place:
+	// nobody can connect in between.
+	tmp := path + ".new"
+	os.Remove(tmp)
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		l.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		l.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("control socket: %w", err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	err = srv.Serve(l)
+	<-done
+	os.Remove(path)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("control socket: %w", err)
+}
