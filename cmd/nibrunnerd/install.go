@@ -12,18 +12,57 @@ import (
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/network"
 )
 
 // installSteps are what install does, in order: hostconfig's own
-// (configuration, folders, unit), then the other packages' steps — later
-// parts of install (building the guest image) go here too — and last the
-// reminder to start the unit.
-func installSteps() []hostconfig.Step {
+// (configuration, folders, unit), then the other packages' steps (host
+// network, guest image) and last the reminder to start the unit. With
+// guestImage false the image is left to do instead of built.
+func installSteps(guestImage bool) []hostconfig.Step {
 	steps := hostconfig.Steps()
 	steps = append(steps, hostconfig.Step{Name: "host network", Run: hostNetwork})
+	if guestImage {
+		steps = append(steps, hostconfig.Step{Name: "guest image", Run: buildGuestImage(guestimage.Build)})
+	} else {
+		steps = append(steps, hostconfig.Step{Name: "guest image", Run: skipGuestImage})
+	}
 	return append(steps, hostconfig.StartReminder)
+}
+
+// buildGuestImage is the step that builds (or finds current) the image
+// every QEMU guest boots, in the configuration's guest_image_dir, with
+// build. A build is cached by its inputs' hash, so a second install only
+// re-hashes them and reports the image as current.
+func buildGuestImage(build func(context.Context, string) (guestimage.Image, error)) func(context.Context, *hostconfig.Install) error {
+	return func(ctx context.Context, in *hostconfig.Install) error {
+		dir := in.Config.Paths.GuestImageDir
+		before, _ := guestimage.Load(dir)
+		img, err := build(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("building the guest image in %s (needs apt-get, dpkg-deb and mksquashfs; --no-guest-image skips it): %w", dir, err)
+		}
+		if before.Version == img.Version {
+			in.Kept = append(in.Kept, "the guest image "+img.Version+" in "+dir+" was current")
+			return nil
+		}
+		in.Done = append(in.Done, fmt.Sprintf("built the guest image %s in %s (kernel %s)", img.Version, dir, img.KernelRelease))
+		return nil
+	}
+}
+
+// skipGuestImage leaves the guest image to a later install when
+// --no-guest-image is given, unless one is already built.
+func skipGuestImage(_ context.Context, in *hostconfig.Install) error {
+	dir := in.Config.Paths.GuestImageDir
+	if img, err := guestimage.Load(dir); err == nil {
+		in.Kept = append(in.Kept, "the guest image "+img.Version+" in "+dir+" (not rebuilt: --no-guest-image)")
+		return nil
+	}
+	in.Left = append(in.Left, "build the guest image, which serve --vmm qemu boots: nibrunnerd install without --no-guest-image")
+	return nil
 }
 
 // sysctlConf is where the host's network settings persist across reboots.
@@ -70,13 +109,16 @@ func applySysctls(in *hostconfig.Install) error {
 
 func newInstallCmd() *cobra.Command {
 	var root, binary string
+	var noGuestImage bool
 	cmd := &cobra.Command{
 		Use:   "install",
-		Short: "Prepare this host: configuration, folders, systemd unit",
+		Short: "Prepare this host: configuration, folders, systemd unit, guest image",
 		Long: `install writes the embedded default configuration when the host has none
 (it never overwrites an existing one), lays out the folders the
-configuration names, writes the systemd unit, and prints what is left to do.
-Running it again changes nothing and says so.
+configuration names, writes the systemd unit, builds the guest image QEMU
+guests boot (Debian's cloud kernel, fetched with apt-get download, and an
+initramfs holding nibrun-init) unless --no-guest-image, and prints what is
+left to do. Running it again changes nothing and says so.
 
 With --root every path is taken under that folder instead of /.`,
 		Args: cobra.NoArgs,
@@ -98,13 +140,14 @@ With --root every path is taken under that folder instead of /.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
 			defer cancel()
-			err = in.Run(ctx, installSteps())
+			err = in.Run(ctx, installSteps(!noGuestImage))
 			report(cmd.OutOrStdout(), in)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "/", "the folder every path is under")
 	cmd.Flags().StringVar(&binary, "binary", "", "the nibrunnerd the systemd unit runs (default: this binary)")
+	cmd.Flags().BoolVar(&noGuestImage, "no-guest-image", false, "do not build the guest image (the fake VMM needs none)")
 	return cmd
 }
 

@@ -1,18 +1,22 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/network"
 )
 
 func TestInstallTwiceSaysTheSecondRunChangedNothing(t *testing.T) {
 	root := t.TempDir()
-	first, err := execute(t, "install", "--root", root, "--binary", "/usr/local/bin/nibrunnerd")
+	first, err := execute(t, "install", "--root", root, "--binary", "/usr/local/bin/nibrunnerd", "--no-guest-image")
 	if err != nil {
 		t.Fatalf("first install: %v\n%s", err, first)
 	}
@@ -20,7 +24,7 @@ func TestInstallTwiceSaysTheSecondRunChangedNothing(t *testing.T) {
 		!strings.Contains(first, "Left to do:") {
 		t.Fatalf("first install printed:\n%s", first)
 	}
-	second, err := execute(t, "install", "--root", root, "--binary", "/usr/local/bin/nibrunnerd")
+	second, err := execute(t, "install", "--root", root, "--binary", "/usr/local/bin/nibrunnerd", "--no-guest-image")
 	if err != nil {
 		t.Fatalf("second install: %v\n%s", err, second)
 	}
@@ -32,7 +36,7 @@ func TestInstallTwiceSaysTheSecondRunChangedNothing(t *testing.T) {
 func TestInstallIgnoresNIBRUNNER_CONFIGWhenARootIsGiven(t *testing.T) {
 	t.Setenv("NIBRUNNER_CONFIG", "/nonexistent/elsewhere.toml")
 	root := t.TempDir()
-	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd")
+	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd", "--no-guest-image")
 	if err != nil || !strings.Contains(out, root+"/etc/nibrunner/config.toml") {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -40,7 +44,7 @@ func TestInstallIgnoresNIBRUNNER_CONFIGWhenARootIsGiven(t *testing.T) {
 
 func TestInstallUnderARootPersistsTheNetworkSettingsAndLeavesApplyingThem(t *testing.T) {
 	root := t.TempDir()
-	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd")
+	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd", "--no-guest-image")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -77,5 +81,66 @@ func TestOnTheHostInstallSetsTheNetworkSettingsThatDiffer(t *testing.T) {
 	again := &hostconfig.Install{Root: "/"}
 	if err := applySysctls(again); err != nil || len(again.Done) != 0 {
 		t.Fatalf("a second run changed something: %v %q", err, again.Done)
+	}
+}
+
+func TestInstallWithNoGuestImageLeavesBuildingItToDo(t *testing.T) {
+	root := t.TempDir()
+	out, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd", "--no-guest-image")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "build the guest image") || strings.Contains(out, "built the guest image") {
+		t.Fatalf("the guest image is not left to do:\n%s", out)
+	}
+}
+
+// TestInstallBuildsTheGuestImageAndASecondInstallChangesNothing runs the
+// real build (apt-get download of the cloud kernel, nibrun-init, squashfs)
+// into the folder the guestimage tests share, so the kernel is fetched once.
+func TestInstallBuildsTheGuestImageAndASecondInstallChangesNothing(t *testing.T) {
+	testenv.RequireCommand(t, "apt-get", "dpkg-deb", "mksquashfs", "go")
+	if _, err := os.Stat(guestimage.CACertificates); err != nil {
+		testenv.Missing(t, "needs the ca-certificates package")
+	}
+	root := t.TempDir()
+	imageDir := filepath.Join(os.TempDir(), "nibrun-guestimage-test")
+	conf := filepath.Join(root, hostconfig.DefaultPath)
+	def := strings.Replace(string(hostconfig.Default(root)), root+"/var/lib/nibrunner/guest\"", imageDir+"\"", 1)
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd")
+	if err != nil {
+		t.Fatalf("first install: %v\n%s", err, first)
+	}
+	img, err := guestimage.Load(imageDir)
+	if err != nil {
+		t.Fatalf("install left no loadable guest image: %v\n%s", err, first)
+	}
+	if !strings.Contains(first, img.Version+" in "+imageDir) {
+		t.Fatalf("install did not report the guest image %s:\n%s", img.Version, first)
+	}
+	second, err := execute(t, "install", "--root", root, "--binary", "/bin/nibrunnerd")
+	if err != nil {
+		t.Fatalf("second install: %v\n%s", err, second)
+	}
+	if !strings.HasPrefix(second, "Nothing changed") || !strings.Contains(second, "kept: the guest image "+img.Version+" in "+imageDir+" was current") {
+		t.Fatalf("second install printed:\n%s", second)
+	}
+}
+
+func TestAFailedGuestImageBuildStopsInstallNamingTheFolderAndTheWayToSkipIt(t *testing.T) {
+	in := &hostconfig.Install{Config: &hostconfig.Config{}}
+	in.Config.Paths.GuestImageDir = "/var/lib/nibrunner/guest"
+	step := buildGuestImage(func(context.Context, string) (guestimage.Image, error) {
+		return guestimage.Image{}, errors.New("apt-get download: no network")
+	})
+	err := step(context.Background(), in)
+	if err == nil || !strings.Contains(err.Error(), "/var/lib/nibrunner/guest") || !strings.Contains(err.Error(), "--no-guest-image") || !strings.Contains(err.Error(), "no network") {
+		t.Fatalf("error: %v", err)
 	}
 }
