@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"alpnib.dev/nibrunner/vmm"
@@ -31,6 +32,10 @@ func (v *VMM) adopt(ctx context.Context) error {
 			_ = json.Unmarshal(b, &g.rec)
 		}
 		if pf.Alive(v.bootID) && v.isOurQEMU(pf) {
+			// A VMM of this process that still holds the guest is
+			// superseded, as a restarted daemon's predecessor would be by
+			// dying: its connections close, so this one can attach.
+			supersede(v.pidfile(pf.AppID), g)
 			// A live guest is adopted even if QMP does not answer yet: a
 			// guest listed as exited would be booted a second time.
 			g.ctl = newControl(filepath.Join(v.appDir(pf.AppID), controlSocket), v.onMessage(g))
@@ -128,4 +133,21 @@ func (v *VMM) watch(g *vmGuest) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	close(g.done)
+}
+
+// holders maps a guest's pidfile to the vmGuest holding its connections in
+// this process. QEMU serves one QMP and one control client at a time, so a
+// second VMM on the same runtime folder (a daemon re-opened in-process, as
+// tests do) takes the guest over from the first.
+var holders sync.Map
+
+// supersede makes g the holder of the guest at pidfile, closing the
+// connections of the previous holder, if any.
+func supersede(pidfile string, g *vmGuest) {
+	g.mu.Lock()
+	g.holderKey = pidfile
+	g.mu.Unlock()
+	if old, ok := holders.Swap(pidfile, g); ok && old.(*vmGuest) != g {
+		old.(*vmGuest).close()
+	}
 }

@@ -374,10 +374,9 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 	}
 
 	// This daemon stops in the middle of a sleep: the guest is paused and
-	// no snapshot was stamped. A new VMM in the same process adopts it
-	// while the old one still holds QEMU's only QMP connection: the guest
-	// is listed as running at once, and once the old VMM lets go the new
-	// one attaches and resumes it.
+	// no snapshot was stamped. A new VMM in the same process adopts it,
+	// superseding the old one, which held QEMU's only QMP connection, and
+	// resumes it.
 	if _, err := v.guests["adoptee"].qmp.execute(ctx, "stop", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +386,12 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 	if list, _ := v.List(ctx); len(list) != 1 || list[0].PID != pid || list[0].State != vmm.Running {
 		t.Fatalf("adopted beside a VMM holding QMP: %+v, want pid %d running", list, pid)
 	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
+	og := old.guests["adoptee"]
+	og.mu.Lock()
+	superseded := og.closed
+	og.mu.Unlock()
+	if !superseded {
+		t.Error("the old VMM still holds the guest's connections")
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -109,6 +109,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	if err := v.writeRecord(spec.AppID, g.rec); err != nil {
 		return fail(err)
 	}
+	supersede(v.pidfile(spec.AppID), g)
 	if err := vmm.WritePidfile(v.pidfile(spec.AppID), g.pf); err != nil {
 		return fail(fmt.Errorf("write pidfile of %s: %w", spec.AppID, err))
 	}

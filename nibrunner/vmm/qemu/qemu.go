@@ -182,6 +182,9 @@ type vmGuest struct {
 	exitCode *int
 	message  string
 	closed   bool // close was called: no new QMP connection is kept
+	// holderKey is the pidfile under which g holds the guest's
+	// connections in this process (see supersede).
+	holderKey string
 }
 
 // errNoQMP says the guest's QMP connection is not (yet) established.
@@ -314,8 +317,11 @@ func (g *vmGuest) close() {
 	g.log.close()
 	g.mu.Lock()
 	g.closed = true
-	q := g.qmp
+	q, key := g.qmp, g.holderKey
 	g.mu.Unlock()
+	if key != "" {
+		holders.CompareAndDelete(key, g)
+	}
 	if q != nil {
 		q.close()
 	}
