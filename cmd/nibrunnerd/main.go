@@ -42,6 +42,8 @@ reported.json.`,
 	root.AddCommand(newCheckCmd())
 	root.AddCommand(newInstallCmd())
 	root.AddCommand(newServeCmd())
+	root.AddCommand(newSleepCmd())
+	root.AddCommand(newWakeCmd())
 	return root
 }
 

@@ -129,6 +129,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		return err
 	}
 	defer d.Close()
+	go serveControl(ctx, cfg, d)
 	return d.Run(ctx)
 }
 
