@@ -109,17 +109,20 @@ func TestARefusedDocumentKeepsTheLastGoodOneAndSetsMessage(t *testing.T) {
 	h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
 	pid := pids(t, v)["a"].PID
 
-	refused := []string{
-		`{"hostId": "test-host"`, // truncated mid-write
-		`{"hostId": "test-host", "volumes": [], "instances": [], "checkpoints": [], "exports": [], "x": 1} {}`,
-		strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"memoryMib":128`, `"memoryMib":-1`, 1),
-		strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"appId":"a"`, `"appId":"-bad"`, 1),
+	// Each kind of rule: not JSON at all, a range, a pattern, and a
+	// reference between parts of the document. The message names why.
+	refused := []struct{ doc, why string }{
+		{`{"hostId": "test-host"`, "JSON"}, // truncated mid-write
+		{`{"hostId": "test-host", "volumes": [], "instances": [], "checkpoints": [], "exports": [], "x": 1} {}`, "JSON"},
+		{strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"memoryMib":128`, `"memoryMib":-1`, 1), "instances[0].config.resources.memoryMib"},
+		{strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"appId":"a"`, `"appId":"-bad"`, 1), `"-bad" is not an identifier`},
+		{strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"volumeId":"a-data","desiredState":"running"`, `"volumeId":"elsewhere","desiredState":"running"`, 1), "instances[0].volumeId"},
 	}
 	for _, bad := range refused {
-		h.writeRaw(t, []byte(bad))
+		h.writeRaw(t, []byte(bad.doc))
 		r := h.waitFor(t, "the refusal in the report", func(r *reported.HostReportedState) bool { return r.Message != "" })
-		if !strings.Contains(r.Message, "refused") || !strings.Contains(r.Message, "keeps converging on the document it accepted before") {
-			t.Fatalf("message %q", r.Message)
+		if !strings.Contains(r.Message, "refused") || !strings.Contains(r.Message, bad.why) || !strings.Contains(r.Message, "keeps converging on the document it accepted before") {
+			t.Fatalf("message %q does not say it was refused for %s", r.Message, bad.why)
 		}
 		if string(r.AcceptedDigest) != good || instance(r, "a") == nil || instance(r, "a").State != reported.InstanceRunning {
 			t.Fatalf("the refused document changed the host: %+v", r)

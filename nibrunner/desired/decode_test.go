@@ -194,6 +194,7 @@ var refusals = []refusal{
 	{"a program is /", set("instances.0.config.command.program", "/"), "instances[0].config.command.program", "other than / and /sbin/init"},
 	{"a program is /sbin/init", set("instances.0.config.command.program", "/sbin/init"), "instances[0].config.command.program", "other than / and /sbin/init"},
 	{"an executable layer lands on /sbin/init", set("instances.0.layers.1.destinationPath", "/sbin/init"), "instances[0].layers[1].destinationPath", "other than / and /sbin/init"},
+	{"an executable layer lands on /", set("instances.0.layers.1.destinationPath", "/"), "instances[0].layers[1].destinationPath", "other than / and /sbin/init"},
 	{"an executable layer has no destination", del("instances.0.layers.1.destinationPath"), "instances[0].layers[1].destinationPath", "is required"},
 
 	// Ports and port names.
@@ -214,6 +215,8 @@ var refusals = []refusal{
 	{"a hostname has one label", set("instances.0.hostnames.0.hostname", "localhost"), "instances[0].hostnames[0].hostname", "is not a hostname"},
 	{"a hostname label starts with a dash", set("instances.0.hostnames.0.hostname", "-web.example.com"), "instances[0].hostnames[0].hostname", "is not a hostname"},
 	{"a hostname is 254 characters", set("instances.0.hostnames.0.hostname", strings.Repeat(strings.Repeat("a", 62)+".", 4)+"abc"), "instances[0].hostnames[0].hostname", "at most 253"},
+	{"a hostname label is 64 characters", set("instances.0.hostnames.0.hostname", strings.Repeat("a", 64)+".example.com"), "instances[0].hostnames[0].hostname", "is not a hostname"},
+	{"a hostname label ends with a dash", set("instances.0.hostnames.0.hostname", "web-.example.com"), "instances[0].hostnames[0].hostname", "is not a hostname"},
 	{"a hostname kind is unknown", set("instances.0.hostnames.0.kind", "vanity"), "instances[0].hostnames[0].kind", `is not one of "platform", "custom"`},
 
 	// Sleep and activation.
