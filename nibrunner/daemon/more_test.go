@@ -137,7 +137,7 @@ func TestAnExportOnAHostWithoutAWriterFailsSayingWhy(t *testing.T) {
 	r := h.waitFor(t, "e1 failed", func(r *reported.HostReportedState) bool {
 		return len(r.Exports) == 1 && r.Exports[0].State == reported.ExportFailed
 	})
-	if !strings.Contains(r.Exports[0].Message, "no export writer") {
+	if !strings.Contains(r.Exports[0].Message, "no export writer") || !strings.HasPrefix(r.Exports[0].Message, "could not be written (the next pass tries again): ") {
 		t.Fatalf("message %q", r.Exports[0].Message)
 	}
 }

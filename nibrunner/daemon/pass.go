@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -275,7 +276,11 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			}
 		}
 		cancel()
-		setErr(d.cpErr, c.CheckpointID, err)
+		what := "could not be made"
+		if !c.Create {
+			what = "could not be deleted"
+		}
+		setErr(d.cpErr, c.CheckpointID, what, err)
 	}
 	for _, e := range acts.Exports {
 		cctx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -297,13 +302,19 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			}
 		}
 		cancel()
-		setErr(d.expErr, e.ExportID, err)
+		what := "could not be written"
+		if !e.Write {
+			what = "could not be forgotten"
+		}
+		setErr(d.expErr, e.ExportID, what, err)
 	}
 }
 
-func setErr(m map[string]string, id string, err error) {
+// setErr records the sentence reported for id: what could not be done,
+// why, and that the next pass tries again (every pass re-plans it).
+func setErr(m map[string]string, id, what string, err error) {
 	if err != nil {
-		m[id] = err.Error()
+		m[id] = what + " (the next pass tries again): " + err.Error()
 	} else {
 		delete(m, id)
 	}
@@ -425,7 +436,18 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, a plan.VolumeAc
 	defer cancel()
 	_, err := d.deps.Volumes.Converge(cctx, spec)
 	if err != nil {
-		d.volErr[a.VolumeID] = err.Error()
+		what := "could not be made"
+		switch a.Kind {
+		case plan.Teardown:
+			what = "could not be deleted"
+		case plan.Grow:
+			what = fmt.Sprintf("could not be grown to %d bytes", dv.SizeBytes)
+		}
+		if errors.Is(err, volume.ErrShrink) {
+			d.volErr[a.VolumeID] = err.Error() // says what to ask for instead
+			return
+		}
+		d.volErr[a.VolumeID] = what + " (the next pass tries again): " + err.Error()
 		return
 	}
 	delete(d.volErr, a.VolumeID)

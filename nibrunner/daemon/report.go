@@ -149,7 +149,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 		state = health.Step(health.Check{}, health.Record{}, health.Input{Desired: string(in.DesiredState), Waiting: waiting}).State
 		msg = d.notes[app]
 		if state == health.Pending && msg == "" {
-			msg = "waiting to be started"
+			msg = "waiting to be started: the next converge pass boots it"
 		}
 	}
 	if msg == "" && rec != nil {
