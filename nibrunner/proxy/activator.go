@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"alpnib.dev/nibrunner/daemon"
+)
+
+// activator runs at most one wake per app at a time; everyone who asks
+// while it runs waits on the same one.
+type activator struct {
+	mu       sync.Mutex
+	inflight map[string]*wake
+}
+
+// wake is one wake under way; err is set before done closes.
+type wake struct {
+	done chan struct{}
+	err  error
+}
+
+// running is the wake under way for app, or nil.
+func (a *activator) running(app string) *wake {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.inflight[app]
+}
+
+// start joins the wake under way for app or begins one. The wake runs on
+// the proxy's own context bounded by WakeTimeout, not on the request that
+// began it: a client that gives up must not cancel the wake the others
+// wait on.
+func (p *Proxy) start(app string) *wake {
+	a := &p.wakes
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if wk := a.inflight[app]; wk != nil {
+		return wk
+	}
+	wk := &wake{done: make(chan struct{})}
+	a.inflight[app] = wk
+	go func() {
+		var err error
+		if w := p.waker.Load(); w == nil {
+			err = daemon.ErrNotRunning
+		} else {
+			ctx, cancel := context.WithTimeout(p.ctx, p.opts.WakeTimeout)
+			err = (*w).Wake(ctx, app)
+			cancel()
+		}
+		if err == nil {
+			// Mark the table in force now: one applied while the wake ran
+			// was computed before the guest answered.
+			p.table.Load().awake.Store(app, struct{}{})
+		} else if !errors.Is(err, daemon.ErrNotRunning) {
+			p.opts.Logf("nibrunnerd: proxy: wake %s: %v", app, err)
+		}
+		a.mu.Lock()
+		delete(a.inflight, app)
+		wk.err = err
+		close(wk.done)
+		a.mu.Unlock()
+	}()
+	return wk
+}
+
+// activate wakes a sleeping app for r and reports whether r may now be
+// handed on; when not, it has answered.
+func (p *Proxy) activate(w http.ResponseWriter, r *http.Request, app string) bool {
+	wk := p.start(app)
+	return p.await(w, r, wk)
+}
+
+// await waits for wk on behalf of r. A request that asks to upgrade (a
+// WebSocket, say) is not held: clients of those retry on their own, and
+// a held handshake would likely time out anyway, so it gets 503 with
+// Retry-After at once while the wake goes on.
+func (p *Proxy) await(w http.ResponseWriter, r *http.Request, wk *wake) bool {
+	if r.Header.Get("Upgrade") != "" {
+		select {
+		case <-wk.done:
+		default:
+			replyLater(w, starting, p.retryAt)
+			return false
+		}
+	}
+	select {
+	case <-wk.done:
+	case <-r.Context().Done():
+		return false // the client left
+	}
+	switch {
+	case wk.err == nil:
+		return true
+	case errors.Is(wk.err, daemon.ErrNotRunning):
+		reply(w, notRunning)
+	default:
+		replyLater(w, wakeFailed(wk.err), p.retryAt)
+	}
+	return false
+}

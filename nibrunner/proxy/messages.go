@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+)
+
+// answer is a reply the proxy gives itself, not the app.
+type answer struct {
+	status int
+	text   string
+}
+
+// The proxy's own answers: one sentence each, the exact words the spec
+// names where it names them.
+var (
+	noHost      = answer{http.StatusBadRequest, "This request names no host."}
+	unknownHost = answer{http.StatusNotFound, "No app on this host answers for that hostname."}
+	misdirected = answer{http.StatusMisdirectedRequest, "This connection was opened for another hostname; open a new one for this host."}
+	unreachable = answer{http.StatusBadGateway, "This app did not answer."}
+	notRunning  = answer{http.StatusServiceUnavailable, "This app is not running."}
+	starting    = answer{http.StatusServiceUnavailable, "This app is starting; try again in a moment."}
+)
+
+// wakeFailed is the 503 for a wake that did not bring the app up.
+func wakeFailed(err error) answer {
+	return answer{http.StatusServiceUnavailable, "This app could not be woken: " + strings.TrimSuffix(err.Error(), ".") + "."}
+}
+
+// reply writes a as plain text with a trailing newline.
+func reply(w http.ResponseWriter, a answer) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(a.status)
+	_, _ = w.Write([]byte(a.text + "\n"))
+}
+
+// replyLater is reply with a Retry-After for an answer that will change.
+func replyLater(w http.ResponseWriter, a answer, retryAfter string) {
+	w.Header().Set("Retry-After", retryAfter)
+	reply(w, a)
+}

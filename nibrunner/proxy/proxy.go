@@ -1,0 +1,238 @@
+// Package proxy is nibrunnerd's HTTP front door: it routes each request by
+// its Host header to the app that answers for that hostname, wakes an
+// on-request app that sleeps (the activator), and measures each app's
+// traffic so the daemon knows when an app has gone idle.
+//
+// The daemon owns the routing table and replaces it whole (Apply); the
+// proxy reads it without locks from an immutable map behind an atomic
+// pointer, so a request never sees half a table. Every answer the proxy
+// gives itself is a short plain-text sentence rendered in one place
+// (messages.go).
+package proxy
+
+import (
+	"context"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"alpnib.dev/nibrunner/daemon"
+)
+
+// Waker brings a sleeping app up and returns once its health check has
+// passed (*daemon.Daemon satisfies it). It returns daemon.ErrNotRunning
+// for an app that is not meant to run.
+type Waker interface {
+	Wake(ctx context.Context, app string) error
+}
+
+// Options tune a Proxy; the zero value is usable.
+type Options struct {
+	// Waker wakes sleeping apps; it may also be given later (SetWaker),
+	// since the daemon that wakes needs the proxy to exist first.
+	Waker Waker
+	// WakeTimeout bounds one wake (default 60 s: a cold boot under
+	// software emulation takes seconds, a restore less).
+	WakeTimeout time.Duration
+	// RetryAfter is what a 503 tells the client to wait (default 5 s).
+	RetryAfter time.Duration
+	// BackendHost is the address apps' host ports listen on (default
+	// 127.0.0.1).
+	BackendHost string
+	// DialTimeout bounds connecting to an app (default 5 s).
+	DialTimeout time.Duration
+	// Now is the clock traffic is measured by (default time.Now).
+	Now func() time.Time
+	// Logf logs one line (default log.Printf).
+	Logf func(format string, args ...any)
+}
+
+// Proxy routes requests to apps. It implements daemon.Router (Apply) and
+// daemon.Traffic (Activity), and is an http.Handler.
+type Proxy struct {
+	opts    Options
+	table   atomic.Pointer[table]
+	waker   atomic.Pointer[Waker]
+	rp      *httputil.ReverseProxy
+	meters  sync.Map // app → *meter
+	wakes   activator
+	ctx     context.Context
+	cancel  context.CancelFunc
+	retryAt string
+}
+
+// table is one routing table, never changed once published.
+type table struct {
+	routes map[string]daemon.Route // by lower-case hostname
+	// awake holds apps the proxy woke since this table was applied: their
+	// route still says sleeping until the daemon's next pass, but they
+	// answer now.
+	awake sync.Map // app → struct{}
+}
+
+var (
+	_ daemon.Router  = (*Proxy)(nil)
+	_ daemon.Traffic = (*Proxy)(nil)
+	_ http.Handler   = (*Proxy)(nil)
+)
+
+// New returns a proxy with an empty routing table: every hostname answers
+// 404 until the daemon applies its first table.
+func New(opts Options) *Proxy {
+	if opts.WakeTimeout <= 0 {
+		opts.WakeTimeout = 60 * time.Second
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 5 * time.Second
+	}
+	if opts.BackendHost == "" {
+		opts.BackendHost = "127.0.0.1"
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	p := &Proxy{opts: opts, retryAt: strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.table.Store(&table{routes: map[string]daemon.Route{}})
+	if opts.Waker != nil {
+		p.SetWaker(opts.Waker)
+	}
+	p.wakes.inflight = map[string]*wake{}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// Out keeps the inbound Host: the app sees the name it was
+			// asked by, not 127.0.0.1.
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = pr.In.Context().Value(backendKey{}).(string)
+			pr.SetXForwarded()
+		},
+		Transport: &http.Transport{
+			Proxy:                 nil, // never through an HTTP_PROXY from the environment
+			DialContext:           (&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		ErrorHandler: p.backendFailed,
+	}
+	return p
+}
+
+// SetWaker gives the proxy what wakes sleeping apps. Until it has one, a
+// sleeping app's hostnames answer 503 "This app is not running.".
+func (p *Proxy) SetWaker(w Waker) { p.waker.Store(&w) }
+
+// Close abandons wakes under way (their callers get 503) and idle
+// connections to apps.
+func (p *Proxy) Close() {
+	p.cancel()
+	p.rp.Transport.(*http.Transport).CloseIdleConnections()
+}
+
+// Apply implements daemon.Router: it replaces the routing table whole.
+// Hostnames are matched case-insensitively. Were two routes to name one
+// hostname (the document's validation should prevent it), the first
+// keeps it and the conflict is logged.
+func (p *Proxy) Apply(_ context.Context, routes []daemon.Route) error {
+	t := &table{routes: make(map[string]daemon.Route, len(routes))}
+	for _, r := range routes {
+		h := normalHost(r.Hostname)
+		if prev, ok := t.routes[h]; ok {
+			if prev.AppID != r.AppID {
+				p.opts.Logf("nibrunnerd: proxy: hostname %s is named by both %s and %s; %s keeps it", h, prev.AppID, r.AppID, prev.AppID)
+			}
+			continue
+		}
+		t.routes[h] = r
+	}
+	p.table.Store(t)
+	return nil
+}
+
+type backendKey struct{}
+
+// ServeHTTP routes one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := normalHost(r.Host)
+	if host == "" {
+		reply(w, noHost)
+		return
+	}
+	if r.TLS != nil && r.TLS.ServerName != "" && normalHost(r.TLS.ServerName) != host {
+		reply(w, misdirected)
+		return
+	}
+	t := p.table.Load()
+	route, ok := t.routes[host]
+	if !ok {
+		reply(w, unknownHost)
+		return
+	}
+	m := p.meter(route.AppID)
+	m.begin(p.opts.Now())
+	defer func() { m.end(p.opts.Now()) }()
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &countingBody{ReadCloser: r.Body, m: m, now: p.opts.Now}
+	}
+
+	switch route.State {
+	case daemon.RouteDown:
+		reply(w, notRunning)
+		return
+	case daemon.RouteSleeping:
+		if _, awake := t.awake.Load(route.AppID); !awake {
+			if !p.activate(w, r, route.AppID) {
+				return
+			}
+		}
+	case daemon.RouteUp:
+		// The daemon may mark a route up as soon as the guest runs, before
+		// its health check passes; a request that arrives during a wake
+		// this proxy started waits for that wake rather than meeting a
+		// guest that does not listen yet.
+		if wk := p.wakes.running(route.AppID); wk != nil {
+			if !p.await(w, r, wk) {
+				return
+			}
+		}
+	default:
+		reply(w, notRunning)
+		return
+	}
+	ctx := context.WithValue(r.Context(), backendKey{}, net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(route.HostPort)))
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// backendFailed answers 502 when the app cannot be reached or broke off.
+func (p *Proxy) backendFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client left; nobody reads an answer
+	}
+	p.opts.Logf("nibrunnerd: proxy: %s %s: %v", r.Host, r.URL.Path, err)
+	reply(w, unreachable)
+}
+
+// normalHost is a Host header or SNI name as the table keys it: no port,
+// no brackets, no trailing dot, lower case.
+func normalHost(h string) string {
+	h = strings.TrimSpace(h)
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.TrimPrefix(strings.TrimSuffix(h, "]"), "[")
+	h = strings.TrimSuffix(h, ".")
+	return strings.ToLower(h)
+}
