@@ -9,30 +9,13 @@ import (
 // whatever decoded, so one pass reports every reason; a field that did not
 // decode is empty and its rules are skipped rather than reported twice.
 func (d *decoder) crossField(doc *HostDesiredState) {
-	volumes := map[VolumeId]bool{}
-	firstVolume := map[VolumeId]int{}
-	for i, v := range doc.Volumes {
-		if v.VolumeId == "" {
-			continue
-		}
-		volumes[v.VolumeId] = true
-		if j, dup := firstVolume[v.VolumeId]; dup {
-			d.fail(fmt.Sprintf("volumes[%d].volumeId", i), "%s is already used by volumes[%d]", quote(string(v.VolumeId)), j)
-			continue
-		}
-		firstVolume[v.VolumeId] = i
-	}
+	volumes := unique(d, doc.Volumes, "volumes", "volumeId", func(v DesiredVolume) VolumeId { return v.VolumeId })
+	unique(d, doc.Instances, "instances", "appId", func(in DesiredInstance) AppId { return in.AppId })
+	unique(d, doc.Checkpoints, "checkpoints", "checkpointId", func(c DesiredCheckpoint) CheckpointId { return c.CheckpointId })
+	unique(d, doc.Exports, "exports", "exportId", func(e DesiredExport) ExportId { return e.ExportId })
 
-	firstApp := map[AppId]int{}
 	for i, in := range doc.Instances {
 		p := fmt.Sprintf("instances[%d]", i)
-		if in.AppId != "" {
-			if j, dup := firstApp[in.AppId]; dup {
-				d.fail(p+".appId", "%s is already used by instances[%d]", quote(string(in.AppId)), j)
-			} else {
-				firstApp[in.AppId] = i
-			}
-		}
 		if in.VolumeId != "" && !volumes[in.VolumeId] {
 			d.fail(p+".volumeId", "%s is not one of this document's volumes", quote(string(in.VolumeId)))
 		}
@@ -46,30 +29,27 @@ func (d *decoder) crossField(doc *HostDesiredState) {
 		}
 		d.ports(p+".config", in.Config)
 	}
+}
 
-	firstCheckpoint := map[CheckpointId]int{}
-	for i, c := range doc.Checkpoints {
-		if c.CheckpointId == "" {
+// unique refuses an id that an earlier entry of list already uses, naming
+// both entries, and returns the set of ids seen. An entry whose id did not
+// decode (empty) was already refused and is skipped.
+func unique[T any, K ~string](d *decoder, items []T, list, field string, id func(T) K) map[K]bool {
+	first := make(map[K]int, len(items))
+	seen := make(map[K]bool, len(items))
+	for i, it := range items {
+		k := id(it)
+		if k == "" {
 			continue
 		}
-		if j, dup := firstCheckpoint[c.CheckpointId]; dup {
-			d.fail(fmt.Sprintf("checkpoints[%d].checkpointId", i), "%s is already used by checkpoints[%d]", quote(string(c.CheckpointId)), j)
+		seen[k] = true
+		if j, dup := first[k]; dup {
+			d.fail(fmt.Sprintf("%s[%d].%s", list, i, field), "%s is already used by %s[%d]", quote(string(k)), list, j)
 			continue
 		}
-		firstCheckpoint[c.CheckpointId] = i
+		first[k] = i
 	}
-
-	firstExport := map[ExportId]int{}
-	for i, e := range doc.Exports {
-		if e.ExportId == "" {
-			continue
-		}
-		if j, dup := firstExport[e.ExportId]; dup {
-			d.fail(fmt.Sprintf("exports[%d].exportId", i), "%s is already used by exports[%d]", quote(string(e.ExportId)), j)
-			continue
-		}
-		firstExport[e.ExportId] = i
-	}
+	return seen
 }
 
 // implicitHTTPPortName is the name httpPort carries among an app's ports.
