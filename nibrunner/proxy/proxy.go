@@ -127,6 +127,7 @@ func New(opts Options) *Proxy {
 			ExpectContinueTimeout: time.Second,
 		},
 		ErrorHandler: p.backendFailed,
+		BufferPool:   &bufferPool{},
 	}
 	return p
 }
@@ -236,3 +237,16 @@ func normalHost(h string) string {
 	h = strings.TrimSuffix(h, ".")
 	return strings.ToLower(h)
 }
+
+// bufferPool lends ReverseProxy its 32 KiB copy buffers, which it would
+// otherwise allocate for every response.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.pool.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
