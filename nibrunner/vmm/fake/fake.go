@@ -347,14 +347,8 @@ func (v *VMM) stampPath(app string) string {
 // Sleep implements vmm.VMM: the fake saves only the stamp, then ends the
 // guest.
 func (v *VMM) Sleep(ctx context.Context, app string) error {
-	v.mu.Lock()
-	g, ok := v.guests[app]
-	var st vmm.Status
-	if ok {
-		st = g.status
-	}
-	v.mu.Unlock()
-	if !ok || st.State != vmm.Running {
+	_, st, ok := v.running(app)
+	if !ok {
 		return fmt.Errorf("sleep %s: %w", app, vmm.ErrNotFound)
 	}
 	if err := os.MkdirAll(filepath.Dir(v.stampPath(app)), 0o755); err != nil {
@@ -397,18 +391,11 @@ func (v *VMM) Discard(ctx context.Context, app string) error {
 
 // Measure implements vmm.VMM from /proc.
 func (v *VMM) Measure(ctx context.Context, app string) (vmm.Measurement, error) {
-	v.mu.Lock()
-	g, ok := v.guests[app]
-	var st vmm.Status
-	var total uint64
-	if ok {
-		st, total = g.status, g.memory
-	}
-	v.mu.Unlock()
-	if !ok || st.State != vmm.Running {
+	g, st, ok := v.running(app)
+	if !ok {
 		return vmm.Measurement{}, fmt.Errorf("measure %s: %w", app, vmm.ErrNotFound)
 	}
-	m := vmm.Measurement{MemoryTotalBytes: total, MeasuredAt: time.Now().UTC()}
+	m := vmm.Measurement{MemoryTotalBytes: g.memory, MeasuredAt: time.Now().UTC()}
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
@@ -431,17 +418,24 @@ func (v *VMM) Measure(ctx context.Context, app string) (vmm.Measurement, error) 
 	return m, nil
 }
 
+// running returns app's guest and a copy of its status, taken under the
+// lock, when it is running. A guest's memory and srv are set once, before
+// it is in the map, so reading them afterwards needs no lock.
+func (v *VMM) running(app string) (*guest, vmm.Status, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	g, ok := v.guests[app]
+	if !ok || g.status.State != vmm.Running {
+		return nil, vmm.Status{}, false
+	}
+	return g, g.status, true
+}
+
 // Crash kills app's guest with sig, the way a guest kernel panic or an
 // OOM kill ends a microVM.
 func (v *VMM) Crash(app string, sig syscall.Signal) error {
-	v.mu.Lock()
-	g, ok := v.guests[app]
-	var st vmm.Status
-	if ok {
-		st = g.status
-	}
-	v.mu.Unlock()
-	if !ok || st.State != vmm.Running || g.srv != nil {
+	g, st, ok := v.running(app)
+	if !ok || g.srv != nil {
 		return fmt.Errorf("crash %s: %w", app, vmm.ErrNotFound)
 	}
 	return syscall.Kill(st.PID, sig)
