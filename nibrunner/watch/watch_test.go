@@ -106,3 +106,46 @@ func TestADeletedFileIsReported(t *testing.T) {
 		t.Fatal("the deletion was not reported")
 	}
 }
+
+// writeUnannounced changes path's content through a hard link in another
+// folder: the kernel reports that write to watchers of the other folder
+// only, so the watched folder hears nothing — the lost event the backstop
+// exists for.
+func writeUnannounced(t *testing.T, path string, data []byte) {
+	t.Helper()
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Link(path, alias); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(alias, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAChangeNoEventAnnouncedIsReadByTheBackstop(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "desired.json")
+	os.WriteFile(path, []byte("one"), 0o644)
+
+	// With a backstop an hour away, the unannounced write goes unseen:
+	// this is what proves no event reached the folder's watch.
+	slow := start(t, &Watcher{Path: path, Backstop: time.Hour, Debounce: 20 * time.Millisecond})
+	next(t, slow)
+	writeUnannounced(t, path, []byte("two"))
+	quiet(t, slow, 400*time.Millisecond)
+
+	// A short backstop reads it.
+	fast := start(t, &Watcher{Path: path, Backstop: 100 * time.Millisecond, Debounce: 20 * time.Millisecond})
+	next(t, fast)
+	writeUnannounced(t, path, []byte("three"))
+	if d := next(t, fast); string(d.Data) != "three" {
+		t.Fatalf("got %q %v", d.Data, d.Err)
+	}
+}
