@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/network"
+	"alpnib.dev/nibrunner/proxy"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/fake"
@@ -82,6 +85,14 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		Checkpoints: daemon.FileCheckpoints{Dir: filepath.Join(cfg.Volumes.StoragePrefix, "checkpoints")},
 		Router:      &daemon.MemoryRouter{},
 	}
+	// With [proxy.http] the proxy is the router and measures traffic; it
+	// listens once the daemon that wakes its sleeping apps exists.
+	var px *proxy.Proxy
+	if cfg.Proxy.HTTP != nil {
+		px = proxy.New(proxy.Options{})
+		defer px.Close()
+		deps.Router, deps.Traffic = px, px
+	}
 	guestImage := "none"
 	switch vmmKind {
 	case "fake":
@@ -130,6 +141,23 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	}
 	defer d.Close()
 	go serveControl(ctx, cfg, d)
+	if px != nil {
+		px.SetWaker(d)
+		h := cfg.Proxy.HTTP
+		lc := proxy.ListenConfig{Address: net.JoinHostPort(h.ListenAddress, strconv.Itoa(h.Port))}
+		if h.TLS != nil {
+			lc.CertFile, lc.KeyFile = h.TLS.Certificate, h.TLS.Key
+		}
+		front, err := px.Listen(ctx, lc)
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := front.Serve(ctx); err != nil {
+				log.Printf("nibrunnerd: %v", err)
+			}
+		}()
+	}
 	return d.Run(ctx)
 }
 
