@@ -160,6 +160,18 @@ func (p *Proxy) Apply(_ context.Context, routes []daemon.Route) error {
 		t.routes[h] = r
 	}
 	p.table.Store(t)
+	// Forget the traffic of apps no hostname leads to any more, unless a
+	// request to one is still open.
+	apps := make(map[string]bool, len(t.routes))
+	for _, r := range t.routes {
+		apps[r.AppID] = true
+	}
+	p.meters.Range(func(k, v any) bool {
+		if !apps[k.(string)] && v.(*meter).open.Load() == 0 {
+			p.meters.Delete(k)
+		}
+		return true
+	})
 	return nil
 }
 

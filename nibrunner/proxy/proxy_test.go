@@ -450,3 +450,34 @@ func (c *manualClock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
 }
+
+func TestTheTrafficOfAnAppThatLostItsHostnamesIsForgotten(t *testing.T) {
+	p := newProxy(t, &fakeWaker{})
+	base := "http://" + serve(t, p, ListenConfig{})
+	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteUp))
+	must(t, get(t, &http.Client{}, base, "shop.example.com"), 200, "shop answers shop.example.com\n")
+	if last, _ := p.Activity("shop"); last.IsZero() {
+		t.Fatal("no activity after a request")
+	}
+	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteDown))
+	if last, _ := p.Activity("shop"); last.IsZero() {
+		t.Fatal("a new table forgot an app it still routes")
+	}
+	apply(t, p)
+	if last, busy := p.Activity("shop"); !last.IsZero() || busy {
+		t.Fatalf("an app with no hostname left reports %v %v", last, busy)
+	}
+}
+
+func TestASleepingAppIsNotRunningUntilTheProxyHasAWaker(t *testing.T) {
+	p := New(Options{Logf: t.Logf})
+	base := "http://" + serve(t, p, ListenConfig{})
+	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteSleeping))
+	must(t, get(t, &http.Client{}, base, "shop.example.com"), 503, "This app is not running.\n")
+	w := &fakeWaker{}
+	p.SetWaker(w)
+	must(t, get(t, &http.Client{}, base, "shop.example.com"), 200, "shop answers shop.example.com\n")
+	if n := w.calls.Load(); n != 1 {
+		t.Fatalf("%d wakes, want 1", n)
+	}
+}
