@@ -50,6 +50,14 @@ var migrations = []string{
 		size_bytes INTEGER NOT NULL,
 		deleted_at INTEGER NOT NULL
 	);`,
+	// Slots are written before records: a record names a guest that owns
+	// host ports, an address and a tap, and those come from its slot. A
+	// record without one is a bug the database refuses rather than keeps.
+	`CREATE TRIGGER instance_needs_slot BEFORE INSERT ON instances
+	WHEN NOT EXISTS (SELECT 1 FROM slots WHERE app_id = NEW.app_id)
+	BEGIN
+		SELECT RAISE(ABORT, 'an instance record is written only after its app has a slot');
+	END;`,
 }
 
 // DB is an open state database. It is safe for concurrent use.

@@ -2,7 +2,10 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,11 +96,77 @@ func TestASlotIsNeverReassignedOrSharedByTwoApps(t *testing.T) {
 func TestForgettingAnAppDropsItsRecordAndMeters(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, filepath.Join(t.TempDir(), "state.db"))
-	d.Apply(ctx, Change{Put: []Record{{AppID: "a", DeploymentID: "d", Data: []byte("x")}}, Meters: map[string]Meters{"a": {CpuMs: 1}}})
-	d.Apply(ctx, Change{Delete: []string{"a"}})
+	if err := d.PutSlots(ctx, map[string]int{"a": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(ctx, Change{Put: []Record{{AppID: "a", DeploymentID: "d", Data: []byte("x")}}, Meters: map[string]Meters{"a": {CpuMs: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(ctx, Change{Delete: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
 	recs, _ := d.Records(ctx)
 	m, _ := d.AllMeters(ctx)
 	if len(recs) != 0 || len(m) != 0 {
 		t.Fatalf("records %v meters %v", recs, m)
+	}
+}
+
+func TestARecordIsRefusedUntilItsAppHasASlot(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, filepath.Join(t.TempDir(), "state.db"))
+	rec := Change{Put: []Record{{AppID: "a", DeploymentID: "d", Data: []byte("x")}}}
+	err := d.Apply(ctx, rec)
+	if err == nil || !strings.Contains(err.Error(), "persist the record of a") || !strings.Contains(err.Error(), "only after its app has a slot") {
+		t.Fatalf("a record without a slot: %v", err)
+	}
+	if recs, _ := d.Records(ctx); len(recs) != 0 {
+		t.Fatalf("the refused record was kept: %v", recs)
+	}
+	if err := d.PutSlots(ctx, map[string]int{"a": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(ctx, rec); err != nil {
+		t.Fatalf("with its slot written first: %v", err)
+	}
+}
+
+func TestADatabaseOfTheFirstVersionIsMigratedKeepingItsRows(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	// A database as the first release left it: migration 1 only.
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{migrations[0], `INSERT INTO instances (app_id, deployment_id, record) VALUES ('a', 'd1', 'x')`, `PRAGMA user_version = 1`} {
+		if _, err := old.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	d := open(t, path)
+	if v, _ := d.Version(ctx); v != len(migrations) {
+		t.Fatalf("version after opening = %d, want %d", v, len(migrations))
+	}
+	if recs, _ := d.Records(ctx); string(recs["a"].Data) != "x" {
+		t.Fatalf("the migration lost a row: %v", recs)
+	}
+	if err := d.Apply(ctx, Change{Put: []Record{{AppID: "b", DeploymentID: "d", Data: []byte("y")}}}); err == nil {
+		t.Fatal("the migrated database took a record without a slot")
+	}
+}
+
+func TestADatabaseFromANewerDaemonIsRefusedSayingSo(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	d := open(t, path)
+	if _, err := d.sql.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+1)); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer than this daemon knows") {
+		t.Fatalf("opening a newer database: %v", err)
 	}
 }
