@@ -247,7 +247,11 @@ func (d *Daemon) Close() error {
 		p.stop()
 		delete(d.probers, app)
 	}
-	d.flushMeters(context.Background(), true)
+	// The caller's context is usually over by now; the last meters still
+	// get a bounded moment to reach the database.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d.flushMeters(ctx, true)
 	d.mu.Unlock()
 	return d.db.Close()
 }

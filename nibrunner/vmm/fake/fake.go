@@ -190,6 +190,7 @@ func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
 	defer logf.Close()
+	// Not CommandContext: the guest must outlive the call (and the daemon).
 	cmd := exec.Command(v.opts.Command[0], v.opts.Command[1:]...)
 	env := append(os.Environ(),
 		"NIBRUN_FAKE_GUEST=1",
