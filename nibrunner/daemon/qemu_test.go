@@ -45,9 +45,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 	t.Cleanup(func() { fake.KillAll(filepath.Join(dir, "run")) })
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	// The same folder the guestimage and qemu tests build into, so the
-	// kernel is fetched once per machine.
-	img, err := guestimage.Build(bctx, filepath.Join(os.TempDir(), "nibrun-guestimage-test"))
+	img, err := guestimage.Build(bctx, qemuGuestImageDir())
 	if err != nil {
 		t.Fatalf("build the guest image: %v", err)
 	}
