@@ -66,12 +66,14 @@ run "$bin/alp" list
 
 cd "$repo"
 say "nibrunnerd $("$bin/nibrunnerd" version | cut -d' ' -f2): a host for hundreds of microVMs, converging on desired.json"
-run "$bin/nibrunnerd" check examples/desired.json
+"$repo/scripts/demo-nibrunner.sh" "$bin" || exit 1
 
 say "What you just saw"
 cat <<TXT
 alp ran its real code paths — Candid payloads, signed and certified IC HTTP calls, preflight,
 the dry run, submission and state.json — against a local NNS; nothing left this machine.
+nibrunnerd booted the counter app in a microVM (QEMU; the fake VMM without root or QEMU), put it
+to sleep on request and woke it from its snapshot with its memory and its volume intact.
 Everything was built from this checkout into bin/; the working files are in $work.
 The docs are in docs/ (config.md is the alp configuration reference).
 TXT

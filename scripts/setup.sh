@@ -15,6 +15,8 @@ declare -A need=(
   [dpkg-deb]=dpkg
   [unsquashfs]=squashfs-tools
   [debugfs]=e2fsprogs
+  [jq]=jq
+  [curl]=curl
 )
 missing=()
 for cmd in "${!need[@]}"; do
