@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm"
@@ -298,7 +299,7 @@ func TestAnAppThatNeverAnswersFailsWithASentenceNamingThePort(t *testing.T) {
 func TestMemoryAdmissionHoldsAStartBackSayingHowMuchIsMissing(t *testing.T) {
 	h := newHost(t)
 	h.capacityMiB = 384
-	h.start(t)
+	d, _, _ := h.start(t)
 	h.write(t, doc(h.app("a", "a1", withMemory(256)), h.app("b", "b1", withMemory(256))))
 	r := h.waitFor(t, "one running, one pending", func(r *reported.HostReportedState) bool {
 		a, b := instance(r, "a"), instance(r, "b")
@@ -314,6 +315,45 @@ func TestMemoryAdmissionHoldsAStartBackSayingHowMuchIsMissing(t *testing.T) {
 	}
 	if r.Allocatable.MemoryMib != 128 {
 		t.Fatalf("allocatable %d MiB", r.Allocatable.MemoryMib)
+	}
+	if err := d.Pass(context.Background()); err != nil {
+		t.Fatalf("a pass with an app held back: %v", err)
+	}
+}
+
+func TestAnAppWaitingForASlotIsReportedAndTheOthersRecordsStillPersist(t *testing.T) {
+	h := newHost(t)
+	h.maxApps = 1
+	d, _, stop := h.start(t)
+	h.write(t, doc(h.app("a", "a1"), h.app("b", "b1")))
+	r := h.waitFor(t, "one running, one waiting for a slot", func(r *reported.HostReportedState) bool {
+		a, b := instance(r, "a"), instance(r, "b")
+		return a != nil && b != nil && (a.State == reported.InstanceRunning) != (b.State == reported.InstanceRunning)
+	})
+	waiting := instance(r, "b")
+	if waiting.State == reported.InstanceRunning {
+		waiting = instance(r, "a")
+	}
+	if waiting.State != reported.InstancePending || waiting.Message != "waiting to be started: every slot of this host is taken (max_apps = 1)" {
+		t.Fatalf("the app without a slot: %+v", waiting)
+	}
+	// The database takes no record before its slot; the waiting app's
+	// record stays in memory and the pass persists the rest.
+	if err := d.Pass(context.Background()); err != nil {
+		t.Fatalf("a pass with an app waiting for a slot: %v", err)
+	}
+	stop()
+	s, err := db.Open(context.Background(), filepath.Join(h.dir, "state", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs, err := s.Records(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[string(waiting.AppId)].AppID != "" {
+		t.Fatalf("persisted records: %v", recs)
 	}
 }
 

@@ -43,6 +43,7 @@ type host struct {
 	capacityMiB uint64
 	offset      atomic.Int64 // added to time.Now
 	slowLayers  time.Duration
+	maxApps     int // 0 means 100
 }
 
 func newHost(t testing.TB) *host {
@@ -80,9 +81,13 @@ func (s slowLayers) PrepareAll(ctx context.Context, specs []layer.Spec) ([]layer
 }
 
 func (h *host) config() Config {
+	maxApps := h.maxApps
+	if maxApps == 0 {
+		maxApps = 100
+	}
 	return Config{
 		HostID: "test-host", DesiredPath: h.desiredPath(), StateDir: filepath.Join(h.dir, "state"),
-		MaxApps: 100, CapacityMiB: h.capacityMiB, VCPUs: 2, AgentVersion: "test", GuestImageVersion: "none",
+		MaxApps: maxApps, CapacityMiB: h.capacityMiB, VCPUs: 2, AgentVersion: "test", GuestImageVersion: "none",
 		Limits:   desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
 		Resync:   100 * time.Millisecond,
 		Debounce: 20 * time.Millisecond,

@@ -473,10 +473,16 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, a plan.VolumeAc
 
 // persist writes the records that changed and forgets the forgotten, in
 // one transaction; meters go at most every 30 s (they are monotonic, so a
-// crash loses at most that much counting).
+// crash loses at most that much counting). Slots are written before
+// records (the database refuses the other order): an app still waiting for
+// its first slot has a fresh record that says nothing a restart would miss,
+// so it stays in memory until the app has one.
 func (d *Daemon) persist(ctx context.Context, now time.Time) error {
 	var ch db.Change
 	for app, rec := range d.records {
+		if _, ok := d.slots[app]; !ok {
+			continue
+		}
 		b := rec.encode()
 		if !bytes.Equal(b, d.persisted[app]) {
 			ch.Put = append(ch.Put, db.Record{AppID: app, DeploymentID: rec.DeploymentID, Data: b})
