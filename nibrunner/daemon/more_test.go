@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,4 +194,43 @@ func TestAFailedSleepLeavesTheAppUpAndSaysWhenItTriesAgain(t *testing.T) {
 	if a.State != reported.InstanceRunning || !strings.Contains(a.Message, "the snapshot disk is full") || !strings.Contains(a.Message, "next try in") {
 		t.Fatalf("a: %+v", a)
 	}
+}
+
+// brokenNetwork refuses to apply the host's rules until fixed.
+type brokenNetwork struct{ fixed atomic.Bool }
+
+func (n *brokenNetwork) Apply(context.Context, []NetSlot) error {
+	if !n.fixed.Load() {
+		return errors.New("nft: table nibrun could not be loaded")
+	}
+	return nil
+}
+
+func TestNoGuestStartsUntilTheNetworkRulesAreInPlace(t *testing.T) {
+	h := newHost(t)
+	deps, v, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := &brokenNetwork{}
+	deps.Network = net
+	d, err := Open(context.Background(), h.config(), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+
+	h.write(t, doc(h.app("a", "a1")))
+	r := h.waitFor(t, "a waiting for the network", allIn(reported.InstancePending, "a"))
+	if msg := instance(r, "a").Message; msg != "waiting to be started: the host network rules are not in place yet (nft: table nibrun could not be loaded)" {
+		t.Fatalf("message %q", msg)
+	}
+	if got := pids(t, v); len(got) != 0 {
+		t.Fatalf("guests started before the network rules: %v", got)
+	}
+	net.fixed.Store(true)
+	h.waitFor(t, "a running once the rules are in place", allIn(reported.InstanceRunning, "a"))
 }
