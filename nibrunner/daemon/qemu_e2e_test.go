@@ -22,17 +22,11 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/guestimage"
-	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/reported"
-	"alpnib.dev/nibrunner/store"
-	"alpnib.dev/nibrunner/vmm/fake"
-	"alpnib.dev/nibrunner/vmm/qemu"
-	"alpnib.dev/nibrunner/volume"
 )
 
 // qemuGuestImageDir is the folder the guestimage, qemu and daemon tests
@@ -66,28 +60,8 @@ func runQEMUDaemon(dir string) error {
 	if err != nil {
 		return fmt.Errorf("load the guest image: %w", err)
 	}
-	v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
-	if err != nil {
-		return err
-	}
-	st, err := store.NewDir(filepath.Join(dir, "store"))
-	if err != nil {
-		return err
-	}
-	cache, err := layer.NewCache(filepath.Join(dir, "cache"), st)
-	if err != nil {
-		return err
-	}
-	vols, err := volume.NewLocal(filepath.Join(dir, "volumes"), st)
-	if err != nil {
-		return err
-	}
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "daemon: "+f+"\n", a...) }
-	d, err := Open(ctx, Config{
-		HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: filepath.Join(dir, "state"),
-		MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
-		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: logf, UserNetwork: true,
-	}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}})
+	d, v, err := openQEMUDaemon(ctx, dir, img, nil, logf)
 	if err != nil {
 		return err
 	}
@@ -186,23 +160,10 @@ func zipWithSymlink(t *testing.T) []byte {
 // match and a volume seeded from a zip holding a symlink each fail their
 // own instance or volume in reported.json, saying why.
 func TestThroughTheDaemonARealGuestServesItsSeededVolumeKeepsItsStateAcrossSleepAndWakeAndOutlivesASIGKILL(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb")
+	dir, _ := qemuTestDir(t)
 	ctx := context.Background()
-	// QEMU's unix sockets need a short path.
-	dir, err := os.MkdirTemp("", "nbe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Registered after the removal, so it runs first: whatever happens to
-	// the test, no microVM outlives it.
-	t.Cleanup(func() { fake.KillAll(filepath.Join(dir, "run")) })
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if _, err := guestimage.Build(bctx, qemuGuestImageDir()); err != nil {
-		t.Fatalf("build the guest image: %v", err)
-	}
 
 	// The tenant: a static binary, an executable layer at /app/notes.
 	bin := filepath.Join(dir, "notes")
@@ -264,17 +225,10 @@ func TestThroughTheDaemonARealGuestServesItsSeededVolumeKeepsItsStateAcrossSleep
 	daemon1 := startQEMUDaemon(t, dir)
 	waitLong := func(what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Minute)
-		for time.Now().Before(deadline) {
-			if r := h.readReport(t); r != nil && cond(r) {
-				return r
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		b, _ := os.ReadFile(h.reportPath())
-		console, _ := os.ReadFile(filepath.Join(dir, "run", "notes", "console.log"))
-		t.Fatalf("timed out waiting for %s:\n%s\nconsole:\n%s", what, b, console)
-		return nil
+		return h.waitLong(t, what, cond, func() string {
+			b, _ := os.ReadFile(filepath.Join(dir, "run", "notes", "console.log"))
+			return string(b)
+		})
 	}
 	r := waitLong("notes running and the three broken ones failed", func(r *reported.HostReportedState) bool {
 		if in := instance(r, "notes"); in == nil || in.State != reported.InstanceRunning {

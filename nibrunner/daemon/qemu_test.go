@@ -31,24 +31,8 @@ import (
 // booted by QEMU (TCG here), health-checked over QEMU's user network, and
 // adopted by a second daemon without a restart.
 func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb")
+	dir, img := qemuTestDir(t)
 	ctx := context.Background()
-	// QEMU's unix sockets need a short path.
-	dir, err := os.MkdirTemp("", "nbd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Whatever happens to the test, no microVM outlives it (guests outlive
-	// their daemon by design, so only their pidfiles know them all).
-	t.Cleanup(func() { fake.KillAll(filepath.Join(dir, "run")) })
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	img, err := guestimage.Build(bctx, qemuGuestImageDir())
-	if err != nil {
-		t.Fatalf("build the guest image: %v", err)
-	}
 
 	storeDir := filepath.Join(dir, "store")
 	os.MkdirAll(filepath.Join(storeDir, "apps"), 0o755)
@@ -76,27 +60,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 
 	h := &host{dir: dir}
 	open := func() (*Daemon, *qemu.VMM) {
-		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := store.NewDir(storeDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cache, err := layer.NewCache(filepath.Join(dir, "cache"), st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vols, err := volume.NewLocal(filepath.Join(dir, "volumes"), st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := Open(ctx, Config{
-			HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: stateDir,
-			MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
-			Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: t.Logf, UserNetwork: true, Now: h.now,
-		}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}})
+		d, v, err := openQEMUDaemon(ctx, dir, img, h.now, t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,16 +94,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 	stop := run(d)
 	waitLong := func(what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Minute)
-		for time.Now().Before(deadline) {
-			if r := h.readReport(t); r != nil && cond(r) {
-				return r
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		b, _ := os.ReadFile(h.reportPath())
-		t.Fatalf("timed out waiting for %s:\n%s\nconsole:\n%s", what, b, consoleOf(v, "hello"))
-		return nil
+		return h.waitLong(t, what, cond, func() string { return consoleOf(v, "hello") })
 	}
 	r := waitLong("hello running", allIn(reported.InstanceRunning, "hello"))
 	if in := instance(r, "hello"); int(in.HostPort) != 21000+8*pinned || r.Versions.Vmm == "fake" {
@@ -213,6 +168,82 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 	if l, _ := v.List(ctx); len(l) != 1 || !l[0].Restored {
 		t.Fatalf("the adopted guest's wake did not restore: %+v", l)
 	}
+}
+
+// qemuTestDir makes the folder of a test on the real VMM (short: QEMU's
+// unix sockets live under it) and builds the guest image. Whatever happens
+// to the test, no microVM under the folder outlives it (guests outlive
+// their daemon by design, so only their pidfiles know them all).
+func qemuTestDir(t *testing.T) (string, guestimage.Image) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb")
+	dir, err := os.MkdirTemp("", "nbd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Registered after the removal, so it runs first.
+	t.Cleanup(func() { fake.KillAll(filepath.Join(dir, "run")) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	img, err := guestimage.Build(ctx, qemuGuestImageDir())
+	if err != nil {
+		t.Fatalf("build the guest image: %v", err)
+	}
+	return dir, img
+}
+
+// openQEMUDaemon opens a daemon on dir with the real adapters: the QEMU
+// VMM on user-mode networking, the layer cache and ext4 volumes over the
+// folder store dir/store.
+func openQEMUDaemon(ctx context.Context, dir string, img guestimage.Image, now func() time.Time, logf func(string, ...any)) (*Daemon, *qemu.VMM, error) {
+	v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.NewDir(filepath.Join(dir, "store"))
+	if err != nil {
+		v.Close()
+		return nil, nil, err
+	}
+	cache, err := layer.NewCache(filepath.Join(dir, "cache"), st)
+	if err != nil {
+		v.Close()
+		return nil, nil, err
+	}
+	vols, err := volume.NewLocal(filepath.Join(dir, "volumes"), st)
+	if err != nil {
+		v.Close()
+		return nil, nil, err
+	}
+	d, err := Open(ctx, Config{
+		HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: filepath.Join(dir, "state"),
+		MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
+		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: logf, UserNetwork: true, Now: now,
+	}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}})
+	if err != nil {
+		v.Close()
+		return nil, nil, err
+	}
+	return d, v, nil
+}
+
+// waitLong polls reported.json until cond holds, for as long as a TCG
+// boot on a loaded machine may take, and shows the guest's console if it
+// never does.
+func (h *host) waitLong(t *testing.T, what string, cond func(*reported.HostReportedState) bool, console func() string) *reported.HostReportedState {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		if r := h.readReport(t); r != nil && cond(r) {
+			return r
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(h.reportPath())
+	t.Fatalf("timed out waiting for %s:\n%s\nconsole:\n%s", what, b, console())
+	return nil
 }
 
 func consoleOf(v *qemu.VMM, app string) string {
