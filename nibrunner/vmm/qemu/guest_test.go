@@ -21,6 +21,7 @@ import (
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/vmm/fake"
 )
 
 // These tests boot real guests: QEMU microvm with Debian's cloud kernel and
@@ -60,6 +61,10 @@ func shortTempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })
+	// Registered after the removal, so it runs first: a test that ends
+	// any way at all (a Fatal before its deferred Stop, a helper daemon
+	// killed mid-start) leaves no QEMU behind its pidfiles.
+	t.Cleanup(func() { fake.KillAll(filepath.Join(d, "run")) })
 	return d
 }
 
