@@ -321,3 +321,26 @@ func TestTheTenantLogRotatesInsteadOfGrowingWithoutBound(t *testing.T) {
 		t.Errorf("the last line is not stamped and newline-ended: %q", cur[max(0, len(cur)-40):])
 	}
 }
+
+func TestTheGuestRAMIsTheAnonymousMappingOfTheGuestsSizeInSmaps(t *testing.T) {
+	smaps := `55d0c0000000-55d0c0a00000 r-xp 00000000 fe:01 1234   /usr/bin/qemu-system-x86_64
+Size:              10240 kB
+Rss:                9000 kB
+7f0000000000-7f0008200000 rw-p 00000000 00:00 0 
+Size:             133120 kB
+Rss:               46100 kB
+7f0010000000-7f0012000000 rwxp 00000000 00:00 0 
+Size:              32768 kB
+Rss:               30000 kB
+7f0020000000-7f0028000000 rw-p 00000000 00:00 0    /memfd:other (deleted)
+Size:             131072 kB
+Rss:              131072 kB
+`
+	got, err := guestRAMResident([]byte(smaps), 128<<20)
+	if err != nil || got != 46100<<10 {
+		t.Fatalf("guest RAM resident %d, %v; want the 128 MiB anonymous mapping's 46100 kB", got, err)
+	}
+	if _, err := guestRAMResident([]byte(smaps), 512<<20); err == nil {
+		t.Fatal("a guest of 512 MiB was found in a process with no such mapping")
+	}
+}
