@@ -97,7 +97,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	for i := v; i < len(migrations); i++ {
 		tx, err := d.sql.BeginTx(ctx, nil)
 		if err != nil {
-			return err
+			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
 		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 			tx.Rollback()
@@ -117,8 +117,10 @@ func (d *DB) migrate(ctx context.Context) error {
 // Version returns the schema version.
 func (d *DB) Version(ctx context.Context) (int, error) {
 	var v int
-	err := d.sql.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
-	return v, err
+	if err := d.sql.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
 }
 
 // Accepted is the last document the daemon accepted.
