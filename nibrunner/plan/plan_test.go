@@ -45,6 +45,9 @@ func TestInstancePlans(t *testing.T) {
 	onRequestIdle.IdleTimeoutMs = &idle
 	maxLife := instance("a", "d1", desired.StateOnRequest)
 	maxLife.Activation = &desired.ActivationPolicy{SleepWhen: desired.SleepPolicy{Kind: desired.SleepMaxLifetime, TtlMs: 60000}}
+	reconfigured := instance("a", "d1", desired.StateRunning)
+	reconfigured.Config.Resources.MemoryMib *= 2
+	reconfigured.Config.Command.Args = append(reconfigured.Config.Command.Args, "--changed")
 
 	tests := []struct {
 		name string
@@ -56,6 +59,7 @@ func TestInstancePlans(t *testing.T) {
 		{"a new on-request app boots for its first deploy", instance("a", "d1", desired.StateOnRequest), nil, Start},
 		{"a new stopped app is left down", instance("a", "d1", desired.StateStopped), nil, ""},
 		{"an app up on its deployment is left alone", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, ""},
+		{"a changed config under the same deploymentId leaves the guest alone", reconfigured, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, ""},
 		{"a new deploymentId replaces the guest", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, Replace},
 		{"a new deploymentId replaces a sleeper too", instance("a", "d2", desired.StateOnRequest), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, Replace},
 		{"a new deploymentId of an app out of restarts starts afresh", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: NoVM, OutOfRestarts: true, Booted: true}, Start},
