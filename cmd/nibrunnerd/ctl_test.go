@@ -2,15 +2,26 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/vmm/fake"
 )
 
-func TestSleepWithNoDaemonSaysNoneIsListeningAndHowToStartOne(t *testing.T) {
-	root := t.TempDir()
+// ctlConfig writes a host configuration under root (no proxy) and
+// returns its path.
+func ctlConfig(t *testing.T, root string) string {
+	t.Helper()
 	config := fmt.Sprintf(`max_apps = 10
 [paths]
 state_dir = "%[1]s/state"
@@ -34,18 +45,119 @@ denied_egress_addresses_v6 = []
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return cfgPath
+}
+
+// ctl runs one nibrunnerd command line and returns what it printed.
+func ctl(args ...string) (string, error) {
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestSleepWithNoDaemonSaysNoneIsListeningAndHowToStartOne(t *testing.T) {
+	root := t.TempDir()
+	cfgPath := ctlConfig(t, root)
 	for _, verb := range []string{"sleep", "wake"} {
-		cmd := newRootCmd()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetArgs([]string{verb, "counter", "--config", cfgPath})
-		err := cmd.Execute()
+		out, err := ctl(verb, "counter", "--config", cfgPath)
 		want := "no nibrunnerd is listening on " + filepath.Join(root, "run", "nibrunnerd.sock") + "; start it with nibrunnerd serve"
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Fatalf("%s: %v, want it to start %q", verb, err, want)
 		}
-		if out.Len() != 0 {
-			t.Fatalf("%s printed %q as if it worked", verb, out.String())
+		if out != "" {
+			t.Fatalf("%s printed %q as if it worked", verb, out)
 		}
+	}
+}
+
+func TestSleepAndWakeFromTheCommandLineReachARunningServe(t *testing.T) {
+	testenv.RequireCommand(t, "mke2fs") // the ext4 volume backend
+	// The control socket's path must be short.
+	root, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	t.Cleanup(func() { fake.KillAll(filepath.Join(root, "run")) })
+	cfgPath := ctlConfig(t, root)
+	layer := append([]byte("hsqs"), make([]byte, 4092)...)
+	os.MkdirAll(filepath.Join(root, "store", "layers"), 0o755)
+	os.WriteFile(filepath.Join(root, "store", "layers", "base.squashfs"), layer, 0o644)
+	sum := sha256.Sum256(layer)
+	b, err := os.ReadFile("../../examples/desired.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.Unmarshal(b, &doc)
+	in := doc["instances"].([]any)[0].(map[string]any)
+	in["layers"] = []any{map[string]any{"kind": "filesystem", "digest": hex.EncodeToString(sum[:]), "objectKey": "layers/base.squashfs"}}
+	in["desiredState"] = "on-request"
+	in["hostnames"] = []any{} // this host has no proxy
+	app := in["appId"].(string)
+	doc["volumes"].([]any)[0].(map[string]any)["sizeBytes"] = 8 << 20
+	b, _ = json.Marshal(doc)
+	os.MkdirAll(filepath.Join(root, "control"), 0o755)
+	os.WriteFile(filepath.Join(root, "control", "desired.json"), b, 0o644)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfgPath, "fake", 0, false) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitState := func(want reported.InstanceState) {
+		t.Helper()
+		var r reported.HostReportedState
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if b, err := os.ReadFile(filepath.Join(root, "state", "reported.json")); err == nil && json.Unmarshal(b, &r) == nil &&
+				len(r.Instances) == 1 && r.Instances[0].State == want {
+				return
+			}
+		}
+		t.Fatalf("%s never became %s: %+v", app, want, r.Instances)
+	}
+	waitState(reported.InstanceRunning)
+
+	out, err := ctl("sleep", app, "--config", cfgPath)
+	if err != nil || !strings.HasPrefix(out, app+": sleep done in ") {
+		t.Fatalf("sleep: %q, %v", out, err)
+	}
+	waitState(reported.InstanceIdle)
+	if _, err := os.Stat(filepath.Join(root, "snap", app, "stamp.json")); err != nil {
+		t.Fatalf("no snapshot after the sleep: %v", err)
+	}
+	out, err = ctl("wake", app, "--config", cfgPath)
+	if err != nil || !strings.HasPrefix(out, app+": wake done in ") {
+		t.Fatalf("wake: %q, %v", out, err)
+	}
+	waitState(reported.InstanceRunning)
+
+	// A running app is not the daemon's to put to sleep: the refusal
+	// comes back in the daemon's words.
+	in["desiredState"] = "running"
+	b, _ = json.Marshal(doc)
+	os.WriteFile(filepath.Join(root, "control", "desired.json.tmp"), b, 0o644)
+	os.Rename(filepath.Join(root, "control", "desired.json.tmp"), filepath.Join(root, "control", "desired.json"))
+	digest := sha256.Sum256(b)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var r reported.HostReportedState
+		if b, err := os.ReadFile(filepath.Join(root, "state", "reported.json")); err == nil && json.Unmarshal(b, &r) == nil &&
+			string(r.AcceptedDigest) == hex.EncodeToString(digest[:]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never accepted the new document: %+v", r)
+		}
+	}
+	_, err = ctl("sleep", app, "--config", cfgPath)
+	if err == nil || !strings.Contains(err.Error(), "desired.json asks it running") {
+		t.Fatalf("sleeping a running app: %v", err)
 	}
 }
