@@ -63,6 +63,9 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, fmt.Errorf("no nibrunnerd is listening on %s; start it with nibrunnerd serve: %w", c.Socket, ErrNoDaemon)
 		}
+		if errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("%s is only for the user the daemon runs as (root); run this as that user: %w", c.Socket, err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
