@@ -63,7 +63,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	}
 	drive, err := guest.EncodeDrive(guestConfig(spec))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("config drive of %s: %w", spec.AppID, err)
 	}
 	if err := atomicfile.WriteFile(m.Config, drive, 0o644); err != nil {
 		return nil, fmt.Errorf("write config drive of %s: %w", spec.AppID, err)
@@ -74,7 +74,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	}
 	logf, err := os.OpenFile(filepath.Join(m.Dir, qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open QEMU's log for %s: %w", spec.AppID, err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(v.cfg.QEMU, args...)

@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 		}
 		abs, err := filepath.Abs(*d)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("VMM folder %s: %w", *d, err)
 		}
 		*d = abs
 		if err := os.MkdirAll(abs, 0o755); err != nil {
@@ -313,6 +313,19 @@ func (v *VMM) claim(app string) error {
 
 func (v *VMM) release(app string) { _ = os.Remove(v.pidfile(app)) }
 
+// forget lets go of a guest whose QEMU has ended (stopped or slept): its
+// connections, its place in the map (unless a newer guest took it) and
+// its pidfile.
+func (v *VMM) forget(appID string, g *vmGuest) {
+	g.close()
+	v.mu.Lock()
+	if v.guests[appID] == g {
+		delete(v.guests, appID)
+	}
+	v.mu.Unlock()
+	v.release(appID)
+}
+
 func (g *vmGuest) close() {
 	g.log.close()
 	g.mu.Lock()
@@ -361,13 +374,7 @@ func (v *VMM) Stop(ctx context.Context, appID string) error {
 			}
 		}
 	}
-	g.close()
-	v.mu.Lock()
-	if v.guests[appID] == g {
-		delete(v.guests, appID)
-	}
-	v.mu.Unlock()
-	v.release(appID)
+	v.forget(appID, g)
 	return nil
 }
 

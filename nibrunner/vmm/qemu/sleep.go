@@ -106,13 +106,7 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 		_ = v.signal(g, unix.SIGKILL)
 		waitDone(g.done, 5*time.Second)
 	}
-	g.close()
-	v.mu.Lock()
-	if v.guests[appID] == g {
-		delete(v.guests, appID)
-	}
-	v.mu.Unlock()
-	v.release(appID)
+	v.forget(appID, g)
 	return nil
 }
 
@@ -185,7 +179,7 @@ func (v *VMM) restore(ctx context.Context, spec vmm.Spec) (*vmGuest, error) {
 	}
 	state := filepath.Join(dir, stateFile)
 	if _, err := os.Stat(state); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("restore %s: its saved state: %w", spec.AppID, err)
 	}
 	g, err := v.launch(ctx, spec, state)
 	if err != nil {
@@ -269,16 +263,19 @@ func (v *VMM) packExecutable(ctx context.Context, l vmm.Layer) (string, error) {
 		return out, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
+		return "", fmt.Errorf("pack executable layer %s: %w", l.DestinationPath, err)
 	}
 	stage, err := os.MkdirTemp(filepath.Dir(out), "stage-")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("pack executable layer %s: %w", l.DestinationPath, err)
 	}
 	defer os.RemoveAll(stage)
 	tmp := filepath.Join(stage, "image.sqfs")
 	if err := layer.Pack(ctx, "", l.Path, l.DestinationPath, filepath.Join(stage, "root"), tmp); err != nil {
 		return "", err
 	}
-	return out, os.Rename(tmp, out)
+	if err := os.Rename(tmp, out); err != nil {
+		return "", fmt.Errorf("pack executable layer %s: %w", l.DestinationPath, err)
+	}
+	return out, nil
 }
