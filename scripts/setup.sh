@@ -32,6 +32,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The guest image is built from Debian's kernel package (apt-get download),
+# which needs package lists even when every tool above was already there.
+if ! apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: reading Debian package lists (apt-get update) for the guest kernel" >&2
+    apt-get update -qq
+  else
+    echo "setup: apt-cache does not know linux-image-cloud-amd64; the guest image will not build until root runs apt-get update" >&2
+  fi
+fi
+
 gobin="$(go env GOPATH)/bin"
 if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; then
   echo "setup: installing staticcheck" >&2
