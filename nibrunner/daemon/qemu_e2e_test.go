@@ -160,7 +160,7 @@ func zipWithSymlink(t *testing.T) []byte {
 // match and a volume seeded from a zip holding a symlink each fail their
 // own instance or volume in reported.json, saying why.
 func TestThroughTheDaemonARealGuestServesItsSeededVolumeKeepsItsStateAcrossSleepAndWakeAndOutlivesASIGKILL(t *testing.T) {
-	dir, _ := qemuTestDir(t)
+	dir, img := qemuTestDir(t)
 	ctx := context.Background()
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -242,6 +242,9 @@ func TestThroughTheDaemonARealGuestServesItsSeededVolumeKeepsItsStateAcrossSleep
 		v := volumeOf(r, "zipper-data")
 		return v != nil && v.State == reported.VolumeFailed
 	})
+	if r.Versions.GuestImage != img.Version || !strings.HasPrefix(r.Versions.Vmm, "qemu-") {
+		t.Errorf("reported versions %+v, want guest image %s on QEMU", r.Versions, img.Version)
+	}
 	for _, c := range []struct{ what, message, want string }{
 		{"the bad-magic layer's instance", instance(r, "badmagic").Message, "not a squashfs or ext4 image"},
 		{"the mismatched layer's instance", instance(r, "mismatch").Message, "digest"},
