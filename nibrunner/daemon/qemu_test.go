@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,11 +67,17 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 		}
 		return d, v
 	}
+	// run runs d until the returned stop, or until the test ends however
+	// it ends: a daemon left running after a Fatal would boot the guest
+	// again behind the cleanup that kills it, and log into a finished test.
 	run := func(d *Daemon) func() {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); d.Run(rctx) }()
-		return func() { cancel(); <-done; d.Close() }
+		var once sync.Once
+		stop := func() { once.Do(func() { cancel(); <-done; d.Close() }) }
+		t.Cleanup(stop)
+		return stop
 	}
 
 	app := desired.DesiredInstance{
@@ -148,8 +155,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 	stop()
 	v.Close()
 	d, v = open()
-	stop = run(d)
-	defer stop()
+	run(d)
 	r = waitLong("hello adopted", allIn(reported.InstanceRunning, "hello"))
 	if instance(r, "hello").DeploymentId != "hello-1" {
 		t.Fatalf("report %+v", r)
