@@ -245,12 +245,15 @@ t=$(now_ms)
 run "$bin/nibrunnerd" sleep counter --config "$cfg" || fail "sleep"
 sleep_ms=$(($(now_ms) - t))
 wait_state idle 60
-jq '.instances[] | select(.appId == "counter") | {appId, state}' "$report"
+explain "The same socket serves the report (what reported.json holds):"
+printf '\033[36m$ %s\033[0m\n' "curl -sS --unix-socket $runtime/nibrunnerd.sock http://nibrunnerd/v1/report | jq '.instances[] | {appId, state}'"
+curl -sS --max-time 10 --unix-socket "$runtime/nibrunnerd.sock" http://nibrunnerd/v1/report | jq '.instances[] | {appId, state}' || fail "GET /v1/report"
 kill -0 "$qemu_pid" 2>/dev/null && fail "QEMU $qemu_pid is still running after the sleep"
 echo "QEMU pid $qemu_pid has exited. The snapshot:"
 run ls -l "$root/var/lib/nibrunner/snapshots/counter"
 run du -sh --apparent-size "$root/var/lib/nibrunner/snapshots/counter"
-explain "Nothing answers at the host port while it sleeps (the proxy that wakes on a request is a later issue):"
+explain "Nothing answers at its host port while it sleeps (with [proxy.http] and a hostname, the proxy
+would wake it for this request; here it is woken by hand):"
 run curl -sS --max-time 5 "http://$addr/"
 
 say "nibrunnerd wake counter — restore the snapshot, resume, wait for the health check"

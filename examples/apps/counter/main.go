@@ -49,7 +49,11 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if b, err := os.ReadFile(c.dir + "/greeting.txt"); err == nil {
 		greeting = strings.TrimSpace(string(b))
 	}
-	fmt.Fprintf(w, "hello from %s, request #%d since boot, file says %q; visits.log has %d lines\n", c.hostname, c.n, greeting, visits)
+	lines := "lines"
+	if visits == 1 {
+		lines = "line"
+	}
+	fmt.Fprintf(w, "hello from %s, request #%d since boot, file says %q; visits.log has %d %s\n", c.hostname, c.n, greeting, visits, lines)
 }
 
 // logVisit appends one line to visits.log and returns how many it holds.

@@ -13,7 +13,7 @@ func TestEachRequestCountsInMemoryAndLeavesALineOnDisk(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "greeting.txt"), []byte("seeded\n"), 0o644)
 	c := &counter{dir: dir, hostname: "counter.example"}
 	for i, want := range []string{
-		"hello from counter.example, request #1 since boot, file says \"seeded\"; visits.log has 1 lines\n",
+		"hello from counter.example, request #1 since boot, file says \"seeded\"; visits.log has 1 line\n",
 		"hello from counter.example, request #2 since boot, file says \"seeded\"; visits.log has 2 lines\n",
 	} {
 		rec := httptest.NewRecorder()
