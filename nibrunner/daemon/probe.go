@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -154,12 +155,35 @@ func (p *prober) probe(ctx context.Context) bool {
 		}
 		fallthrough
 	default:
-		var dialer net.Dialer
-		c, err := dialer.DialContext(ctx, "tcp", p.endpoint)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
+		return tcpAnswers(ctx, p.endpoint)
 	}
+}
+
+// tcpSettle is how long a probe keeps an accepted connection open to tell a
+// listener from a forwarder that accepts for it.
+const tcpSettle = 150 * time.Millisecond
+
+// tcpAnswers reports whether something listens at endpoint. A connect alone
+// is not proof: QEMU's user-mode network accepts on the host port for the
+// guest and resets the connection once the guest refuses it. So the
+// connection is held briefly: still open (or sending a banner) is a
+// listener; reset or closed at once is nobody.
+func tcpAnswers(ctx context.Context, endpoint string) bool {
+	var dialer net.Dialer
+	c, err := dialer.DialContext(ctx, "tcp", endpoint)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	deadline := time.Now().Add(tcpSettle)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.SetReadDeadline(deadline)
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil {
+		var ne net.Error
+		return errors.As(err, &ne) && ne.Timeout()
+	}
+	return true
 }
