@@ -65,7 +65,9 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	}
 	sum := sha256.Sum256(b)
 
-	// A high slot, so its host port does not meet another test's.
+	// A slot of its own, so its host port (QEMU's user-network forward)
+	// meets no other test's: 1000–1399 are ports 29000–32199, under the
+	// kernel's ephemeral range and below the daemon's QEMU test's slots.
 	stateDir := filepath.Join(dir, "state")
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := slots.PutSlots(ctx, map[string]int{"counter": 5500 + rand.IntN(1000)}); err != nil {
+	if err := slots.PutSlots(ctx, map[string]int{"counter": 1000 + rand.IntN(400)}); err != nil {
 		t.Fatal(err)
 	}
 	slots.Close()
@@ -115,6 +117,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	defer func() { stop(); <-ran; d.Close() }()
 
 	const host = "counter.apps.example.net"
+	reportPath := filepath.Join(stateDir, daemon.ReportName)
 	app := desired.DesiredInstance{
 		AppId: "counter", DeploymentId: "counter-1", VolumeId: "counter-data", DesiredState: desired.StateOnRequest,
 		Layers: []desired.DesiredLayer{{Kind: desired.LayerExecutable, Digest: desired.Sha256Digest(hex.EncodeToString(sum[:])), ObjectKey: "apps/counter", DestinationPath: "/app/counter"}},
@@ -148,14 +151,14 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	routed := func(state daemon.RouteState) func() bool {
 		return func() bool { r, ok := p.table.Load().routes[host]; return ok && r.State == state }
 	}
-	waitLong(t, "the counter's route up", routed(daemon.RouteUp))
+	waitLong(t, "the counter's route up", routed(daemon.RouteUp), reportPath)
 	c := &http.Client{Timeout: 4 * time.Minute}
 	var first result
 	waitLong(t, "the counter answers through the proxy", func() bool {
 		r, err := ask(c, base, host)
 		first = r
 		return err == nil && r.status == 200
-	})
+	}, reportPath)
 	if !strings.Contains(first.body, "hello from "+host) {
 		t.Fatalf("the counter answered %q", first.body)
 	}
@@ -165,7 +168,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	if err := d.Sleep(sctx, "counter"); err != nil {
 		t.Fatal(err)
 	}
-	waitLong(t, "the counter's route sleeping", routed(daemon.RouteSleeping))
+	waitLong(t, "the counter's route sleeping", routed(daemon.RouteSleeping), reportPath)
 
 	woke := get(t, c, base, host)
 	if woke.status != 200 || !strings.Contains(woke.body, "request #2 since boot") {
@@ -174,17 +177,18 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	if last, busy := p.Activity("counter"); last.IsZero() || busy {
 		t.Fatalf("activity after the wake: %v %v", last, busy)
 	}
-	waitLong(t, "the counter's route up again", routed(daemon.RouteUp))
+	waitLong(t, "the counter's route up again", routed(daemon.RouteUp), reportPath)
 }
 
 // waitLong polls cond for up to 5 minutes (a boot under TCG on a busy
 // machine).
-func waitLong(t *testing.T, what string, cond func() bool) {
+func waitLong(t *testing.T, what string, cond func() bool, report string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			b, _ := os.ReadFile(report)
+			t.Fatalf("timed out waiting for %s; reported.json:\n%s", what, b)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
