@@ -531,14 +531,23 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 			nets = append(nets, NetSlot{AppID: app, Slot: n, Network: slot.Network(n), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, n), Forward: up})
 			state := RouteDown
 			rec := d.records[app]
+			var addr string
+			if up {
+				addr = st.Endpoint
+			}
 			switch {
-			case up:
+			case up && d.answering(app):
 				state = RouteUp
+			case up && in.DesiredState != desired.StateStopped:
+				// Booting: the activator waits on Wake, which joins this
+				// boot's prober, rather than proxying to a guest that does
+				// not listen yet (a 502).
+				state = RouteSleeping
 			case in.DesiredState == desired.StateOnRequest && rec != nil && rec.Booted:
 				state = RouteSleeping
 			}
 			for _, h := range in.Hostnames {
-				routes = append(routes, Route{Hostname: string(h.Hostname), AppID: app, HostPort: slot.HostPort(n), State: state})
+				routes = append(routes, Route{Hostname: string(h.Hostname), AppID: app, HostPort: slot.HostPort(n), Addr: addr, State: state})
 			}
 		}
 	}
@@ -561,6 +570,17 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 			d.lastRoute = routes
 		}
 	}
+}
+
+// answering tells whether app's guest has passed its health check: its
+// prober says running, or unhealthy (it answered once and may still).
+func (d *Daemon) answering(app string) bool {
+	p := d.probers[app]
+	if p == nil {
+		return false
+	}
+	s := p.record().State
+	return s == health.Running || s == health.Unhealthy
 }
 
 func ports(in *desired.DesiredInstance, n int) []vmm.Port {

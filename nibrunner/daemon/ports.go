@@ -67,17 +67,26 @@ type RouteState string
 
 // The route states.
 const (
-	RouteUp       RouteState = "up"       // proxy to HostPort
-	RouteSleeping RouteState = "sleeping" // the activator wakes the app
+	RouteUp       RouteState = "up"       // proxy to Addr (or HostPort)
+	RouteSleeping RouteState = "sleeping" // the activator wakes (or waits for) the app
 	RouteDown     RouteState = "down"     // 503 "This app is not running."
 )
 
-// Route sends one hostname to one app.
+// Route sends one hostname to one app. A route is up only once the app's
+// health check has passed; while its guest boots the route says sleeping,
+// so a request waits on Daemon.Wake (which shares the boot's health check)
+// instead of meeting a guest that does not listen yet.
 type Route struct {
 	Hostname string
 	AppID    string
 	HostPort int
-	State    RouteState
+	// Addr is host:port where the app answers now: the VMM's endpoint for
+	// its guest (the guest's IP for a microVM on a tap, a loopback port
+	// for QEMU's user network or the fake VMM). Empty when no guest runs
+	// or the VMM names none: the proxy then dials its backend host at
+	// HostPort.
+	Addr  string
+	State RouteState
 }
 
 // Router holds the HTTP proxy's routing table; Apply replaces it whole.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"sort"
 	"time"
@@ -99,6 +100,15 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 		ri.HostPort = uint16(net.HostPort)
 		if !d.cfg.UserNetwork {
 			ri.GuestIpv4 = net.GuestIPv4.String()
+		}
+		// A guest the VMM reaches on a loopback port answers there, not at
+		// the slot's: QEMU's user network forwards the slot's port (the
+		// same number), but the fake VMM's guest listens on a port of its
+		// own, so its report names that one.
+		if st, ok := vms[app]; ok && st.State == vmm.Running {
+			if ap, err := netip.ParseAddrPort(st.Endpoint); err == nil && ap.Addr().IsLoopback() {
+				ri.HostPort = ap.Port()
+			}
 		}
 	}
 	if m, ok := d.meters[app]; ok {

@@ -86,3 +86,17 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 	}
 	return d.probers[app], nil
 }
+
+// Backend is host:port where app's guest answers now (the VMM's endpoint,
+// as its health check reaches it), or "" when no guest is up or the VMM
+// names none. The proxy asks after a wake: the route it holds was made
+// while the app slept, and a woken guest may answer somewhere new (the
+// fake VMM's guests listen on a fresh loopback port each start).
+func (d *Daemon) Backend(app string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p := d.probers[app]; p != nil {
+		return p.endpoint
+	}
+	return ""
+}

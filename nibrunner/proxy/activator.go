@@ -16,10 +16,11 @@ type activator struct {
 	inflight map[string]*wake
 }
 
-// wake is one wake under way; err is set before done closes.
+// wake is one wake under way; err and addr are set before done closes.
 type wake struct {
 	done chan struct{}
 	err  error
+	addr string // where the woken app answers, when the Waker can say
 }
 
 // running is the wake under way for app, or nil.
@@ -44,34 +45,31 @@ func (p *Proxy) start(app string) *wake {
 	a.inflight[app] = wk
 	go func() {
 		var err error
+		var addr string
 		if w := p.waker.Load(); w == nil {
 			err = daemon.ErrNotRunning
 		} else {
 			ctx, cancel := context.WithTimeout(p.ctx, p.opts.WakeTimeout)
 			err = (*w).Wake(ctx, app)
 			cancel()
+			if l, ok := (*w).(Locator); ok && err == nil {
+				addr = l.Backend(app)
+			}
 		}
 		if err == nil {
 			// Mark the table in force now: one applied while the wake ran
 			// was computed before the guest answered.
-			p.table.Load().awake.Store(app, struct{}{})
+			p.table.Load().awake.Store(app, addr)
 		} else if !errors.Is(err, daemon.ErrNotRunning) {
 			p.opts.Logf("nibrunnerd: proxy: wake %s: %v", app, err)
 		}
 		a.mu.Lock()
 		delete(a.inflight, app)
-		wk.err = err
+		wk.err, wk.addr = err, addr
 		close(wk.done)
 		a.mu.Unlock()
 	}()
 	return wk
-}
-
-// activate wakes a sleeping app for r and reports whether r may now be
-// handed on; when not, it has answered.
-func (p *Proxy) activate(w http.ResponseWriter, r *http.Request, app string) bool {
-	wk := p.start(app)
-	return p.await(w, r, wk)
 }
 
 // await waits for wk on behalf of r. A request that asks to upgrade (a

@@ -32,6 +32,13 @@ type Waker interface {
 	Wake(ctx context.Context, app string) error
 }
 
+// Locator is what a Waker may also do: say where a woken app answers now
+// (*daemon.Daemon does). The activator asks it after a wake, since the
+// route it holds was made while the app slept.
+type Locator interface {
+	Backend(app string) string
+}
+
 // Options tune a Proxy; the zero value is usable.
 type Options struct {
 	// Waker wakes sleeping apps; it may also be given later (SetWaker),
@@ -43,7 +50,7 @@ type Options struct {
 	// RetryAfter is what a 503 tells the client to wait (default 5 s).
 	RetryAfter time.Duration
 	// BackendHost is the address apps' host ports listen on (default
-	// 127.0.0.1).
+	// 127.0.0.1), for a route that names no Addr.
 	BackendHost string
 	// DialTimeout bounds connecting to an app (default 5 s).
 	DialTimeout time.Duration
@@ -72,8 +79,8 @@ type table struct {
 	routes map[string]daemon.Route // by lower-case hostname
 	// awake holds apps the proxy woke since this table was applied: their
 	// route still says sleeping until the daemon's next pass, but they
-	// answer now.
-	awake sync.Map // app → struct{}
+	// answer now, at the address kept here ("" for the route's own).
+	awake sync.Map // app → string
 }
 
 var (
@@ -201,21 +208,29 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = &countingBody{ReadCloser: r.Body, m: m, now: p.opts.Now}
 	}
 
+	addr := route.Addr
 	switch route.State {
 	case daemon.RouteDown:
 		reply(w, notRunning)
 		return
 	case daemon.RouteSleeping:
-		if _, awake := t.awake.Load(route.AppID); !awake {
-			if !p.activate(w, r, route.AppID) {
+		if at, awake := t.awake.Load(route.AppID); awake {
+			if a := at.(string); a != "" {
+				addr = a
+			}
+		} else {
+			wk := p.start(route.AppID)
+			if !p.await(w, r, wk) {
 				return
+			}
+			if wk.addr != "" {
+				addr = wk.addr
 			}
 		}
 	case daemon.RouteUp:
-		// The daemon may mark a route up as soon as the guest runs, before
-		// its health check passes; a request that arrives during a wake
-		// this proxy started waits for that wake rather than meeting a
-		// guest that does not listen yet.
+		// A table applied while a wake this proxy started was still
+		// running may already say up; a request that arrives then waits
+		// for that wake too.
 		if wk := p.wakes.running(route.AppID); wk != nil {
 			if !p.await(w, r, wk) {
 				return
@@ -225,7 +240,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, notRunning)
 		return
 	}
-	ctx := context.WithValue(r.Context(), backendKey{}, net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(route.HostPort)))
+	if addr == "" {
+		addr = net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(route.HostPort))
+	}
+	ctx := context.WithValue(r.Context(), backendKey{}, addr)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
 

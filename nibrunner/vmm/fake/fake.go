@@ -9,7 +9,8 @@
 // environment of the spec steers the guest, so a test writes its scenario
 // into desired.json like a tenant would:
 //
-//	FAKE_BOOT_DELAY_MS   wait this long before answering (a slow boot)
+//	FAKE_BOOT_DELAY_MS   boot this long: connections are accepted and
+//	                     closed at once until then (a slow boot)
 //	FAKE_EXIT_AFTER_MS   exit after this long (a crash)
 //	FAKE_EXIT_CODE       with that exit code (default 1)
 //	FAKE_HEALTH_STATUS   answer every request with this HTTP status
@@ -501,7 +502,7 @@ func guestMain() int {
 		})
 	}
 	if ms, err := strconv.Atoi(env["FAKE_BOOT_DELAY_MS"]); err == nil {
-		time.Sleep(time.Duration(ms) * time.Millisecond)
+		booting(ln, time.Now().Add(time.Duration(ms)*time.Millisecond))
 	}
 	srv := &http.Server{Handler: handler(env["NIBRUN_FAKE_APP"], env["NIBRUN_FAKE_DEPLOYMENT"], env, env["NIBRUN_FAKE_HEALTH_FILE"]), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -515,6 +516,31 @@ func guestMain() int {
 		return 1
 	}
 	return 0
+}
+
+// booting plays a guest that has not booted until until: a connection is
+// accepted and closed at once, as QEMU's user-network forward does while
+// nothing in the guest listens, so a caller meets the failure a real
+// booting guest gives rather than a listener that merely answers late.
+func booting(ln net.Listener, until time.Time) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		time.Sleep(time.Until(until))
+		return
+	}
+	_ = tl.SetDeadline(until)
+	for {
+		c, err := tl.Accept()
+		if err != nil {
+			if time.Now().Before(until) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		c.Close()
+	}
+	_ = tl.SetDeadline(time.Time{})
 }
 
 // handler answers every request with the guest's health: the override

@@ -1,0 +1,166 @@
+package daemon_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/proxy"
+	"alpnib.dev/nibrunner/reported"
+)
+
+// These tests run the daemon on the fake VMM behind the real HTTP proxy
+// (proxy.New as its Router), all on loopback: what a user of the host
+// sees when asking for an app by its hostname.
+
+// recordingRouter is the proxy, keeping every table the daemon applied.
+type recordingRouter struct {
+	*proxy.Proxy
+	mu     sync.Mutex
+	tables [][]daemon.Route
+}
+
+func (r *recordingRouter) Apply(ctx context.Context, routes []daemon.Route) error {
+	r.mu.Lock()
+	r.tables = append(r.tables, append([]daemon.Route(nil), routes...))
+	r.mu.Unlock()
+	return r.Proxy.Apply(ctx, routes)
+}
+
+// first is the first route applied for hostname that cond accepts.
+func (r *recordingRouter) first(hostname string, cond func(daemon.Route) bool) (daemon.Route, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tb := range r.tables {
+		for _, rt := range tb {
+			if rt.Hostname == hostname && cond(rt) {
+				return rt, true
+			}
+		}
+	}
+	return daemon.Route{}, false
+}
+
+func routedHost(t *testing.T) (*daemon.Host, *recordingRouter, *daemon.Daemon, string) {
+	t.Helper()
+	h := daemon.NewHost(t)
+	rr := &recordingRouter{Proxy: proxy.New(proxy.Options{Logf: t.Logf})}
+	t.Cleanup(rr.Close)
+	d, _ := h.StartRouted(t, rr, rr)
+	rr.SetWaker(d)
+	srv := httptest.NewServer(rr.Proxy)
+	t.Cleanup(srv.Close)
+	return h, rr, d, srv.URL
+}
+
+func askHost(t *testing.T, base, hostname string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = hostname
+	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("ask %s: %v", hostname, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func waitRoute(t *testing.T, rr *recordingRouter, hostname, what string, cond func(daemon.Route) bool) daemon.Route {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if rt, ok := rr.first(hostname, cond); ok {
+			return rt
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+	return daemon.Route{}
+}
+
+func TestARequestByHostnameReachesTheFakeVMMsGuestThroughTheProxy(t *testing.T) {
+	h, rr, _, base := routedHost(t)
+	const hostname = "blog.apps.example.net"
+	h.Write(t, h.App("blog", "blog-1"))
+	h.WaitFor(t, "blog running", func(r *reported.HostReportedState) bool {
+		return len(r.Instances) == 1 && r.Instances[0].State == reported.InstanceRunning
+	})
+	up := waitRoute(t, rr, hostname, "blog's route up", func(rt daemon.Route) bool { return rt.State == daemon.RouteUp })
+	if up.Addr == "" {
+		t.Fatalf("the up route names no address: %+v", up)
+	}
+
+	status, body := askHost(t, base, hostname)
+	if status != http.StatusOK || body != "blog blog-1\n" {
+		t.Fatalf("blog answered %d %q through the proxy, want 200 from its guest", status, body)
+	}
+
+	// reported.json's hostPort is where the guest answers.
+	_, port, err := net.SplitHostPort(up.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.WaitFor(t, "blog reported", func(r *reported.HostReportedState) bool { return len(r.Instances) == 1 })
+	if got := strconv.Itoa(int(r.Instances[0].HostPort)); got != port {
+		t.Fatalf("reported hostPort %s, but the guest answers at %s", got, up.Addr)
+	}
+}
+
+func TestARequestWhileTheGuestBootsWaitsForItToBeHealthyRatherThanA502(t *testing.T) {
+	h, rr, _, base := routedHost(t)
+	const hostname = "slow.apps.example.net"
+	// The fake guest accepts and drops connections for 3 s, like a
+	// microVM whose app does not listen yet.
+	app := h.App("slow", "slow-1", "FAKE_BOOT_DELAY_MS", "3000")
+	app.Config.HealthCheck.GracePeriodMs = 30000
+	h.Write(t, app)
+
+	booting := waitRoute(t, rr, hostname, "slow's guest running", func(rt daemon.Route) bool { return rt.Addr != "" })
+	if booting.State != daemon.RouteSleeping {
+		t.Fatalf("the first route with a running guest says %q, want %q until its health check passes", booting.State, daemon.RouteSleeping)
+	}
+	sent := time.Now()
+	status, body := askHost(t, base, hostname)
+	if status != http.StatusOK || body != "slow slow-1\n" {
+		t.Fatalf("a request during the boot got %d %q, want the app's 200 once healthy", status, body)
+	}
+	t.Logf("answered after %v", time.Since(sent))
+	waitRoute(t, rr, hostname, "slow's route up", func(rt daemon.Route) bool { return rt.State == daemon.RouteUp })
+}
+
+func TestARequestToASleepingFakeGuestWakesItAndReachesItWhereverItNowListens(t *testing.T) {
+	h, rr, d, base := routedHost(t)
+	const hostname = "nap.apps.example.net"
+	app := h.App("nap", "nap-1")
+	app.DesiredState = desired.StateOnRequest
+	h.Write(t, app)
+	first := waitRoute(t, rr, hostname, "nap's route up", func(rt daemon.Route) bool { return rt.State == daemon.RouteUp })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Sleep(ctx, "nap"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, rr, hostname, "nap's route sleeping", func(rt daemon.Route) bool { return rt.State == daemon.RouteSleeping && rt.Addr == "" })
+
+	status, body := askHost(t, base, hostname)
+	if status != http.StatusOK || body != "nap nap-1\n" {
+		t.Fatalf("the woken app answered %d %q, want 200 from its guest", status, body)
+	}
+	again := waitRoute(t, rr, hostname, "nap's route up again", func(rt daemon.Route) bool {
+		return rt.State == daemon.RouteUp && rt.Addr != first.Addr
+	})
+	t.Logf("the guest answered at %s, then at %s once woken", first.Addr, again.Addr)
+}
