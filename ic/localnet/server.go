@@ -237,22 +237,16 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply, rej := s.dispatch(r.Context(), Call{Caller: env.Content.Sender, Method: env.Content.MethodName, Arg: env.Content.Arg, Query: true}, id)
-	resp := map[string]any{"status": "replied"}
-	signed := map[string]any{"status": "replied"}
+	resp := agent.QueryResponse{Status: agent.StatusReplied, Reply: &agent.QueryReply{Arg: reply}}
 	if rej != nil {
-		resp = map[string]any{"status": "rejected", "reject_code": uint64(rej.Code), "reject_message": rej.Message, "error_code": rej.ErrorCode}
-		signed = map[string]any{"status": "rejected", "reject_code": uint64(rej.Code), "reject_message": rej.Message, "error_code": rej.ErrorCode}
-	} else {
-		resp["reply"] = map[string]any{"arg": reply}
-		signed["reply"] = map[string]any{"arg": reply}
+		resp = agent.QueryResponse{Status: agent.StatusRejected, RejectCode: uint64(rej.Code), RejectMessage: rej.Message, ErrorCode: rej.ErrorCode}
 	}
-	sig, err := s.signResponse(signed, env.RequestID())
-	if err != nil {
+	// The node signs exactly what the agent's verifier hashes.
+	if err := agent.SignQueryResponse(&resp, env.RequestID(), s.NodeID(), s.node, s.now()); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	resp["signatures"] = []any{sig}
-	writeCBOR(w, http.StatusOK, resp)
+	writeCBOR(w, http.StatusOK, &resp)
 }
 
 // execute runs an update call once per request id and records its status.

@@ -538,7 +538,7 @@ func TestQueryAnswersAreSignedByANodeTheSubnetCertifies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return append([]byte(DomainResponse), h[:]...)
+		return append([]byte(agent.DomainResponse), h[:]...)
 	}
 	if err := identity.Verify(der, hash(q.Reply.Arg), s.Signature); err != nil {
 		t.Fatalf("the node signature does not verify: %v", err)

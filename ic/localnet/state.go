@@ -3,16 +3,15 @@ package localnet
 import (
 	"fmt"
 
-	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/certificate"
 	"alpnib.dev/ic/internal/cborx"
 	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
 )
 
-// What the replica certifies and signs: the state tree behind every
-// certificate, the node's signature on query answers, and how long a call's
-// status is kept.
+// What the replica certifies: the state tree behind every certificate, and
+// how long a call's status is kept. The node's signature on query answers is
+// agent.SignQueryResponse.
 
 // RequestRetention is how long a finished call's status stays readable:
 // past the longest ingress expiry, as on a replica, after which a replay is
@@ -28,26 +27,6 @@ func (s *Server) forgetLocked() {
 			delete(s.requests, rid)
 		}
 	}
-}
-
-// DomainResponse prefixes the response hash a node signs.
-const DomainResponse = "\x0Bic-response"
-
-// signResponse is the node's signature on a query answer: Ed25519 over
-// "\x0Bic-response" || hash_of_map(answer fields, timestamp, request_id).
-func (s *Server) signResponse(fields map[string]any, rid agent.RequestID) (map[string]any, error) {
-	ts := uint64(s.now().UnixNano())
-	fields["timestamp"] = ts
-	fields["request_id"] = rid[:]
-	h, err := agent.HashOfMap(fields)
-	if err != nil {
-		return nil, fmt.Errorf("hash query response: %w", err)
-	}
-	sig, err := s.node.Sign(append([]byte(DomainResponse), h[:]...))
-	if err != nil {
-		return nil, fmt.Errorf("sign query response: %w", err)
-	}
-	return map[string]any{"timestamp": ts, "signature": sig, "identity": s.NodeID().Bytes()}, nil
 }
 
 // certify builds the state tree (time and every request status), prunes it
