@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,12 +74,14 @@ const kdsParallel = 2
 // Fetch reads what reconciling res needs. cache is state.json's chip
 // cache: a chip it vouches for is not asked again unless refresh is set.
 func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[string]*state.Chip, refresh bool) (*Live, error) {
-	v, err := f.call(ctx, func(ctx context.Context) (any, error) { return f.Registry.GetLatestVersion(ctx) })
+	vctx, cancel := context.WithTimeout(ctx, f.timeout())
+	v, err := f.Registry.GetLatestVersion(vctx)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("read the registry version: %w", err)
 	}
 	live := &Live{
-		RegistryVersion: v.(uint64),
+		RegistryVersion: v,
 		Subnets:         map[string]SubnetFacts{},
 		Providers:       map[string]ProviderFacts{},
 		Operators:       map[string]OperatorFacts{},
@@ -370,18 +373,7 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionF
 			return VersionFacts{Version: v, Source: FromDashboard}
 		}
 	}
-	return VersionFacts{Err: joinReasons(reasons)}
-}
-
-func joinReasons(r []string) string {
-	out := ""
-	for i, s := range r {
-		if i > 0 {
-			out += "; "
-		}
-		out += s
-	}
-	return out
+	return VersionFacts{Err: strings.Join(reasons, "; ")}
 }
 
 func principalText(b []byte) string {
@@ -404,13 +396,6 @@ func (f *Fetcher) timeout() time.Duration {
 		return f.Timeout
 	}
 	return 30 * time.Second
-}
-
-// call runs one read under the per-read timeout.
-func (f *Fetcher) call(ctx context.Context, fn func(context.Context) (any, error)) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout())
-	defer cancel()
-	return fn(ctx)
 }
 
 // group runs reads with at most Parallel in flight, each under the
