@@ -332,24 +332,9 @@ func (d *valueDecoder) vec(w, e *Type) (Value, error) {
 // skipping (1), since a Value takes memory.
 const valueCost = 16
 
-// vecLen reads a vec length and checks it against the bytes left when the
-// elements take bytes, and against the budget (perElem units each) when
-// they do not.
+// vecLen reads a vec of elem and checks its length (reader.vecLen).
 func (d *valueDecoder) vecLen(elem *Type, perElem int) (int, error) {
-	r := d.r
-	start := r.pos
-	n, err := r.leb("vec length")
-	if err != nil {
-		return 0, err
-	}
-	if ms := d.size(elem); ms > 0 {
-		if n > uint64(r.remaining()/ms) {
-			return 0, errAt(start, ErrTruncated, "vec of %d elements of at least %d bytes overshoots the %d bytes left", n, ms, r.remaining())
-		}
-	} else if n > uint64(max(r.budget, 0)/perElem) {
-		return 0, errAt(start, ErrBudget, "vec of %d zero-sized elements exceeds the message's budget", n)
-	}
-	return int(n), nil
+	return d.r.vecLen(d.size(elem), perElem)
 }
 
 func (d *valueDecoder) size(t *Type) int {

@@ -261,25 +261,16 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 	principals := g.elem.kind == gPrincipal && we.Kind == KindPrincipal && principalIsString
 	return func(d *tdec, p unsafe.Pointer) error {
 		r := &d.r
-		at := r.pos
-		n, err := r.leb("vec length")
+		n, err := r.vecLen(minSize, perElem)
 		if err != nil {
 			return err
 		}
-		if minSize > 0 {
-			if n > uint64(r.remaining()/minSize) {
-				return errAt(at, ErrTruncated, "vec of %d elements of at least %d bytes overshoots the %d bytes left", n, minSize, r.remaining())
-			}
-			if err := r.spend(int(n) + 1); err != nil {
-				return err
-			}
-		} else {
-			if n > uint64(max(r.budget, 0)/perElem) {
-				return errAt(at, ErrBudget, "vec of %d zero-sized elements exceeds the message's budget", n)
-			}
-			if err := r.spend(int(n)*perElem + 1); err != nil {
-				return err
-			}
+		cost := n + 1
+		if minSize == 0 {
+			cost = n*perElem + 1
+		}
+		if err := r.spend(cost); err != nil {
+			return err
 		}
 		if err := r.enter(); err != nil {
 			return err
@@ -295,7 +286,7 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 		// big Go ones); then grow it as elements actually decode.
 		if total := uintptr(n) * size; total > 1<<16 && total > 16*uintptr(r.remaining()+1) {
 			sv := reflect.MakeSlice(rt, 0, 64)
-			for i := 0; i < int(n); i++ {
+			for i := 0; i < n; i++ {
 				if sv.Len() == sv.Cap() {
 					sv.Grow(sv.Len())
 				}
@@ -308,17 +299,17 @@ func (c *decCompiler) slice(w *Type, g *goType) decFn {
 			r.depth--
 			return nil
 		}
-		data := reflect.MakeSlice(rt, int(n), int(n)).UnsafePointer()
+		data := reflect.MakeSlice(rt, n, n).UnsafePointer()
 		start := uintptr(0)
 		if principals {
-			start = uintptr(d.principals(data, int(n)))
+			start = uintptr(d.principals(data, n))
 		}
 		for i := start; i < uintptr(n); i++ {
 			if err := el(d, unsafe.Add(data, i*size)); err != nil {
 				return err
 			}
 		}
-		s.data, s.len, s.cap = data, int(n), int(n)
+		s.data, s.len, s.cap = data, n, n
 		r.depth--
 		return nil
 	}

@@ -102,6 +102,25 @@ func (r *reader) length(what string, per int) (int, error) {
 	return int(n), nil
 }
 
+// vecLen reads a vec length and checks it against the bytes left when the
+// elements take at least minSize bytes each, and against the budget
+// (perElem units each) when they take none.
+func (r *reader) vecLen(minSize, perElem int) (int, error) {
+	start := r.pos
+	n, err := r.leb("vec length")
+	if err != nil {
+		return 0, err
+	}
+	if minSize > 0 {
+		if n > uint64(r.remaining()/minSize) {
+			return 0, errAt(start, ErrTruncated, "vec of %d elements of at least %d bytes overshoots the %d bytes left", n, minSize, r.remaining())
+		}
+	} else if n > uint64(max(r.budget, 0)/perElem) {
+		return 0, errAt(start, ErrBudget, "vec of %d zero-sized elements exceeds the message's budget", n)
+	}
+	return int(n), nil
+}
+
 // sleb reads a signed LEB128 that must fit in 64 bits.
 func (r *reader) sleb(what string) (int64, error) {
 	var v int64
