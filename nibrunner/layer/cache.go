@@ -141,7 +141,7 @@ func (c *Cache) object(ctx context.Context, s Spec) (string, int64, error) {
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(ctxReader{ctx, r}, size+1))
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(store.ContextReader(ctx, r), size+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -372,16 +372,4 @@ func lookPath(name string) (string, error) {
 func isExec(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

@@ -89,7 +89,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) (err
 		}
 	}()
 	cr := &countingReader{r: r}
-	if _, err := io.Copy(f, ctxReader{ctx, cr}); err != nil {
+	if _, err := io.Copy(f, ContextReader(ctx, cr)); err != nil {
 		return d.wrap("put", key, err)
 	}
 	if size >= 0 && cr.n != size {
@@ -139,17 +139,4 @@ func (d *Dir) wrap(op, key string, err error) error {
 		return fmt.Errorf("%s %q in %s: %w", op, key, d.path, ErrNotFound)
 	}
 	return fmt.Errorf("%s %q in %s: %w", op, key, d.path, err)
-}
-
-// ctxReader stops a long copy once its context is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

@@ -98,3 +98,21 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// ContextReader wraps r so a long copy stops once ctx is done: each Read
+// first returns ctx's error if there is one. A reader that blocks inside a
+// single Read is not interrupted; this bounds copies of files and streams
+// that make steady progress.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
