@@ -233,11 +233,11 @@ func (f *Fetcher) subnet(ctx context.Context, id string) SubnetFacts {
 	if err := rec.Unmarshal(raw); err != nil {
 		return SubnetFacts{Err: fmt.Sprintf("decode subnet record: %v", err)}
 	}
-	return SubnetFactsOf(&rec)
+	return subnetFactsOf(&rec)
 }
 
-// SubnetFactsOf reads the facts reconcile compares from a subnet record.
-func SubnetFactsOf(rec *nns.SubnetRecordPB) SubnetFacts {
+// subnetFactsOf reads the facts reconcile compares from a subnet record.
+func subnetFactsOf(rec *nns.SubnetRecordPB) SubnetFacts {
 	out := SubnetFacts{Found: true}
 	for _, m := range rec.Membership {
 		out.Members = append(out.Members, principalText(m))

@@ -338,7 +338,7 @@ func TestANodeOptedOutOfTheVersionCheckHasNoVersionRow(t *testing.T) {
 }
 
 func TestEveryStatusHasOneColourAndDriftingOnesAreRed(t *testing.T) {
-	for _, s := range Statuses() {
+	for _, s := range statuses {
 		if s.Drift() != (s.Color() == term.Red) {
 			t.Errorf("%s: drift %v, colour %q", s, s.Drift(), s.Color())
 		}

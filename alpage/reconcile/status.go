@@ -65,6 +65,3 @@ func (s Status) Color() term.Color {
 var statuses = []Status{InSync, Missing, Deregistered, Unmanaged, Mismatch, OK, DCMismatch, ProviderAbsent,
 	Decommissioned, StillRegistered, OperatorMismatch, Gone, Unknown, ChipChanged, ChipMissing,
 	ChipUndeclared, Malformed, AMDUnverified, VersionMismatch, Unreachable}
-
-// Statuses returns every status word.
-func Statuses() []Status { return append([]Status(nil), statuses...) }
