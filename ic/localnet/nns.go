@@ -159,9 +159,7 @@ func typeCounts(m map[string]uint32) []nns.NodeTypeCount {
 }
 
 func subnetCandid(rec nns.SubnetRecordPB) nns.SubnetRecord {
-	typ := map[int32]string{nns.SubnetTypeApplication: "application", nns.SubnetTypeSystem: "system",
-		nns.SubnetTypeVerifiedApplication: "verified_application", nns.SubnetTypeCloudEngine: "cloud_engine"}[rec.SubnetType]
-	st, _ := nns.SubnetTypeNamed(typ)
+	st, _ := nns.SubnetTypeOfRecord(rec.SubnetType)
 	out := nns.SubnetRecord{
 		Membership:                 rec.Membership,
 		MaxIngressBytesPerMessage:  rec.MaxIngressBytesPerMessage,

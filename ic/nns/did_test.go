@@ -76,3 +76,29 @@ func TestThePayloadTypesMatchTheRegistryDid(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestSubnetTypeRecordEnumAndVariantCasesMapBothWays(t *testing.T) {
+	want := map[int32]string{
+		SubnetTypeApplication:         "application",
+		SubnetTypeSystem:              "system",
+		SubnetTypeVerifiedApplication: "verified_application",
+		SubnetTypeCloudEngine:         "cloud_engine",
+	}
+	for code, name := range want {
+		st, ok := SubnetTypeOfRecord(code)
+		if !ok || st.Name() != name {
+			t.Errorf("record subnet type %d reads as %q (%v), want %q", code, st.Name(), ok, name)
+		}
+		if back, ok := st.Record(); !ok || back != code {
+			t.Errorf("case %q goes back to record subnet type %d (%v), want %d", name, back, ok, code)
+		}
+	}
+	for _, code := range []int32{SubnetTypeUnspecified, 3, 6} {
+		if st, ok := SubnetTypeOfRecord(code); ok {
+			t.Errorf("record subnet type %d reads as case %q, want none", code, st.Name())
+		}
+	}
+	if code, ok := (SubnetType{}).Record(); ok {
+		t.Errorf("a variant with no case set has record subnet type %d", code)
+	}
+}

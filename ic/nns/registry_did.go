@@ -95,6 +95,32 @@ func SubnetTypeNamed(name string) (SubnetType, bool) {
 	return t, true
 }
 
+// subnetTypeRecords pairs each registry.did SubnetType case with the record
+// enum (SubnetRecordPB.SubnetType) of the same subnet type.
+var subnetTypeRecords = map[string]int32{
+	"application":          SubnetTypeApplication,
+	"verified_application": SubnetTypeVerifiedApplication,
+	"system":               SubnetTypeSystem,
+	"cloud_engine":         SubnetTypeCloudEngine,
+}
+
+// Record is the record enum for the case that is set; false for none.
+func (t SubnetType) Record() (int32, bool) {
+	code, ok := subnetTypeRecords[t.Name()]
+	return code, ok
+}
+
+// SubnetTypeOfRecord is the variant for a record enum; false for
+// unspecified or unknown values.
+func SubnetTypeOfRecord(code int32) (SubnetType, bool) {
+	for name, c := range subnetTypeRecords {
+		if c == code {
+			return SubnetTypeNamed(name)
+		}
+	}
+	return SubnetType{}, false
+}
+
 // ResourceLimits is the subnet's resource-consumption limits.
 type ResourceLimits struct {
 	MaximumStateSize  *uint64 `candid:"maximum_state_size"`

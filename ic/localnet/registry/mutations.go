@@ -93,7 +93,7 @@ func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
 			return nil, err
 		}
 		if p.SubnetType != nil {
-			want, known := recordSubnetType(p.SubnetType.Name())
+			want, known := p.SubnetType.Record()
 			if !known || want != rec.SubnetType {
 				return nil, refuse("subnet_type of subnet %s cannot be changed", p.SubnetID)
 			}
@@ -259,20 +259,6 @@ func (r *Registry) OperatorsOfProvider(provider principal.Principal) ([]nns.Node
 		dcs = append(dcs, dc)
 	}
 	return ops, dcs, nil
-}
-
-func recordSubnetType(name string) (int32, bool) {
-	switch name {
-	case "application":
-		return nns.SubnetTypeApplication, true
-	case "verified_application":
-		return nns.SubnetTypeVerifiedApplication, true
-	case "system":
-		return nns.SubnetTypeSystem, true
-	case "cloud_engine":
-		return nns.SubnetTypeCloudEngine, true
-	}
-	return 0, false
 }
 
 func boolOr(b *bool) bool { return b != nil && *b }
