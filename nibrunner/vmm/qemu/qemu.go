@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,8 +62,9 @@ type VMM struct {
 	version string
 
 	accelOnce sync.Once
-	accelMu   sync.Mutex
-	accel     string
+	// accel is the accelerator once chosen (or forced by Config.Accel);
+	// nil before. Version reads it without probing.
+	accel atomic.Pointer[string]
 
 	mu     sync.Mutex
 	guests map[string]*vmGuest
@@ -104,7 +106,10 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &VMM{cfg: cfg, bootID: bootID, version: ver, guests: map[string]*vmGuest{}, accel: cfg.Accel}
+	v := &VMM{cfg: cfg, bootID: bootID, version: ver, guests: map[string]*vmGuest{}}
+	if cfg.Accel != "" {
+		v.accel.Store(&cfg.Accel)
+	}
 	v.removeStaleSnapshots()
 	if err := v.adopt(ctx); err != nil {
 		return nil, err
@@ -127,11 +132,8 @@ func (v *VMM) Close() error {
 
 // Version names QEMU and, once chosen, the accelerator.
 func (v *VMM) Version() string {
-	v.accelMu.Lock()
-	a := v.accel
-	v.accelMu.Unlock()
-	if a != "" {
-		return "qemu-" + v.version + "/" + a
+	if a := v.accel.Load(); a != nil {
+		return "qemu-" + v.version + "/" + *a
 	}
 	return "qemu-" + v.version
 }
@@ -139,19 +141,12 @@ func (v *VMM) Version() string {
 // Accel returns the accelerator guests run under, probing on first use.
 func (v *VMM) Accel(ctx context.Context) string {
 	v.accelOnce.Do(func() {
-		v.accelMu.Lock()
-		a := v.accel
-		v.accelMu.Unlock()
-		if a == "" {
-			a = chooseAccel(ctx, v.cfg.QEMU, v.cfg.Image, v.bootID, v.cfg.RuntimeDir, filepath.Join(v.cfg.RuntimeDir, "accel.json"))
-			v.accelMu.Lock()
-			v.accel = a
-			v.accelMu.Unlock()
+		if v.accel.Load() == nil {
+			a := chooseAccel(ctx, v.cfg.QEMU, v.cfg.Image, v.bootID, v.cfg.RuntimeDir, filepath.Join(v.cfg.RuntimeDir, "accel.json"))
+			v.accel.Store(&a)
 		}
 	})
-	v.accelMu.Lock()
-	defer v.accelMu.Unlock()
-	return v.accel
+	return *v.accel.Load()
 }
 
 func (v *VMM) appDir(app string) string  { return filepath.Join(v.cfg.RuntimeDir, app) }
