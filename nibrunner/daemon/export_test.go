@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"testing"
 
 	"alpnib.dev/nibrunner/desired"
@@ -43,18 +42,6 @@ func (h *host) StartRouted(t *testing.T, router Router, traffic Traffic) (*Daemo
 		t.Fatal(err)
 	}
 	deps.Router, deps.Traffic = router, traffic
-	d, err := Open(context.Background(), h.config(), deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := d.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	d, _ := h.run(t, deps)
 	return d, v
 }

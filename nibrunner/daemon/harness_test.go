@@ -121,14 +121,22 @@ func (h *host) deps(inProcess bool) (Deps, *fake.VMM, error) {
 	}, v, nil
 }
 
-// start opens and runs a daemon in this process until the test ends (or
-// the returned stop is called).
+// start opens and runs a daemon on the fake VMM in this process until the
+// test ends (or the returned stop is called).
 func (h *host) start(t *testing.T) (*Daemon, *fake.VMM, func()) {
 	t.Helper()
 	deps, v, err := h.deps(false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d, stop := h.run(t, deps)
+	return d, v, stop
+}
+
+// run opens a daemon on deps and runs it in this process until the test
+// ends (or the returned stop is called).
+func (h *host) run(t *testing.T, deps Deps) (*Daemon, func()) {
+	t.Helper()
 	d, err := Open(context.Background(), h.config(), deps)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +160,7 @@ func (h *host) start(t *testing.T) (*Daemon, *fake.VMM, func()) {
 		d.Close()
 	}
 	t.Cleanup(stop)
-	return d, v, stop
+	return d, stop
 }
 
 // runDaemonProcess is the daemon as a child process, for the tests that
