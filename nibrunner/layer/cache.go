@@ -130,29 +130,17 @@ func (c *Cache) object(ctx context.Context, s Spec) (string, int64, error) {
 	if s.SizeBytes != nil && *s.SizeBytes != info.Size {
 		return "", 0, fmt.Errorf("sizeBytes says %d but the store's object %q is %d bytes; fix sizeBytes or the upload", *s.SizeBytes, s.ObjectKey, info.Size)
 	}
-	r, size, err := c.store.Get(ctx, s.ObjectKey)
-	if err != nil {
-		return "", 0, fmt.Errorf("fetch %q from the artifact store: %w", s.ObjectKey, err)
-	}
-	defer r.Close()
 	tmp, err := c.tempFile()
 	if err != nil {
 		return "", 0, err
 	}
 	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(store.ContextReader(ctx, r), size+1))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	n, err := store.Fetch(ctx, c.store, s.ObjectKey, s.Digest, tmp)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("fetch %q from the artifact store: %w", s.ObjectKey, cerr)
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("fetch %q from the artifact store: %w", s.ObjectKey, err)
-	}
-	if n != size {
-		return "", 0, fmt.Errorf("fetch %q from the artifact store: announced %d bytes, read %d", s.ObjectKey, size, n)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != s.Digest {
-		return "", 0, fmt.Errorf("digest mismatch: the store's object %q hashes to %s, not %s; upload the right object or fix the digest", s.ObjectKey, got, s.Digest)
+		return "", 0, err
 	}
 	if err := c.commit(tmp.Name(), path, s.Digest); err != nil {
 		return "", 0, err

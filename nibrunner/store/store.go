@@ -12,6 +12,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -115,4 +117,30 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// Fetch copies the object at key into w and checks it on the way: exactly
+// the size the store announced, and hashing to digest (hex sha256), since a
+// store is trusted to deliver bytes, not to vouch for them. It returns the
+// bytes copied; on an error w may hold part or all of the object, so the
+// caller writes to a scratch file it drops on failure. The copy stops once
+// ctx is done.
+func Fetch(ctx context.Context, st Store, key, digest string, w io.Writer) (int64, error) {
+	r, size, err := st.Get(ctx, key)
+	if err != nil {
+		return 0, fmt.Errorf("fetch %q from the artifact store: %w", key, err)
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ContextReader(ctx, r), size+1))
+	if err != nil {
+		return n, fmt.Errorf("fetch %q from the artifact store: %w", key, err)
+	}
+	if n != size {
+		return n, fmt.Errorf("fetch %q from the artifact store: announced %d bytes, read %d", key, size, n)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != digest {
+		return n, fmt.Errorf("digest mismatch: the store's object %q hashes to %s, not %s; upload the right object or fix the digest", key, got, digest)
+	}
+	return n, nil
 }

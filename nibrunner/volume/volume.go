@@ -13,11 +13,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -288,32 +286,17 @@ func (l *Local) seed(ctx context.Context, c *Contents, stage, upper string, size
 	return stats, nil
 }
 
-// fetch copies an object into a file, checking its sha256.
+// fetch copies an object into a new file, checking its size and sha256.
 func fetch(ctx context.Context, st store.Store, key, digest, to string) error {
-	r, size, err := st.Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("fetch %q from the artifact store: %w", key, err)
-	}
-	defer r.Close()
 	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, size+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	_, err = store.Fetch(ctx, st, key, digest, f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("fetch %q from the artifact store: %w", key, cerr)
 	}
-	if err != nil {
-		return fmt.Errorf("fetch %q from the artifact store: %w", key, err)
-	}
-	if n != size {
-		return fmt.Errorf("fetch %q from the artifact store: announced %d bytes, read %d", key, size, n)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != digest {
-		return fmt.Errorf("digest mismatch: the store's object %q hashes to %s, not %s; upload the right archive or fix the digest", key, got, digest)
-	}
-	return nil
+	return err
 }
 
 // grow extends the file and the filesystem in it. The volume must not be
