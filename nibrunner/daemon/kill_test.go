@@ -16,12 +16,20 @@ import (
 // startProcess runs the daemon as a child process (this test binary again).
 func (h *host) startProcess(t *testing.T, slowLayersMs int) *exec.Cmd {
 	t.Helper()
+	return startSelf(t, "^$", "NIBRUN_TEST_DAEMON_DIR="+h.dir, fmt.Sprintf("NIBRUN_TEST_SLOW_LAYERS_MS=%d", slowLayersMs))
+}
+
+// startSelf starts this test binary again as a child process, running the
+// tests that match run with env added to ours; it is killed when the test
+// ends.
+func startSelf(t *testing.T, run string, env ...string) *exec.Cmd {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "NIBRUN_TEST_DAEMON_DIR="+h.dir, fmt.Sprintf("NIBRUN_TEST_SLOW_LAYERS_MS=%d", slowLayersMs))
+	cmd := exec.Command(exe, "-test.run="+run)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -80,21 +80,7 @@ func runQEMUDaemon(dir string) error {
 // startQEMUDaemon runs the helper above as a child process on dir.
 func startQEMUDaemon(t *testing.T, dir string) *exec.Cmd {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestHelperRunsTheDaemonOnRealQEMU$")
-	cmd.Env = append(os.Environ(), qemuDaemonEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd
+	return startSelf(t, "^TestHelperRunsTheDaemonOnRealQEMU$", qemuDaemonEnv+"="+dir)
 }
 
 // putObject stores b under key in the folder store at dir and returns its
