@@ -61,6 +61,7 @@ type Devnet struct {
 	NodeStatusURLs map[string]string
 
 	servers []*http.Server
+	closers []func() error // endpoints of unreachable nodes
 	wg      sync.WaitGroup
 	stop    context.CancelFunc
 }
@@ -140,21 +141,22 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		return nil, fmt.Errorf("devnet: write node certificate: %w", err)
 	}
 	ports := map[string]nodeAddr{}
-	versions := map[string]string{}
 	for _, n := range opts.Fleet.Nodes {
-		if !n.IsReachable() {
-			continue
+		var addr *net.TCPAddr
+		if n.IsReachable() {
+			ln, err := listenLoopback()
+			if err != nil {
+				return nil, fmt.Errorf("devnet: listen for node %s: %w", n.ID, err)
+			}
+			addr = ln.Addr().(*net.TCPAddr)
+			d.NodeStatusURLs[n.ID] = "https://" + addr.String()
+			version := n.Version
+			d.serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}),
+				WithLatency(opts.Latency, &NodeStatus{Version: func() string { return version }}))
+		} else if addr, err = d.listenOutage(n.Outage()); err != nil {
+			return nil, fmt.Errorf("devnet: endpoint of unreachable node %s: %w", n.ID, err)
 		}
-		version := n.Version
-		ln, err := listenNode(&tls.Config{Certificates: []tls.Certificate{cert}})
-		if err != nil {
-			return nil, fmt.Errorf("devnet: listen for node %s: %w", n.ID, err)
-		}
-		addr := ln.Addr().(*net.TCPAddr)
-		versions[n.ID] = version
 		ports[n.ID] = nodeAddr{ip: addr.IP.String(), port: uint32(addr.Port)}
-		d.NodeStatusURLs[n.ID] = "https://" + ln.Addr().String()
-		d.serve(ln, WithLatency(opts.Latency, &NodeStatus{Version: func() string { return version }}))
 	}
 
 	elections, err := d.seed(opts.Fleet, ports)
@@ -234,21 +236,11 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 	return d, ctx.Err()
 }
 
-// nodeAddr is where a node's status endpoint listens, as its registry
-// record's http endpoint says.
+// nodeAddr is where a node's endpoint listens (on loopback), as its
+// registry record's http endpoint says.
 type nodeAddr struct {
 	ip   string
 	port uint32
-}
-
-// listenNode listens for a node's status endpoint on the IPv6 loopback, as
-// replicas are reached over IPv6, falling back to 127.0.0.1 on a host
-// without IPv6.
-func listenNode(cfg *tls.Config) (net.Listener, error) {
-	if ln, err := tls.Listen("tcp", "[::1]:0", cfg); err == nil {
-		return ln, nil
-	}
-	return tls.Listen("tcp", "127.0.0.1:0", cfg)
 }
 
 // localReplica is the default IC HTTP interface: a localnet replica with
@@ -285,6 +277,11 @@ func (d *Devnet) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, c := range d.closers {
+		if err := c(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	d.wg.Wait()
 	return errors.Join(errs...)
 }
@@ -305,10 +302,8 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 		d.Registry.AddNodeOperator(registry.NodeOperator{ID: ref(op.ID), Provider: ref(op.Provider), DataCenter: op.DC, NodeAllowance: op.Allowance})
 	}
 	for _, n := range f.Nodes {
-		node := registry.Node{ID: ref(n.ID), Operator: ref(n.Operator), IPv6: n.IPv6}
-		if a, ok := ports[n.ID]; ok {
-			node.IPv6, node.HTTPPort = a.ip, a.port
-		}
+		a := ports[n.ID]
+		node := registry.Node{ID: ref(n.ID), Operator: ref(n.Operator), IPv6: a.ip, HTTPPort: a.port}
 		if n.ChipID != "" {
 			node.ChipID, _ = hex.DecodeString(n.ChipID)
 		}
@@ -397,9 +392,11 @@ func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
 	if s, in, _ := d.Registry.SubnetOf(p); in {
 		out.SubnetID, out.Status = s.String(), "UP"
 	}
+	if rec.HTTP != nil {
+		out.IPAddress = rec.HTTP.IPAddr
+	}
 	for _, n := range f.Nodes {
 		if n.ID == id {
-			out.IPAddress = n.IPv6
 			out.GuestosVersion = orDefault(n.DashboardVersion, n.Version)
 		}
 	}

@@ -2,11 +2,13 @@ package devnet
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,11 +99,13 @@ type FleetSubnet struct {
 	IsHalted     bool     `json:"is_halted,omitempty"`
 }
 
-// FleetNode is a registered node and what it runs.
+// FleetNode is a registered node and what it runs. It has no address: the
+// devnet gives every node, reachable or not, an endpoint on loopback and
+// records that as the node's http endpoint, so nothing that reads the
+// registry dials off the machine.
 type FleetNode struct {
 	ID       string `json:"id"`
 	Operator string `json:"operator"`
-	IPv6     string `json:"ipv6"`
 	// Version is what the node actually runs (its /api/v2/status
 	// impl_version); DashboardVersion, when set, is what the dashboard
 	// reports instead (the dashboard lags).
@@ -113,14 +117,24 @@ type FleetNode struct {
 	ChipID          string `json:"chip_id,omitempty"`
 	ChipProduct     string `json:"chip_product,omitempty"`
 	ChipRateLimited bool   `json:"chip_rate_limited,omitempty"`
-	// Reachable (default true) gives the node a status endpoint on loopback,
-	// recorded as its registry http endpoint; an unreachable node keeps its
-	// IPv6 address, so readers fall back to the dashboard.
-	Reachable *bool `json:"reachable,omitempty"`
+	// Reachable (default true) gives the node a status endpoint; an
+	// unreachable node's endpoint fails the way Unreachable says (refuse
+	// when empty), so readers fall back to the dashboard.
+	Reachable   *bool  `json:"reachable,omitempty"`
+	Unreachable Outage `json:"unreachable,omitempty"`
 }
 
 // IsReachable reports whether the node serves /api/v2/status.
 func (n FleetNode) IsReachable() bool { return n.Reachable == nil || *n.Reachable }
+
+// Outage is how an unreachable node's endpoint fails. The empty value is
+// Refuse.
+func (n FleetNode) Outage() Outage {
+	if n.IsReachable() {
+		return ""
+	}
+	return cmp.Or(n.Unreachable, Refuse)
+}
 
 // FleetNeuron is a neuron; controller and hotkeys are principals or
 // "identity".
@@ -208,6 +222,12 @@ func (f *Fleet) check() error {
 			if b, err := hex.DecodeString(n.ChipID); err != nil || len(b) != 64 {
 				bad("node %s: chip_id must be 64 bytes in hex", n.ID)
 			}
+		}
+		switch {
+		case n.Unreachable != "" && n.IsReachable():
+			bad("node %s: unreachable is %q but the node is reachable (set \"reachable\": false)", n.ID, n.Unreachable)
+		case n.Unreachable != "" && !slices.Contains(Outages, n.Unreachable):
+			bad("node %s: unreachable must be %q or %q, not %q", n.ID, Refuse, Blackhole, n.Unreachable)
 		}
 		if n.ChipProduct != "" && !contains(KDSProducts, strings.SplitN(n.ChipProduct, "-", 2)[0]) {
 			bad("node %s: chip_product %q is not a Milan, Genoa or Turin product", n.ID, n.ChipProduct)

@@ -24,8 +24,8 @@ func testFleet() *devnet.Fleet {
 		Versions:      []devnet.FleetVersion{{ID: "v1", Release: "rel-1"}, {ID: "v2", Release: "rel-2"}, {ID: "v3", Elected: &no}},
 		Subnets:       []devnet.FleetSubnet{{ID: subnet, Version: "v1", Members: []string{n1}}},
 		Nodes: []devnet.FleetNode{
-			{ID: n1, Operator: id("op"), IPv6: "::1", Version: "v1", Reachable: &no},
-			{ID: n2, Operator: id("op"), IPv6: "::2", Version: "v1", Reachable: &no},
+			{ID: n1, Operator: id("op"), Version: "v1", Reachable: &no},
+			{ID: n2, Operator: id("op"), Version: "v1", Reachable: &no},
 		},
 	}
 }

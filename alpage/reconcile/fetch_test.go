@@ -40,10 +40,10 @@ func liveFleet() *devnet.Fleet {
 		Versions:      []devnet.FleetVersion{{ID: versionCurrent, Release: "rel"}},
 		Subnets:       []devnet.FleetSubnet{{ID: subnetID, Version: versionCurrent, Members: []string{nodeA, nodeB}}},
 		Nodes: []devnet.FleetNode{
-			{ID: nodeA, Operator: operatorID, IPv6: "::1", Version: versionCurrent, ChipID: chipA, ChipProduct: "Milan-B0", Reachable: &reachable},
-			{ID: nodeB, Operator: operatorID, IPv6: "2001:db8::b", Version: "v-old", DashboardVersion: versionDashboardID, Reachable: &unreachable},
-			{ID: nodeC, Operator: operatorID, IPv6: "::1", Version: versionCurrent, ChipID: chipC, ChipProduct: "Genoa-B1", ChipRateLimited: true},
-			{ID: nodeD, Operator: operatorID, IPv6: "::1", Version: versionCurrent, ChipID: chipD},
+			{ID: nodeA, Operator: operatorID, Version: versionCurrent, ChipID: chipA, ChipProduct: "Milan-B0", Reachable: &reachable},
+			{ID: nodeB, Operator: operatorID, Version: "v-old", DashboardVersion: versionDashboardID, Reachable: &unreachable},
+			{ID: nodeC, Operator: operatorID, Version: versionCurrent, ChipID: chipC, ChipProduct: "Genoa-B1", ChipRateLimited: true},
+			{ID: nodeD, Operator: operatorID, Version: versionCurrent, ChipID: chipD},
 		},
 	}
 }
