@@ -12,6 +12,7 @@ import (
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/route"
 )
 
 // serveControl runs the control socket beside the daemon until ctx ends.
@@ -21,7 +22,7 @@ func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon)
 	s := &control.Server{
 		Apps:       d,
 		ReportPath: filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
-		Conflicts:  []error{daemon.ErrCannotSleep, daemon.ErrNotRunning},
+		Conflicts:  []error{daemon.ErrCannotSleep, route.ErrNotRunning},
 	}
 	if err := s.ListenAndServe(ctx, control.SocketPath(cfg.Paths.RuntimeDir)); err != nil {
 		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)

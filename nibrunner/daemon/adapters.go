@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/volume"
 )
 
@@ -113,22 +115,22 @@ func (NoNetwork) Apply(context.Context, []NetSlot) error { return nil }
 // HTTP proxy and for tests that check what the proxy would be told.
 type MemoryRouter struct {
 	mu     sync.Mutex
-	routes []Route
+	routes []route.Route
 }
 
 // Apply implements Router.
-func (m *MemoryRouter) Apply(_ context.Context, routes []Route) error {
+func (m *MemoryRouter) Apply(_ context.Context, routes []route.Route) error {
 	m.mu.Lock()
-	m.routes = append([]Route(nil), routes...)
+	m.routes = append([]route.Route(nil), routes...)
 	m.mu.Unlock()
 	return nil
 }
 
 // Routes returns the last table applied.
-func (m *MemoryRouter) Routes() []Route {
+func (m *MemoryRouter) Routes() []route.Route {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Route(nil), m.routes...)
+	return append([]route.Route(nil), m.routes...)
 }
 
 // FileCheckpoints keeps a checkpoint as a copy of the volume file in Dir,
@@ -163,7 +165,8 @@ func (f FileCheckpoints) List(ctx context.Context) (map[string]CheckpointInfo, e
 }
 
 // Create implements Checkpoints.
-func (f FileCheckpoints) Create(ctx context.Context, id, volumeID, volumePath string) (CheckpointInfo, error) {
+func (f FileCheckpoints) Create(ctx context.Context, id string, vol checkpoint.Volume) (CheckpointInfo, error) {
+	volumeID, volumePath := vol.ID, vol.Path
 	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
 		return CheckpointInfo{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
@@ -219,7 +222,7 @@ type NoExports struct{}
 func (NoExports) List(context.Context) (map[string]ExportInfo, error) { return nil, nil }
 
 // Write implements Exports.
-func (NoExports) Write(_ context.Context, e desired.DesiredExport, _ string) (ExportInfo, error) {
+func (NoExports) Write(_ context.Context, e desired.DesiredExport, _ checkpoint.Volume) (ExportInfo, error) {
 	return ExportInfo{}, errors.New("this host has no export writer configured; the export cannot be written")
 }
 

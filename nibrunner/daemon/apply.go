@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
+	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
@@ -92,7 +93,7 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 		var err error
 		if c.Create {
 			var info CheckpointInfo
-			info, err = d.deps.Checkpoints.Create(cctx, c.CheckpointID, c.VolumeID, d.deps.Volumes.Path(c.VolumeID))
+			info, err = d.deps.Checkpoints.Create(cctx, c.CheckpointID, d.volumeToRead(c.VolumeID, vms))
 			if err == nil {
 				cps[c.CheckpointID] = info
 			}
@@ -116,7 +117,7 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			for _, de := range d.doc.Exports {
 				if string(de.ExportId) == e.ExportID {
 					var info ExportInfo
-					info, err = d.deps.Exports.Write(cctx, de, d.deps.Volumes.Path(string(de.VolumeId)))
+					info, err = d.deps.Exports.Write(cctx, de, d.volumeToRead(string(de.VolumeId), vms))
 					if err == nil {
 						exps[e.ExportID] = info
 					}
@@ -357,3 +358,28 @@ func (d *Daemon) sleep(ctx context.Context, now time.Time, apps []string, vms ma
 		rec.Sleeping, rec.Message = true, ""
 	}
 }
+
+// volumeToRead names volume id's file and, when the guest of the app that
+// mounts it is running and the VMM can freeze it, that guest's freezer.
+func (d *Daemon) volumeToRead(id string, vms map[string]vmm.Status) checkpoint.Volume {
+	v := checkpoint.Volume{ID: id, Path: d.deps.Volumes.Path(id)}
+	app, ok := d.volApps[id]
+	if !ok {
+		return v
+	}
+	if st, up := vms[app]; up && st.State == vmm.Running {
+		if f, can := d.deps.VMM.(vmm.Freezer); can {
+			v.Freezer = guestFreezer{vmm: f, app: app}
+		}
+	}
+	return v
+}
+
+// guestFreezer binds a VMM's freezer to one app.
+type guestFreezer struct {
+	vmm vmm.Freezer
+	app string
+}
+
+func (g guestFreezer) Freeze(ctx context.Context) error { return g.vmm.FreezeVolume(ctx, g.app) }
+func (g guestFreezer) Thaw(ctx context.Context) error   { return g.vmm.ThawVolume(ctx, g.app) }

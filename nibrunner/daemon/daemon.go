@@ -26,6 +26,7 @@ import (
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/volume"
 	"alpnib.dev/nibrunner/watch"
@@ -108,7 +109,7 @@ type Daemon struct {
 	netReady    bool
 	netErr      string
 	lastNet     []NetSlot
-	lastRoute   []Route
+	lastRoute   []route.Route
 	timers      map[string]time.Time // scheduled restarts
 	lastPass    time.Time
 	lastFlush   time.Time

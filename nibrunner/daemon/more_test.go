@@ -12,6 +12,7 @@ import (
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm/fake"
 )
 
@@ -156,7 +157,7 @@ func TestAWakeForAStoppedOrUnlistedAppIsRefused(t *testing.T) {
 	h.write(t, doc(h.app("a", "a1", withState(desired.StateStopped))))
 	h.waitFor(t, "a stopped", allIn(reported.InstanceStopped, "a"))
 	for _, app := range []string{"a", "nobody"} {
-		if err := d.Wake(context.Background(), app); !errors.Is(err, ErrNotRunning) {
+		if err := d.Wake(context.Background(), app); !errors.Is(err, route.ErrNotRunning) {
 			t.Fatalf("wake %s: %v", app, err)
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/volume"
 )
@@ -62,37 +64,9 @@ type Network interface {
 	Apply(ctx context.Context, slots []NetSlot) error
 }
 
-// RouteState is what the HTTP proxy does with a hostname.
-type RouteState string
-
-// The route states.
-const (
-	RouteUp       RouteState = "up"       // proxy to Addr (or HostPort)
-	RouteSleeping RouteState = "sleeping" // the activator wakes (or waits for) the app
-	RouteDown     RouteState = "down"     // 503 "This app is not running."
-)
-
-// Route sends one hostname to one app. A route is up only once the app's
-// health check has passed; while its guest boots the route says sleeping,
-// so a request waits on Daemon.Wake (which shares the boot's health check)
-// instead of meeting a guest that does not listen yet.
-type Route struct {
-	Hostname string
-	AppID    string
-	HostPort int
-	// Addr is host:port where the app answers now: the VMM's endpoint for
-	// its guest (the guest's IP for a microVM on a tap, a loopback port
-	// for QEMU's user network or the fake VMM). Empty when no guest runs
-	// or the VMM names none: the proxy then dials its backend host at
-	// HostPort.
-	Addr  string
-	State RouteState
-}
-
-// Router holds the HTTP proxy's routing table; Apply replaces it whole.
-type Router interface {
-	Apply(ctx context.Context, routes []Route) error
-}
+// Router holds the HTTP proxy's routing table (route.Router); Apply
+// replaces it whole.
+type Router = route.Router
 
 // CheckpointInfo is a checkpoint that exists.
 type CheckpointInfo struct {
@@ -104,7 +78,9 @@ type CheckpointInfo struct {
 // Checkpoints makes and deletes point-in-time copies of volumes.
 type Checkpoints interface {
 	List(ctx context.Context) (map[string]CheckpointInfo, error)
-	Create(ctx context.Context, id, volumeID, volumePath string) (CheckpointInfo, error)
+	// Create copies vol as checkpoint id. It may take minutes (a freeze,
+	// a copy, an upload).
+	Create(ctx context.Context, id string, vol checkpoint.Volume) (CheckpointInfo, error)
 	Delete(ctx context.Context, id string) error
 }
 
@@ -117,7 +93,9 @@ type ExportInfo struct {
 // Exports writes volumes out as gzipped tars to the exports store.
 type Exports interface {
 	List(ctx context.Context) (map[string]ExportInfo, error)
-	Write(ctx context.Context, e desired.DesiredExport, volumePath string) (ExportInfo, error)
+	// Write reads vol (freezing its guest while it copies) and streams
+	// the archive e asks for to the exports store.
+	Write(ctx context.Context, e desired.DesiredExport, vol checkpoint.Volume) (ExportInfo, error)
 	Forget(ctx context.Context, id string) error
 }
 

@@ -27,6 +27,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/route"
 )
 
 // qemuGuestImageDir is the folder the guestimage, qemu and daemon tests
@@ -65,7 +66,7 @@ func runQEMUDaemon(dir string) error {
 	if err != nil {
 		return err
 	}
-	srv := &control.Server{Apps: d, ReportPath: filepath.Join(dir, "state", ReportName), Conflicts: []error{ErrCannotSleep, ErrNotRunning}}
+	srv := &control.Server{Apps: d, ReportPath: filepath.Join(dir, "state", ReportName), Conflicts: []error{ErrCannotSleep, route.ErrNotRunning}}
 	go func() {
 		if err := srv.ListenAndServe(ctx, control.SocketPath(filepath.Join(dir, "run"))); err != nil {
 			logf("control socket: %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -15,7 +16,7 @@ import (
 // only when they changed.
 func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status) {
 	var nets []NetSlot
-	var routes []Route
+	var routes []route.Route
 	if d.doc != nil {
 		for i := range d.doc.Instances {
 			in := &d.doc.Instances[i]
@@ -27,7 +28,7 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 			st, up := vms[app]
 			up = up && st.State == vmm.Running
 			nets = append(nets, NetSlot{AppID: app, Slot: n, Network: slot.Network(n), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, n), Forward: up})
-			state := RouteDown
+			state := route.Down
 			rec := d.records[app]
 			var addr string
 			if up {
@@ -35,17 +36,17 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 			}
 			switch {
 			case up && d.answering(app):
-				state = RouteUp
+				state = route.Up
 			case up && in.DesiredState != desired.StateStopped:
 				// Booting: the activator waits on Wake, which joins this
 				// boot's prober, rather than proxying to a guest that does
 				// not listen yet (a 502).
-				state = RouteSleeping
+				state = route.Sleeping
 			case in.DesiredState == desired.StateOnRequest && rec != nil && rec.Booted:
-				state = RouteSleeping
+				state = route.Sleeping
 			}
 			for _, h := range in.Hostnames {
-				routes = append(routes, Route{Hostname: string(h.Hostname), AppID: app, HostPort: slot.HostPort(n), Addr: addr, State: state})
+				routes = append(routes, route.Route{Hostname: string(h.Hostname), AppID: app, HostPort: slot.HostPort(n), Addr: addr, State: state})
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/proxy"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/route"
 )
 
 // These tests run the daemon on the fake VMM behind the real HTTP proxy
@@ -25,18 +26,18 @@ import (
 type recordingRouter struct {
 	*proxy.Proxy
 	mu     sync.Mutex
-	tables [][]daemon.Route
+	tables [][]route.Route
 }
 
-func (r *recordingRouter) Apply(ctx context.Context, routes []daemon.Route) error {
+func (r *recordingRouter) Apply(ctx context.Context, routes []route.Route) error {
 	r.mu.Lock()
-	r.tables = append(r.tables, append([]daemon.Route(nil), routes...))
+	r.tables = append(r.tables, append([]route.Route(nil), routes...))
 	r.mu.Unlock()
 	return r.Proxy.Apply(ctx, routes)
 }
 
 // first is the first route applied for hostname that cond accepts.
-func (r *recordingRouter) first(hostname string, cond func(daemon.Route) bool) (daemon.Route, bool) {
+func (r *recordingRouter) first(hostname string, cond func(route.Route) bool) (route.Route, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, tb := range r.tables {
@@ -46,7 +47,7 @@ func (r *recordingRouter) first(hostname string, cond func(daemon.Route) bool) (
 			}
 		}
 	}
-	return daemon.Route{}, false
+	return route.Route{}, false
 }
 
 func routedHost(t *testing.T) (*daemon.Host, *recordingRouter, *daemon.Daemon, string) {
@@ -77,7 +78,7 @@ func askHost(t *testing.T, base, hostname string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func waitRoute(t *testing.T, rr *recordingRouter, hostname, what string, cond func(daemon.Route) bool) daemon.Route {
+func waitRoute(t *testing.T, rr *recordingRouter, hostname, what string, cond func(route.Route) bool) route.Route {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -87,7 +88,7 @@ func waitRoute(t *testing.T, rr *recordingRouter, hostname, what string, cond fu
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
-	return daemon.Route{}
+	return route.Route{}
 }
 
 func TestARequestByHostnameReachesTheFakeVMMsGuestThroughTheProxy(t *testing.T) {
@@ -97,7 +98,7 @@ func TestARequestByHostnameReachesTheFakeVMMsGuestThroughTheProxy(t *testing.T) 
 	h.WaitFor(t, "blog running", func(r *reported.HostReportedState) bool {
 		return len(r.Instances) == 1 && r.Instances[0].State == reported.InstanceRunning
 	})
-	up := waitRoute(t, rr, hostname, "blog's route up", func(rt daemon.Route) bool { return rt.State == daemon.RouteUp })
+	up := waitRoute(t, rr, hostname, "blog's route up", func(rt route.Route) bool { return rt.State == route.Up })
 	if up.Addr == "" {
 		t.Fatalf("the up route names no address: %+v", up)
 	}
@@ -127,9 +128,9 @@ func TestARequestWhileTheGuestBootsWaitsForItToBeHealthyRatherThanA502(t *testin
 	app.Config.HealthCheck.GracePeriodMs = 30000
 	h.Write(t, app)
 
-	booting := waitRoute(t, rr, hostname, "slow's guest running", func(rt daemon.Route) bool { return rt.Addr != "" })
-	if booting.State != daemon.RouteSleeping {
-		t.Fatalf("the first route with a running guest says %q, want %q until its health check passes", booting.State, daemon.RouteSleeping)
+	booting := waitRoute(t, rr, hostname, "slow's guest running", func(rt route.Route) bool { return rt.Addr != "" })
+	if booting.State != route.Sleeping {
+		t.Fatalf("the first route with a running guest says %q, want %q until its health check passes", booting.State, route.Sleeping)
 	}
 	sent := time.Now()
 	status, body := askHost(t, base, hostname)
@@ -137,7 +138,7 @@ func TestARequestWhileTheGuestBootsWaitsForItToBeHealthyRatherThanA502(t *testin
 		t.Fatalf("a request during the boot got %d %q, want the app's 200 once healthy", status, body)
 	}
 	t.Logf("answered after %v", time.Since(sent))
-	waitRoute(t, rr, hostname, "slow's route up", func(rt daemon.Route) bool { return rt.State == daemon.RouteUp })
+	waitRoute(t, rr, hostname, "slow's route up", func(rt route.Route) bool { return rt.State == route.Up })
 }
 
 func TestARequestToASleepingFakeGuestWakesItAndReachesItWhereverItNowListens(t *testing.T) {
@@ -146,21 +147,21 @@ func TestARequestToASleepingFakeGuestWakesItAndReachesItWhereverItNowListens(t *
 	app := h.App("nap", "nap-1")
 	app.DesiredState = desired.StateOnRequest
 	h.Write(t, app)
-	first := waitRoute(t, rr, hostname, "nap's route up", func(rt daemon.Route) bool { return rt.State == daemon.RouteUp })
+	first := waitRoute(t, rr, hostname, "nap's route up", func(rt route.Route) bool { return rt.State == route.Up })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := d.Sleep(ctx, "nap"); err != nil {
 		t.Fatal(err)
 	}
-	waitRoute(t, rr, hostname, "nap's route sleeping", func(rt daemon.Route) bool { return rt.State == daemon.RouteSleeping && rt.Addr == "" })
+	waitRoute(t, rr, hostname, "nap's route sleeping", func(rt route.Route) bool { return rt.State == route.Sleeping && rt.Addr == "" })
 
 	status, body := askHost(t, base, hostname)
 	if status != http.StatusOK || body != "nap nap-1\n" {
 		t.Fatalf("the woken app answered %d %q, want 200 from its guest", status, body)
 	}
-	again := waitRoute(t, rr, hostname, "nap's route up again", func(rt daemon.Route) bool {
-		return rt.State == daemon.RouteUp && rt.Addr != first.Addr
+	again := waitRoute(t, rr, hostname, "nap's route up again", func(rt route.Route) bool {
+		return rt.State == route.Up && rt.Addr != first.Addr
 	})
 	t.Logf("the guest answered at %s, then at %s once woken", first.Addr, again.Addr)
 }

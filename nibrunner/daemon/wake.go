@@ -2,19 +2,15 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
 )
-
-// ErrNotRunning is returned by Wake for an app the document asks stopped,
-// or does not list: its hostnames answer 503 "This app is not running.".
-var ErrNotRunning = errors.New("this app is not running")
 
 // Wake brings an on-request app up for a request and returns once its
 // health check passes, so the activator can hand the caller on. Callers
@@ -51,7 +47,7 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 	defer d.mu.Unlock()
 	in := d.instance(app)
 	if in == nil || in.DesiredState == desired.StateStopped || d.problems[app] != "" {
-		return nil, fmt.Errorf("wake %s: %w", app, ErrNotRunning)
+		return nil, fmt.Errorf("wake %s: %w", app, route.ErrNotRunning)
 	}
 	if p := d.probers[app]; p != nil {
 		return p, nil

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"sync"
 
-	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 // activator runs at most one wake per app at a time; everyone who asks
@@ -47,7 +47,7 @@ func (p *Proxy) start(app string) *wake {
 		var err error
 		var addr string
 		if w := p.waker.Load(); w == nil {
-			err = daemon.ErrNotRunning
+			err = route.ErrNotRunning
 		} else {
 			ctx, cancel := context.WithTimeout(p.ctx, p.opts.WakeTimeout)
 			err = (*w).Wake(ctx, app)
@@ -60,7 +60,7 @@ func (p *Proxy) start(app string) *wake {
 			// Mark the table in force now: one applied while the wake ran
 			// was computed before the guest answered.
 			p.table.Load().awake.Store(app, addr)
-		} else if !errors.Is(err, daemon.ErrNotRunning) {
+		} else if !errors.Is(err, route.ErrNotRunning) {
 			p.opts.Logf("nibrunnerd: proxy: wake %s: %v", app, err)
 		}
 		a.mu.Lock()
@@ -93,7 +93,7 @@ func (p *Proxy) await(w http.ResponseWriter, r *http.Request, wk *wake) bool {
 	switch {
 	case wk.err == nil:
 		return true
-	case errors.Is(wk.err, daemon.ErrNotRunning):
+	case errors.Is(wk.err, route.ErrNotRunning):
 		reply(w, notRunning)
 	default:
 		replyLater(w, wakeFailed(wk.err), p.retryAt)

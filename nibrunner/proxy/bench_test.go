@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 // BenchmarkRequestsThroughTheProxy measures small GETs to a trivial app
@@ -18,7 +18,7 @@ func BenchmarkRequestsThroughTheProxy(b *testing.B) {
 	app := httpServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	}))
-	apply(b, p, route("shop.example.com", "shop", app, daemon.RouteUp))
+	apply(b, p, routeTo("shop.example.com", "shop", app, route.Up))
 	for _, bc := range []struct{ name, base string }{
 		{"proxy", "http://" + addr},
 		{"direct", fmt.Sprintf("http://127.0.0.1:%d", app)},

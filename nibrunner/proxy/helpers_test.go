@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 // *daemon.Daemon is what nibrunnerd gives the proxy to wake apps.
@@ -162,11 +163,11 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func route(host, app string, port int, state daemon.RouteState) daemon.Route {
-	return daemon.Route{Hostname: host, AppID: app, HostPort: port, State: state}
+func routeTo(host, app string, port int, state route.State) route.Route {
+	return route.Route{Hostname: host, AppID: app, HostPort: port, State: state}
 }
 
-func apply(t testing.TB, p *Proxy, routes ...daemon.Route) {
+func apply(t testing.TB, p *Proxy, routes ...route.Route) {
 	t.Helper()
 	if err := p.Apply(context.Background(), routes); err != nil {
 		t.Fatal(err)

@@ -23,10 +23,11 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 // Waker brings a sleeping app up and returns once its health check has
-// passed (*daemon.Daemon satisfies it). It returns daemon.ErrNotRunning
+// passed (*daemon.Daemon satisfies it). It returns route.ErrNotRunning
 // for an app that is not meant to run.
 type Waker interface {
 	Wake(ctx context.Context, app string) error
@@ -60,7 +61,7 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Proxy routes requests to apps. It implements daemon.Router (Apply) and
+// Proxy routes requests to apps. It implements route.Router (Apply) and
 // daemon.Traffic (Activity), and is an http.Handler.
 type Proxy struct {
 	opts    Options
@@ -76,7 +77,7 @@ type Proxy struct {
 
 // table is one routing table, never changed once published.
 type table struct {
-	routes map[string]daemon.Route // by lower-case hostname
+	routes map[string]route.Route // by lower-case hostname
 	// awake holds apps the proxy woke since this table was applied: their
 	// route still says sleeping until the daemon's next pass, but they
 	// answer now, at the address kept here ("" for the route's own).
@@ -84,7 +85,7 @@ type table struct {
 }
 
 var (
-	_ daemon.Router  = (*Proxy)(nil)
+	_ route.Router   = (*Proxy)(nil)
 	_ daemon.Traffic = (*Proxy)(nil)
 	_ http.Handler   = (*Proxy)(nil)
 )
@@ -112,7 +113,7 @@ func New(opts Options) *Proxy {
 	}
 	p := &Proxy{opts: opts, retryAt: strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.table.Store(&table{routes: map[string]daemon.Route{}})
+	p.table.Store(&table{routes: map[string]route.Route{}})
 	if opts.Waker != nil {
 		p.SetWaker(opts.Waker)
 	}
@@ -150,12 +151,12 @@ func (p *Proxy) Close() {
 	p.rp.Transport.(*http.Transport).CloseIdleConnections()
 }
 
-// Apply implements daemon.Router: it replaces the routing table whole.
+// Apply implements route.Router: it replaces the routing table whole.
 // Hostnames are matched case-insensitively. Were two routes to name one
 // hostname (the document's validation should prevent it), the first
 // keeps it and the conflict is logged.
-func (p *Proxy) Apply(_ context.Context, routes []daemon.Route) error {
-	t := &table{routes: make(map[string]daemon.Route, len(routes))}
+func (p *Proxy) Apply(_ context.Context, routes []route.Route) error {
+	t := &table{routes: make(map[string]route.Route, len(routes))}
 	for _, r := range routes {
 		h := normalHost(r.Hostname)
 		if prev, ok := t.routes[h]; ok {
@@ -196,30 +197,30 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := p.table.Load()
-	route, ok := t.routes[host]
+	rt, ok := t.routes[host]
 	if !ok {
 		reply(w, unknownHost)
 		return
 	}
-	m := p.meter(route.AppID)
+	m := p.meter(rt.AppID)
 	m.begin(p.opts.Now())
 	defer func() { m.end(p.opts.Now()) }()
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &countingBody{ReadCloser: r.Body, m: m, now: p.opts.Now}
 	}
 
-	addr := route.Addr
-	switch route.State {
-	case daemon.RouteDown:
+	addr := rt.Addr
+	switch rt.State {
+	case route.Down:
 		reply(w, notRunning)
 		return
-	case daemon.RouteSleeping:
-		if at, awake := t.awake.Load(route.AppID); awake {
+	case route.Sleeping:
+		if at, awake := t.awake.Load(rt.AppID); awake {
 			if a := at.(string); a != "" {
 				addr = a
 			}
 		} else {
-			wk := p.start(route.AppID)
+			wk := p.start(rt.AppID)
 			if !p.await(w, r, wk) {
 				return
 			}
@@ -227,11 +228,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				addr = wk.addr
 			}
 		}
-	case daemon.RouteUp:
+	case route.Up:
 		// A table applied while a wake this proxy started was still
 		// running may already say up; a request that arrives then waits
 		// for that wake too.
-		if wk := p.wakes.running(route.AppID); wk != nil {
+		if wk := p.wakes.running(rt.AppID); wk != nil {
 			if !p.await(w, r, wk) {
 				return
 			}
@@ -241,7 +242,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if addr == "" {
-		addr = net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(route.HostPort))
+		addr = net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(rt.HostPort))
 	}
 	ctx := context.WithValue(r.Context(), backendKey{}, addr)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 func TestEachAnswerOfTheProxyHasItsStatusAndSentence(t *testing.T) {
@@ -21,9 +21,9 @@ func TestEachAnswerOfTheProxyHasItsStatusAndSentence(t *testing.T) {
 	base := "http://" + serve(t, p, ListenConfig{})
 	app := backend(t, "shop")
 	apply(t, p,
-		route("shop.example.com", "shop", app, daemon.RouteUp),
-		route("stopped.example.com", "stopped", app, daemon.RouteDown),
-		route("gone.example.com", "gone", closedPort(t), daemon.RouteUp),
+		routeTo("shop.example.com", "shop", app, route.Up),
+		routeTo("stopped.example.com", "stopped", app, route.Down),
+		routeTo("gone.example.com", "gone", closedPort(t), route.Up),
 	)
 	c := &http.Client{}
 	for _, tc := range []struct {
@@ -76,7 +76,7 @@ func TestTheAppSeesTheHostItWasAskedByAndWhoAsked(t *testing.T) {
 		h.Set("X-Seen-Host", r.Host)
 		got <- h
 	}))
-	apply(t, p, route("shop.example.com", "shop", s, daemon.RouteUp))
+	apply(t, p, routeTo("shop.example.com", "shop", s, route.Up))
 	must(t, get(t, &http.Client{}, base, "shop.example.com"), 200, "")
 	h := <-got
 	if h.Get("X-Seen-Host") != "shop.example.com" || h.Get("X-Forwarded-For") != "127.0.0.1" || h.Get("X-Forwarded-Host") != "shop.example.com" || h.Get("X-Forwarded-Proto") != "http" {
@@ -88,10 +88,10 @@ func TestTheRoutingTableIsReplacedWholeUnderConcurrentRequests(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
 	base := "http://" + serve(t, p, ListenConfig{})
 	a, b := backend(t, "a"), backend(t, "b")
-	table := func(port int, name string) []daemon.Route {
-		var rs []daemon.Route
+	table := func(port int, name string) []route.Route {
+		var rs []route.Route
 		for i := range 8 {
-			rs = append(rs, route(fmt.Sprintf("h%d.example.com", i), name, port, daemon.RouteUp))
+			rs = append(rs, routeTo(fmt.Sprintf("h%d.example.com", i), name, port, route.Up))
 		}
 		return rs
 	}
@@ -151,7 +151,7 @@ func TestConcurrentCallersToASleepingAppShareOneWake(t *testing.T) {
 	p := newProxy(t, w)
 	base := "http://" + serve(t, p, ListenConfig{})
 	app := backend(t, "shop")
-	apply(t, p, route("shop.example.com", "shop", app, daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", app, route.Sleeping))
 
 	const callers = 10
 	results := make(chan result, callers)
@@ -180,7 +180,7 @@ func TestConcurrentCallersToASleepingAppShareOneWake(t *testing.T) {
 		t.Fatalf("%d wakes after the app woke, want 1", n)
 	}
 	// A new table that says it sleeps (it went back to sleep) wakes it again.
-	apply(t, p, route("shop.example.com", "shop", app, daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", app, route.Sleeping))
 	must(t, get(t, &http.Client{}, base, "shop.example.com"), 200, "shop answers shop.example.com\n")
 	if n := w.calls.Load(); n != 2 {
 		t.Fatalf("%d wakes after the app slept again, want 2", n)
@@ -191,7 +191,7 @@ func TestAClientThatGivesUpDoesNotCancelTheWakeOthersWaitOn(t *testing.T) {
 	w := &fakeWaker{release: make(chan struct{})}
 	p := newProxy(t, w)
 	base := "http://" + serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Sleeping))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -216,7 +216,7 @@ func TestAnUpgradeRequestWhileWakingGets503WithRetryAfter(t *testing.T) {
 	p := newProxy(t, w)
 	base := "http://" + serve(t, p, ListenConfig{})
 	app := backend(t, "chat")
-	apply(t, p, route("chat.example.com", "chat", app, daemon.RouteSleeping))
+	apply(t, p, routeTo("chat.example.com", "chat", app, route.Sleeping))
 
 	// The upgrade starts the wake but is not held by it.
 	got := get(t, &http.Client{}, base, "chat.example.com", "Connection", "Upgrade", "Upgrade", "websocket")
@@ -226,7 +226,7 @@ func TestAnUpgradeRequestWhileWakingGets503WithRetryAfter(t *testing.T) {
 	}
 	waitFor(t, "the wake starts", func() bool { return w.calls.Load() == 1 })
 	// While the wake runs, the daemon may already say up: still 503.
-	apply(t, p, route("chat.example.com", "chat", app, daemon.RouteUp))
+	apply(t, p, routeTo("chat.example.com", "chat", app, route.Up))
 	must(t, get(t, &http.Client{}, base, "chat.example.com", "Connection", "Upgrade", "Upgrade", "websocket"), 503, "This app is starting; try again in a moment.\n")
 	close(w.release)
 	waitFor(t, "the wake ends", func() bool { return p.wakes.running("chat") == nil })
@@ -240,11 +240,11 @@ func TestARequestToAnAppMarkedUpWaitsForTheWakeUnderWay(t *testing.T) {
 	p := newProxy(t, w)
 	base := "http://" + serve(t, p, ListenConfig{})
 	app := backend(t, "shop")
-	apply(t, p, route("shop.example.com", "shop", app, daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", app, route.Sleeping))
 	first := make(chan result, 1)
 	go func() { first <- get(t, &http.Client{}, base, "shop.example.com") }()
 	waitFor(t, "the wake starts", func() bool { return w.calls.Load() == 1 })
-	apply(t, p, route("shop.example.com", "shop", app, daemon.RouteUp))
+	apply(t, p, routeTo("shop.example.com", "shop", app, route.Up))
 	second := make(chan result, 1)
 	go func() { second <- get(t, &http.Client{}, base, "shop.example.com") }()
 	waitFor(t, "both callers wait", func() bool { return p.meter("shop").open.Load() == 2 })
@@ -257,7 +257,7 @@ func TestAWakeThatFailsAnswers503WithTheReasonAndRetryAfter(t *testing.T) {
 	w := &fakeWaker{err: fmt.Errorf("wake shop: %w", errBoom)}
 	p := newProxy(t, w)
 	base := "http://" + serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Sleeping))
 	got := get(t, &http.Client{}, base, "shop.example.com")
 	must(t, got, 503, "This app could not be woken: wake shop: the guest went down while waking.\n")
 	if got.header.Get("Retry-After") != "3" {
@@ -274,10 +274,10 @@ func TestAWakeThatFailsAnswers503WithTheReasonAndRetryAfter(t *testing.T) {
 }
 
 func TestAnAppTheDaemonWillNotWakeIsNotRunning(t *testing.T) {
-	w := &fakeWaker{err: fmt.Errorf("wake shop: %w", daemon.ErrNotRunning)}
+	w := &fakeWaker{err: fmt.Errorf("wake shop: %w", route.ErrNotRunning)}
 	p := newProxy(t, w)
 	base := "http://" + serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Sleeping))
 	got := get(t, &http.Client{}, base, "shop.example.com")
 	must(t, got, 503, "This app is not running.\n")
 }
@@ -286,7 +286,7 @@ func TestAWakeIsBoundedByItsTimeout(t *testing.T) {
 	w := &fakeWaker{release: make(chan struct{})} // never released
 	p := New(Options{Waker: w, Logf: t.Logf, WakeTimeout: 50 * time.Millisecond})
 	base := "http://" + serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Sleeping))
 	got := get(t, &http.Client{}, base, "shop.example.com")
 	must(t, got, 503, "This app could not be woken: context deadline exceeded.\n")
 	if got.header.Get("Retry-After") != "5" {
@@ -303,7 +303,7 @@ func TestActivityIsBusyDuringASlowRequestAndRecordsItsEnd(t *testing.T) {
 		<-finish
 		io.WriteString(w, "done\n")
 	}))
-	apply(t, p, route("slow.example.com", "slow", slow, daemon.RouteUp))
+	apply(t, p, routeTo("slow.example.com", "slow", slow, route.Up))
 	if last, busy := p.Activity("slow"); !last.IsZero() || busy {
 		t.Fatalf("before any request: %v %v", last, busy)
 	}
@@ -343,7 +343,7 @@ func TestBodyBytesFromTheClientCountAsActivity(t *testing.T) {
 		}
 		io.WriteString(w, "stored\n")
 	}))
-	apply(t, p, route("up.example.com", "up", up, daemon.RouteUp))
+	apply(t, p, routeTo("up.example.com", "up", up, route.Up))
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest(http.MethodPost, base+"/", pr)
 	req.Host = "up.example.com"
@@ -412,8 +412,8 @@ func TestTwoAppsNamingOneHostnameLeaveItToTheFirst(t *testing.T) {
 	p := New(Options{Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
 	base := "http://" + serve(t, p, ListenConfig{})
 	apply(t, p,
-		route("shop.example.com", "one", backend(t, "one"), daemon.RouteUp),
-		route("SHOP.example.com", "two", backend(t, "two"), daemon.RouteUp),
+		routeTo("shop.example.com", "one", backend(t, "one"), route.Up),
+		routeTo("SHOP.example.com", "two", backend(t, "two"), route.Up),
 	)
 	must(t, get(t, &http.Client{}, base, "shop.example.com"), 200, "one answers shop.example.com\n")
 	if len(logged) != 1 || !strings.Contains(logged[0], "both one and two") {
@@ -454,12 +454,12 @@ func (c *manualClock) Add(d time.Duration) {
 func TestTheTrafficOfAnAppThatLostItsHostnamesIsForgotten(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
 	base := "http://" + serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteUp))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
 	must(t, get(t, &http.Client{}, base, "shop.example.com"), 200, "shop answers shop.example.com\n")
 	if last, _ := p.Activity("shop"); last.IsZero() {
 		t.Fatal("no activity after a request")
 	}
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteDown))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Down))
 	if last, _ := p.Activity("shop"); last.IsZero() {
 		t.Fatal("a new table forgot an app it still routes")
 	}
@@ -472,7 +472,7 @@ func TestTheTrafficOfAnAppThatLostItsHostnamesIsForgotten(t *testing.T) {
 func TestASleepingAppIsNotRunningUntilTheProxyHasAWaker(t *testing.T) {
 	p := New(Options{Logf: t.Logf})
 	base := "http://" + serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteSleeping))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Sleeping))
 	must(t, get(t, &http.Client{}, base, "shop.example.com"), 503, "This app is not running.\n")
 	w := &fakeWaker{}
 	p.SetWaker(w)

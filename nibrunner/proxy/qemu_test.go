@@ -21,6 +21,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm/fake"
 	"alpnib.dev/nibrunner/vmm/qemu"
@@ -148,10 +149,10 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	routed := func(state daemon.RouteState) func() bool {
+	routed := func(state route.State) func() bool {
 		return func() bool { r, ok := p.table.Load().routes[host]; return ok && r.State == state }
 	}
-	waitLong(t, "the counter's route up", routed(daemon.RouteUp), reportPath)
+	waitLong(t, "the counter's route up", routed(route.Up), reportPath)
 	c := &http.Client{Timeout: 4 * time.Minute}
 	var first result
 	waitLong(t, "the counter answers through the proxy", func() bool {
@@ -168,7 +169,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	if err := d.Sleep(sctx, "counter"); err != nil {
 		t.Fatal(err)
 	}
-	waitLong(t, "the counter's route sleeping", routed(daemon.RouteSleeping), reportPath)
+	waitLong(t, "the counter's route sleeping", routed(route.Sleeping), reportPath)
 
 	woke := get(t, c, base, host)
 	if woke.status != 200 || !strings.Contains(woke.body, "request #2 since boot") {
@@ -177,7 +178,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	if last, busy := p.Activity("counter"); last.IsZero() || busy {
 		t.Fatalf("activity after the wake: %v %v", last, busy)
 	}
-	waitLong(t, "the counter's route up again", routed(daemon.RouteUp), reportPath)
+	waitLong(t, "the counter's route up again", routed(route.Up), reportPath)
 }
 
 // waitLong polls cond for up to 5 minutes (a boot under TCG on a busy

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"testing"
 
-	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 // echoUpgrade is an app that switches protocols and echoes lines back.
@@ -39,7 +39,7 @@ func echoUpgrade(t *testing.T) int {
 func TestAnUpgradedStreamIsCarriedAndCountsAsBusyWhileOpen(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
 	addr := serve(t, p, ListenConfig{})
-	apply(t, p, route("chat.example.com", "chat", echoUpgrade(t), daemon.RouteUp))
+	apply(t, p, routeTo("chat.example.com", "chat", echoUpgrade(t), route.Up))
 
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {

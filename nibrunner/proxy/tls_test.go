@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/route"
 )
 
 // selfSigned writes a certificate for names to two PEM files and returns
@@ -80,8 +80,8 @@ func TestOverTLSTheProxySpeaksH2AndRefusesAHostItsConnectionWasNotFor(t *testing
 	p := newProxy(t, &fakeWaker{})
 	addr := serve(t, p, ListenConfig{CertFile: certFile, KeyFile: keyFile})
 	apply(t, p,
-		route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteUp),
-		route("blog.example.com", "blog", backend(t, "blog"), daemon.RouteUp),
+		routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up),
+		routeTo("blog.example.com", "blog", backend(t, "blog"), route.Up),
 	)
 	c := tlsClient(addr, "shop.example.com", pool)
 	defer c.CloseIdleConnections()
@@ -110,7 +110,7 @@ func TestOverTLSTheProxySpeaksH2AndRefusesAHostItsConnectionWasNotFor(t *testing
 func TestWithoutTLSAClientMaySpeakH2WithPriorKnowledge(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
 	addr := serve(t, p, ListenConfig{})
-	apply(t, p, route("shop.example.com", "shop", backend(t, "shop"), daemon.RouteUp))
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
 	protos := new(http.Protocols)
 	protos.SetUnencryptedHTTP2(true)
 	c := &http.Client{Transport: &http.Transport{Protocols: protos}}

@@ -181,3 +181,12 @@ type VMM interface {
 	// Version names the VMM for reported.json's versions.vmm.
 	Version() string
 }
+
+// Freezer is what a VMM may also do: ask the guest's init to freeze
+// (FIFREEZE) or thaw (FITHAW) the filesystem on the app's volume, so that
+// the volume file can be copied consistently while the guest runs. A VMM
+// without it cannot checkpoint a running guest's volume.
+type Freezer interface {
+	FreezeVolume(ctx context.Context, app string) error
+	ThawVolume(ctx context.Context, app string) error
+}
