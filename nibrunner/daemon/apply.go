@@ -24,7 +24,7 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 	var ups []plan.InstanceAction
 	var sleeps []string
 	for _, a := range acts.Instances {
-		rec := d.records[a.AppID]
+		rec := d.record(a.AppID)
 		switch a.Kind {
 		case plan.Stop:
 			d.takeDown(ctx, a.AppID, vms, true)
@@ -35,7 +35,7 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 			d.takeDown(ctx, a.AppID, vms, true)
 			d.forget(ctx, a.AppID)
 		case plan.Sleep:
-			if r, ok := d.sleepRetry[a.AppID]; ok && now.Before(r.next) {
+			if r := d.appOf(a.AppID).sleepRetry; now.Before(r.next) {
 				continue
 			}
 			sleeps = append(sleeps, a.AppID)
@@ -65,7 +65,7 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 	var inUse uint64
 	for app, st := range vms {
 		if st.State == vmm.Running {
-			if rec := d.records[app]; rec != nil {
+			if rec := d.record(app); rec != nil {
 				inUse += rec.MemoryMiB
 			}
 		}
@@ -155,13 +155,13 @@ func (d *Daemon) takeDown(ctx context.Context, app string, vms map[string]vmm.St
 	defer cancel()
 	if err := d.deps.VMM.Stop(cctx, app); err != nil {
 		d.cfg.Logf("nibrunnerd: stop %s: %v", app, err)
-		if rec := d.records[app]; rec != nil {
+		if rec := d.record(app); rec != nil {
 			rec.Message = "could not be stopped: " + err.Error()
 		}
 		return
 	}
 	delete(vms, app)
-	if rec := d.records[app]; rec != nil {
+	if rec := d.record(app); rec != nil {
 		rec.Message = ""
 	}
 	if discard {
@@ -171,31 +171,37 @@ func (d *Daemon) takeDown(ctx context.Context, app string, vms map[string]vmm.St
 	}
 }
 
+// forget drops everything the daemon knows of app: its entry, and its
+// slot and record in the database (the record goes with the next persist).
 func (d *Daemon) forget(ctx context.Context, app string) {
-	delete(d.records, app)
-	delete(d.timers, app)
-	delete(d.measured, app)
-	delete(d.sleepRetry, app)
-	d.forgotten = append(d.forgotten, app)
-	if _, ok := d.slots[app]; ok {
+	a := d.apps[app]
+	if a == nil {
+		return
+	}
+	if a.hasSlot {
 		if err := d.db.ReleaseSlot(ctx, app); err != nil {
+			// Keep the entry, and with it the slot, for the next pass.
 			d.cfg.Logf("nibrunnerd: %v", err)
-		} else {
-			delete(d.slots, app)
+			a.rec, a.persisted, a.restartAt, a.sleepRetry, a.measured = nil, nil, time.Time{}, retry{}, measurement{}
+			a.meters, a.metered = db.Meters{}, false
+			d.forgotten = append(d.forgotten, app)
+			return
 		}
 	}
-	delete(d.meters, app)
+	delete(d.apps, app)
+	d.forgotten = append(d.forgotten, app)
 }
 
 // restartDue consults the restart budget of a failed app: it marks the app
 // out of restarts when the budget is spent, schedules a pass for when the
 // backoff ends, and says whether the restart may happen now.
 func (d *Daemon) restartDue(app string, now time.Time) bool {
-	rec := d.records[app]
+	a := d.apps[app]
 	in := d.instance(app)
-	if rec == nil || in == nil {
+	if a == nil || a.rec == nil || in == nil {
 		return false
 	}
+	rec := a.rec
 	if rec.FailedAt.IsZero() {
 		rec.FailedAt = now
 	}
@@ -203,14 +209,14 @@ func (d *Daemon) restartDue(app string, now time.Time) bool {
 	dec := policyOf(in).Next(rec.Budget, rec.FailedAt, now)
 	if dec.OutOfRestarts {
 		rec.Budget = rec.Budget.Exhaust()
-		delete(d.timers, app)
+		a.restartAt = time.Time{}
 		return false
 	}
 	if now.Before(dec.At) {
-		d.timers[app] = dec.At
+		a.restartAt = dec.At
 		return false
 	}
-	delete(d.timers, app)
+	a.restartAt = time.Time{}
 	return true
 }
 
@@ -252,8 +258,8 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, a plan.VolumeAc
 	case plan.Grow:
 		// Growing is offline: the guest on it goes down and the next
 		// plan starts it again on the bigger volume.
-		for app, rec := range d.records {
-			if rec.VolumeID == a.VolumeID {
+		for app, x := range d.apps {
+			if x.rec != nil && x.rec.VolumeID == a.VolumeID {
 				if st, ok := vms[app]; ok && st.State == vmm.Running {
 					d.takeDown(ctx, app, vms, false)
 				}
@@ -316,7 +322,7 @@ func (d *Daemon) sleep(ctx context.Context, now time.Time, apps []string, vms ma
 		return
 	}
 	lastActive := func(app string) time.Time {
-		t := d.records[app].StartedAt
+		t := d.record(app).StartedAt
 		if d.deps.Traffic != nil {
 			if last, _ := d.deps.Traffic.Activity(app); last.After(t) {
 				t = last
@@ -344,16 +350,16 @@ func (d *Daemon) sleep(ctx context.Context, now time.Time, apps []string, vms ma
 	}
 	wg.Wait()
 	for i, app := range apps {
-		rec := d.records[app]
+		a := d.appOf(app)
+		rec := a.rec
 		if err := errs[i]; err != nil {
-			r := d.sleepRetry[app]
+			r := &a.sleepRetry
 			r.n++
 			r.next = now.Add(min(time.Second<<min(r.n-1, 20), 5*time.Minute))
-			d.sleepRetry[app] = r
 			rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", roundDur(r.next.Sub(now)), err)
 			continue
 		}
-		delete(d.sleepRetry, app)
+		a.sleepRetry = retry{}
 		delete(vms, app)
 		rec.Sleeping, rec.Message = true, ""
 	}

@@ -40,7 +40,7 @@ func (d *Daemon) sleepNow(ctx context.Context, app string) error {
 	if in.DesiredState != desired.StateOnRequest {
 		return fmt.Errorf("sleep %s: desired.json asks it %s: %w", app, in.DesiredState, ErrCannotSleep)
 	}
-	rec := d.records[app]
+	rec := d.record(app)
 	if rec != nil && rec.Sleeping {
 		return nil
 	}

@@ -87,40 +87,29 @@ type Daemon struct {
 	db   *db.DB
 
 	// mu is held for a whole pass, and by Wake while it starts a guest.
-	mu        sync.Mutex
-	doc       *desired.HostDesiredState
-	digest    string
-	problems  map[string]string
-	refusal   string
-	records   map[string]*record
-	persisted map[string][]byte
-	slots     map[string]int
-	meters    map[string]db.Meters
-	deleted   map[string]db.DeletedVolume
-	probers   map[string]*prober
-	notes     map[string]string // why a start is held back, this pass
-	// failedNotes are notes that fail the instance (a layer that cannot be
-	// made ready, a start the VMM refused) rather than keep it pending.
-	failedNotes map[string]bool
-	volErr      map[string]string
-	cpErr       map[string]string
-	expErr      map[string]string
-	measured    map[string]measurement
-	netReady    bool
-	netErr      string
-	lastNet     []NetSlot
-	lastRoute   []route.Route
-	timers      map[string]time.Time // scheduled restarts
-	lastPass    time.Time
-	lastFlush   time.Time
-	forgotten   []string
+	mu       sync.Mutex
+	doc      *desired.HostDesiredState
+	digest   string
+	problems map[string]string
+	refusal  string
+	// apps holds one value per app the daemon knows: see app.
+	apps    map[string]*app
+	deleted map[string]db.DeletedVolume
+	volErr  map[string]string
+	cpErr   map[string]string
+	expErr  map[string]string
+	// usage is each volume's last measured fill.
+	usage     map[string]volume.Usage
+	netReady  bool
+	netErr    string
+	lastNet   []NetSlot
+	lastRoute []route.Route
+	lastPass  time.Time
+	lastFlush time.Time
+	forgotten []string
 	// volApps remembers which app each volume named in a document was
 	// for, so a volume a later document drops is still reported by app.
 	volApps map[string]string
-	// sleepRetry holds back sleeps that failed.
-	sleepRetry map[string]retry
-	// usage is each volume's last measured fill.
-	usage map[string]volume.Usage
 	// byApp indexes the accepted document's instances.
 	byApp map[string]*desired.DesiredInstance
 
@@ -170,11 +159,10 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, deps: deps, db: store,
-		records: map[string]*record{}, persisted: map[string][]byte{},
-		probers: map[string]*prober{}, notes: map[string]string{}, failedNotes: map[string]bool{},
+		apps:   map[string]*app{},
 		volErr: map[string]string{}, cpErr: map[string]string{}, expErr: map[string]string{},
-		measured: map[string]measurement{}, timers: map[string]time.Time{}, usage: map[string]volume.Usage{}, sleepRetry: map[string]retry{},
-		kick: make(chan struct{}, 1),
+		usage: map[string]volume.Usage{},
+		kick:  make(chan struct{}, 1),
 	}
 	if err := d.load(ctx); err != nil {
 		store.Close()
@@ -208,14 +196,24 @@ func (d *Daemon) load(ctx context.Context) error {
 			d.cfg.Logf("nibrunnerd: the record of %s is unreadable and is rebuilt from what is observed: %v", app, err)
 			continue
 		}
-		d.records[app] = rec
-		d.persisted[app] = r.Data
+		a := d.appOf(app)
+		a.rec, a.persisted = rec, r.Data
 	}
-	if d.slots, err = d.db.Slots(ctx); err != nil {
+	slots, err := d.db.Slots(ctx)
+	if err != nil {
 		return err
 	}
-	if d.meters, err = d.db.AllMeters(ctx); err != nil {
+	for app, n := range slots {
+		a := d.appOf(app)
+		a.slot, a.hasSlot = n, true
+	}
+	meters, err := d.db.AllMeters(ctx)
+	if err != nil {
 		return err
+	}
+	for app, m := range meters {
+		a := d.appOf(app)
+		a.meters, a.metered = m, true
 	}
 	if d.deleted, err = d.db.DeletedVolumes(ctx); err != nil {
 		return err
@@ -244,9 +242,11 @@ func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
 // Close stops the probers and closes the database. Guests keep running.
 func (d *Daemon) Close() error {
 	d.mu.Lock()
-	for app, p := range d.probers {
-		p.stop()
-		delete(d.probers, app)
+	for _, a := range d.apps {
+		if a.prober != nil {
+			a.prober.stop()
+			a.prober = nil
+		}
 	}
 	// The caller's context is usually over by now; the last meters still
 	// get a bounded moment to reach the database.
@@ -362,8 +362,8 @@ func (d *Daemon) nextTimer() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var first time.Time
-	for _, at := range d.timers {
-		if first.IsZero() || at.Before(first) {
+	for _, a := range d.apps {
+		if at := a.restartAt; !at.IsZero() && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
 	}

@@ -21,8 +21,9 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.cfg.Now().UTC()
-	clear(d.notes)
-	clear(d.failedNotes)
+	for _, a := range d.apps {
+		a.note, a.noteFails = "", false
+	}
 
 	// Observe.
 	list, err := d.deps.VMM.List(ctx)
@@ -78,7 +79,8 @@ func (d *Daemon) Pass(ctx context.Context) error {
 // daemon) is adopted as it is; an exit is noted once.
 func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 	for app, st := range vms {
-		rec := d.records[app]
+		a := d.appOf(app)
+		rec := a.rec
 		if rec == nil || rec.DeploymentID != st.DeploymentID {
 			rec = &record{AppID: app, DeploymentID: st.DeploymentID, Booted: true,
 				Health: health.Started(st.StartedAt), StartedAt: st.StartedAt,
@@ -87,18 +89,18 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 				rec.VolumeID = string(in.VolumeId)
 				rec.MemoryMiB = uint64(in.Config.Resources.MemoryMib)
 			}
-			if old := d.records[app]; old != nil && old.VolumeID != "" && rec.VolumeID == "" {
+			if old := a.rec; old != nil && old.VolumeID != "" && rec.VolumeID == "" {
 				rec.VolumeID = old.VolumeID
 			}
-			d.records[app] = rec
+			a.rec = rec
 		}
 		switch st.State {
 		case vmm.Running:
 			rec.Sleeping = false
-			if d.probers[app] == nil {
+			if a.prober == nil {
 				d.startProber(app, rec, st)
 			}
-			if p := d.probers[app]; p != nil {
+			if p := a.prober; p != nil {
 				rec.Health = p.record()
 				switch {
 				case (rec.Health.State == health.Failed || rec.Health.State == health.Unhealthy) && rec.FailedAt.IsZero():
@@ -107,7 +109,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 				case rec.Health.State == health.Running && !rec.FailedAt.IsZero():
 					// It answered again before its restart came due.
 					rec.FailedAt, rec.FailReason = time.Time{}, ""
-					delete(d.timers, app)
+					a.restartAt = time.Time{}
 				}
 			}
 		case vmm.Exited:
@@ -120,8 +122,8 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 			}
 		}
 	}
-	for app := range d.probers {
-		if st, ok := vms[app]; !ok || st.State != vmm.Running {
+	for app, a := range d.apps {
+		if st, ok := vms[app]; a.prober != nil && (!ok || st.State != vmm.Running) {
 			d.stopProber(app)
 		}
 	}
@@ -144,13 +146,17 @@ func (d *Daemon) instance(app string) *desired.DesiredInstance {
 func (d *Daemon) observed(now time.Time, vms map[string]vmm.Status, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
 	obs := plan.Observed{
 		Now:         now,
-		Instances:   make(map[string]plan.Instance, len(d.records)),
+		Instances:   make(map[string]plan.Instance, len(d.apps)),
 		Volumes:     make(map[string]plan.Volume, len(vols)),
 		Checkpoints: make(map[string]bool, len(cps)),
 		Exports:     make(map[string]bool, len(exps)),
 		Problems:    d.problems,
 	}
-	for app, rec := range d.records {
+	for app, a := range d.apps {
+		rec := a.rec
+		if rec == nil {
+			continue
+		}
 		o := plan.Instance{
 			DeploymentID: rec.DeploymentID, Health: rec.Health.State, Sleeping: rec.Sleeping,
 			Booted: rec.Booted, VolumeID: rec.VolumeID, StartedAt: rec.StartedAt,

@@ -18,12 +18,13 @@ import (
 // so it stays in memory until the app has one.
 func (d *Daemon) persist(ctx context.Context, now time.Time) error {
 	var ch db.Change
-	for app, rec := range d.records {
-		if _, ok := d.slots[app]; !ok {
+	for app, a := range d.apps {
+		rec := a.rec
+		if rec == nil || !a.hasSlot {
 			continue
 		}
 		b := rec.encode()
-		if !bytes.Equal(b, d.persisted[app]) {
+		if !bytes.Equal(b, a.persisted) {
 			ch.Put = append(ch.Put, db.Record{AppID: app, DeploymentID: rec.DeploymentID, Data: b})
 		}
 	}
@@ -32,20 +33,26 @@ func (d *Daemon) persist(ctx context.Context, now time.Time) error {
 		return err
 	}
 	for _, r := range ch.Put {
-		d.persisted[r.AppID] = r.Data
-	}
-	for _, app := range d.forgotten {
-		delete(d.persisted, app)
+		d.apps[r.AppID].persisted = r.Data
 	}
 	d.forgotten = nil
 	return d.flushMeters(ctx, now.Sub(d.lastFlush) >= 30*time.Second)
 }
 
 func (d *Daemon) flushMeters(ctx context.Context, due bool) error {
-	if !due || len(d.meters) == 0 {
+	if !due {
 		return nil
 	}
-	if err := d.db.Apply(ctx, db.Change{Meters: d.meters}); err != nil {
+	meters := make(map[string]db.Meters, len(d.apps))
+	for app, a := range d.apps {
+		if a.metered {
+			meters[app] = a.meters
+		}
+	}
+	if len(meters) == 0 {
+		return nil
+	}
+	if err := d.db.Apply(ctx, db.Change{Meters: meters}); err != nil {
 		return err
 	}
 	d.lastFlush = d.cfg.Now()
@@ -61,8 +68,12 @@ func (d *Daemon) account(ctx context.Context, now time.Time, vms map[string]vmm.
 		delta = uint64(min(now.Sub(d.lastPass), time.Minute).Milliseconds())
 	}
 	budget := 64
-	for app, rec := range d.records {
-		m := d.meters[app]
+	for app, a := range d.apps {
+		rec := a.rec
+		if rec == nil {
+			continue
+		}
+		m := a.meters
 		st, up := vms[app]
 		up = up && st.State == vmm.Running
 		switch {
@@ -72,13 +83,13 @@ func (d *Daemon) account(ctx context.Context, now time.Time, vms map[string]vmm.
 			// Asleep, or booted once and waiting for a request.
 			m.IdleMs += delta
 		}
-		if up && budget > 0 && now.Sub(d.measured[app].at) >= 15*time.Second {
+		if up && budget > 0 && now.Sub(a.measured.at) >= 15*time.Second {
 			budget--
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			meas, err := d.deps.VMM.Measure(cctx, app)
 			cancel()
 			if err == nil {
-				prev := d.measured[app]
+				prev := a.measured
 				if prev.pid == st.PID {
 					if meas.CPUTime > prev.cpu {
 						m.CpuMs += uint64((meas.CPUTime - prev.cpu).Milliseconds())
@@ -90,13 +101,10 @@ func (d *Daemon) account(ctx context.Context, now time.Time, vms map[string]vmm.
 						m.TxBytes += meas.TxBytes - prev.tx
 					}
 				}
-				d.measured[app] = measurement{m: meas, pid: st.PID, cpu: meas.CPUTime, rx: meas.RxBytes, tx: meas.TxBytes, at: now}
+				a.measured = measurement{m: meas, pid: st.PID, cpu: meas.CPUTime, rx: meas.RxBytes, tx: meas.TxBytes, at: now}
 			}
 		}
-		if d.meters == nil {
-			d.meters = map[string]db.Meters{}
-		}
-		d.meters[app] = m
+		a.meters, a.metered = m, true
 	}
 }
 

@@ -73,14 +73,14 @@ func (d *Daemon) startProber(app string, rec *record, st vmm.Status) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	d.probers[app] = p
+	d.appOf(app).prober = p
 	go p.run(ctx, d.Kick)
 }
 
 func (d *Daemon) stopProber(app string) {
-	if p := d.probers[app]; p != nil {
-		p.stop()
-		delete(d.probers, app)
+	if a := d.apps[app]; a != nil && a.prober != nil {
+		a.prober.stop()
+		a.prober = nil
 	}
 }
 

@@ -40,7 +40,7 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 		if st.State != vmm.Running {
 			continue
 		}
-		if rec := d.records[app]; rec != nil {
+		if rec := d.record(app); rec != nil {
 			usedMiB += rec.MemoryMiB
 		}
 		if in := d.instance(app); in != nil {
@@ -95,8 +95,9 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms map[string]vmm.Status) reported.Instance {
 	app := string(in.AppId)
 	ri := reported.Instance{AppId: in.AppId, DeploymentId: in.DeploymentId}
-	if n, ok := d.slots[app]; ok {
-		net := slot.Network(n)
+	a := d.known(app)
+	if a.hasSlot {
+		net := slot.Network(a.slot)
 		ri.HostPort = uint16(net.HostPort)
 		if !d.cfg.UserNetwork {
 			ri.GuestIpv4 = net.GuestIPv4.String()
@@ -111,10 +112,10 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 			}
 		}
 	}
-	if m, ok := d.meters[app]; ok {
+	if m := a.meters; a.metered {
 		ri.Meters = &reported.Meters{RunningMs: m.RunningMs, IdleMs: m.IdleMs, CpuMs: m.CpuMs, RxBytes: m.RxBytes, TxBytes: m.TxBytes}
 	}
-	rec := d.records[app]
+	rec := a.rec
 	if rec != nil && rec.DeploymentID != string(in.DeploymentId) {
 		rec = nil // the old deployment's record says nothing of this one
 	}
@@ -125,30 +126,30 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 	switch {
 	case d.problems[app] != "":
 		state, msg = health.Failed, "this host cannot run it: "+d.problems[app]
-	case d.failedNotes[app]:
-		state, msg = health.Failed, d.notes[app]
+	case a.noteFails:
+		state, msg = health.Failed, a.note
 	case rec != nil && rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID && !up && in.DesiredState != desired.StateStopped:
 		state = health.Failed
 		msg = fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again", rec.Budget.Total, in.Config.RestartPolicy.MaxRestarts, rec.FailReason)
 	case up && rec != nil:
 		state = rec.Health.State
-		if p := d.probers[app]; p != nil {
+		if p := a.prober; p != nil {
 			state = p.record().State
 		}
 		if state == health.Failed || state == health.Unhealthy {
 			msg = rec.FailReason
-			if at, ok := d.timers[app]; ok {
+			if at := a.restartAt; !at.IsZero() {
 				msg += fmt.Sprintf("; it is restarted in %s", roundDur(at.Sub(now)))
 			}
 		}
 	case rec != nil && !rec.FailedAt.IsZero() && in.DesiredState != desired.StateStopped:
 		state = health.Failed
 		msg = rec.FailReason
-		if at, ok := d.timers[app]; ok {
+		if at := a.restartAt; !at.IsZero() {
 			msg += fmt.Sprintf("; restart %d of %d in %s", rec.Budget.Window+1, in.Config.RestartPolicy.MaxRestarts, roundDur(at.Sub(now)))
 		}
 	default:
-		waiting := d.notes[app] != ""
+		waiting := a.note != ""
 		booted := rec != nil && rec.Booted
 		if in.DesiredState == desired.StateOnRequest && !booted {
 			waiting = true // its first boot is still to come
@@ -157,7 +158,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 			waiting = true
 		}
 		state = health.Step(health.Check{}, health.Record{}, health.Input{Desired: string(in.DesiredState), Waiting: waiting}).State
-		msg = d.notes[app]
+		msg = a.note
 		if state == health.Pending && msg == "" {
 			msg = "waiting to be started: the next converge pass boots it"
 		}
@@ -176,7 +177,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 		if up {
 			s := rec.StartedAt
 			ri.StartedAt = &s
-			if m, ok := d.measured[app]; ok && m.pid == st.PID {
+			if m := a.measured; !m.at.IsZero() && m.pid == st.PID {
 				share := 0.0
 				if el := m.at.Sub(rec.StartedAt); el > 0 {
 					share = float64(m.cpu) / float64(el)
@@ -185,7 +186,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 			}
 		}
 		h := rec.Health.LastHealthyAt
-		if p := d.probers[app]; p != nil && up {
+		if p := a.prober; p != nil && up {
 			h = p.record().LastHealthyAt
 		}
 		if !h.IsZero() {
@@ -281,8 +282,8 @@ func (d *Daemon) volumeApp(id string) string {
 	if app := d.volApps[id]; app != "" {
 		return app
 	}
-	for app, rec := range d.records {
-		if rec.VolumeID == id {
+	for app, a := range d.apps {
+		if a.rec != nil && a.rec.VolumeID == id {
 			return app
 		}
 	}

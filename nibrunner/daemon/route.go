@@ -21,15 +21,16 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 		for i := range d.doc.Instances {
 			in := &d.doc.Instances[i]
 			app := string(in.AppId)
-			n, ok := d.slots[app]
-			if !ok {
+			a := d.apps[app]
+			if a == nil || !a.hasSlot {
 				continue
 			}
+			n := a.slot
 			st, up := vms[app]
 			up = up && st.State == vmm.Running
 			nets = append(nets, NetSlot{AppID: app, Slot: n, Network: slot.Network(n), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, n), Forward: up})
 			state := route.Down
-			rec := d.records[app]
+			rec := a.rec
 			var addr string
 			if up {
 				addr = st.Endpoint
@@ -74,11 +75,11 @@ func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status)
 // answering tells whether app's guest has passed its health check: its
 // prober says running, or unhealthy (it answered once and may still).
 func (d *Daemon) answering(app string) bool {
-	p := d.probers[app]
-	if p == nil {
+	a := d.apps[app]
+	if a == nil || a.prober == nil {
 		return false
 	}
-	s := p.record().State
+	s := a.prober.record().State
 	return s == health.Running || s == health.Unhealthy
 }
 

@@ -21,15 +21,16 @@ import (
 func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceAction, in *desired.DesiredInstance, vms map[string]vmm.Status, vols map[string]VolumeInfo, inUse uint64) (uint64, bool) {
 	app := a.AppID
 	dep := string(in.DeploymentId)
-	rec := d.records[app]
+	x := d.appOf(app)
+	rec := x.rec
 	if rec == nil || rec.DeploymentID != dep {
 		// A new app, or a new deployment: a fresh record and budget.
 		rec = &record{AppID: app, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
-		d.records[app] = rec
+		x.rec = rec
 	}
 	rec.VolumeID = string(in.VolumeId)
 	if !d.netReady {
-		d.notes[app] = "waiting to be started: the host network rules are not in place yet (" + d.netErr + ")"
+		d.note(app, "waiting to be started: the host network rules are not in place yet ("+d.netErr+")", false)
 		return 0, false
 	}
 	if _, ok := vols[string(in.VolumeId)]; !ok {
@@ -37,12 +38,12 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 		if e := d.volErr[string(in.VolumeId)]; e != "" {
 			why = e
 		}
-		d.notes[app] = fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, why)
+		d.note(app, fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, why), false)
 		return 0, false
 	}
 	need := uint64(in.Config.Resources.MemoryMib)
 	if short := slot.Shortfall(d.cfg.CapacityMiB, inUse, need); short > 0 {
-		d.notes[app] = slot.WaitingMessage(short)
+		d.note(app, slot.WaitingMessage(short), false)
 		return 0, false
 	}
 	n, ok := d.ensureSlot(ctx, app)
@@ -61,8 +62,7 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 	images, err := d.deps.Layers.PrepareAll(lctx, specs)
 	cancel()
 	if err != nil {
-		d.notes[app] = "its layers could not be made ready: " + err.Error()
-		d.failedNotes[app] = true
+		d.note(app, "its layers could not be made ready: "+err.Error(), true)
 		return 0, false
 	}
 	spec := d.spec(in, n, images)
@@ -81,8 +81,7 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 		rec.Budget = rec.Budget.Restarted(dec, now)
 	}
 	if err != nil {
-		d.notes[app] = "the microVM could not be started: " + err.Error()
-		d.failedNotes[app] = true
+		d.note(app, "the microVM could not be started: "+err.Error(), true)
 		return 0, false
 	}
 	switch a.Kind {
@@ -108,20 +107,21 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 // ensureSlot gives app a slot if it has none, persisting it before
 // anything relies on it; a note says why when none is left.
 func (d *Daemon) ensureSlot(ctx context.Context, app string) (int, bool) {
-	if n, ok := d.slots[app]; ok {
-		return n, true
+	a := d.appOf(app)
+	if a.hasSlot {
+		return a.slot, true
 	}
-	added, full := slot.Assign(d.slots, []string{app}, d.cfg.MaxApps)
+	added, full := slot.Assign(d.slots(), []string{app}, d.cfg.MaxApps)
 	if len(full) > 0 {
-		d.notes[app] = fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps)
+		d.note(app, fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps), false)
 		return 0, false
 	}
 	if err := d.db.PutSlots(ctx, added); err != nil {
-		d.notes[app] = "waiting to be started: its slot could not be recorded: " + err.Error()
+		d.note(app, "waiting to be started: its slot could not be recorded: "+err.Error(), false)
 		return 0, false
 	}
-	d.slots[app] = added[app]
-	return added[app], true
+	a.slot, a.hasSlot = added[app], true
+	return a.slot, true
 }
 
 func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {

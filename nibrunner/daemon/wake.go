@@ -49,10 +49,10 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 	if in == nil || in.DesiredState == desired.StateStopped || d.problems[app] != "" {
 		return nil, fmt.Errorf("wake %s: %w", app, route.ErrNotRunning)
 	}
-	if p := d.probers[app]; p != nil {
+	if p := d.appOf(app).prober; p != nil {
 		return p, nil
 	}
-	if rec := d.records[app]; rec != nil && rec.DeploymentID == string(in.DeploymentId) && rec.Budget.Exhausted {
+	if rec := d.record(app); rec != nil && rec.DeploymentID == string(in.DeploymentId) && rec.Budget.Exhausted {
 		return nil, fmt.Errorf("wake %s: it is out of restarts until a new deploymentId", app)
 	}
 	list, err := d.deps.VMM.List(ctx)
@@ -64,7 +64,7 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 	for _, st := range list {
 		vms[st.AppID] = st
 		if st.State == vmm.Running {
-			if rec := d.records[st.AppID]; rec != nil {
+			if rec := d.record(st.AppID); rec != nil {
 				inUse += rec.MemoryMiB
 			}
 		}
@@ -76,11 +76,11 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wake %s: %w", app, err)
 	}
-	delete(d.notes, app)
+	d.note(app, "", false)
 	if _, ok := d.bringUp(ctx, d.cfg.Now().UTC(), plan.InstanceAction{Kind: plan.Wake, AppID: app}, in, vms, vols, inUse); !ok {
-		return nil, fmt.Errorf("wake %s: %s", app, d.notes[app])
+		return nil, fmt.Errorf("wake %s: %s", app, d.apps[app].note)
 	}
-	return d.probers[app], nil
+	return d.apps[app].prober, nil
 }
 
 // Backend is host:port where app's guest answers now (the VMM's endpoint,
@@ -91,8 +91,8 @@ func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
 func (d *Daemon) Backend(app string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if p := d.probers[app]; p != nil {
-		return p.endpoint
+	if a := d.apps[app]; a != nil && a.prober != nil {
+		return a.prober.endpoint
 	}
 	return ""
 }
