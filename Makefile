@@ -30,9 +30,11 @@ check:
 	staticcheck ./...
 
 # The Candid conformance runner prints one "<file>: N passed, M failed" line
-# per suite file; show those lines, then run everything.
+# per suite file, the registry one "registry vectors: N passed, M failed";
+# show those lines, then run everything.
 test: setup check
 	@set -o pipefail; $(GO) test -count=1 -v -run '^TestTheOfficialCandidSuitePasses$$' ./ic/candid/idl | grep -E ' passed, | failed|^(ok|FAIL|---)'
+	@set -o pipefail; $(GO) test -count=1 -v -run '^TestEveryRegistryVectorDecodesToItsExpectedValues$$' ./ic/nns | grep -E ' passed, | failed|^(ok|FAIL|---)'
 	$(GO) test -race -timeout 45m ./...
 
 demo: build

@@ -17,6 +17,7 @@ declare -A need=(
   [debugfs]=e2fsprogs
   [jq]=jq
   [curl]=curl
+  [protoc]=protobuf-compiler
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -47,6 +48,10 @@ gobin="$(go env GOPATH)/bin"
 if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; then
   echo "setup: installing staticcheck" >&2
   go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+if ! command -v protoc-gen-go >/dev/null 2>&1 && [ ! -x "$gobin/protoc-gen-go" ]; then
+  echo "setup: installing protoc-gen-go (go generate ./ic/nns/registrypb)" >&2
+  go install google.golang.org/protobuf/cmd/protoc-gen-go@"$(go list -m -f '{{.Version}}' google.golang.org/protobuf)"
 fi
 if ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$gobin/versitygw" ]; then
   echo "setup: installing versitygw (S3 server for the store tests)" >&2

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/nns/registrypb"
 	"alpnib.dev/ic/principal"
 )
 
@@ -22,6 +25,26 @@ var (
 func (s *Server) InstallNNS(reg *registry.Registry, gov *governance.Governance) {
 	s.Install(RegistryID, RegistryCanister(reg))
 	s.Install(GovernanceID, GovernanceCanister(gov))
+}
+
+// protoMethod adapts a typed handler to a protobuf query method, as the
+// registry's get_value and get_changes_since are. A request that does not
+// decode is the canister's trap.
+func protoMethod[A any, PA interface {
+	*A
+	proto.Message
+}, R proto.Message](f func(PA) (R, error)) Method {
+	return Method{Query: true, Handler: func(_ context.Context, _ principal.Principal, raw []byte) ([]byte, error) {
+		req := PA(new(A))
+		if err := proto.Unmarshal(raw, req); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", req.ProtoReflect().Descriptor().Name(), err)
+		}
+		resp, err := f(req)
+		if err != nil {
+			return nil, err
+		}
+		return proto.Marshal(resp)
+	}}
 }
 
 // candidMethod adapts a typed handler to a Candid method: decode one
@@ -89,48 +112,57 @@ func RegistryCanister(reg *registry.Registry) Canister {
 			}
 			return nns.GetNodeOperatorsAndDcsOfNodeProviderResponse{Ok: &list}, nil
 		}),
-		"get_value": {Query: true, Handler: func(_ context.Context, _ principal.Principal, raw []byte) ([]byte, error) {
-			var req nns.RegistryGetValueRequest
-			if err := req.Unmarshal(raw); err != nil {
-				return nil, fmt.Errorf("decode RegistryGetValueRequest: %w", err)
+		"get_value": protoMethod(func(req *registrypb.RegistryGetValueRequest) (*registrypb.HighCapacityRegistryGetValueResponse, error) {
+			e, ok := reg.EntryAt(string(req.Key), req.GetVersion().GetValue())
+			if !ok {
+				return &registrypb.HighCapacityRegistryGetValueResponse{Error: &registrypb.RegistryError{
+					Code: registrypb.RegistryError_KEY_NOT_PRESENT, Reason: "key not present", Key: req.Key,
+				}}, nil
 			}
-			var resp nns.RegistryGetValueResponse
-			var value []byte
-			var version uint64
-			var ok bool
-			if req.Version != nil && *req.Version != 0 {
-				value, version, ok = reg.GetAt(string(req.Key), *req.Version)
+			resp := &registrypb.HighCapacityRegistryGetValueResponse{Version: e.Version}
+			if e.ChunkKeys != nil {
+				resp.Content = &registrypb.HighCapacityRegistryGetValueResponse_LargeValueChunkKeys{LargeValueChunkKeys: &registrypb.LargeValueChunkKeys{ChunkContentSha256S: e.ChunkKeys}}
 			} else {
-				value, version, ok = reg.Get(string(req.Key))
+				resp.Content = &registrypb.HighCapacityRegistryGetValueResponse_Value{Value: e.Value}
 			}
-			if ok {
-				resp.Version, resp.Value = version, value
-			} else {
-				resp.Error = &nns.RegistryError{Code: nns.RegistryErrorKeyNotPresent, Reason: "key not present", Key: req.Key}
+			return resp, nil
+		}),
+		"get_chunk": candidMethod(true, func(_ context.Context, _ principal.Principal, req nns.GetChunkRequest) (nns.GetChunkResponse, error) {
+			if req.ContentSha256 == nil {
+				msg := "content_sha256 is required"
+				return nns.GetChunkResponse{Err: &msg}, nil
 			}
-			return resp.Marshal(), nil
-		}},
+			c, ok := reg.Chunk(*req.ContentSha256)
+			if !ok {
+				msg := fmt.Sprintf("no chunk with SHA256 %x", *req.ContentSha256)
+				return nns.GetChunkResponse{Err: &msg}, nil
+			}
+			return nns.GetChunkResponse{Ok: &nns.Chunk{Content: &c}}, nil
+		}),
 		"get_latest_version": {Query: true, Handler: func(context.Context, principal.Principal, []byte) ([]byte, error) {
-			// RegistryGetLatestVersionResponse{version = 1} has the layout
-			// of RegistryGetChangesSinceRequest.
-			return nns.MarshalGetChangesSinceRequest(reg.Version()), nil
+			return proto.Marshal(&registrypb.RegistryGetLatestVersionResponse{Version: reg.Version()})
 		}},
-		"get_changes_since": {Query: true, Handler: func(_ context.Context, _ principal.Principal, raw []byte) ([]byte, error) {
-			since, err := nns.UnmarshalGetChangesSinceRequest(raw)
-			if err != nil {
-				return nil, fmt.Errorf("decode RegistryGetChangesSinceRequest: %w", err)
-			}
-			changes, keys, latest := reg.ChangesSince(since)
-			resp := nns.RegistryGetChangesSinceResponse{Version: latest}
+		"get_changes_since": protoMethod(func(req *registrypb.RegistryGetChangesSinceRequest) (*registrypb.HighCapacityRegistryGetChangesSinceResponse, error) {
+			changes, keys, latest := reg.ChangesSince(req.Version)
+			resp := &registrypb.HighCapacityRegistryGetChangesSinceResponse{Version: latest}
 			for _, k := range keys {
-				d := nns.RegistryDelta{Key: []byte(k)}
+				d := &registrypb.HighCapacityRegistryDelta{Key: []byte(k)}
 				for _, e := range changes[k] {
-					d.Values = append(d.Values, nns.RegistryValue{Value: e.Value, Version: e.Version, DeletionMarker: e.Value == nil})
+					v := &registrypb.HighCapacityRegistryValue{Version: e.Version}
+					switch {
+					case e.Value == nil:
+						v.Content = &registrypb.HighCapacityRegistryValue_DeletionMarker{DeletionMarker: true}
+					case e.ChunkKeys != nil:
+						v.Content = &registrypb.HighCapacityRegistryValue_LargeValueChunkKeys{LargeValueChunkKeys: &registrypb.LargeValueChunkKeys{ChunkContentSha256S: e.ChunkKeys}}
+					default:
+						v.Content = &registrypb.HighCapacityRegistryValue_Value{Value: e.Value}
+					}
+					d.Values = append(d.Values, v)
 				}
 				resp.Deltas = append(resp.Deltas, d)
 			}
-			return resp.Marshal(), nil
-		}},
+			return resp, nil
+		}),
 	}
 	for _, fn := range []nns.NnsFunction{nns.FunctionChangeSubnetMembership, nns.FunctionDeployGuestosToAllSubnetNodes,
 		nns.FunctionUpdateConfigOfSubnet, nns.FunctionRemoveNodes, nns.FunctionRemoveNodeOperators} {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/certificate"
@@ -22,6 +24,7 @@ import (
 	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/nns/registrypb"
 	"alpnib.dev/ic/principal"
 )
 
@@ -239,16 +242,21 @@ func TestRegistryQueriesRoundTripThroughTheHTTPInterface(t *testing.T) {
 		t.Fatalf("operator entry: %+v", got)
 	}
 
-	req := nns.RegistryGetValueRequest{Key: []byte(nns.ReplicaVersionRecordKey("v1"))}
-	raw, err = c.query(RegistryID, "get_value", req.Marshal())
-	var gv nns.RegistryGetValueResponse
-	if err != nil || gv.Unmarshal(raw) != nil || gv.Error != nil || gv.Version == 0 {
-		t.Fatalf("get_value: %v %+v", err, gv)
+	getValue := func(key string) *registrypb.HighCapacityRegistryGetValueResponse {
+		t.Helper()
+		arg, _ := proto.Marshal(&registrypb.RegistryGetValueRequest{Key: []byte(key)})
+		raw, err := c.query(RegistryID, "get_value", arg)
+		var gv registrypb.HighCapacityRegistryGetValueResponse
+		if err != nil || proto.Unmarshal(raw, &gv) != nil {
+			t.Fatalf("get_value %s: %v", key, err)
+		}
+		return &gv
 	}
-	req.Key = []byte(nns.ReplicaVersionRecordKey("v9"))
-	raw, _ = c.query(RegistryID, "get_value", req.Marshal())
-	if gv.Unmarshal(raw) != nil || gv.Error == nil || gv.Error.Code != nns.RegistryErrorKeyNotPresent {
-		t.Fatalf("get_value of a missing key: %+v", gv)
+	if gv := getValue(nns.ReplicaVersionRecordKey("v1")); gv.Error != nil || gv.Version == 0 {
+		t.Fatalf("get_value: %v", gv)
+	}
+	if gv := getValue(nns.ReplicaVersionRecordKey("v9")); gv.GetError().GetCode() != registrypb.RegistryError_KEY_NOT_PRESENT || gv.Error == nil {
+		t.Fatalf("get_value of a missing key: %v", gv)
 	}
 }
 

@@ -40,8 +40,13 @@ func query[R any](ctx context.Context, c Caller, canister principal.Principal, m
 	return out, nil
 }
 
-// RegistryClient calls the registry canister.
-type RegistryClient struct{ Caller Caller }
+// RegistryClient calls the registry canister. Version pins every read to
+// one registry version (0: the latest at each call); At gives a pinned copy,
+// so the records of one report all come from the same version.
+type RegistryClient struct {
+	Caller  Caller
+	Version uint64
+}
 
 // GetSubnet reads a subnet's record (get_subnet).
 func (r RegistryClient) GetSubnet(ctx context.Context, subnet principal.Principal) (*SubnetRecord, error) {
@@ -72,45 +77,6 @@ func (r RegistryClient) GetNodeOperatorsAndDcsOfNodeProvider(ctx context.Context
 		return nil, nil
 	}
 	return *resp.Ok, nil
-}
-
-// GetValue reads a record by key (get_value, protobuf): at version, or the
-// latest when version is 0. found is false when the key is absent (never
-// written, or deleted).
-func (r RegistryClient) GetValue(ctx context.Context, key string, version uint64) (value []byte, at uint64, found bool, err error) {
-	req := RegistryGetValueRequest{Key: []byte(key)}
-	if version != 0 {
-		req.Version = &version
-	}
-	raw, err := r.Caller.Query(ctx, registryID, "get_value", req.Marshal())
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("get_value %s: %w", key, err)
-	}
-	var resp RegistryGetValueResponse
-	if err := resp.Unmarshal(raw); err != nil {
-		return nil, 0, false, fmt.Errorf("get_value %s: decode reply: %w", key, err)
-	}
-	if e := resp.Error; e != nil {
-		if e.Code == RegistryErrorKeyNotPresent {
-			return nil, 0, false, nil
-		}
-		return nil, 0, false, fmt.Errorf("get_value %s: registry error %d: %s", key, e.Code, e.Reason)
-	}
-	return resp.Value, resp.Version, true, nil
-}
-
-// recordUnmarshaler is a registry record message.
-type recordUnmarshaler interface{ Unmarshal([]byte) error }
-
-func getRecord(ctx context.Context, r RegistryClient, key string, into recordUnmarshaler) (bool, error) {
-	v, _, ok, err := r.GetValue(ctx, key, 0)
-	if err != nil || !ok {
-		return false, err
-	}
-	if err := into.Unmarshal(v); err != nil {
-		return false, fmt.Errorf("decode %s: %w", key, err)
-	}
-	return true, nil
 }
 
 // SubnetRecord reads subnet_record_<id> as its protobuf.
@@ -232,22 +198,4 @@ func (g GovernanceClient) ListProposals(ctx context.Context, req ListProposalInf
 		return nil, fmt.Errorf("list_proposals: %w", err)
 	}
 	return resp.ProposalInfo, nil
-}
-
-// GetChangesSince reads every registry change after version (protobuf
-// get_changes_since): what a client that keeps its own copy of the registry
-// polls.
-func (r RegistryClient) GetChangesSince(ctx context.Context, version uint64) (*RegistryGetChangesSinceResponse, error) {
-	raw, err := r.Caller.Query(ctx, registryID, "get_changes_since", MarshalGetChangesSinceRequest(version))
-	if err != nil {
-		return nil, fmt.Errorf("get_changes_since %d: %w", version, err)
-	}
-	var resp RegistryGetChangesSinceResponse
-	if err := resp.Unmarshal(raw); err != nil {
-		return nil, fmt.Errorf("get_changes_since %d: decode reply: %w", version, err)
-	}
-	if resp.Error != nil {
-		return nil, fmt.Errorf("get_changes_since %d: registry error %d: %s", version, resp.Error.Code, resp.Error.Reason)
-	}
-	return &resp, nil
 }

@@ -63,3 +63,18 @@ func TestTopicNamesRoundTripForTheDashboardFilter(t *testing.T) {
 		t.Fatal("unknown topic parsed")
 	}
 }
+
+func TestGovernanceErrorTypeNumbersMatchGovernance(t *testing.T) {
+	// governance_error::ErrorType (docs/decisions.md).
+	for want, got := range map[int32]int32{
+		9: ErrorTypeHotKey, 10: ErrorTypeResourceExhausted, 11: ErrorTypePreconditionFailed, 12: ErrorTypeExternal,
+		13: ErrorTypeLedgerUpdateOngoing, 14: ErrorTypeInsufficientFunds, 15: ErrorTypeInvalidPrincipal, 16: ErrorTypeInvalidProposal,
+	} {
+		if got != want {
+			t.Errorf("error type %d is pinned as %d", want, got)
+		}
+	}
+	if s := (&GovernanceError{ErrorType: 16, ErrorMessage: "bad title"}).Error(); s != "governance error InvalidProposal: bad title" {
+		t.Errorf("error text %q", s)
+	}
+}

@@ -1,6 +1,8 @@
 package nns
 
 import (
+	"fmt"
+
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/principal"
 )
@@ -118,34 +120,53 @@ func (e *GovernanceError) Error() string {
 	return "governance error " + errorTypeName(e.ErrorType) + ": " + e.ErrorMessage
 }
 
-// Governance ErrorType values used here (governance.proto GovernanceError).
+// Governance ErrorType values (GovernanceError.ErrorType in governance.proto;
+// numbers in docs/decisions.md).
 const (
-	ErrorTypeOk                 int32 = 1
-	ErrorTypeUnavailable        int32 = 2
-	ErrorTypeNotAuthorized      int32 = 3
-	ErrorTypeNotFound           int32 = 4
-	ErrorTypeInvalidCommand     int32 = 5
-	ErrorTypePreconditionFailed int32 = 9
-	ErrorTypeInvalidProposal    int32 = 15
-	ErrorTypeExternal           int32 = 13
+	ErrorTypeUnspecified           int32 = 0
+	ErrorTypeOk                    int32 = 1
+	ErrorTypeUnavailable           int32 = 2
+	ErrorTypeNotAuthorized         int32 = 3
+	ErrorTypeNotFound              int32 = 4
+	ErrorTypeInvalidCommand        int32 = 5
+	ErrorTypeRequiresNotDissolving int32 = 6
+	ErrorTypeRequiresDissolving    int32 = 7
+	ErrorTypeRequiresDissolved     int32 = 8
+	ErrorTypeHotKey                int32 = 9
+	ErrorTypeResourceExhausted     int32 = 10
+	ErrorTypePreconditionFailed    int32 = 11
+	ErrorTypeExternal              int32 = 12
+	ErrorTypeLedgerUpdateOngoing   int32 = 13
+	ErrorTypeInsufficientFunds     int32 = 14
+	ErrorTypeInvalidPrincipal      int32 = 15
+	ErrorTypeInvalidProposal       int32 = 16
 )
 
+var errorTypeNames = [...]string{
+	ErrorTypeUnspecified:           "Unspecified",
+	ErrorTypeOk:                    "Ok",
+	ErrorTypeUnavailable:           "Unavailable",
+	ErrorTypeNotAuthorized:         "NotAuthorized",
+	ErrorTypeNotFound:              "NotFound",
+	ErrorTypeInvalidCommand:        "InvalidCommand",
+	ErrorTypeRequiresNotDissolving: "RequiresNotDissolving",
+	ErrorTypeRequiresDissolving:    "RequiresDissolving",
+	ErrorTypeRequiresDissolved:     "RequiresDissolved",
+	ErrorTypeHotKey:                "HotKey",
+	ErrorTypeResourceExhausted:     "ResourceExhausted",
+	ErrorTypePreconditionFailed:    "PreconditionFailed",
+	ErrorTypeExternal:              "External",
+	ErrorTypeLedgerUpdateOngoing:   "LedgerUpdateOngoing",
+	ErrorTypeInsufficientFunds:     "InsufficientFunds",
+	ErrorTypeInvalidPrincipal:      "InvalidPrincipal",
+	ErrorTypeInvalidProposal:       "InvalidProposal",
+}
+
 func errorTypeName(t int32) string {
-	switch t {
-	case ErrorTypeNotAuthorized:
-		return "NotAuthorized"
-	case ErrorTypeNotFound:
-		return "NotFound"
-	case ErrorTypeInvalidCommand:
-		return "InvalidCommand"
-	case ErrorTypePreconditionFailed:
-		return "PreconditionFailed"
-	case ErrorTypeInvalidProposal:
-		return "InvalidProposal"
-	case ErrorTypeExternal:
-		return "External"
+	if t >= 0 && int(t) < len(errorTypeNames) {
+		return errorTypeNames[t]
 	}
-	return "Unspecified"
+	return fmt.Sprintf("ErrorType(%d)", t)
 }
 
 // MakeProposalResponse is the MakeProposal case of manage_neuron's reply.

@@ -1,10 +1,9 @@
 package nns
 
-// Registry records are protobuf messages stored under string keys. These are
-// hand-written with protowire rather than generated (see docs/decisions.md):
-// only a handful of messages and fields are needed, and protowire keeps the
-// build free of protoc. Field numbers are those of rs/protobuf/def/registry/...
-// in dfinity/ic. Unknown fields are skipped on decode, as protobuf requires.
+// Registry records are protobuf messages stored under string keys. The types
+// here are the views alp works with; their encoding is the generated code in
+// registrypb (see records_pb.go), whose .proto files carry the upstream field
+// numbers (docs/decisions.md).
 
 // Registry key prefixes (ic_registry_keys).
 const (
@@ -84,7 +83,10 @@ type SubnetRecordPB struct {
 	CanisterCyclesCostSchedule int32                 // 30
 	SubnetAdmins               [][]byte              // 31 (types.v1.PrincipalId{raw=1})
 	MaxIngressBytesPerBlock    uint64                // 32
+	RecalledReplicaVersionIDs  []string              // 33
 	ResourceLimits             *ResourceLimitsRecord // 34
+
+	rest []byte // the fields not named above (chain_key_config, unknown ones)
 }
 
 // NodeRecordPB is the registry's NodeRecord protobuf (the fields used here).
@@ -92,7 +94,9 @@ type NodeRecordPB struct {
 	Xnet           *ConnectionEndpoint // 5
 	HTTP           *ConnectionEndpoint // 6
 	NodeOperatorID []byte              // 15
-	ChipID         []byte              // 21 (optional; see decisions.md)
+	ChipID         []byte              // 16 (optional: nil when absent)
+
+	rest []byte // the fields not named above
 }
 
 // ConnectionEndpoint is the registry's ConnectionEndpoint protobuf.
@@ -106,9 +110,11 @@ type NodeOperatorRecordPB struct {
 	NodeOperatorPrincipalID []byte            // 1
 	NodeAllowance           uint64            // 2
 	NodeProviderPrincipalID []byte            // 3
-	RewardableNodes         map[string]uint32 // 4
-	DcID                    string            // 5
+	DcID                    string            // 4
+	RewardableNodes         map[string]uint32 // 5
 	IPv6                    *string           // 6 (optional)
+
+	rest []byte // the fields not named above
 }
 
 // DataCenterRecordPB is the registry's DataCenterRecord protobuf.
@@ -117,12 +123,16 @@ type DataCenterRecordPB struct {
 	Region string // 2
 	Owner  string // 3
 	Gps    *Gps   // 4
+
+	rest []byte // the fields not named above
 }
 
 // ReplicaVersionRecordPB is the registry's ReplicaVersionRecord protobuf.
 type ReplicaVersionRecordPB struct {
 	ReleasePackageSha256Hex string   // 6
 	ReleasePackageURLs      []string // 7
+
+	rest []byte // the fields not named above (guest_launch_measurement_sha256_hex)
 }
 
 // BlessedReplicaVersionsPB lists the elected versions.

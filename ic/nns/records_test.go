@@ -5,6 +5,11 @@ import (
 	"encoding/hex"
 	"reflect"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"alpnib.dev/ic/nns/registrypb"
 )
 
 func TestASubnetRecordEncodesToTheProtobufBytesByFieldNumber(t *testing.T) {
@@ -26,7 +31,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		Features:             &SubnetFeaturesRecord{HTTPRequests: true, SevEnabled: &yes},
 		MaxNumberOfCanisters: 120000, SSHReadonlyAccess: []string{"ssh-ed25519 A"}, SSHBackupAccess: []string{"b"},
 		HaltAtCupHeight: true, CanisterCyclesCostSchedule: CostScheduleFree, SubnetAdmins: [][]byte{{9, 9}},
-		MaxIngressBytesPerBlock: 8 << 20, ResourceLimits: &ResourceLimitsRecord{MaximumStateSize: &size, MaximumStateDelta: &delta},
+		MaxIngressBytesPerBlock: 8 << 20, RecalledReplicaVersionIDs: []string{"bad"}, ResourceLimits: &ResourceLimitsRecord{MaximumStateSize: &size, MaximumStateDelta: &delta},
 	}
 	var s2 SubnetRecordPB
 	if err := s2.Unmarshal(subnet.Marshal()); err != nil || !reflect.DeepEqual(subnet, s2) {
@@ -73,38 +78,24 @@ func TestUnknownFieldsAreSkippedAndTruncationIsAnError(t *testing.T) {
 	}
 }
 
-func TestGetValueMessagesRoundTrip(t *testing.T) {
-	v := uint64(7)
-	req := RegistryGetValueRequest{Version: &v, Key: []byte("subnet_list")}
-	var r2 RegistryGetValueRequest
-	if err := r2.Unmarshal(req.Marshal()); err != nil || !reflect.DeepEqual(req, r2) {
-		t.Fatalf("request: %v %+v", err, r2)
+func TestFieldsTheViewDoesNotNameSurviveReEncoding(t *testing.T) {
+	// chain_key_config (29) and an unknown field 99 ride along in rest.
+	in := &registrypb.SubnetRecord{ReplicaVersionId: "old", ChainKeyConfig: []byte{0x0a, 0x00}}
+	in.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 5))
+	raw, err := proto.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// field 1 = UInt64Value{value=7}, field 2 = key
-	if got := hex.EncodeToString(req.Marshal()); got != "0a020807"+"120b"+hex.EncodeToString([]byte("subnet_list")) {
-		t.Fatalf("request bytes %s", got)
+	var rec SubnetRecordPB
+	if err := rec.Unmarshal(raw); err != nil {
+		t.Fatal(err)
 	}
-	resp := RegistryGetValueResponse{Error: &RegistryError{Code: RegistryErrorKeyNotPresent, Reason: "no", Key: []byte("k")}, Version: 3}
-	var p2 RegistryGetValueResponse
-	if err := p2.Unmarshal(resp.Marshal()); err != nil || !reflect.DeepEqual(resp, p2) {
-		t.Fatalf("response: %v %+v", err, p2)
+	rec.ReplicaVersionID = "new"
+	var out registrypb.SubnetRecord
+	if err := proto.Unmarshal(rec.Marshal(), &out); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestGetChangesSinceMessagesRoundTrip(t *testing.T) {
-	if v, err := UnmarshalGetChangesSinceRequest(MarshalGetChangesSinceRequest(42)); err != nil || v != 42 {
-		t.Fatalf("request: %d %v", v, err)
-	}
-	resp := RegistryGetChangesSinceResponse{Version: 9, Deltas: []RegistryDelta{
-		{Key: []byte("a"), Values: []RegistryValue{{Value: []byte{1}, Version: 3}, {Version: 9, DeletionMarker: true}}},
-		{Key: []byte("b"), Values: []RegistryValue{{Value: []byte{2}, Version: 4}}},
-	}}
-	var r2 RegistryGetChangesSinceResponse
-	if err := r2.Unmarshal(resp.Marshal()); err != nil || !reflect.DeepEqual(resp, r2) {
-		t.Fatalf("response: %v\n%+v\n%+v", err, resp, r2)
-	}
-	withErr := RegistryGetChangesSinceResponse{Error: &RegistryError{Code: 4, Reason: "beyond"}}
-	if err := r2.Unmarshal(withErr.Marshal()); err != nil || r2.Error == nil || r2.Error.Code != 4 || r2.Error.Reason != "beyond" {
-		t.Fatalf("error: %v %+v", err, r2.Error)
+	if out.ReplicaVersionId != "new" || !bytes.Equal(out.ChainKeyConfig, []byte{0x0a, 0x00}) || len(out.ProtoReflect().GetUnknown()) == 0 {
+		t.Fatalf("re-encoded record lost fields: %v", &out)
 	}
 }

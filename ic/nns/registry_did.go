@@ -256,3 +256,20 @@ type GetNodeOperatorsAndDcsOfNodeProviderResponse struct {
 	Ok  *[]OperatorAndDc `candid:"Ok"`
 	Err *string          `candid:"Err"`
 }
+
+// GetChunkRequest is get_chunk's argument: the sha256 of the chunk's content.
+type GetChunkRequest struct {
+	ContentSha256 *[]byte `candid:"content_sha256"`
+}
+
+// Chunk is one piece of a large registry value.
+type Chunk struct {
+	Content *[]byte `candid:"content"`
+}
+
+// GetChunkResponse is get_chunk's result variant.
+type GetChunkResponse struct {
+	candid.OneOf
+	Ok  *Chunk  `candid:"Ok"`
+	Err *string `candid:"Err"`
+}

@@ -10,15 +10,29 @@
 package registry
 
 import (
+	"crypto/sha256"
 	"sort"
 	"strings"
 	"sync"
 )
 
-// Entry is one version of one key; a nil Value is a deletion.
+// MinChunkableValueLen is the size from which the registry stores a value in
+// chunks (MIN_CHUNKABLE_VALUE_LEN upstream, docs/decisions.md): get_value
+// and get_changes_since then answer with the sha256 of each chunk, and
+// get_chunk serves a chunk by its hash.
+const MinChunkableValueLen = 10_000
+
+// DefaultChunkSize is the largest chunk the registry writes (ours: upstream's
+// chunk store has its own bound; a client only depends on the hashes).
+const DefaultChunkSize = 1 << 20
+
+// Entry is one version of one key; a nil Value is a deletion. A value of
+// MinChunkableValueLen bytes or more also has ChunkKeys, the sha256 of each
+// of its chunks in order.
 type Entry struct {
-	Version uint64
-	Value   []byte
+	Version   uint64
+	Value     []byte
+	ChunkKeys [][]byte
 }
 
 // Mutation sets Key to Value, or deletes it when Delete is set.
@@ -30,14 +44,51 @@ type Mutation struct {
 
 // Registry is the versioned store. The zero value is not usable; call New.
 type Registry struct {
+	// ChunkSize is the largest chunk a large value is split into; set it
+	// before the first write.
+	ChunkSize int
+
 	mu      sync.RWMutex
 	version uint64
 	log     map[string][]Entry
+	chunks  map[[sha256.Size]byte][]byte
 }
 
 // New returns an empty registry at version 0.
 func New() *Registry {
-	return &Registry{log: map[string][]Entry{}}
+	return &Registry{ChunkSize: DefaultChunkSize, log: map[string][]Entry{}, chunks: map[[sha256.Size]byte][]byte{}}
+}
+
+// Chunk returns the chunk whose content hashes to sha.
+func (r *Registry) Chunk(sha []byte) ([]byte, bool) {
+	if len(sha) != sha256.Size {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c, ok := r.chunks[[sha256.Size]byte(sha)]
+	return c, ok
+}
+
+// chunkLocked stores v's chunks and returns their keys, or nil when v is
+// small enough to be stored inline.
+func (r *Registry) chunkLocked(v []byte) [][]byte {
+	if len(v) < MinChunkableValueLen {
+		return nil
+	}
+	size := r.ChunkSize
+	if size <= 0 {
+		size = DefaultChunkSize
+	}
+	var keys [][]byte
+	for len(v) > 0 {
+		n := min(size, len(v))
+		sum := sha256.Sum256(v[:n])
+		r.chunks[sum] = v[:n:n]
+		keys = append(keys, sum[:])
+		v = v[n:]
+	}
+	return keys
 }
 
 // Version is the latest registry version.
@@ -62,17 +113,34 @@ func (r *Registry) GetAt(key string, v uint64) (value []byte, version uint64, ok
 	return r.getLocked(key, v)
 }
 
-func (r *Registry) getLocked(key string, v uint64) ([]byte, uint64, bool) {
+// EntryAt returns the entry of key in force at registry version v (0: the
+// latest); ok is false when there is none or it is a deletion.
+func (r *Registry) EntryAt(key string, v uint64) (Entry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if v == 0 {
+		v = r.version
+	}
+	e, ok := r.entryLocked(key, v)
+	return e, ok && e.Value != nil
+}
+
+func (r *Registry) entryLocked(key string, v uint64) (Entry, bool) {
 	h := r.log[key]
 	for i := len(h) - 1; i >= 0; i-- {
 		if h[i].Version <= v {
-			if h[i].Value == nil {
-				return nil, h[i].Version, false
-			}
-			return h[i].Value, h[i].Version, true
+			return h[i], true
 		}
 	}
-	return nil, 0, false
+	return Entry{}, false
+}
+
+func (r *Registry) getLocked(key string, v uint64) ([]byte, uint64, bool) {
+	e, ok := r.entryLocked(key, v)
+	if !ok {
+		return nil, 0, false
+	}
+	return e.Value, e.Version, e.Value != nil
 }
 
 // History returns every entry ever written to key, oldest first (nil when
@@ -122,7 +190,7 @@ func (r *Registry) applyLocked(muts []Mutation) uint64 {
 		} else if v == nil {
 			v = []byte{} // an empty record is present, not deleted
 		}
-		r.log[m.Key] = append(r.log[m.Key], Entry{Version: r.version, Value: v})
+		r.log[m.Key] = append(r.log[m.Key], Entry{Version: r.version, Value: v, ChunkKeys: r.chunkLocked(v)})
 	}
 	return r.version
 }
