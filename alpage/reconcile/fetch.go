@@ -51,6 +51,10 @@ type NodeStatus interface {
 	Version(ctx context.Context, ip string, port uint32) (string, error)
 }
 
+// certificateChecker is a NodeStatus that says whether it verifies the
+// nodes' TLS certificates; one that does not say is taken to verify them.
+type certificateChecker interface{ ChecksCertificates() bool }
+
 // Fetcher gathers Live. The registry version is the one hard requirement:
 // without it nothing is known and Fetch fails. Every other read that fails
 // is recorded beside the fact it was for and reported as unknown.
@@ -83,22 +87,35 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	live := &Live{
 		RegistryVersion: v,
 		Subnets:         map[string]SubnetFacts{},
+		DataCenters:     map[string]DataCenterFacts{},
 		Providers:       map[string]ProviderFacts{},
 		Operators:       map[string]OperatorFacts{},
 		OperatorNodes:   map[string]OperatorNodes{},
 		Nodes:           map[string]NodeFacts{},
 		Chips:           map[string]ChipFacts{},
 		Versions:        map[string]VersionFacts{},
+		Elected:         map[string]bool{},
 	}
+	// Every registry record is read at the version just read, so one
+	// report never mixes two registry states.
+	at := registryAt{r: f.Registry, version: v}
 	var mu sync.Mutex
 	g := f.group(ctx)
 
 	// Everything the registry, governance and the explorer say, at once.
 	for _, s := range res.Subnets {
 		g.run(func(ctx context.Context) {
-			facts := f.subnet(ctx, s.ID)
+			facts := at.subnet(ctx, s.ID)
 			mu.Lock()
 			live.Subnets[s.ID] = facts
+			mu.Unlock()
+		})
+	}
+	for _, dc := range res.DataCenters {
+		g.run(func(ctx context.Context) {
+			facts := at.dataCenter(ctx, dc.ID)
+			mu.Lock()
+			live.DataCenters[dc.ID] = facts
 			mu.Unlock()
 		})
 	}
@@ -115,7 +132,7 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 		}
 		for _, o := range res.NodeOperators {
 			g.run(func(ctx context.Context) {
-				_, _, found, err := f.Registry.GetValue(ctx, nns.NodeOperatorRecordKey(o.ID), 0)
+				found, err := at.has(ctx, nns.NodeOperatorRecordKey(o.ID))
 				mu.Lock()
 				live.Operators[o.ID] = OperatorFacts{Found: found, Err: errText(err)}
 				mu.Unlock()
@@ -135,18 +152,23 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	}
 	for _, n := range res.Nodes {
 		g.run(func(ctx context.Context) {
-			facts := f.node(ctx, n.ID)
+			facts := at.node(ctx, n.ID)
 			mu.Lock()
 			live.Nodes[n.ID] = facts
 			mu.Unlock()
 		})
 	}
-	g.run(func(ctx context.Context) {
-		elected, err := f.elected(ctx)
-		mu.Lock()
-		live.Elected, live.ElectedErr = elected, errText(err)
-		mu.Unlock()
-	})
+	for _, id := range versionIDs(res) {
+		g.run(func(ctx context.Context) {
+			elected, err := at.has(ctx, nns.ReplicaVersionRecordKey(id))
+			mu.Lock()
+			if err != nil {
+				live.ElectedErr = joinDetail(live.ElectedErr, err.Error())
+			}
+			live.Elected[id] = elected
+			mu.Unlock()
+		})
+	}
 	g.wait()
 
 	// Then what depends on the node records: chips and versions.
@@ -221,17 +243,14 @@ func providerIDs(res *config.Resources) []string {
 	return out
 }
 
-func (f *Fetcher) subnet(ctx context.Context, id string) SubnetFacts {
-	raw, _, found, err := f.Registry.GetValue(ctx, nns.SubnetRecordKey(id), 0)
-	if err != nil {
-		return SubnetFacts{Err: err.Error()}
-	}
-	if !found {
-		return SubnetFacts{}
-	}
+func (at registryAt) subnet(ctx context.Context, id string) SubnetFacts {
 	var rec nns.SubnetRecordPB
-	if err := rec.Unmarshal(raw); err != nil {
-		return SubnetFacts{Err: fmt.Sprintf("decode subnet record: %v", err)}
+	found, err := at.record(ctx, nns.SubnetRecordKey(id), &rec)
+	switch {
+	case err != nil:
+		return SubnetFacts{Err: err.Error()}
+	case !found:
+		return SubnetFacts{}
 	}
 	return subnetFactsOf(&rec)
 }
@@ -287,7 +306,7 @@ func (f *Fetcher) knownProviders(ctx context.Context) (map[string]bool, error) {
 
 func (f *Fetcher) provider(ctx context.Context, id string, known map[string]bool, kerr error) ProviderFacts {
 	if kerr != nil {
-		return ProviderFacts{Err: "list_node_providers: " + kerr.Error()}
+		return ProviderFacts{Err: kerr.Error(), ErrFrom: ReadGovernance}
 	}
 	p, err := principal.Decode(id)
 	if err != nil {
@@ -309,17 +328,26 @@ func (f *Fetcher) provider(ctx context.Context, id string, known map[string]bool
 	return out
 }
 
-func (f *Fetcher) node(ctx context.Context, id string) NodeFacts {
-	raw, _, found, err := f.Registry.GetValue(ctx, nns.NodeRecordKey(id), 0)
-	if err != nil {
-		return NodeFacts{Err: err.Error()}
+func (at registryAt) dataCenter(ctx context.Context, id string) DataCenterFacts {
+	var rec nns.DataCenterRecordPB
+	found, err := at.record(ctx, nns.DataCenterRecordKey(id), &rec)
+	switch {
+	case err != nil:
+		return DataCenterFacts{Err: err.Error()}
+	case !found:
+		return DataCenterFacts{}
 	}
-	if !found {
-		return NodeFacts{}
-	}
+	return DataCenterFacts{Found: true, Region: rec.Region}
+}
+
+func (at registryAt) node(ctx context.Context, id string) NodeFacts {
 	var rec nns.NodeRecordPB
-	if err := rec.Unmarshal(raw); err != nil {
-		return NodeFacts{Err: fmt.Sprintf("decode node record: %v", err)}
+	found, err := at.record(ctx, nns.NodeRecordKey(id), &rec)
+	switch {
+	case err != nil:
+		return NodeFacts{Err: err.Error()}
+	case !found:
+		return NodeFacts{}
 	}
 	out := NodeFacts{Found: true, Operator: principalText(rec.NodeOperatorID), Chip: rec.ChipID}
 	if rec.HTTP != nil {
@@ -328,23 +356,51 @@ func (f *Fetcher) node(ctx context.Context, id string) NodeFacts {
 	return out
 }
 
-func (f *Fetcher) elected(ctx context.Context) (map[string]bool, error) {
-	raw, _, found, err := f.Registry.GetValue(ctx, nns.BlessedReplicaVersionsKey, 0)
-	if err != nil {
-		return nil, err
+// registryAt reads registry records at one version.
+type registryAt struct {
+	r       Registry
+	version uint64
+}
+
+// has reports whether key holds a value at the version.
+func (at registryAt) has(ctx context.Context, key string) (bool, error) {
+	_, _, found, err := at.r.GetValue(ctx, key, at.version)
+	return found, err
+}
+
+// record reads key at the version into rec; found is false when the key
+// holds nothing.
+func (at registryAt) record(ctx context.Context, key string, rec interface{ Unmarshal([]byte) error }) (bool, error) {
+	raw, _, found, err := at.r.GetValue(ctx, key, at.version)
+	if err != nil || !found {
+		return false, err
 	}
-	out := map[string]bool{}
-	if !found {
-		return out, nil
-	}
-	var rec nns.BlessedReplicaVersionsPB
 	if err := rec.Unmarshal(raw); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", nns.BlessedReplicaVersionsKey, err)
+		return false, fmt.Errorf("decode %s: %w", key, err)
 	}
-	for _, v := range rec.BlessedVersionIDs {
-		out[v] = true
+	return true, nil
+}
+
+// versionIDs lists every version whose election reconcile reports: the
+// declared guestos_version blocks and any version a node names by hash.
+func versionIDs(res *config.Resources) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(id string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
 	}
-	return out, nil
+	for _, v := range res.GuestOSVersions {
+		add(v.ID)
+	}
+	for _, n := range res.Nodes {
+		if !n.Decommissioned {
+			add(n.Version)
+		}
+	}
+	return out
 }
 
 // version asks the node itself, then the dashboard.
@@ -358,7 +414,8 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionF
 	default:
 		v, err := f.NodeStatus.Version(ctx, nf.IP, nf.Port)
 		if err == nil {
-			return VersionFacts{Version: v, Source: FromNode}
+			c, says := f.NodeStatus.(certificateChecker)
+			return VersionFacts{Version: v, Source: FromNode, TLSUnverified: says && !c.ChecksCertificates()}
 		}
 		reasons = append(reasons, "node: "+err.Error())
 	}

@@ -34,7 +34,7 @@ var (
 // chip is rate limited at KDS; node d's chip is one AMD does not know.
 func liveFleet() *devnet.Fleet {
 	return &devnet.Fleet{
-		DataCenters:   []devnet.FleetDataCenter{{ID: "zh1"}},
+		DataCenters:   []devnet.FleetDataCenter{{ID: "zh1", Region: "Europe,CH,Zurich"}},
 		NodeProviders: []devnet.FleetProvider{{ID: providerID}},
 		NodeOperators: []devnet.FleetOperator{{ID: operatorID, Provider: providerID, DC: "zh1", Allowance: 4}},
 		Versions:      []devnet.FleetVersion{{ID: versionCurrent, Release: "rel"}},
@@ -60,6 +60,7 @@ func declared() *config.Resources {
 	dec := func(h string) []byte { b, _ := hex.DecodeString(h); return b }
 	return &config.Resources{
 		Subnets:         []*config.Subnet{{Name: "app", ID: subnetID}},
+		DataCenters:     []*config.DataCenter{{Name: "zurich", ID: "zh1", Region: "Europe,CH,Zurich"}},
 		NodeProviders:   []*config.NodeProvider{{Name: "prov", ID: providerID}},
 		NodeOperators:   []*config.NodeOperator{{Name: "ops", ID: operatorID, Provider: providerID, DC: "zh1"}},
 		GuestOSVersions: []*config.GuestOSVersion{{Name: "current", ID: versionCurrent, Default: true}},
@@ -169,16 +170,31 @@ func TestTheFetchedFleetReconcilesAgainstTheDevnet(t *testing.T) {
 	}{
 		{SectionSubnet, "a", nodeA, InSync},
 		{SectionSubnet, "type", subnetID, InSync},
+		{SectionDataCenters, "zurich", "zh1", OK},
 		{SectionOperators, "ops", operatorID, OK},
 		{SectionOperators, "prov", providerID, OK},
 		{SectionNodes, "c", nodeC, OK},
 		{SectionChips, "a", nodeA, InSync},
-		{SectionChips, "c", nodeC, InSync}, // rate limited: inconclusive, not drift
+		{SectionChips, "c", nodeC, Unknown}, // rate limited: inconclusive, not drift
 		{SectionChips, "d", nodeD, AMDUnverified},
 	} {
 		if row := rowOf(t, r, c.kind, c.name, c.id); row.Status != c.status {
 			t.Errorf("%s %s: %+v, want %s", c.kind, c.name, row, c.status)
 		}
+	}
+}
+
+func TestAVersionANodeReportedOverUncheckedTLSIsLabelled(t *testing.T) {
+	_, f, _ := startLive(t)
+	ns, err := source.NewNodeStatus("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.NodeStatus = ns
+	res := quick()
+	row := rowOf(t, Reconcile(res, fetch(t, f, res, state.New(), false)), SectionVersions, "a", nodeA)
+	if row.Status != OK || !strings.HasSuffix(row.Detail, UnverifiedNodeLabel) {
+		t.Fatalf("row %+v", row)
 	}
 }
 

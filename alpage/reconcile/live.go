@@ -7,10 +7,14 @@ import "alpnib.dev/alpage/source"
 // or a set Err means the fact could not be read, which reconcile reports
 // as unknown rather than drift.
 type Live struct {
-	// RegistryVersion is the registry's version when reading began.
+	// RegistryVersion is the registry's latest version when reading began,
+	// and the version every registry record was read at (get_value takes
+	// it), so a report never mixes two registry states.
 	RegistryVersion uint64 `json:"registry_version"`
 	// Subnets holds each declared subnet's record.
 	Subnets map[string]SubnetFacts `json:"subnets"`
+	// DataCenters holds each declared data center's record.
+	DataCenters map[string]DataCenterFacts `json:"data_centers"`
 	// Providers holds each node provider a declared operator names.
 	Providers map[string]ProviderFacts `json:"providers"`
 	// Operators holds each declared operator's own record.
@@ -24,8 +28,11 @@ type Live struct {
 	Chips map[string]ChipFacts `json:"chips"`
 	// Versions holds what each version-checked node runs.
 	Versions map[string]VersionFacts `json:"versions"`
-	// Elected is the NNS elected version set; ElectedErr is set when it
-	// could not be read (the elected check is then skipped).
+	// Elected says, per declared version id, whether the NNS elected it:
+	// whether its replica_version_<id> record exists, the same fact the
+	// registry checks when it accepts a deploy_guestos proposal. ElectedErr
+	// is set when it could not be read (the elected check is then skipped,
+	// as the schema says).
 	Elected    map[string]bool `json:"elected"`
 	ElectedErr string          `json:"elected_error,omitempty"`
 }
@@ -50,6 +57,22 @@ type ProviderFacts struct {
 	Known     bool              `json:"known"`
 	Operators map[string]string `json:"operators,omitempty"` // operator id → dc id
 	Err       string            `json:"error,omitempty"`
+	// ErrFrom says which canister Err came from; the registry when empty.
+	ErrFrom ReadSource `json:"error_from,omitempty"`
+}
+
+func (p ProviderFacts) errFrom() ReadSource {
+	if p.ErrFrom == "" {
+		return ReadRegistry
+	}
+	return p.ErrFrom
+}
+
+// DataCenterFacts is a data center record as reconcile compares it.
+type DataCenterFacts struct {
+	Found  bool   `json:"found"`
+	Err    string `json:"error,omitempty"`
+	Region string `json:"region,omitempty"`
 }
 
 // OperatorFacts is whether an operator's own record exists.
@@ -96,4 +119,12 @@ type VersionFacts struct {
 	Version string `json:"version,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Err     string `json:"error,omitempty"`
+	// TLSUnverified: the node's own endpoint answered over TLS whose
+	// certificate was not checked (no --node-status-ca), so anyone on the
+	// path could have said it.
+	TLSUnverified bool `json:"tls_unverified,omitempty"`
 }
+
+// UnverifiedNodeLabel marks a version a node reported over TLS that was
+// not checked.
+const UnverifiedNodeLabel = "[node status; certificate not verified]"

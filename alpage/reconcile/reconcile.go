@@ -28,15 +28,38 @@ type Row struct {
 	ID     string `json:"id"`
 	Detail string `json:"detail,omitempty"`
 	Drift  bool   `json:"drift"`
+	// Unread names the source an unknown or unreachable row could not
+	// read; empty on every other row.
+	Unread ReadSource `json:"unread,omitempty"`
 }
+
+// ReadSource is where a fact is read from, named in unknown rows and the
+// summary.
+type ReadSource string
+
+// The sources. The registry and governance are the NNS itself: when one of
+// their reads fails the report cannot vouch for anything, so the gate did
+// not run. The others are third parties whose silence is unknown, not
+// drift.
+const (
+	ReadRegistry   ReadSource = "registry"
+	ReadGovernance ReadSource = "governance"
+	ReadExplorer   ReadSource = "registry explorer"
+	ReadKDS        ReadSource = "AMD KDS"
+	ReadNode       ReadSource = "node status or dashboard"
+)
+
+// ThirdParty reports whether s is a source outside the NNS.
+func (s ReadSource) ThirdParty() bool { return s != ReadRegistry && s != ReadGovernance }
 
 // Section kinds, in report order.
 const (
-	SectionSubnet    = "subnet"
-	SectionOperators = "node_operators"
-	SectionNodes     = "nodes"
-	SectionChips     = "chips"
-	SectionVersions  = "versions"
+	SectionSubnet      = "subnet"
+	SectionDataCenters = "data_centers"
+	SectionOperators   = "node_operators"
+	SectionNodes       = "nodes"
+	SectionChips       = "chips"
+	SectionVersions    = "versions"
 )
 
 // Section is a titled group of rows.
@@ -54,10 +77,21 @@ type Report struct {
 	// Drift counts drift rows; Unknown counts rows that could not be told.
 	Drift   int `json:"drift"`
 	Unknown int `json:"unknown"`
+	// UnknownFrom counts the unknowns per source that could not be read
+	// (rows, and the explorer's lists of operator nodes).
+	UnknownFrom map[ReadSource]int `json:"unknown_from,omitempty"`
+	// FailedReads lists the registry and governance reads that failed.
+	// Any at all means the gate did not run: what the NNS says could not
+	// be compared, so neither "in sync" nor "drift" holds.
+	FailedReads []string `json:"failed_reads,omitempty"`
 }
 
 // InSync reports whether nothing drifted.
 func (r *Report) InSync() bool { return r.Drift == 0 }
+
+// Ran reports whether every registry and governance read succeeded, so
+// the report is a verdict the CI gate can act on.
+func (r *Report) Ran() bool { return len(r.FailedReads) == 0 }
 
 // Reconcile compares res with live.
 func Reconcile(res *config.Resources, live *Live) Report {
@@ -65,6 +99,9 @@ func Reconcile(res *config.Resources, live *Live) Report {
 	r := Report{RegistryVersion: live.RegistryVersion}
 	for _, s := range res.Subnets {
 		r.Sections = append(r.Sections, subnetSection(res, s, live, n))
+	}
+	if len(res.DataCenters) > 0 {
+		r.Sections = append(r.Sections, dataCentersSection(res, live))
 	}
 	if len(res.NodeProviders) > 0 {
 		r.Sections = append(r.Sections, operatorsSection(res, live, n))
@@ -83,11 +120,56 @@ func Reconcile(res *config.Resources, live *Live) Report {
 				r.Drift++
 			}
 			if row.Status == Unknown || row.Status == Unreachable {
-				r.Unknown++
+				r.countUnknown(row.Unread)
 			}
 		}
 	}
+	for _, o := range res.NodeOperators {
+		if f, read := live.OperatorNodes[o.ID]; read && f.Err != "" && !o.Decommissioned {
+			r.countUnknown(ReadExplorer)
+		}
+	}
+	r.FailedReads = failedReads(live)
 	return r
+}
+
+func (r *Report) countUnknown(from ReadSource) {
+	r.Unknown++
+	if from == "" {
+		return
+	}
+	if r.UnknownFrom == nil {
+		r.UnknownFrom = map[ReadSource]int{}
+	}
+	r.UnknownFrom[from]++
+}
+
+// failedReads lists every registry and governance read of live that
+// failed, once each, sorted.
+func failedReads(live *Live) []string {
+	var out []string
+	add := func(from ReadSource, what, id, err string) {
+		if err != "" {
+			out = append(out, fmt.Sprintf("%s: %s %s: %s", from, what, id, err))
+		}
+	}
+	for id, f := range live.Subnets {
+		add(ReadRegistry, "subnet record", id, f.Err)
+	}
+	for id, f := range live.DataCenters {
+		add(ReadRegistry, "data center record", id, f.Err)
+	}
+	for id, f := range live.Providers {
+		add(f.errFrom(), "node provider", id, f.Err)
+	}
+	for id, f := range live.Operators {
+		add(ReadRegistry, "node operator record", id, f.Err)
+	}
+	for id, f := range live.Nodes {
+		add(ReadRegistry, "node record", id, f.Err)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // names maps ids to block names, per kind.
@@ -133,7 +215,7 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 	facts, read := live.Subnets[s.ID]
 	switch {
 	case !read || facts.Err != "":
-		sec.Rows = []Row{{Status: Unknown, Name: s.Name, ID: s.ID, Detail: "subnet record unread: " + orText(facts.Err, "not fetched")}}
+		sec.Rows = []Row{{Status: Unknown, Name: s.Name, ID: s.ID, Detail: "subnet record unread: " + orText(facts.Err, "not fetched"), Unread: ReadRegistry}}
 		return sec
 	case !facts.Found:
 		sec.Rows = []Row{{Status: Gone, Name: s.Name, ID: s.ID, Detail: "no subnet record in the registry"}}
@@ -236,6 +318,31 @@ func effectiveLiveSchedule(live SubnetFacts) string {
 	return "normal"
 }
 
+// dataCentersSection compares each declared data center with its registry
+// record: that it exists, and its region when one is declared.
+func dataCentersSection(res *config.Resources, live *Live) Section {
+	sec := Section{Kind: SectionDataCenters, Title: "data centers"}
+	for _, dc := range res.DataCenters {
+		row := Row{Name: dc.Name, ID: dc.ID}
+		f, read := live.DataCenters[dc.ID]
+		switch {
+		case !read || f.Err != "":
+			row.Status, row.Detail, row.Unread = Unknown, "data center record unread: "+orText(f.Err, "not fetched"), ReadRegistry
+		case !f.Found:
+			row.Status, row.Detail = Gone, "no data center record in the registry"
+		case dc.Region == "":
+			row.Status, row.Detail = OK, "region "+f.Region+" (none declared)"
+		case dc.Region != f.Region:
+			row.Status, row.Detail = RegionMismatch, fmt.Sprintf("declared=%s live=%s", dc.Region, orText(f.Region, "unspecified"))
+		default:
+			row.Status, row.Detail = OK, "region "+f.Region
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	sortRows(sec.Rows)
+	return sec
+}
+
 // operatorsSection compares declared providers and operators with the NNS.
 func operatorsSection(res *config.Resources, live *Live, n names) Section {
 	sec := Section{Kind: SectionOperators, Title: "node providers and operators"}
@@ -245,7 +352,7 @@ func operatorsSection(res *config.Resources, live *Live, n names) Section {
 		row := Row{Name: p.Name, ID: p.ID}
 		switch {
 		case !read || f.Err != "":
-			row.Status, row.Detail = Unknown, "node provider unread: "+orText(f.Err, "not fetched")
+			row.Status, row.Detail, row.Unread = Unknown, "node provider unread: "+orText(f.Err, "not fetched"), f.errFrom()
 		case p.Decommissioned && (f.Known || len(f.Operators) > 0):
 			row.Status, row.Detail = StillRegistered, "declared decommissioned; governance or the registry still has it"
 		case p.Decommissioned:
@@ -275,7 +382,7 @@ func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
 		}
 		switch {
 		case !ownRead || own.Err != "":
-			row.Status, row.Detail = Unknown, why+"; operator record unread: "+orText(own.Err, "not fetched")
+			row.Status, row.Detail, row.Unread = Unknown, why+"; operator record unread: "+orText(own.Err, "not fetched"), ReadRegistry
 		case own.Found:
 			row.Status, row.Detail = StillRegistered, why+"; its record is still in the registry"
 		default:
@@ -291,14 +398,14 @@ func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
 	provider := orText(n.providers[o.Provider], o.Provider)
 	switch {
 	case !read || pf.Err != "":
-		row.Status, row.Detail = Unknown, "node provider unread: "+orText(pf.Err, "not fetched")
+		row.Status, row.Detail, row.Unread = Unknown, "node provider unread: "+orText(pf.Err, "not fetched"), pf.errFrom()
 	case !pf.Known && len(pf.Operators) == 0:
 		row.Status, row.Detail = ProviderAbsent, "its node provider "+provider+" is not on-chain"
 	default:
 		dc, owned := pf.Operators[o.ID]
 		switch {
 		case !owned:
-			row.Status, row.Detail = Unknown, "node provider "+provider+" does not own it on-chain"
+			row.Status, row.Detail = NotOwned, "node provider "+provider+" does not own it on-chain"
 		case o.DC != "" && dc != o.DC:
 			row.Status, row.Detail = DCMismatch, fmt.Sprintf("declared=%s live=%s", o.DC, dc)
 		default:
@@ -378,7 +485,7 @@ func nodeRow(node *config.Node, live *Live, n names) Row {
 	f, read := live.Nodes[node.ID]
 	switch {
 	case !read || f.Err != "":
-		row.Status, row.Detail = Unknown, "node record unread: "+orText(f.Err, "not fetched")
+		row.Status, row.Detail, row.Unread = Unknown, "node record unread: "+orText(f.Err, "not fetched"), ReadRegistry
 	case node.Decommissioned && f.Found:
 		row.Status, row.Detail = StillRegistered, "declared decommissioned; its record is still in the registry"
 	case node.Decommissioned:
@@ -414,7 +521,7 @@ func chipsSection(res *config.Resources, live *Live) Section {
 func chipRow(node *config.Node, f NodeFacts, read bool, live *Live) Row {
 	row := Row{Name: node.Name, ID: node.ID}
 	if !read || f.Err != "" {
-		row.Status, row.Detail = Unknown, "node record unread: "+orText(f.Err, "not fetched")
+		row.Status, row.Detail, row.Unread = Unknown, "node record unread: "+orText(f.Err, "not fetched"), ReadRegistry
 		return row
 	}
 	if len(f.Chip) != 0 && len(f.Chip) != config.ChipIDLen {
@@ -436,30 +543,46 @@ func chipRow(node *config.Node, f NodeFacts, read bool, live *Live) Row {
 	default:
 		row.Status = InSync
 	}
-	verdict, unverified := kdsWords(live.Chips[liveHex])
-	if unverified && row.Status == InSync {
-		row.Status = AMDUnverified
+	verdict, kds := kdsWords(live.Chips[liveHex])
+	if row.Status == InSync {
+		switch kds {
+		case kdsRefused:
+			row.Status = AMDUnverified
+		case kdsSilent:
+			// The record agrees, but AMD could not be asked to vouch
+			// for the chip: a third party's silence, not drift.
+			row.Status, row.Unread = Unknown, ReadKDS
+			row.Detail = "the chip matches the record"
+		}
 	}
 	row.Detail = joinDetail(row.Detail, verdict)
 	return row
 }
 
-// kdsWords renders what KDS says of a chip; unverified is true when AMD
-// refused it and no cached verdict stands.
-func kdsWords(c ChipFacts) (words string, unverified bool) {
+// kdsOutcome is what a KDS verdict means for a chip row.
+type kdsOutcome int
+
+const (
+	kdsVouched kdsOutcome = iota // verified now, or a cached verdict stands (or KDS not asked)
+	kdsRefused                   // AMD refused it and no cached verdict stands
+	kdsSilent                    // KDS could not be asked and nothing is cached
+)
+
+// kdsWords renders what KDS says of a chip.
+func kdsWords(c ChipFacts) (string, kdsOutcome) {
 	switch {
 	case c.Asked != nil && c.Asked.Verified:
-		return "AMD KDS: " + c.Asked.Product, false
+		return "AMD KDS: " + c.Asked.Product, kdsVouched
 	case c.Asked != nil && c.Asked.Refused:
-		return "AMD KDS does not know this chip", true
+		return "AMD KDS refuses it: " + orText(c.Asked.Reason, "no product line knows the chip"), kdsRefused
 	case c.Cached && c.Asked != nil && c.Asked.Inconclusive:
-		return "AMD KDS: " + c.Product + " (cached; asking again was inconclusive: " + c.Asked.Reason + ")", false
+		return "AMD KDS: " + c.Product + " (cached; asking again was inconclusive: " + c.Asked.Reason + ")", kdsVouched
 	case c.Cached:
-		return "AMD KDS: " + c.Product + " (cached)", false
+		return "AMD KDS: " + c.Product + " (cached)", kdsVouched
 	case c.Asked != nil && c.Asked.Inconclusive:
-		return "AMD KDS inconclusive: " + c.Asked.Reason, false
+		return "AMD KDS inconclusive: " + c.Asked.Reason, kdsSilent
 	}
-	return "AMD KDS not asked", false
+	return "AMD KDS not asked", kdsVouched
 }
 
 // versionsSection compares each checked node's effective version with what
@@ -477,7 +600,7 @@ func versionsSection(res *config.Resources, live *Live, n names) Section {
 		row := Row{Name: node.Name, ID: node.ID}
 		switch {
 		case !read || f.Version == "":
-			row.Status, row.Detail = Unreachable, "node and dashboard unreadable: "+orText(f.Err, "not fetched")
+			row.Status, row.Detail, row.Unread = Unreachable, "node and dashboard unreadable: "+orText(f.Err, "not fetched"), ReadNode
 		case f.Version == node.Version:
 			row.Status, row.Detail = OK, n.version(f.Version)
 		default:
@@ -485,6 +608,9 @@ func versionsSection(res *config.Resources, live *Live, n names) Section {
 		}
 		if read && f.Source == FromDashboard && f.Version != "" {
 			row.Detail += " via dashboard"
+		}
+		if read && f.Source == FromNode && f.TLSUnverified {
+			row.Detail += " " + UnverifiedNodeLabel
 		}
 		if live.ElectedErr == "" && !live.Elected[node.Version] {
 			row.Detail += " NOT ELECTED"

@@ -27,6 +27,7 @@ func fleet() (*config.Resources, *Live) {
 	f := false
 	res := &config.Resources{
 		Subnets:         []*config.Subnet{{Name: "app", ID: "s1", SevEnabled: &f}},
+		DataCenters:     []*config.DataCenter{{Name: "zurich", ID: "zh1", Region: "Europe,CH,Zurich"}},
 		NodeProviders:   []*config.NodeProvider{{Name: "prov", ID: "p1"}},
 		NodeOperators:   []*config.NodeOperator{{Name: "ops", ID: "op1", Provider: "p1", DC: "zh1"}},
 		GuestOSVersions: []*config.GuestOSVersion{{Name: "current", ID: "v1", Default: true}, {Name: "previous", ID: "v0"}},
@@ -39,6 +40,7 @@ func fleet() (*config.Resources, *Live) {
 	live := &Live{
 		RegistryVersion: 7,
 		Subnets:         map[string]SubnetFacts{"s1": {Found: true, Members: []string{"n1", "n2"}, Type: "application", CostSchedule: "normal"}},
+		DataCenters:     map[string]DataCenterFacts{"zh1": {Found: true, Region: "Europe,CH,Zurich"}},
 		Providers:       map[string]ProviderFacts{"p1": {Known: true, Operators: map[string]string{"op1": "zh1"}}},
 		Operators:       map[string]OperatorFacts{"op1": {Found: true}},
 		OperatorNodes:   map[string]OperatorNodes{"op1": {Nodes: []string{"n1", "n2", "n3"}}},
@@ -160,14 +162,30 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 			r.Subnets[0].Admins = []string{"admin-y"}
 		}, want{SectionSubnet, "admins", "s1", Mismatch, "+ admin-y (declared, not on-chain)"}},
 
-		// 2. node providers and operators
+		// 2a. data centers
+		{"a data center in its declared region is ok", nil, want{SectionDataCenters, "zurich", "zh1", OK, "region Europe,CH,Zurich"}},
+		{"a data center in another region is a region mismatch", func(_ *config.Resources, l *Live) {
+			l.DataCenters["zh1"] = DataCenterFacts{Found: true, Region: "Europe,CH,Geneva"}
+		}, want{SectionDataCenters, "zurich", "zh1", RegionMismatch, "declared=Europe,CH,Zurich live=Europe,CH,Geneva"}},
+		{"a data center without a declared region is only checked to exist", func(r *config.Resources, l *Live) {
+			r.DataCenters[0].Region = ""
+			l.DataCenters["zh1"] = DataCenterFacts{Found: true, Region: "Europe,CH,Geneva"}
+		}, want{SectionDataCenters, "zurich", "zh1", OK, "none declared"}},
+		{"a data center without a record is gone", func(_ *config.Resources, l *Live) {
+			l.DataCenters["zh1"] = DataCenterFacts{}
+		}, want{SectionDataCenters, "zurich", "zh1", Gone, "no data center record"}},
+		{"a data center record that could not be read is unknown", func(_ *config.Resources, l *Live) {
+			l.DataCenters["zh1"] = DataCenterFacts{Err: "registry timeout"}
+		}, want{SectionDataCenters, "zurich", "zh1", Unknown, "registry timeout"}},
+
+		// 2b. node providers and operators
 		{"an operator its provider owns in the declared dc is ok", nil, want{SectionOperators, "ops", "op1", OK, "dc zh1"}},
 		{"an operator in another dc is a dc mismatch", func(_ *config.Resources, l *Live) {
 			l.Providers["p1"].Operators["op1"] = "ge1"
 		}, want{SectionOperators, "ops", "op1", DCMismatch, "declared=zh1 live=ge1"}},
-		{"an operator its provider does not own is unknown", func(_ *config.Resources, l *Live) {
+		{"an operator its declared provider does not own is drift", func(_ *config.Resources, l *Live) {
 			delete(l.Providers["p1"].Operators, "op1")
-		}, want{SectionOperators, "ops", "op1", Unknown, "does not own it"}},
+		}, want{SectionOperators, "ops", "op1", NotOwned, "does not own it"}},
 		{"an operator whose provider is not on-chain is provider-absent", func(_ *config.Resources, l *Live) {
 			l.Providers["p1"] = ProviderFacts{}
 		}, want{SectionOperators, "ops", "op1", ProviderAbsent, "not on-chain"}},
@@ -238,10 +256,16 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 		}, want{SectionChips, "n2", "n2", Malformed, "3 bytes"}},
 		{"a chip AMD does not know is amd-unverified", func(_ *config.Resources, l *Live) {
 			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Refused: true}}
-		}, want{SectionChips, "n2", "n2", AMDUnverified, "does not know"}},
-		{"an inconclusive KDS leaves a matching chip in sync", func(_ *config.Resources, l *Live) {
+		}, want{SectionChips, "n2", "n2", AMDUnverified, "no product line knows the chip"}},
+		{"a KDS certificate naming another chip is amd-unverified", func(_ *config.Resources, l *Live) {
+			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Refused: true, Reason: "the Milan certificate KDS served names another chip"}}
+		}, want{SectionChips, "n2", "n2", AMDUnverified, "names another chip"}},
+		{"an inconclusive KDS leaves a matching chip unknown, not drift", func(_ *config.Resources, l *Live) {
 			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Inconclusive: true, Reason: "HTTP 429"}}
-		}, want{SectionChips, "n2", "n2", InSync, "inconclusive: HTTP 429"}},
+		}, want{SectionChips, "n2", "n2", Unknown, "the chip matches the record; AMD KDS inconclusive: HTTP 429"}},
+		{"an inconclusive KDS leaves a cached verdict standing", func(_ *config.Resources, l *Live) {
+			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Cached: true, Product: "Milan-B0", Asked: &source.Verdict{Inconclusive: true, Reason: "HTTP 429"}}
+		}, want{SectionChips, "n2", "n2", InSync, "cached; asking again was inconclusive: HTTP 429"}},
 		{"a cached verdict stands when KDS is not asked", func(_ *config.Resources, l *Live) {
 			l.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Cached: true, Product: "Milan-B0"}
 		}, want{SectionChips, "n2", "n2", InSync, "Milan-B0 (cached)"}},
@@ -257,6 +281,9 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 		{"a version read from the dashboard says so", func(_ *config.Resources, l *Live) {
 			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromDashboard}
 		}, want{SectionVersions, "n1", "n1", OK, "current via dashboard"}},
+		{"a version a node reported over unverified TLS says so", func(_ *config.Resources, l *Live) {
+			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromNode, TLSUnverified: true}
+		}, want{SectionVersions, "n1", "n1", OK, "current " + UnverifiedNodeLabel}},
 		{"a node neither it nor the dashboard answers for is unreachable", func(_ *config.Resources, l *Live) {
 			l.Versions["n1"] = VersionFacts{Err: "node: refused; dashboard: 502"}
 		}, want{SectionVersions, "n1", "n1", Unreachable, "node: refused; dashboard: 502"}},
@@ -304,10 +331,59 @@ func TestUnknownAndUnreachableNeverCountAsDrift(t *testing.T) {
 	if r.Unknown == 0 {
 		t.Fatal("nothing reported unknown")
 	}
+	if r.Ran() {
+		t.Fatal("the gate ran without the registry")
+	}
 	for _, s := range []Status{Unknown, Unreachable, Decommissioned, OK, InSync} {
 		if s.Drift() {
 			t.Errorf("%s counts as drift", s)
 		}
+	}
+}
+
+func TestAFailedRegistryOrGovernanceReadMeansTheGateDidNotRun(t *testing.T) {
+	for name, change := range map[string]func(*Live){
+		"a subnet record":      func(l *Live) { l.Subnets["s1"] = SubnetFacts{Err: "timeout"} },
+		"a data center record": func(l *Live) { l.DataCenters["zh1"] = DataCenterFacts{Err: "timeout"} },
+		"list_node_providers": func(l *Live) {
+			l.Providers["p1"] = ProviderFacts{Err: "list_node_providers: timeout", ErrFrom: ReadGovernance}
+		},
+		"an operator record": func(l *Live) { l.Operators["op1"] = OperatorFacts{Err: "timeout"} },
+		"a node record":      func(l *Live) { l.Nodes["n3"] = NodeFacts{Err: "timeout"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, live := fleet()
+			change(live)
+			r := Reconcile(res, live)
+			if r.Ran() || len(r.FailedReads) != 1 {
+				t.Fatalf("failed reads %q", r.FailedReads)
+			}
+			out := text(r)
+			if !strings.Contains(out, "reconcile did not run: 1 registry or governance read(s) failed:\n  "+r.FailedReads[0]) ||
+				strings.Contains(out, "in sync") {
+				t.Fatalf("report:\n%s", out)
+			}
+		})
+	}
+	res, live := fleet()
+	live.Providers["p1"] = ProviderFacts{Err: "list_node_providers: timeout", ErrFrom: ReadGovernance}
+	if r := Reconcile(res, live); r.FailedReads[0] != "governance: node provider p1: list_node_providers: timeout" {
+		t.Fatalf("failed read %q does not say it was governance", r.FailedReads[0])
+	}
+}
+
+func TestThirdPartySilenceIsUnknownCountedPerSourceAndTheGateStillRuns(t *testing.T) {
+	res, live := fleet()
+	live.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Inconclusive: true, Reason: "HTTP 429"}}
+	live.Versions["n1"] = VersionFacts{Err: "node: refused; dashboard: 502"}
+	live.Versions["n3"] = VersionFacts{Err: "node: refused; dashboard: 502"}
+	live.OperatorNodes["op1"] = OperatorNodes{Err: "502"}
+	r := Reconcile(res, live)
+	if !r.Ran() || !r.InSync() || r.Unknown != 4 {
+		t.Fatalf("ran %v, drift %d, unknown %d:\n%s", r.Ran(), r.Drift, r.Unknown, text(r))
+	}
+	if want := "reconcile: in sync, 4 unknown (not drift; 1 registry explorer, 1 AMD KDS, 2 node status or dashboard)"; !strings.Contains(text(r), want) {
+		t.Fatalf("summary lacks %q:\n%s", want, text(r))
 	}
 }
 
@@ -372,7 +448,9 @@ func TestTheReportRendersAsGoldenTextAndJSON(t *testing.T) {
 	live.Subnets["s1"] = s
 	live.Providers["p1"].Operators["op1"] = "ge1"
 	live.OperatorNodes["op1"] = OperatorNodes{Nodes: []string{"n1", "n2", "n3", "n4"}}
-	live.Nodes["n3"] = NodeFacts{Err: "registry timeout"}
+	live.DataCenters["zh1"] = DataCenterFacts{Found: true, Region: "Europe,CH,Geneva"}
+	live.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Inconclusive: true, Reason: "HTTP 429"}}
+	live.Versions["n3"] = VersionFacts{Version: "v1", Source: FromNode, TLSUnverified: true}
 	live.Versions["n1"] = VersionFacts{Version: "v0", Source: FromDashboard}
 	live.Versions["n2"] = VersionFacts{Err: "node: connection refused; dashboard: 502 Bad Gateway"}
 	r := Reconcile(res, live)

@@ -40,11 +40,34 @@ func (r *Report) Render(w io.Writer, paint term.Painter) error {
 			fmt.Fprintf(&b, "  %s %s\n", paint.Paint(term.Yellow, "warning:"), warn)
 		}
 	}
+	if !r.Ran() {
+		fmt.Fprintf(&b, "\n%s\n", paint.Paint(term.Red, fmt.Sprintf("reconcile did not run: %d registry or governance read(s) failed:", len(r.FailedReads))))
+		for _, f := range r.FailedReads {
+			fmt.Fprintf(&b, "  %s\n", f)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	verdict := paint.Paint(term.Green, "in sync")
 	if r.Drift > 0 {
 		verdict = paint.Paint(term.Red, fmt.Sprintf("%d drift", r.Drift))
 	}
-	fmt.Fprintf(&b, "\nreconcile: %s, %d unknown (not drift)\n", verdict, r.Unknown)
+	fmt.Fprintf(&b, "\nreconcile: %s, %d unknown (not drift%s)\n", verdict, r.Unknown, r.unknownSources())
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// unknownSources is "; 2 AMD KDS, 1 node status or dashboard": what could
+// not be read, per source, in a fixed order.
+func (r *Report) unknownSources() string {
+	var parts []string
+	for _, s := range []ReadSource{ReadRegistry, ReadGovernance, ReadExplorer, ReadKDS, ReadNode} {
+		if n := r.UnknownFrom[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }

@@ -18,6 +18,8 @@ const (
 	// operators, providers, nodes
 	OK               Status = "ok"
 	DCMismatch       Status = "dc-mismatch"
+	NotOwned         Status = "not-owned" // the declared provider does not own the operator
+	RegionMismatch   Status = "region-mismatch"
 	ProviderAbsent   Status = "provider-absent"
 	Decommissioned   Status = "decommissioned"   // expected absent, and it is
 	StillRegistered  Status = "still-registered" // expected absent, still there
@@ -38,7 +40,7 @@ const (
 // be reached) is never drift.
 func (s Status) Drift() bool {
 	switch s {
-	case Missing, Deregistered, Unmanaged, Mismatch, DCMismatch, ProviderAbsent, StillRegistered,
+	case Missing, Deregistered, Unmanaged, Mismatch, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent, StillRegistered,
 		OperatorMismatch, Gone, ChipChanged, ChipMissing, ChipUndeclared, Malformed, AMDUnverified,
 		VersionMismatch:
 		return true
@@ -62,6 +64,6 @@ func (s Status) Color() term.Color {
 }
 
 // statuses lists every status, for tests and for padding.
-var statuses = []Status{InSync, Missing, Deregistered, Unmanaged, Mismatch, OK, DCMismatch, ProviderAbsent,
+var statuses = []Status{InSync, Missing, Deregistered, Unmanaged, Mismatch, OK, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent,
 	Decommissioned, StillRegistered, OperatorMismatch, Gone, Unknown, ChipChanged, ChipMissing,
 	ChipUndeclared, Malformed, AMDUnverified, VersionMismatch, Unreachable}

@@ -58,10 +58,15 @@ type Verdict struct {
 	Reason       string `json:"reason,omitempty"`
 }
 
+// errOtherChip is a VCEK whose hardware id is not the chip asked about.
+var errOtherChip = errors.New("VCEK names another chip")
+
 // Verify asks each product line in turn for the chip's VCEK. The first
-// certificate that names the chip settles it; 404 from every line is a
-// refusal; anything else (429, 5xx, a timeout, a certificate for another
-// chip) leaves it inconclusive, since none of those is AMD saying no.
+// certificate that names the chip settles it. A certificate that names
+// another chip is a refusal: AMD answered, and what it vouches for is not
+// this chip. 404 from every line is a refusal too; anything else (429,
+// 5xx, a timeout, a certificate that cannot be read) leaves it
+// inconclusive, since none of those is AMD saying no.
 func (k *KDS) Verify(ctx context.Context, chip []byte) Verdict {
 	var reasons []string
 	for _, product := range KDSProducts {
@@ -73,6 +78,9 @@ func (k *KDS) Verify(ctx context.Context, chip []byte) Verdict {
 			continue
 		case status == http.StatusOK:
 			name, err := readVCEK(der, chip)
+			if errors.Is(err, errOtherChip) {
+				return Verdict{Refused: true, Reason: fmt.Sprintf("the %s certificate KDS served names another chip", product)}
+			}
 			if err != nil {
 				reasons = append(reasons, fmt.Sprintf("%s: %v", product, err))
 				continue
@@ -141,7 +149,7 @@ func readVCEK(der, chip []byte) (string, error) {
 		return "", errors.New("VCEK has no hardware id extension")
 	}
 	if !bytes.Equal(hwid, chip) {
-		return "", errors.New("VCEK names another chip")
+		return "", errOtherChip
 	}
 	if product == "" {
 		return "", errors.New("VCEK has no product name extension")

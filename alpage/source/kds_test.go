@@ -54,7 +54,7 @@ func TestARateLimitOrAnUnreachableKDSIsInconclusive(t *testing.T) {
 	}
 }
 
-func TestAVCEKForAnotherChipIsNotAVerdict(t *testing.T) {
+func TestAVCEKForAnotherChipIsARefusal(t *testing.T) {
 	other := bytes.Repeat([]byte{5}, 64)
 	real, err := devnet.NewKDS(map[string]string{hex.EncodeToString(other): "Milan-B0"}, nil)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestAVCEKForAnotherChipIsNotAVerdict(t *testing.T) {
 	}))
 	defer srv.Close()
 	v := NewKDS(srv.URL, nil).Verify(context.Background(), bytes.Repeat([]byte{6}, 64))
-	if v.Verified || !v.Inconclusive || !strings.Contains(v.Reason, "another chip") {
+	if v.Verified || v.Inconclusive || !v.Refused || !strings.Contains(v.Reason, "names another chip") {
 		t.Fatalf("verdict %+v", v)
 	}
 }

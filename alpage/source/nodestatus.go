@@ -32,7 +32,12 @@ const DefaultNodePort = 8080
 type NodeStatus struct {
 	http    *http.Client
 	timeout time.Duration
+	checked bool
 }
+
+// ChecksCertificates reports whether the nodes' TLS certificates are
+// verified against a CA; without one, what a node says is labelled.
+func (n *NodeStatus) ChecksCertificates() bool { return n.checked }
 
 // NewNodeStatus returns a node status client. caFile, when not empty, is a
 // PEM bundle the nodes' certificates must chain to; empty skips the check
@@ -54,7 +59,7 @@ func NewNodeStatus(caFile string) (*NodeStatus, error) {
 	}
 	tr := &http.Transport{TLSClientConfig: cfg, Proxy: nil, MaxIdleConnsPerHost: 1,
 		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
-	return &NodeStatus{http: &http.Client{Transport: tr}, timeout: 10 * time.Second}, nil
+	return &NodeStatus{http: &http.Client{Transport: tr}, timeout: 10 * time.Second, checked: caFile != ""}, nil
 }
 
 // NodeStatusURL is the status endpoint of the node at ip:port.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 	var (
 		output       string
 		refreshChips bool
+		strict       bool
 		kdsURL       string
 		nodeCA       string
 		live         liveFlags
@@ -35,12 +37,18 @@ providers and operators, the nodes of each operator, chip ids (vouched for by
 AMD KDS), and the GuestOS version each node runs (read from the node itself
 over IPv6, else from the ICP dashboard, marked "via dashboard").
 
-Facts from third parties are labelled. What could not be read is reported as
-unknown or unreachable and never counts as drift. It changes nothing on-chain;
-it records positive KDS verdicts in state.json (chips), which are not asked
-again unless --refresh-chips is given.
+Facts from third parties are labelled. What a third party (AMD KDS, the
+dashboard, a node's own status endpoint, the registry explorer) could not say
+is reported as unknown or unreachable, counted per source in the summary, and
+never counts as drift unless --strict is given. A failed registry or
+governance read is different: without the NNS's own word there is nothing to
+compare, so the gate did not run and reconcile exits 1 naming the reads that
+failed. It changes nothing on-chain; it records positive KDS verdicts in
+state.json (chips), which are not asked again unless --refresh-chips is given.
 
-Exit status 0 when in sync, 2 on any drift (after the whole report), 1 on error.`,
+Exit status 0 when in sync, 2 on any drift (after the whole report) or, with
+--strict, on any unknown; 1 on error, a failed registry or governance read
+included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -105,14 +113,20 @@ Exit status 0 when in sync, 2 on any drift (after the whole report), 1 on error.
 			if err != nil {
 				return err
 			}
-			if !report.InSync() {
+			switch {
+			case !report.Ran():
+				return fmt.Errorf("reconcile did not run: %d registry or governance read(s) failed: %s", len(report.FailedReads), strings.Join(report.FailedReads, "; "))
+			case !report.InSync():
 				return flagged("%d row(s) drifted from the declared fleet", report.Drift)
+			case strict && report.Unknown > 0:
+				return flagged("%d row(s) unknown, which --strict fails", report.Unknown)
 			}
 			return nil
 		},
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&refreshChips, "refresh-chips", false, "ask AMD KDS again about chips state.json already records as verified")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 when any row is unknown or unreachable (a third party did not answer), not only on drift")
 	cmd.Flags().StringVar(&kdsURL, "kds-url", "", "AMD KDS (third party): flag > $"+source.KDSURLEnv+" > "+source.MainnetKDSURL)
 	cmd.Flags().StringVar(&nodeCA, "node-status-ca", "", "PEM certificates node status endpoints must chain to: flag > $"+source.NodeStatusCAEnv+" > unchecked (replicas self-sign)")
 	live.register(cmd)

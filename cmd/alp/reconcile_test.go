@@ -87,8 +87,10 @@ func TestReconcileOfTheExampleFleetReportsTheDriftedNodeAndExitsTwo(t *testing.T
 	}
 }
 
-func TestReconcileExitsZeroWhenTheFleetIsInSync(t *testing.T) {
-	d := startExampleDevnet(t)
+// inSyncExample writes examples/fleet with node_05 declared on the version
+// it really runs, so the example devnet agrees with it everywhere.
+func inSyncExample(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"proposals.hcl", "resources.hcl"} {
 		raw, err := os.ReadFile(filepath.Join("../../examples/fleet", f))
@@ -107,13 +109,38 @@ func TestReconcileExitsZeroWhenTheFleetIsInSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, errOut, err := runSplit(reconcileArgs(d, filepath.Join(dir, "proposals.hcl"), noState(t))...)
+	return filepath.Join(dir, "proposals.hcl")
+}
+
+func TestReconcileExitsZeroWhenTheFleetIsInSync(t *testing.T) {
+	d := startExampleDevnet(t)
+	out, errOut, err := runSplit(reconcileArgs(d, inSyncExample(t), noState(t))...)
 	if err != nil {
 		t.Fatalf("exit %d (%v), want 0\n%s%s", exitCode(err), err, out, errOut)
 	}
 	if !strings.Contains(out, "node_05  sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe  previous [override]") ||
 		!strings.Contains(out, "reconcile: in sync, 0 unknown") {
 		t.Fatalf("report:\n%s", out)
+	}
+}
+
+func TestAnUnreachableThirdPartyIsCountedAndFailsTheGateOnlyUnderStrict(t *testing.T) {
+	d := startExampleDevnet(t)
+	config := inSyncExample(t)
+	// node_12 does not answer its status endpoint; with the dashboard down
+	// too nobody can say what it runs.
+	dead := "http://127.0.0.1:1"
+	args := append(reconcileArgs(d, config, noState(t)), "--dashboard-url", dead) // the last one given wins
+	out, errOut, err := runSplit(args...)
+	if err != nil {
+		t.Fatalf("exit %d (%v), want 0: an unknown is not drift\n%s%s", exitCode(err), err, out, errOut)
+	}
+	if want := "reconcile: in sync, 1 unknown (not drift; 1 node status or dashboard)"; !strings.Contains(out, want) {
+		t.Fatalf("summary lacks %q:\n%s", want, out)
+	}
+	out, _, err = runSplit(append(args, "--strict")...)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "--strict") {
+		t.Fatalf("--strict: exit %d (%v)\n%s", exitCode(err), err, out)
 	}
 }
 
