@@ -39,7 +39,8 @@ explorer and the dashboard are labelled as such.
 sha256 and the registry version it was checked against; alp apply FILE
 refuses when either has moved since.
 
-Exit status 2 when any proposal is flagged or refused, 1 on error.`,
+Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
+1 on error.`,
 		// -out is Terraform's spelling; pflag would read it as -o ut, so
 		// flags are parsed in RunE after rewriting it.
 		DisableFlagParsing: true,
@@ -99,8 +100,8 @@ Exit status 2 when any proposal is flagged or refused, 1 on error.`,
 			if err != nil {
 				return err
 			}
-			if n := countBlocking(reports); n > 0 {
-				return flagged("%d proposal(s) flagged or refused by preflight", n)
+			if n := countNotReady(reports); n > 0 {
+				return flagged("%d proposal(s) not ready: a no-op, flagged or refused by preflight", n)
 			}
 			return nil
 		},
@@ -165,10 +166,14 @@ func planFileOf(host string, reports []preflight.Report, now time.Time) *planfil
 	return f
 }
 
-func countBlocking(reports []preflight.Report) int {
+// countNotReady counts the proposals a CI gate should stop on: flagged and
+// refused ones, and no-ops too, since submitting a proposal that changes
+// nothing spends a neuron's reputation on nothing (apply refuses it
+// without --force).
+func countNotReady(reports []preflight.Report) int {
 	n := 0
 	for _, r := range reports {
-		if r.Blocking() {
+		if r.Verdict != preflight.VerdictReady {
 			n++
 		}
 	}

@@ -86,6 +86,14 @@ func TestPlanOfReadyProposalsExitsZero(t *testing.T) {
 	}
 }
 
+func TestPlanOfANoOpAloneExitsTwo(t *testing.T) {
+	d := startPlanDevnet(t)
+	out, errOut, err := runSplit(devnetArgs(d, "plan", "re-add-n1", "--config", planFixture, "--state", noState(t))...)
+	if exitCode(err) != 2 || !strings.Contains(out, "re-add-n1 (membership): no-op") || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("exit %d (%v), want 2: a no-op is not something to submit\n%s%s", exitCode(err), err, out, errOut)
+	}
+}
+
 func TestPlanSkipsProposalsStateAlreadyRecords(t *testing.T) {
 	d := startPlanDevnet(t)
 	cfg, err := config.Load(planFixture)
