@@ -151,7 +151,7 @@ func TestRenderingsMatchTheGoldenFiles(t *testing.T) {
 	}
 }
 
-func TestCompareTellsNotSubmittedInSyncAndDrift(t *testing.T) {
+func TestCompareTellsNotSubmittedInSyncDriftAndSettled(t *testing.T) {
 	p := build(t, loadFixture(t), "add-n2")
 	if s, _ := Compare(p, nil); s != NotSubmitted {
 		t.Errorf("no record: %s", s)
@@ -159,8 +159,13 @@ func TestCompareTellsNotSubmittedInSyncAndDrift(t *testing.T) {
 	if s, _ := Compare(p, &state.Proposal{PayloadSHA256: p.PayloadSHA256}); s != InSync {
 		t.Errorf("same hash: %s", s)
 	}
-	if s, why := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: state.StatusExecuted}); s != Drift || why != "config has since changed; payload is immutable" {
-		t.Errorf("changed after execution: %s (%s)", s, why)
+	for _, settled := range []state.Status{state.StatusExecuted, state.StatusRejected, state.StatusFailed} {
+		if s, why := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: settled}); s != Settled || why != "config has since changed; payload is immutable" {
+			t.Errorf("changed after it was %s: %s (%s)", settled, s, why)
+		}
+	}
+	if s, _ := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: state.StatusAdopted}); s != Drift {
+		t.Errorf("changed while adopted: %s", s)
 	}
 	if s, why := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: state.StatusOpen}); s != Drift || why == "" {
 		t.Errorf("changed while open: %s (%s)", s, why)

@@ -13,6 +13,11 @@ const (
 	NotSubmitted Sync = "not submitted"
 	InSync       Sync = "in sync"
 	Drift        Sync = "DRIFT"
+	// Settled is a proposal that reached a terminal status (executed,
+	// rejected, failed) and whose config changed since: a note, not
+	// drift, since its payload on-chain is immutable and nothing can be
+	// resubmitted under its name.
+	Settled Sync = "settled"
 )
 
 // Color is the colour the word is shown in on a terminal.
@@ -22,13 +27,15 @@ func (s Sync) Color() term.Color {
 		return term.Green
 	case Drift:
 		return term.Red
+	case Settled:
+		return term.Dim
 	}
 	return term.Yellow
 }
 
 // Compare relates the payload the config declares now to its record (nil
-// when never submitted) and returns the sync state and, for drift, what it
-// means.
+// when never submitted) and returns the sync state and, for drift or a
+// settled proposal, what it means.
 func Compare(p *Proposal, rec *state.Proposal) (Sync, string) {
 	switch {
 	case rec == nil:
@@ -36,7 +43,7 @@ func Compare(p *Proposal, rec *state.Proposal) (Sync, string) {
 	case rec.PayloadSHA256 == p.PayloadSHA256:
 		return InSync, ""
 	case rec.Status.Terminal():
-		return Drift, "config has since changed; payload is immutable"
+		return Settled, "config has since changed; payload is immutable"
 	default:
 		return Drift, "config payload changed since submit"
 	}

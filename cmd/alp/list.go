@@ -21,8 +21,10 @@ func newListCmd(g *globals) *cobra.Command {
 		Short: "Show each declared proposal against what state.json recorded (offline)",
 		Long: `list loads the configuration and state.json and shows, for each declared
 proposal, its kind, the sha256 of the payload the config declares now, and
-whether it is not submitted, in sync with what was submitted, or DRIFT (the
-config payload changed since submit). It reads nothing from the network.
+whether it is not submitted, in sync with what was submitted, DRIFT (the
+config payload changed since submit), or settled (it changed after the
+proposal was executed, rejected or failed: a note, not drift, since the
+payload on-chain is immutable). It reads nothing from the network.
 Exit status 2 when any proposal drifted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,9 +37,15 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// stateWith writes a state file recording add-n2 in sync and drop-n3 with
-// a payload the config no longer declares.
+// stateWith writes a state file recording add-n2 in sync, drop-n3
+// (executed) with a payload the config no longer declares, and halt-app1
+// (open) likewise.
 func stateWith(t *testing.T) string {
+	t.Helper()
+	return writeListState(t, true)
+}
+
+func writeListState(t *testing.T, withOpenDrift bool) string {
 	t.Helper()
 	cfg, err := config.Load(fixture)
 	if err != nil {
@@ -52,6 +59,9 @@ func stateWith(t *testing.T) string {
 	st := state.New()
 	st.Proposals["add-n2"] = &state.Proposal{Kind: "membership", ProposalID: 101, PayloadSHA256: inSync.PayloadSHA256, Neuron: 42, SubmittedAt: at, Status: state.StatusOpen}
 	st.Proposals["drop-n3"] = &state.Proposal{Kind: "remove_nodes", ProposalID: 102, PayloadSHA256: "0000000000000000000000000000000000000000000000000000000000000000", Neuron: 42, SubmittedAt: at, Status: state.StatusExecuted, ResolvedAt: &at}
+	if withOpenDrift {
+		st.Proposals["halt-app1"] = &state.Proposal{Kind: "update_subnet", ProposalID: 103, PayloadSHA256: "1111111111111111111111111111111111111111111111111111111111111111", Neuron: 42, SubmittedAt: at, Status: state.StatusOpen}
+	}
 	path := filepath.Join(t.TempDir(), "state.json")
 	if err := st.Save(path); err != nil {
 		t.Fatal(err)
@@ -59,12 +69,22 @@ func stateWith(t *testing.T) string {
 	return path
 }
 
-func TestListShowsNotSubmittedInSyncAndDriftAndExitsTwoOnDrift(t *testing.T) {
+func TestListShowsNotSubmittedInSyncDriftAndSettledAndExitsTwoOnDrift(t *testing.T) {
 	out, err := execute(t, "list", "--config", fixture, "--state", stateWith(t))
-	if exitCode(err) != 2 {
-		t.Fatalf("exit code %d (%v), want 2 for drift", exitCode(err), err)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "1 proposal(s) drifted") {
+		t.Fatalf("exit code %d (%v), want 2 for the one drift", exitCode(err), err)
 	}
 	golden(t, "list.golden", []byte(out))
+}
+
+func TestASettledProposalWhoseConfigChangedIsANoteNotDrift(t *testing.T) {
+	out, err := execute(t, "list", "--config", fixture, "--state", writeListState(t, false))
+	if err != nil {
+		t.Fatalf("exit %d (%v), want 0: drop-n3 executed, its payload is immutable\n%s", exitCode(err), err, out)
+	}
+	if !strings.Contains(out, "settled (config has since changed; payload is immutable)") || strings.Contains(out, "DRIFT") {
+		t.Fatalf("list:\n%s", out)
+	}
 }
 
 func TestListWithoutStateIsAllNotSubmittedAndExitsZero(t *testing.T) {
