@@ -7,6 +7,10 @@ VERSION ?= $(shell git describe --tags --exact-match 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X alpnib.dev/internal/version.Version=$(VERSION))
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 SHELL := /bin/bash
+# Tests, the demo and benchmarks run in a network namespace with only
+# loopback (scripts/netguard.sh): nothing they start can send a packet off
+# this machine. What must download runs before, in setup / prefetch.
+GUARD   := scripts/netguard.sh
 
 .PHONY: all build test setup check demo bench clean
 
@@ -18,7 +22,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/nibrun-init ./cmd/nibrun-init
 
 # setup installs host tools (Debian packages) and Go tools the tests use, only
-# when they are missing.
+# when they are missing, then downloads the Go modules and the guest kernel
+# package (scripts/prefetch.sh) so that nothing downloads under the guard.
 setup:
 	@scripts/setup.sh
 
@@ -33,15 +38,16 @@ check:
 # per suite file, the registry one "registry vectors: N passed, M failed";
 # show those lines, then run everything.
 test: setup check
-	@set -o pipefail; $(GO) test -count=1 -v -run '^TestTheOfficialCandidSuitePasses$$' ./ic/candid/idl | grep -E ' passed, | failed|^(ok|FAIL|---)'
-	@set -o pipefail; $(GO) test -count=1 -v -run '^TestEveryRegistryVectorDecodesToItsExpectedValues$$' ./ic/nns | grep -E ' passed, | failed|^(ok|FAIL|---)'
-	$(GO) test -race -timeout 45m ./...
+	@set -o pipefail; $(GUARD) $(GO) test -count=1 -v -run '^TestTheOfficialCandidSuitePasses$$' ./ic/candid/idl | grep -E ' passed, | failed|^(ok|FAIL|---)'
+	@set -o pipefail; $(GUARD) $(GO) test -count=1 -v -run '^TestEveryRegistryVectorDecodesToItsExpectedValues$$' ./ic/nns | grep -E ' passed, | failed|^(ok|FAIL|---)'
+	$(GUARD) $(GO) test -race -timeout 45m ./...
 
 demo: build
-	@scripts/demo.sh $(BIN)
+	@scripts/prefetch.sh
+	@$(GUARD) scripts/demo.sh $(BIN)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GUARD) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
 	rm -rf $(BIN)

@@ -154,8 +154,9 @@ if [ "$mode" = qemu ]; then
   if [ -s "$cache/guest/image.json" ]; then
     explain "Built by an earlier run in $cache/guest; install only re-hashes its inputs."
   else
-    explain "First run: apt-get download fetches Debian's linux-image-cloud-amd64 kernel package (a few
-dozen MB; nothing is installed on this host) and the image is built in $cache/guest."
+    explain "First run: the image is built in $cache/guest from Debian's linux-image-cloud-amd64 kernel
+package, which make demo fetched before (scripts/prefetch.sh, into /var/cache/nibrunner/debs);
+nothing is installed on this host."
   fi
   mkdir -p "$cache"
   run "$bin/nibrunnerd" install --root "$root" || fail "building the guest image"

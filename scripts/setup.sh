@@ -57,3 +57,7 @@ if ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$gobin/versitygw" ]; then
   echo "setup: installing versitygw (S3 server for the store tests)" >&2
   go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 fi
+
+# Last, everything the tests would otherwise download while they run: they
+# run under the network guard (scripts/netguard.sh), where nothing can.
+"$(dirname "$0")/prefetch.sh"

@@ -39,10 +39,28 @@ func resolveKernelPackage(ctx context.Context) (pkg, release string, err error) 
 	return "", "", fmt.Errorf("%s depends on no versioned kernel package (apt-cache depends said %q)", KernelMetapackage, strings.TrimSpace(string(out)))
 }
 
-// fetchKernel downloads and unpacks pkg under cacheDir unless an earlier
-// call already did, and returns the unpacked tree. Nothing is installed on
-// the host: apt-get download only fetches the .deb and dpkg-deb -x unpacks
-// it into a folder of ours.
+// KernelDebsEnv names a folder holding kernel packages downloaded ahead of
+// time; unset, it is DefaultKernelDebs. make setup (scripts/setup.sh) fills
+// it, so that a build run where nothing may be downloaded (the tests, under
+// the network guard) finds the .deb there instead of running apt-get.
+const KernelDebsEnv = "NIBRUNNER_KERNEL_DEBS"
+
+// DefaultKernelDebs is where make setup puts the kernel package.
+const DefaultKernelDebs = "/var/cache/nibrunner/debs"
+
+// KernelDebs is the folder of kernel packages downloaded ahead of time.
+func KernelDebs() string {
+	if d := os.Getenv(KernelDebsEnv); d != "" {
+		return d
+	}
+	return DefaultKernelDebs
+}
+
+// fetchKernel unpacks pkg under cacheDir unless an earlier call already
+// did, and returns the unpacked tree. The .deb is one an earlier call
+// downloaded into cacheDir/debs, else one fetched ahead of time into
+// KernelDebs, else apt-get download fetches it into cacheDir/debs. Nothing
+// is installed on the host: dpkg-deb -x unpacks it into a folder of ours.
 func fetchKernel(ctx context.Context, cacheDir, pkg string) (string, error) {
 	tree := filepath.Join(cacheDir, pkg)
 	done := filepath.Join(tree, ".unpacked")
@@ -53,15 +71,15 @@ func fetchKernel(ctx context.Context, cacheDir, pkg string) (string, error) {
 	if err := os.MkdirAll(debDir, 0o755); err != nil {
 		return "", err
 	}
-	debs, _ := filepath.Glob(filepath.Join(debDir, pkg+"_*.deb"))
+	debs := findDebs(pkg, debDir, KernelDebs())
 	if len(debs) == 0 {
 		cmd := exec.CommandContext(ctx, "apt-get", "download", "-q", pkg)
 		cmd.Dir = debDir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get download %s: %w: %s", pkg, err, lastLines(out))
+			return "", fmt.Errorf("apt-get download %s: %w: %s (to build without downloading, fetch %s_*.deb ahead into %s, the folder $%s names, default %s: make setup does)",
+				pkg, err, lastLines(out), pkg, KernelDebs(), KernelDebsEnv, DefaultKernelDebs)
 		}
-		debs, _ = filepath.Glob(filepath.Join(debDir, pkg+"_*.deb"))
-		if len(debs) == 0 {
+		if debs = findDebs(pkg, debDir); len(debs) == 0 {
 			return "", fmt.Errorf("apt-get download %s left no .deb in %s", pkg, debDir)
 		}
 	}
@@ -78,6 +96,16 @@ func fetchKernel(ctx context.Context, cacheDir, pkg string) (string, error) {
 		return "", err
 	}
 	return tree, nil
+}
+
+// findDebs lists pkg's .deb files in the first of dirs that holds any.
+func findDebs(pkg string, dirs ...string) []string {
+	for _, d := range dirs {
+		if debs, _ := filepath.Glob(filepath.Join(d, pkg+"_*.deb")); len(debs) > 0 {
+			return debs
+		}
+	}
+	return nil
 }
 
 func cmdErr(err error) error {
