@@ -25,11 +25,12 @@ type Config struct {
 	// Identity signs requests; the anonymous identity when nil.
 	Identity identity.Identity
 	// RootKey is the DER root key certificates are checked against. When nil
-	// the mainnet key is used, unless FetchRootKey is set.
+	// the mainnet key is used, unless FetchRootKey is set. For a mainnet host
+	// (see IsMainnetHost) only the mainnet key is accepted.
 	RootKey []byte
 	// FetchRootKey takes the root key from /api/v2/status on first use. Only
 	// for local or test replicas: on mainnet it would trust the network to
-	// say whom to trust.
+	// say whom to trust, so New refuses it for a mainnet host.
 	FetchRootKey bool
 	// HTTPClient is http.DefaultClient when nil.
 	HTTPClient *http.Client
@@ -52,11 +53,12 @@ type Config struct {
 	Rand io.Reader
 	// MaxResponseBytes caps a response body; 32 MiB when zero.
 	MaxResponseBytes int64
-	// VerifyQuerySignatures checks the node signatures on every query answer
-	// against node keys certified by the subnet (read once per canister and
-	// cached while fresh). Mainnet signs every query answer; a replica that
-	// does not sign its answers fails every query with this set.
-	VerifyQuerySignatures bool
+	// SkipQuerySignatures turns off the check of query answers. By default
+	// the node signatures on every query answer are checked against node keys
+	// certified by the subnet (read once per canister and cached while
+	// fresh), as mainnet signs every query answer; only a replica that does
+	// not sign its answers needs this set.
+	SkipQuerySignatures bool
 }
 
 // Agent is a client of one IC endpoint. It is safe for concurrent use.
@@ -76,6 +78,9 @@ func New(cfg Config) (*Agent, error) {
 	u, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("agent URL %q: want http(s)://host[:port]", cfg.URL)
+	}
+	if err := checkMainnetRootKey(u.Hostname(), cfg); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient

@@ -34,10 +34,10 @@ func (a *Agent) Query(ctx context.Context, canister principal.Principal, method 
 // QueryWithEffectiveID is Query for methods whose effective canister id is
 // not the callee, such as those of the management canister.
 //
-// With Config.VerifyQuerySignatures the node signatures on the answer are
-// checked against the subnet's certified node keys; without it the answer is
-// only as trustworthy as the node that gave it. Use Call when the answer must
-// go through consensus.
+// The node signatures on the answer are checked against the subnet's
+// certified node keys unless Config.SkipQuerySignatures is set; without the
+// check the answer is only as trustworthy as the node that gave it. Use Call
+// when the answer must go through consensus.
 func (a *Agent) QueryWithEffectiveID(ctx context.Context, effective, canister principal.Principal, method string, arg []byte) ([]byte, error) {
 	body, rid, err := a.sign(Request{Type: TypeQuery, IngressExpiry: a.expiry(), CanisterID: canister, MethodName: method, Arg: arg})
 	if err != nil {
@@ -55,7 +55,7 @@ func (a *Agent) QueryWithEffectiveID(ctx context.Context, effective, canister pr
 	if err := cborx.Unmarshal(r.body, &q); err != nil {
 		return nil, fmt.Errorf("query %s.%s: %w: %v", canister, method, ErrMalformedResponse, err)
 	}
-	if a.cfg.VerifyQuerySignatures && (q.Status == StatusReplied || q.Status == StatusRejected) {
+	if !a.cfg.SkipQuerySignatures && (q.Status == StatusReplied || q.Status == StatusRejected) {
 		if err := a.verifyQuerySignatures(ctx, effective, rid, &q); err != nil {
 			return nil, fmt.Errorf("query %s.%s: %w", canister, method, err)
 		}

@@ -20,8 +20,8 @@ import (
 //	                                 timestamp, request_id})
 //
 // by nodes whose keys the subnet certifies at /subnet/<subnet>/node/<node>/public_key
-// (interface spec, "Request: Query call"). With Config.VerifyQuerySignatures
-// the agent reads those keys through a verified read_state of /subnet for the
+// (interface spec, "Request: Query call"). Unless Config.SkipQuerySignatures
+// is set, the agent reads those keys through a verified read_state of /subnet for the
 // canister, caches them per canister while fresh, and checks every signature.
 
 // DomainResponse prefixes the response hash in a node's signature.

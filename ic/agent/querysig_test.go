@@ -2,16 +2,18 @@ package agent
 
 import (
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
-)
 
-func withQuerySignatures(c *Config) { c.VerifyQuerySignatures = true }
+	"alpnib.dev/ic/certificate"
+)
 
 func TestSignedQueryAnswersVerifyAgainstCertifiedNodeKeys(t *testing.T) {
 	for _, rootSigned := range []bool{false, true} {
 		f := newFakeReplica(t)
-		f.signQueries, f.rootSigned = true, rootSigned
-		a := newAgent(t, f, withQuerySignatures)
+		f.rootSigned = rootSigned
+		a := newAgent(t, f)
 		got, err := a.Query(ctx(t), inRange, "echo", []byte("signed"))
 		if err != nil || string(got) != "signed" {
 			t.Fatalf("root signed %v: echo = %q, %v", rootSigned, got, err)
@@ -35,22 +37,58 @@ func TestSignedQueryAnswersVerifyAgainstCertifiedNodeKeys(t *testing.T) {
 }
 
 func TestSpoiledQueryAnswersAreRefused(t *testing.T) {
-	for _, mode := range []string{"tamper", "stranger", "stale"} {
+	for _, mode := range []string{"tamper", "stranger", "forged", "stale"} {
 		f := newFakeReplica(t)
-		f.signQueries, f.queryMode = true, mode
-		_, err := newAgent(t, f, withQuerySignatures).Query(ctx(t), inRange, "echo", []byte("x"))
+		f.queryMode = mode
+		_, err := newAgent(t, f).Query(ctx(t), inRange, "echo", []byte("x"))
 		if !errors.Is(err, ErrQuerySignature) {
 			t.Errorf("%s: err = %v, want ErrQuerySignature", mode, err)
 		}
 	}
 }
 
-func TestAnUnsignedQueryAnswerIsRefusedOnlyWhenSignaturesAreRequired(t *testing.T) {
+func TestAnUnsignedQueryAnswerIsRefusedUnlessTheCallerSkipsTheCheck(t *testing.T) {
 	f := newFakeReplica(t)
-	if _, err := newAgent(t, f, withQuerySignatures).Query(ctx(t), inRange, "echo", nil); !errors.Is(err, ErrQuerySignature) {
-		t.Errorf("err = %v, want ErrQuerySignature", err)
+	f.signQueries = false
+	if _, err := newAgent(t, f).Query(ctx(t), inRange, "echo", nil); !errors.Is(err, ErrQuerySignature) {
+		t.Errorf("by default: err = %v, want ErrQuerySignature", err)
 	}
-	if _, err := newAgent(t, f).Query(ctx(t), inRange, "echo", nil); err != nil {
-		t.Errorf("without the option: %v", err)
+	skip := func(c *Config) { c.SkipQuerySignatures = true }
+	if _, err := newAgent(t, f, skip).Query(ctx(t), inRange, "echo", nil); err != nil {
+		t.Errorf("with SkipQuerySignatures: %v", err)
 	}
 }
+
+func TestAMainnetHostNeverTrustsAFetchedOrForeignRootKey(t *testing.T) {
+	noDial := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		t.Error("the agent dialled")
+		return nil, errors.New("no network in this test")
+	})}
+	foreign, err := certificate.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"https://icp-api.io", "https://ic0.app/", "https://rrkah-fqaaa-aaaaa-aaaaq-cai.ICP0.io:443", "https://icp-api.io."} {
+		for name, cfg := range map[string]Config{
+			"fetched": {URL: url, FetchRootKey: true, HTTPClient: noDial},
+			"foreign": {URL: url, RootKey: foreign.PublicKey().DER(), HTTPClient: noDial},
+		} {
+			_, err := New(cfg)
+			if !errors.Is(err, ErrMainnetRootKey) || !strings.Contains(err.Error(), "root key") {
+				t.Errorf("%s with a %s root key: err = %v, want ErrMainnetRootKey", url, name, err)
+			}
+		}
+		if _, err := New(Config{URL: url, HTTPClient: noDial}); err != nil {
+			t.Errorf("%s with the mainnet key: %v", url, err)
+		}
+	}
+	for _, url := range []string{"http://127.0.0.1:4943", "https://icp-api.io.example.org", "https://noticp0.io"} {
+		if _, err := New(Config{URL: url, FetchRootKey: true, HTTPClient: noDial}); err != nil {
+			t.Errorf("%s is not mainnet, yet: %v", url, err)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

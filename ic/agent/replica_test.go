@@ -34,9 +34,10 @@ type fakeReplica struct {
 	noV3     bool
 	// failReads answers that many read_state requests with 503 first.
 	failReads int
-	// nodes sign query answers when signQueries is set; queryMode spoils
+	// nodes sign query answers unless signQueries is cleared; queryMode spoils
 	// them: "tamper" (reply changed after signing), "stranger" (signed by a
-	// node the subnet does not list), "stale" (signed ten minutes ago).
+	// node the subnet does not list), "forged" (a listed node's name, another
+	// key's signature), "stale" (signed ten minutes ago).
 	nodes       []*identity.Ed25519
 	signQueries bool
 	queryMode   string
@@ -74,9 +75,10 @@ func newFakeReplica(t *testing.T) *fakeReplica {
 	}
 	f := &fakeReplica{
 		t: t, root: root, subnet: subnet, signer: subnet,
-		subnetID: principal.SelfAuthenticating([]byte("fake subnet")),
-		now:      time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC),
-		requests: map[RequestID]*callState{},
+		subnetID:    principal.SelfAuthenticating([]byte("fake subnet")),
+		now:         time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC),
+		requests:    map[RequestID]*callState{},
+		signQueries: true,
 	}
 	f.deleg, err = certificate.Delegate(root, f.subnetID, subnet.PublicKey(),
 		[]certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}}, f.now.Add(-time.Hour))
@@ -164,14 +166,17 @@ func (f *fakeReplica) query(w http.ResponseWriter, r *http.Request) {
 		resp = QueryResponse{Status: StatusRejected, RejectCode: uint64(CanisterReject), RejectMessage: "no thanks", ErrorCode: "IC0406"}
 	}
 	if f.signQueries {
-		node, at := f.nodes[1], f.now
+		node, key, at := f.nodes[1].Sender(), f.nodes[1], f.now
 		switch f.queryMode {
 		case "stranger":
-			node, _ = identity.GenerateEd25519(nil)
+			key, _ = identity.GenerateEd25519(nil)
+			node = key.Sender()
+		case "forged":
+			key, _ = identity.GenerateEd25519(nil)
 		case "stale":
 			at = f.now.Add(-10 * time.Minute)
 		}
-		if err := SignQueryResponse(&resp, env.RequestID(), node.Sender(), node, at); err != nil {
+		if err := SignQueryResponse(&resp, env.RequestID(), node, key, at); err != nil {
 			f.t.Error(err)
 		}
 		if f.queryMode == "tamper" && resp.Reply != nil {

@@ -42,7 +42,7 @@ func TestALargeRecordTravelsInChunksAndComesBackWhole(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	me, _ := identity.GenerateEd25519(rand.Reader)
-	a, err := agent.New(agent.Config{URL: hs.URL, Identity: me, FetchRootKey: true, VerifyQuerySignatures: true})
+	a, err := agent.New(agent.Config{URL: hs.URL, Identity: me, FetchRootKey: true})
 	if err != nil {
 		t.Fatal(err)
 	}
