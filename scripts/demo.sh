@@ -71,7 +71,8 @@ say "nibrunnerd $("$bin/nibrunnerd" version | cut -d' ' -f2): a host for hundred
 say "What you just saw"
 cat <<TXT
 alp ran its real code paths — Candid payloads, signed and certified IC HTTP calls, preflight,
-the dry run, submission and state.json — against a local NNS; nothing left this machine.
+the dry run, submission and state.json — against a local NNS; nothing left this machine$(
+  [ "${NIB_NET_GUARD:-}" = 1 ] && printf ' (make demo ran\nit in a network namespace with only loopback, scripts/netguard.sh, so nothing could)').
 nibrunnerd booted the counter app in a microVM (QEMU; the fake VMM without root or QEMU), put it
 to sleep on request and woke it from its snapshot with its memory and its volume intact.
 Everything was built from this checkout into bin/; the working files are in $work.

@@ -45,4 +45,5 @@ exec unshare --net -- bash -c '
   PATH=$PATH:/usr/sbin:/sbin
   ip link set lo up || { echo "netguard: cannot bring lo up in the new namespace" >&2; exit 1; }
   export NIB_NET_GUARD=1 GOPROXY=off
+  printf "\033[2mnetguard: %s runs in a network namespace with only loopback\033[0m\n" "$*" >&2
   exec "$@"' netguard "$@"
