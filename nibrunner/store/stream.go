@@ -1,0 +1,194 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// Streamer is what both stores also do for checkpoints and exports: take a
+// stream of unknown length that never becomes visible at its key until it
+// is whole, and clean up what a stream cut short left behind.
+type Streamer interface {
+	Store
+	// PutStream stores everything r yields under key and returns the
+	// byte count. On S3 it is a multipart upload of parts of the store's
+	// part size (at least 5 MiB), one part in memory at a time; an error
+	// aborts the upload, so nothing is ever visible at key half-written.
+	PutStream(ctx context.Context, key string, r io.Reader) (int64, error)
+	// AbortIncomplete removes what interrupted puts left under prefix (a
+	// key prefix, "" for the whole store): S3's incomplete multipart
+	// uploads, a folder's scratch files. It returns how many it removed.
+	AbortIncomplete(ctx context.Context, prefix string) (int, error)
+	// List returns the objects under prefix.
+	List(ctx context.Context, prefix string) ([]Info, error)
+	// URL names key for a person: s3://bucket/prefix/key or the file.
+	URL(key string) string
+}
+
+var (
+	_ Streamer = (*S3)(nil)
+	_ Streamer = (*Dir)(nil)
+)
+
+// PutStream implements Streamer with a multipart upload driven part by
+// part (minio-go's Core), so the upload id is ours to abort.
+func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, err error) {
+	name, err := s.object("put", key)
+	if err != nil {
+		return 0, err
+	}
+	core := minio.Core{Client: s.client}
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	id, err := core.NewMultipartUpload(ctx, s.bucket, name, opts)
+	if err != nil {
+		return 0, s.wrap("put", key, err)
+	}
+	defer func() {
+		if err != nil {
+			// Best effort on a context of its own: the caller's may be
+			// what ended. Left behind, AbortIncomplete finds it.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
+			_ = core.AbortMultipartUpload(actx, s.bucket, name, id)
+			cancel()
+		}
+	}()
+	buf := make([]byte, s.partSize)
+	var parts []minio.CompletePart
+	for num := 1; ; num++ {
+		m, rerr := io.ReadFull(r, buf)
+		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+			return n, fmt.Errorf("put %q into %s: read what to upload: %w", key, s.url, rerr)
+		}
+		if m > 0 || num == 1 {
+			p, perr := core.PutObjectPart(ctx, s.bucket, name, id, num, bytes.NewReader(buf[:m]), int64(m), minio.PutObjectPartOptions{})
+			if perr != nil {
+				return n, s.wrap("put", key, perr)
+			}
+			parts = append(parts, minio.CompletePart{PartNumber: num, ETag: p.ETag})
+			n += int64(m)
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	if _, err := core.CompleteMultipartUpload(ctx, s.bucket, name, id, parts, opts); err != nil {
+		return n, s.wrap("put", key, err)
+	}
+	return n, nil
+}
+
+// AbortIncomplete implements Streamer.
+func (s *S3) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
+	core := minio.Core{Client: s.client}
+	n := 0
+	keyMarker, idMarker := "", ""
+	for {
+		res, err := core.ListMultipartUploads(ctx, s.bucket, s.prefix+prefix, keyMarker, idMarker, "", 1000)
+		if err != nil {
+			return n, s.wrap("list incomplete uploads under", prefix+"…", err)
+		}
+		for _, u := range res.Uploads {
+			if err := core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
+				return n, s.wrap("abort the incomplete upload of", strings.TrimPrefix(u.Key, s.prefix), err)
+			}
+			n++
+		}
+		if !res.IsTruncated {
+			return n, nil
+		}
+		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
+	}
+}
+
+// List implements Streamer.
+func (s *S3) List(ctx context.Context, prefix string) ([]Info, error) {
+	var out []Info
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, s.wrap("list", prefix+"…", o.Err)
+		}
+		out = append(out, Info{Key: strings.TrimPrefix(o.Key, s.prefix), Size: o.Size})
+	}
+	return out, nil
+}
+
+// URL implements Streamer.
+func (s *S3) URL(key string) string { return "s3://" + s.bucket + "/" + s.prefix + key }
+
+// PutStream implements Streamer: a folder's Put already writes a scratch
+// file beside the key and renames it into place.
+func (d *Dir) PutStream(ctx context.Context, key string, r io.Reader) (int64, error) {
+	cr := &countingReader{r: r}
+	err := d.Put(ctx, key, cr, -1)
+	return cr.n, err
+}
+
+// AbortIncomplete implements Streamer: it removes the scratch files of puts
+// that never finished (.put-* beside the keys under prefix).
+func (d *Dir) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
+	n := 0
+	err := d.walk(prefix, func(rel string, e fs.DirEntry) error {
+		if strings.HasPrefix(e.Name(), ".put-") {
+			if err := d.root.Remove(rel); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// List implements Streamer.
+func (d *Dir) List(ctx context.Context, prefix string) ([]Info, error) {
+	var out []Info
+	err := d.walk(prefix, func(rel string, e fs.DirEntry) error {
+		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() || !strings.HasPrefix(filepath.ToSlash(rel), prefix) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		out = append(out, Info{Key: filepath.ToSlash(rel), Size: info.Size()})
+		return nil
+	})
+	return out, err
+}
+
+// walk visits the files under the folder prefix names (its part up to the
+// last slash).
+func (d *Dir) walk(prefix string, visit func(rel string, e fs.DirEntry) error) error {
+	start := "."
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		start = filepath.FromSlash(prefix[:i])
+	}
+	err := fs.WalkDir(d.root.FS(), filepath.ToSlash(start), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		return visit(filepath.FromSlash(p), e)
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("list %s under %q: %w", d.path, prefix, err)
+	}
+	return nil
+}
+
+// URL implements Streamer.
+func (d *Dir) URL(key string) string { return filepath.Join(d.path, filepath.FromSlash(key)) }
