@@ -1,0 +1,159 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/store"
+)
+
+// Info is a checkpoint that exists.
+type Info struct {
+	VolumeID string
+	// Reference is where the checkpoint's object is: s3://bucket/key or
+	// a file on this host.
+	Reference string
+	ReadyAt   time.Time
+	// Key is the object's key in the checkpoint store.
+	Key string `json:",omitempty"`
+	// Size is the volume file's length; Data the bytes it holds.
+	Size int64 `json:",omitempty"`
+	Data int64 `json:",omitempty"`
+}
+
+// ObjectSuffix ends every checkpoint's key: the object is the sparse
+// container (see WriteSparse) of the volume's ext4 image.
+const ObjectSuffix = ".nibsparse"
+
+// Options configure a Store.
+type Options struct {
+	// Dir keeps a checkpoint's local copy (<id>.img, sparse) and its record
+	// (<id>.json), and scratch files of checkpoints being made.
+	Dir string
+	// Objects is the checkpoint store ([checkpoints] store_url) and Prefix
+	// the key prefix its objects go under (<Prefix><id>.nibsparse).
+	Objects store.Streamer
+	Prefix  string
+	// FreezeTimeout bounds each freeze (DefaultFreezeTimeout when 0).
+	FreezeTimeout time.Duration
+}
+
+// Store makes, lists and deletes checkpoints: a consistent sparse copy of
+// the volume kept on this host, uploaded to the checkpoint store.
+type Store struct {
+	opt Options
+}
+
+// Open returns the Store, first cleaning up after a daemon that died making
+// checkpoints: scratch copies are removed, and multipart uploads left
+// incomplete under the checkpoint prefix are aborted.
+func Open(ctx context.Context, opt Options) (*Store, error) {
+	if opt.Objects == nil || opt.Dir == "" {
+		return nil, errors.New("checkpoints: a folder and a store are required")
+	}
+	if err := os.MkdirAll(opt.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	scratch, _ := filepath.Glob(filepath.Join(opt.Dir, ".tmp-*"))
+	for _, p := range scratch {
+		os.Remove(p)
+	}
+	if _, err := opt.Objects.AbortIncomplete(ctx, opt.Prefix); err != nil {
+		return nil, fmt.Errorf("checkpoints: clean up uploads a stopped daemon left: %w", err)
+	}
+	return &Store{opt: opt}, nil
+}
+
+// List returns the checkpoints that were made, by id.
+func (s *Store) List(ctx context.Context) (map[string]Info, error) {
+	names, err := filepath.Glob(filepath.Join(s.opt.Dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Info, len(names))
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("list checkpoints: %w", err)
+		}
+		var info Info
+		if json.Unmarshal(b, &info) != nil {
+			continue // half a record is no checkpoint: it is made again
+		}
+		out[strings.TrimSuffix(filepath.Base(n), ".json")] = info
+	}
+	return out, nil
+}
+
+func (s *Store) key(id string) string        { return s.opt.Prefix + id + ObjectSuffix }
+func (s *Store) local(id string) string      { return filepath.Join(s.opt.Dir, id+".img") }
+func (s *Store) recordPath(id string) string { return filepath.Join(s.opt.Dir, id+".json") }
+
+// Create makes checkpoint id of vol: a sparse copy (the guest frozen for
+// it), then the upload of its sparse container to the checkpoint store,
+// then the record that says it is ready. A Create cut short leaves no
+// record, so the checkpoint is made again.
+func (s *Store) Create(ctx context.Context, id string, vol Volume) (Info, error) {
+	info, _, err := s.create(ctx, id, vol)
+	return info, err
+}
+
+// CreateStats is Create that also says what the snapshot did.
+func (s *Store) CreateStats(ctx context.Context, id string, vol Volume) (Info, SnapshotStats, error) {
+	return s.create(ctx, id, vol)
+}
+
+func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, SnapshotStats, error) {
+	tmp := filepath.Join(s.opt.Dir, ".tmp-"+id+".img")
+	os.Remove(tmp)
+	defer os.Remove(tmp)
+	snap, err := Snapshot(ctx, vol, tmp, s.opt.FreezeTimeout)
+	if err != nil {
+		return Info{}, snap, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	if err := os.Rename(tmp, s.local(id)); err != nil {
+		return Info{}, snap, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	key := s.key(id)
+	pr, pw := io.Pipe()
+	go func() { _, err := WriteSparse(ctx, pw, s.local(id)); pw.CloseWithError(err) }()
+	_, err = s.opt.Objects.PutStream(ctx, key, pr)
+	pr.CloseWithError(errors.New("the upload ended"))
+	if err != nil {
+		return Info{}, snap, fmt.Errorf("checkpoint %s: upload: %w", id, err)
+	}
+	info := Info{VolumeID: vol.ID, Reference: s.opt.Objects.URL(key), ReadyAt: time.Now().UTC(), Key: key, Size: snap.Size, Data: snap.Data}
+	b, _ := json.Marshal(info)
+	if err := atomicfile.WriteFile(s.recordPath(id), b, 0o600); err != nil {
+		return Info{}, snap, fmt.Errorf("checkpoint %s: record it: %w", id, err)
+	}
+	return info, snap, nil
+}
+
+// Delete removes checkpoint id: its object, its local copy and its record
+// (the record last, so a Delete cut short is done again).
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.opt.Objects.Delete(ctx, s.key(id)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete checkpoint %s: %w", id, err)
+	}
+	for _, p := range []string{s.local(id), s.recordPath(id)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("delete checkpoint %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// LocalPath is the file holding checkpoint id's copy on this host.
+func (s *Store) LocalPath(id string) string { return s.local(id) }
