@@ -1,0 +1,163 @@
+package export
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"alpnib.dev/nibrunner/desired"
+)
+
+// Marker is the comment of the pax global header every export begins
+// with. An archive that carries it is an export: used as a volume's
+// initialContents, its data/ entries land at destinationPath with the
+// prefix removed and its .env is left out (nibrunner/volume).
+const Marker = "nibrun-export v1"
+
+// DataDir is the folder of the archive that holds the volume's files, and
+// EnvFile the file that holds the app's environment.
+const (
+	DataDir = "data"
+	EnvFile = ".env"
+)
+
+// Stats counts what an archive holds.
+type Stats struct {
+	Files, Dirs, Links int
+	// Skipped counts overlay whiteouts, devices, FIFOs and sockets: a
+	// volume's upper layer marks deleted lower files with character
+	// devices, which are not the app's files.
+	Skipped int
+	Bytes   int64
+}
+
+// WriteTar writes the tar of an export to w: the pax marker, then the tree
+// at root under data/ (owners, modes, mtimes, symlinks and hard links as
+// they are), then env as .env unless env is nil.
+func WriteTar(ctx context.Context, w io.Writer, root string, env desired.TenantEnvironment) (Stats, error) {
+	var st Stats
+	tw := tar.NewWriter(w)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Name: "pax_global_header", PAXRecords: map[string]string{"comment": Marker}, Format: tar.FormatPAX}); err != nil {
+		return st, err
+	}
+	links := map[[2]uint64]string{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		name := DataDir
+		if rel != "." {
+			name = path.Join(DataDir, filepath.ToSlash(rel))
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		m := info.Mode()
+		if !m.IsRegular() && !m.IsDir() && m&fs.ModeSymlink == 0 {
+			st.Skipped++
+			return nil
+		}
+		target := ""
+		if m&fs.ModeSymlink != 0 {
+			if target, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(info, target)
+		if err != nil {
+			return err
+		}
+		h.Name, h.Uname, h.Gname, h.Format = name, "", "", tar.FormatPAX
+		if m.IsDir() {
+			h.Name += "/"
+		}
+		sys, _ := info.Sys().(*syscall.Stat_t)
+		if sys != nil {
+			h.Uid, h.Gid = int(sys.Uid), int(sys.Gid)
+			if m.IsRegular() && sys.Nlink > 1 {
+				id := [2]uint64{sys.Dev, sys.Ino}
+				if first, ok := links[id]; ok {
+					h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
+				} else {
+					links[id] = name
+				}
+			}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		switch {
+		case m.IsDir():
+			st.Dirs++
+		case h.Typeflag == tar.TypeReg:
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(tw, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			st.Files++
+			st.Bytes += n
+		default:
+			st.Links++
+		}
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("archive the volume: %w", err)
+	}
+	if env != nil {
+		b := []byte(DotEnv(env))
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: EnvFile, Mode: 0o600, Size: int64(len(b)), Format: tar.FormatPAX}); err != nil {
+			return st, err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return st, err
+		}
+	}
+	return st, tw.Close()
+}
+
+// DotEnv renders env as a .env file: one NAME=value line per variable in
+// name order, the value bare when it holds only [A-Za-z0-9_./:@%+,-] and
+// single-quoted otherwise (a ' inside written '\”), so a POSIX shell's
+// `set -a; . ./.env` gives back every value byte for byte.
+func DotEnv(env desired.TenantEnvironment) string {
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		v := string(env[k])
+		b.WriteString(k)
+		b.WriteByte('=')
+		if v != "" && strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@%+,-") == "" {
+			b.WriteString(v)
+		} else {
+			b.WriteString("'" + strings.ReplaceAll(v, "'", `'\''`) + "'")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

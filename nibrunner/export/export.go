@@ -1,0 +1,205 @@
+// Package export writes an app's volume out as a gzipped tar in the
+// exports store: the volume's files (the app's root as it wrote it) under
+// data/, with owners, modes, mtimes, symlinks and hard links kept, and the
+// app's environment as .env when the document states it.
+//
+// The data comes from a checkpoint, not from the live file: the volume is
+// copied sparsely (the guest's filesystem frozen for the copy when one has
+// it mounted), the copy is mounted read-only on a loop device, and the tar
+// is streamed from it through gzip straight into a multipart upload, so
+// nothing but the copy itself is staged on disk. The copy, its mount and
+// its loop device are removed in every outcome.
+package export
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/store"
+)
+
+// Info is an export that was written.
+type Info struct {
+	// SizeBytes is the object's size: the gzipped tar.
+	SizeBytes uint64
+	ReadyAt   time.Time
+	Key       string `json:",omitempty"`
+}
+
+// Options configure a Writer.
+type Options struct {
+	// Objects is the exports store (exports.store_url).
+	Objects store.Streamer
+	// StagingDir holds the checkpoint copy and its mount while an export
+	// is written, and a note per export in flight (so a restarted daemon
+	// aborts the upload a dead one left).
+	StagingDir string
+	// RecordDir holds one record per export written.
+	RecordDir string
+	// FreezeTimeout bounds the freeze (checkpoint.DefaultFreezeTimeout).
+	FreezeTimeout time.Duration
+}
+
+// Writer writes exports.
+type Writer struct {
+	opt Options
+}
+
+// Open returns the Writer, first cleaning up after a daemon that died
+// writing exports: each upload it had in flight is aborted (nothing stays
+// at the key half-written), and its staging files are removed.
+func Open(ctx context.Context, opt Options) (*Writer, error) {
+	if opt.Objects == nil || opt.StagingDir == "" || opt.RecordDir == "" {
+		return nil, errors.New("exports: a store, a staging folder and a record folder are required")
+	}
+	for _, d := range []string{opt.StagingDir, opt.RecordDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("exports: %w", err)
+		}
+	}
+	w := &Writer{opt: opt}
+	notes, _ := filepath.Glob(filepath.Join(opt.StagingDir, "*.uploading"))
+	for _, n := range notes {
+		key, err := os.ReadFile(n)
+		if err == nil && len(key) > 0 {
+			if _, err := opt.Objects.AbortIncomplete(ctx, string(key)); err != nil {
+				return nil, fmt.Errorf("exports: abort the upload a stopped daemon left at %q: %w", key, err)
+			}
+		}
+		id := strings.TrimSuffix(filepath.Base(n), ".uploading")
+		w.cleanStaging(id)
+		os.Remove(n)
+	}
+	return w, nil
+}
+
+// List returns the exports written, by id.
+func (w *Writer) List(ctx context.Context) (map[string]Info, error) {
+	names, err := filepath.Glob(filepath.Join(w.opt.RecordDir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Info, len(names))
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("list exports: %w", err)
+		}
+		var info Info
+		if json.Unmarshal(b, &info) == nil {
+			out[strings.TrimSuffix(filepath.Base(n), ".json")] = info
+		}
+	}
+	return out, nil
+}
+
+// Forget drops export id's record; the object stays where it was written.
+func (w *Writer) Forget(ctx context.Context, id string) error {
+	if err := os.Remove(filepath.Join(w.opt.RecordDir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("forget export %s: %w", id, err)
+	}
+	return nil
+}
+
+func (w *Writer) image(id string) string { return filepath.Join(w.opt.StagingDir, id+".img") }
+func (w *Writer) mount(id string) string { return filepath.Join(w.opt.StagingDir, id+".mnt") }
+func (w *Writer) note(id string) string  { return filepath.Join(w.opt.StagingDir, id+".uploading") }
+
+// cleanStaging unmounts and removes export id's staging files and frees
+// the loop device the copy is attached to.
+func (w *Writer) cleanStaging(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mnt, img := w.mount(id), w.image(id)
+	if _, err := os.Stat(mnt); err == nil {
+		_, _ = run(ctx, "umount", mnt)
+		os.Remove(mnt)
+	}
+	if _, err := os.Stat(img); err == nil {
+		if out, err := run(ctx, "losetup", "--noheadings", "--output", "NAME", "--associated", img); err == nil {
+			for _, dev := range strings.Fields(out) {
+				_, _ = run(ctx, "losetup", "--detach", dev)
+			}
+		}
+		os.Remove(img)
+	}
+}
+
+// run runs a host tool and returns its trimmed output; an error carries it.
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	s := strings.TrimSpace(string(out))
+	if err != nil {
+		return s, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, s)
+	}
+	return s, nil
+}
+
+// Write writes export e of vol and records it.
+func (w *Writer) Write(ctx context.Context, e desired.DesiredExport, vol checkpoint.Volume) (Info, error) {
+	id, key := string(e.ExportId), string(e.ObjectKey)
+	fail := func(err error) (Info, error) { return Info{}, fmt.Errorf("export %s: %w", id, err) }
+	w.cleanStaging(id)
+	defer w.cleanStaging(id)
+	if _, err := checkpoint.Snapshot(ctx, vol, w.image(id), w.opt.FreezeTimeout); err != nil {
+		return fail(err)
+	}
+	mnt := w.mount(id)
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		return fail(err)
+	}
+	// The loop device is writable and the mount read-only: a copy of a
+	// volume at rest may carry a journal to replay, which ext4 does on
+	// mounting (into the copy, which is ours); the files are not changed.
+	dev, err := run(ctx, "losetup", "--find", "--show", w.image(id))
+	if err != nil {
+		return fail(fmt.Errorf("attach the copy of volume %s to a loop device: %w", vol.ID, err))
+	}
+	if _, err := run(ctx, "mount", "-t", "ext4", "-o", "ro", dev, mnt); err != nil {
+		return fail(fmt.Errorf("mount the copy of volume %s read-only: %w", vol.ID, err))
+	}
+	root := filepath.Join(mnt, guest.VolumeUpperDir)
+	if _, err := os.Stat(root); err != nil {
+		return fail(fmt.Errorf("volume %s holds no %s/ folder, so it is not an app's volume: %w", vol.ID, guest.VolumeUpperDir, err))
+	}
+	if err := atomicfile.WriteFile(w.note(id), []byte(key), 0o600); err != nil {
+		return fail(err)
+	}
+	defer os.Remove(w.note(id))
+	pr, pw := io.Pipe()
+	go func() {
+		gz, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
+		_, err := WriteTar(ctx, gz, root, e.Environment)
+		if cerr := gz.Close(); err == nil {
+			err = cerr
+		}
+		pw.CloseWithError(err)
+	}()
+	n, err := w.opt.Objects.PutStream(ctx, key, pr)
+	pr.CloseWithError(errors.New("the upload ended"))
+	if err != nil {
+		return fail(err)
+	}
+	info := Info{SizeBytes: uint64(n), ReadyAt: time.Now().UTC(), Key: key}
+	b, _ := json.Marshal(info)
+	if err := atomicfile.WriteFile(filepath.Join(w.opt.RecordDir, id+".json"), b, 0o600); err != nil {
+		return fail(fmt.Errorf("record it: %w", err))
+	}
+	return info, nil
+}
