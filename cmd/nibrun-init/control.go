@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,11 @@ type control struct {
 	enc     *guest.Encoder
 	q       chan guest.Message
 	dropped atomic.Int64
+
+	// freezeMu orders freezes, thaws and the automatic thaw of a freeze
+	// whose bound passed.
+	freezeMu sync.Mutex
+	autoThaw *time.Timer
 }
 
 // findControlPort returns the device of the virtio-serial port named
@@ -128,9 +134,9 @@ func (c *control) answer(s *supervisor, m guest.Message) guest.Message {
 	switch m.Kind {
 	case guest.KindPing:
 	case guest.KindFreeze:
-		err = ioctlVolume(fiFreeze)
+		err = c.freeze(m.TimeoutMs)
 	case guest.KindThaw:
-		err = ioctlVolume(fiThaw)
+		err = c.thaw()
 	case guest.KindMeasure:
 		var ms guest.Measurement
 		ms, err = measure()
@@ -147,6 +153,54 @@ func (c *control) answer(s *supervisor, m guest.Message) guest.Message {
 		r.Error = err.Error()
 	}
 	return r
+}
+
+// freeze freezes the volume for at most timeoutMs: a timer thaws it unless
+// a thaw comes first, so a host that died mid-checkpoint never leaves the
+// tenant's writes waiting for longer than the bound it asked for.
+func (c *control) freeze(timeoutMs int64) error {
+	if timeoutMs <= 0 {
+		timeoutMs = guest.DefaultFreezeTimeoutMs
+	}
+	c.freezeMu.Lock()
+	defer c.freezeMu.Unlock()
+	if err := ioctlVolume(fiFreeze); err != nil {
+		return err
+	}
+	if c.autoThaw != nil {
+		c.autoThaw.Stop()
+	}
+	c.autoThaw = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
+		c.freezeMu.Lock()
+		defer c.freezeMu.Unlock()
+		if err := thawVolume(); err != nil {
+			logf("thaw the volume after the freeze's %d ms bound: %v", timeoutMs, err)
+		} else {
+			logf("thawed the volume: no thaw came within the freeze's %d ms bound", timeoutMs)
+		}
+	})
+	return nil
+}
+
+// thaw thaws the volume and cancels the pending automatic thaw.
+func (c *control) thaw() error {
+	c.freezeMu.Lock()
+	defer c.freezeMu.Unlock()
+	if c.autoThaw != nil {
+		c.autoThaw.Stop()
+		c.autoThaw = nil
+	}
+	return thawVolume()
+}
+
+// thawVolume is FITHAW, which fails with EINVAL on a filesystem that is not
+// frozen: that is a thaw already done.
+func thawVolume() error {
+	err := ioctlVolume(fiThaw)
+	if errors.Is(err, unix.EINVAL) {
+		return nil
+	}
+	return err
 }
 
 func ioctlVolume(req uint) error {

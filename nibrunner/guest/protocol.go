@@ -20,7 +20,10 @@ type Kind string
 
 // Host → guest requests. Each carries an ID that the guest's Reply echoes.
 const (
-	KindPing     Kind = "ping"
+	KindPing Kind = "ping"
+	// KindFreeze freezes the volume's filesystem (FIFREEZE) for at most
+	// TimeoutMs (DefaultFreezeTimeoutMs when 0); KindThaw thaws it, and
+	// succeeds on a filesystem that is not frozen.
 	KindFreeze   Kind = "freeze"
 	KindThaw     Kind = "thaw"
 	KindMeasure  Kind = "measure"
@@ -29,6 +32,9 @@ const (
 	// a guest restored from a snapshot wakes with the time it slept at.
 	KindSetTime Kind = "set-time"
 )
+
+// DefaultFreezeTimeoutMs bounds a freeze request that names no bound.
+const DefaultFreezeTimeoutMs = 10000
 
 // Guest → host messages.
 const (
@@ -64,6 +70,10 @@ type Message struct {
 	Data        string       `json:"data,omitempty"`
 	Measurement *Measurement `json:"measurement,omitempty"`
 	UnixMs      int64        `json:"unixMs,omitempty"`
+	// TimeoutMs bounds a freeze: the init thaws by itself once it has
+	// passed without a thaw, so a host that dies mid-checkpoint cannot
+	// leave the tenant's writes stuck.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
 
 // Measurement is the guest's view of its resources, sent in reply to a

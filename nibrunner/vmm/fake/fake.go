@@ -65,6 +65,8 @@ type VMM struct {
 
 	mu     sync.Mutex
 	guests map[string]*guest
+
+	frz freezes // freeze.go
 }
 
 type guest struct {
