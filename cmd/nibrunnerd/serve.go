@@ -12,11 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/internal/version"
+	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/layer"
@@ -79,10 +82,15 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if err != nil {
 		return err
 	}
+	cps, exps, err := openBackground(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	deps := daemon.Deps{
 		Layers:      cache,
 		Volumes:     daemon.LocalVolumes{Local: local},
-		Checkpoints: daemon.FileCheckpoints{Dir: filepath.Join(cfg.Volumes.StoragePrefix, "checkpoints")},
+		Checkpoints: cps,
+		Exports:     exps,
 		Router:      &daemon.MemoryRouter{},
 	}
 	// With [proxy.http] the proxy is the router and measures traffic; it
@@ -135,11 +143,13 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		GuestImageVersion: guestImage,
 		Limits:            cfg.Limits(),
 		UserNetwork:       userNetwork || vmmKind == "fake",
+		BackgroundJobs:    cfg.Checkpoints.MaxConcurrent,
 	}, deps)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	go thawFrozen(ctx, deps.VMM)
 	go serveControl(ctx, cfg, d)
 	if px != nil {
 		px.SetWaker(d)
@@ -159,6 +169,76 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		}()
 	}
 	return d.Run(ctx)
+}
+
+// openBackground opens the checkpoint store and the export writer the
+// configuration names. Both clean up what a daemon that died left: scratch
+// copies, mounts, and multipart uploads it never completed.
+func openBackground(ctx context.Context, cfg *hostconfig.Config) (*checkpoint.Store, *export.Writer, error) {
+	freeze := time.Duration(cfg.Checkpoints.FreezeTimeoutMs) * time.Millisecond
+	cpObjects, err := openStreamer(ctx, "checkpoints.store_url", cfg.Checkpoints.StoreURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	cps, err := checkpoint.Open(ctx, checkpoint.Options{
+		Dir: filepath.Join(cfg.Volumes.StoragePrefix, "checkpoints"), Objects: cpObjects,
+		Prefix: "checkpoints/", FreezeTimeout: freeze,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	expObjects, err := openStreamer(ctx, "exports.store_url", cfg.Exports.StoreURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	exps, err := export.Open(ctx, export.Options{
+		Objects: expObjects, StagingDir: cfg.Exports.StagingDir,
+		RecordDir: filepath.Join(cfg.Paths.StateDir, "exports"), FreezeTimeout: freeze,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cps, exps, nil
+}
+
+func openStreamer(ctx context.Context, key, url string) (store.Streamer, error) {
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", key, err)
+	}
+	s, ok := st.(store.Streamer)
+	if !ok {
+		return nil, fmt.Errorf("open %s: the store %s cannot take streamed uploads", key, url)
+	}
+	return s, nil
+}
+
+// thawFrozen thaws every running guest's volume: a daemon that died while
+// a checkpoint had a guest frozen leaves it so until the guest's own bound
+// passes, and the tenant's writes wait meanwhile. Thawing a filesystem that
+// is not frozen does nothing. The guests are asked at once, each on its own.
+func thawFrozen(ctx context.Context, v vmm.VMM) {
+	f, ok := v.(vmm.Freezer)
+	if !ok {
+		return
+	}
+	list, err := v.List(ctx)
+	if err != nil {
+		log.Printf("nibrunnerd: thaw guests left frozen: %v", err)
+		return
+	}
+	for _, st := range list {
+		if st.State != vmm.Running {
+			continue
+		}
+		go func() {
+			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := f.ThawVolume(tctx, st.AppID); err != nil {
+				log.Printf("nibrunnerd: thaw the volume of %s: %v", st.AppID, err)
+			}
+		}()
+	}
 }
 
 // guestNetwork adapts network.Host to the daemon's Network port.

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
-	"alpnib.dev/nibrunner/checkpoint"
-	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/volume"
 )
@@ -132,99 +128,3 @@ func (m *MemoryRouter) Routes() []route.Route {
 	defer m.mu.Unlock()
 	return append([]route.Route(nil), m.routes...)
 }
-
-// FileCheckpoints keeps a checkpoint as a copy of the volume file in Dir,
-// the simplest way to honour the contract on a local-file volume. (A
-// checkpoint of a running guest needs the guest's filesystem frozen
-// first, which is the VMM's part.)
-type FileCheckpoints struct{ Dir string }
-
-// List implements Checkpoints.
-func (f FileCheckpoints) List(ctx context.Context) (map[string]CheckpointInfo, error) {
-	entries, err := os.ReadDir(f.Dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	out := map[string]CheckpointInfo{}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
-		}
-		id, vol, ok := strings.Cut(strings.TrimSuffix(name, ".ckpt"), "@")
-		if !ok {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		out[id] = CheckpointInfo{VolumeID: vol, Reference: filepath.Join(f.Dir, name), ReadyAt: info.ModTime().UTC()}
-	}
-	return out, nil
-}
-
-// Create implements Checkpoints.
-func (f FileCheckpoints) Create(ctx context.Context, id string, vol checkpoint.Volume) (CheckpointInfo, error) {
-	volumeID, volumePath := vol.ID, vol.Path
-	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
-		return CheckpointInfo{}, fmt.Errorf("checkpoint %s: %w", id, err)
-	}
-	final := filepath.Join(f.Dir, id+"@"+volumeID+".ckpt")
-	tmp := filepath.Join(f.Dir, ".tmp-"+id)
-	if err := copyFile(volumePath, tmp); err != nil {
-		os.Remove(tmp)
-		return CheckpointInfo{}, fmt.Errorf("checkpoint %s of volume %s: %w", id, volumeID, err)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return CheckpointInfo{}, fmt.Errorf("checkpoint %s: %w", id, err)
-	}
-	return CheckpointInfo{VolumeID: volumeID, Reference: final, ReadyAt: time.Now().UTC()}, nil
-}
-
-// Delete implements Checkpoints.
-func (f FileCheckpoints) Delete(ctx context.Context, id string) error {
-	names, _ := filepath.Glob(filepath.Join(f.Dir, id+"@*.ckpt"))
-	for _, n := range names {
-		if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("delete checkpoint %s: %w", id, err)
-		}
-	}
-	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// NoExports refuses every export, saying so in the report, on a host where
-// the export writer is not wired.
-type NoExports struct{}
-
-// List implements Exports.
-func (NoExports) List(context.Context) (map[string]ExportInfo, error) { return nil, nil }
-
-// Write implements Exports.
-func (NoExports) Write(_ context.Context, e desired.DesiredExport, _ checkpoint.Volume) (ExportInfo, error) {
-	return ExportInfo{}, errors.New("this host has no export writer configured; the export cannot be written")
-}
-
-// Forget implements Exports.
-func (NoExports) Forget(context.Context, string) error { return nil }

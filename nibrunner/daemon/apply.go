@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
-	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
@@ -88,64 +87,7 @@ func (d *Daemon) apply(ctx context.Context, now time.Time, acts plan.Actions, vm
 		}
 	}
 
-	for _, c := range acts.Checkpoints {
-		cctx, cancel := context.WithTimeout(ctx, opTimeout)
-		var err error
-		if c.Create {
-			var info CheckpointInfo
-			info, err = d.deps.Checkpoints.Create(cctx, c.CheckpointID, d.volumeToRead(c.VolumeID, vms))
-			if err == nil {
-				cps[c.CheckpointID] = info
-			}
-		} else {
-			err = d.deps.Checkpoints.Delete(cctx, c.CheckpointID)
-			if err == nil {
-				delete(cps, c.CheckpointID)
-			}
-		}
-		cancel()
-		what := "could not be made"
-		if !c.Create {
-			what = "could not be deleted"
-		}
-		setErr(d.cpErr, c.CheckpointID, what, err)
-	}
-	for _, e := range acts.Exports {
-		cctx, cancel := context.WithTimeout(ctx, opTimeout)
-		var err error
-		if e.Write {
-			for _, de := range d.doc.Exports {
-				if string(de.ExportId) == e.ExportID {
-					var info ExportInfo
-					info, err = d.deps.Exports.Write(cctx, de, d.volumeToRead(string(de.VolumeId), vms))
-					if err == nil {
-						exps[e.ExportID] = info
-					}
-				}
-			}
-		} else {
-			err = d.deps.Exports.Forget(cctx, e.ExportID)
-			if err == nil {
-				delete(exps, e.ExportID)
-			}
-		}
-		cancel()
-		what := "could not be written"
-		if !e.Write {
-			what = "could not be forgotten"
-		}
-		setErr(d.expErr, e.ExportID, what, err)
-	}
-}
-
-// setErr records the sentence reported for id: what could not be done,
-// why, and that the next pass tries again (every pass re-plans it).
-func setErr(m map[string]string, id, what string, err error) {
-	if err != nil {
-		m[id] = what + " (the next pass tries again): " + err.Error()
-	} else {
-		delete(m, id)
-	}
+	d.background(acts)
 }
 
 // takeDown stops app's guest (and, when discard, drops its snapshot).
@@ -364,28 +306,3 @@ func (d *Daemon) sleep(ctx context.Context, now time.Time, apps []string, vms ma
 		rec.Sleeping, rec.Message = true, ""
 	}
 }
-
-// volumeToRead names volume id's file and, when the guest of the app that
-// mounts it is running and the VMM can freeze it, that guest's freezer.
-func (d *Daemon) volumeToRead(id string, vms map[string]vmm.Status) checkpoint.Volume {
-	v := checkpoint.Volume{ID: id, Path: d.deps.Volumes.Path(id)}
-	app, ok := d.volApps[id]
-	if !ok {
-		return v
-	}
-	if st, up := vms[app]; up && st.State == vmm.Running {
-		if f, can := d.deps.VMM.(vmm.Freezer); can {
-			v.Freezer = guestFreezer{vmm: f, app: app}
-		}
-	}
-	return v
-}
-
-// guestFreezer binds a VMM's freezer to one app.
-type guestFreezer struct {
-	vmm vmm.Freezer
-	app string
-}
-
-func (g guestFreezer) Freeze(ctx context.Context) error { return g.vmm.FreezeVolume(ctx, g.app) }
-func (g guestFreezer) Thaw(ctx context.Context) error   { return g.vmm.ThawVolume(ctx, g.app) }

@@ -25,6 +25,7 @@ import (
 
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -56,6 +57,9 @@ type Config struct {
 	// network, which forwards the slot's host ports on loopback (hosts
 	// without root networking, tests). The report then shows no guestIpv4.
 	UserNetwork bool
+	// BackgroundJobs bounds the checkpoints and exports running at once
+	// (default 2).
+	BackgroundJobs int
 	// Resync is the longest time between two passes (default 2 s).
 	Resync time.Duration
 	// Backstop and Debounce tune the watcher (defaults in package watch).
@@ -96,8 +100,6 @@ type Daemon struct {
 	apps    map[string]*app
 	deleted map[string]db.DeletedVolume
 	volErr  map[string]string
-	cpErr   map[string]string
-	expErr  map[string]string
 	// usage is each volume's last measured fill.
 	usage     map[string]volume.Usage
 	netReady  bool
@@ -114,6 +116,12 @@ type Daemon struct {
 	byApp map[string]*desired.DesiredInstance
 
 	kick chan struct{}
+
+	// jobs runs checkpoints and exports beside the passes (background.go);
+	// listedAt is when the last pass listed the checkpoints and exports
+	// that exist.
+	jobs     *jobs.Runner
+	listedAt time.Time
 }
 
 type measurement struct {
@@ -144,11 +152,11 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	if deps.Router == nil {
 		deps.Router = &MemoryRouter{}
 	}
-	if deps.Exports == nil {
-		deps.Exports = NoExports{}
+	if deps.VMM == nil || deps.Layers == nil || deps.Volumes == nil || deps.Checkpoints == nil || deps.Exports == nil {
+		return nil, errors.New("daemon: VMM, Layers, Volumes, Checkpoints and Exports are required")
 	}
-	if deps.VMM == nil || deps.Layers == nil || deps.Volumes == nil || deps.Checkpoints == nil {
-		return nil, errors.New("daemon: VMM, Layers, Volumes and Checkpoints are required")
+	if cfg.BackgroundJobs <= 0 {
+		cfg.BackgroundJobs = 2
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
@@ -160,11 +168,13 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, deps: deps, db: store,
 		apps:   map[string]*app{},
-		volErr: map[string]string{}, cpErr: map[string]string{}, expErr: map[string]string{},
-		usage: map[string]volume.Usage{},
-		kick:  make(chan struct{}, 1),
+		volErr: map[string]string{},
+		usage:  map[string]volume.Usage{},
+		kick:   make(chan struct{}, 1),
 	}
+	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	if err := d.load(ctx); err != nil {
+		d.jobs.Close()
 		store.Close()
 		return nil, err
 	}
@@ -239,8 +249,11 @@ func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
 	}
 }
 
-// Close stops the probers and closes the database. Guests keep running.
+// Close cancels the checkpoints and exports in flight (a frozen guest is
+// thawed first), stops the probers and closes the database. Guests keep
+// running.
 func (d *Daemon) Close() error {
+	d.jobs.Close()
 	d.mu.Lock()
 	for _, a := range d.apps {
 		if a.prober != nil {

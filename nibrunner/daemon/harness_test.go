@@ -20,7 +20,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
@@ -113,11 +115,15 @@ func (h *host) deps(inProcess bool) (Deps, *fake.VMM, error) {
 	if h.slowLayers > 0 {
 		layers = slowLayers{cache, h.slowLayers}
 	}
+	cps, exps, err := folderBackground(h.dir)
+	if err != nil {
+		return Deps{}, nil, err
+	}
 	return Deps{
 		VMM: v, Layers: layers,
 		Volumes:     FileVolumes{Dir: filepath.Join(h.dir, "volumes")},
-		Checkpoints: FileCheckpoints{Dir: filepath.Join(h.dir, "checkpoints")},
-		Router:      &MemoryRouter{},
+		Checkpoints: cps, Exports: exps,
+		Router: &MemoryRouter{},
 	}, v, nil
 }
 
@@ -381,4 +387,20 @@ func reportSchema(t testing.TB) *jsonschema.Schema {
 		t.Fatalf("compile the report schema: %v", schemaErr)
 	}
 	return schema
+}
+
+// folderBackground returns the real checkpoint store and export writer,
+// both over folder stores under dir.
+func folderBackground(dir string) (*checkpoint.Store, *export.Writer, error) {
+	ctx := context.Background()
+	objects, err := store.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cps, err := checkpoint.Open(ctx, checkpoint.Options{Dir: filepath.Join(dir, "checkpoints"), Objects: objects, Prefix: "checkpoints/"})
+	if err != nil {
+		return nil, nil, err
+	}
+	exps, err := export.Open(ctx, export.Options{Objects: objects, StagingDir: filepath.Join(dir, "export-staging"), RecordDir: filepath.Join(dir, "exports")})
+	return cps, exps, err
 }

@@ -38,6 +38,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list volumes: %w", err)
 	}
+	d.listedAt = time.Now()
 	cps, err := d.deps.Checkpoints.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list checkpoints: %w", err)

@@ -6,6 +6,7 @@ import (
 
 	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -69,13 +70,11 @@ type Network interface {
 type Router = route.Router
 
 // CheckpointInfo is a checkpoint that exists.
-type CheckpointInfo struct {
-	VolumeID  string
-	Reference string
-	ReadyAt   time.Time
-}
+type CheckpointInfo = checkpoint.Info
 
-// Checkpoints makes and deletes point-in-time copies of volumes.
+// Checkpoints makes and deletes point-in-time copies of volumes
+// (*checkpoint.Store). Its calls run in the background (background.go),
+// never inside a pass.
 type Checkpoints interface {
 	List(ctx context.Context) (map[string]CheckpointInfo, error)
 	// Create copies vol as checkpoint id. It may take minutes (a freeze,
@@ -85,12 +84,10 @@ type Checkpoints interface {
 }
 
 // ExportInfo is an export that was written.
-type ExportInfo struct {
-	SizeBytes uint64
-	ReadyAt   time.Time
-}
+type ExportInfo = export.Info
 
-// Exports writes volumes out as gzipped tars to the exports store.
+// Exports writes volumes out as gzipped tars to the exports store
+// (*export.Writer), in the background like checkpoints.
 type Exports interface {
 	List(ctx context.Context) (map[string]ExportInfo, error)
 	// Write reads vol (freezing its guest while it copies) and streams

@@ -223,11 +223,16 @@ func openQEMUDaemon(ctx context.Context, dir string, img guestimage.Image, now f
 		v.Close()
 		return nil, nil, err
 	}
+	cps, exps, err := folderBackground(dir)
+	if err != nil {
+		v.Close()
+		return nil, nil, err
+	}
 	d, err := Open(ctx, Config{
 		HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: filepath.Join(dir, "state"),
 		MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
 		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: logf, UserNetwork: true, Now: now,
-	}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}})
+	}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: cps, Exports: exps})
 	if err != nil {
 		v.Close()
 		return nil, nil, err

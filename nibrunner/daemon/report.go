@@ -63,14 +63,9 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 		if c.DesiredState != desired.Present {
 			continue
 		}
-		id := string(c.CheckpointId)
 		rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
-		if info, ok := cps[id]; ok {
-			at := info.ReadyAt
-			rc.State, rc.Reference, rc.ReadyAt = reported.CheckpointReady, info.Reference, &at
-		} else if e := d.cpErr[id]; e != "" {
-			rc.State, rc.Message = reported.CheckpointFailed, reported.Truncate(e)
-		} else if _, ok := vols[string(c.VolumeId)]; !ok {
+		d.checkpointReport(&rc, cps)
+		if _, ok := vols[string(c.VolumeId)]; !ok && rc.State == reported.CheckpointPending {
 			rc.Message = fmt.Sprintf("waiting for volume %s to be made", c.VolumeId)
 		}
 		r.Checkpoints = append(r.Checkpoints, rc)
@@ -79,14 +74,8 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 		if e.DesiredState != desired.Present {
 			continue
 		}
-		id := string(e.ExportId)
 		re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
-		if info, ok := exps[id]; ok {
-			at := info.ReadyAt
-			re.State, re.SizeBytes, re.ReadyAt = reported.ExportReady, info.SizeBytes, &at
-		} else if msg := d.expErr[id]; msg != "" {
-			re.State, re.Message = reported.ExportFailed, reported.Truncate(msg)
-		}
+		d.exportReport(&re, exps)
 		r.Exports = append(r.Exports, re)
 	}
 	return r

@@ -39,7 +39,9 @@ type Config struct {
 	Artifacts Artifacts `toml:"artifacts"`
 	Volumes   Volumes   `toml:"volumes"`
 	Exports   Exports   `toml:"exports"`
-	Network   Network   `toml:"network"`
+	// Checkpoints holds only settings with defaults, so it may be absent.
+	Checkpoints Checkpoints `toml:"checkpoints"`
+	Network     Network     `toml:"network"`
 	// Proxy holds only optional sections, so it may be absent too.
 	Proxy   Proxy    `toml:"proxy"`
 	Metrics *Metrics `toml:"metrics"`
@@ -79,6 +81,28 @@ type Exports struct {
 	StagingDir string `toml:"staging_dir"`
 	Store      Store  `toml:"-"`
 }
+
+// Checkpoints says where checkpoints go and how checkpoints and exports
+// run. (ours) Every key is optional.
+type Checkpoints struct {
+	// StoreURL is where checkpoints are uploaded (s3://bucket/prefix or an
+	// absolute folder); default artifacts.store_url. Objects are
+	// <prefix>/checkpoints/<id>.nibsparse.
+	StoreURL string `toml:"store_url,omitempty"`
+	// FreezeTimeoutMs bounds how long a guest's filesystem stays frozen
+	// for one copy (default 10000); the guest thaws by itself after it.
+	FreezeTimeoutMs int `toml:"freeze_timeout_ms,omitempty"`
+	// MaxConcurrent bounds the checkpoints and exports running at once
+	// (default 2).
+	MaxConcurrent int   `toml:"max_concurrent,omitempty"`
+	Store         Store `toml:"-"`
+}
+
+// The [checkpoints] defaults.
+const (
+	DefaultFreezeTimeoutMs   = 10000
+	DefaultMaxConcurrentJobs = 2
+)
 
 // Network holds what guests may not reach besides the fixed fence.
 type Network struct {
@@ -196,6 +220,23 @@ func (c *Config) validate(v *validator) {
 	v.absolute("volumes.storage_prefix", c.Volumes.StoragePrefix)
 	c.Exports.Store = v.store("exports.store_url", c.Exports.StoreURL)
 	v.absolute("exports.staging_dir", c.Exports.StagingDir)
+	cp := &c.Checkpoints
+	if cp.StoreURL == "" {
+		cp.StoreURL = c.Artifacts.StoreURL
+		cp.Store = c.Artifacts.Store
+	} else {
+		cp.Store = v.store("checkpoints.store_url", cp.StoreURL)
+	}
+	if cp.FreezeTimeoutMs == 0 {
+		cp.FreezeTimeoutMs = DefaultFreezeTimeoutMs
+	} else if cp.FreezeTimeoutMs < 100 || cp.FreezeTimeoutMs > 600000 {
+		v.fail("checkpoints.freeze_timeout_ms is %d; it must be 100 to 600000 (a guest's writes wait while it is frozen)", cp.FreezeTimeoutMs)
+	}
+	if cp.MaxConcurrent == 0 {
+		cp.MaxConcurrent = DefaultMaxConcurrentJobs
+	} else if cp.MaxConcurrent < 1 || cp.MaxConcurrent > 64 {
+		v.fail("checkpoints.max_concurrent is %d; it must be 1 to 64", cp.MaxConcurrent)
+	}
 	c.Network.DeniedV4 = v.prefixes("network.denied_egress_addresses_v4", c.Network.DeniedEgressV4, true)
 	c.Network.DeniedV6 = v.prefixes("network.denied_egress_addresses_v6", c.Network.DeniedEgressV6, false)
 	type listener struct {

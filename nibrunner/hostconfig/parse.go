@@ -50,6 +50,13 @@ func dotted(prefix, name string) string {
 	return prefix + "." + name
 }
 
+// optionalKey says whether a key may be absent (a setting with a default):
+// its toml tag says omitempty.
+func optionalKey(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	return strings.Contains(opts, "omitempty")
+}
+
 // optionalSection says whether a table of type t may be absent: a pointer
 // to a struct is an optional section, and so is a table holding nothing
 // but optional sections ([proxy]).
@@ -62,7 +69,7 @@ func optionalSection(t reflect.Type) bool {
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if tomlName(f) != "-" && !optionalSection(f.Type) {
+		if tomlName(f) != "-" && !optionalSection(f.Type) && !optionalKey(f) {
 			return false
 		}
 	}
@@ -85,7 +92,7 @@ func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 		val, present := table[name]
 		ft := f.Type
 		if !present {
-			if !optionalSection(ft) {
+			if !optionalSection(ft) && !optionalKey(f) {
 				if isTable(ft) {
 					v.fail("missing section [%s]", key)
 				} else {

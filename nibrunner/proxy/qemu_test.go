@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/export"
+
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon"
@@ -99,6 +102,14 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cps, err := checkpoint.Open(ctx, checkpoint.Options{Dir: filepath.Join(dir, "checkpoints"), Objects: st, Prefix: "checkpoints/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exps, err := export.Open(ctx, export.Options{Objects: st, StagingDir: filepath.Join(dir, "export-staging"), RecordDir: filepath.Join(dir, "exports")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := New(Options{Logf: t.Logf, WakeTimeout: 3 * time.Minute})
 	desiredPath := filepath.Join(dir, "control", "desired.json")
 	d, err := daemon.Open(ctx, daemon.Config{
@@ -106,7 +117,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 		MaxApps: 6600, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
 		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: t.Logf, UserNetwork: true,
 	}, daemon.Deps{VMM: v, Layers: cache, Volumes: daemon.LocalVolumes{Local: vols},
-		Checkpoints: daemon.FileCheckpoints{Dir: filepath.Join(dir, "checkpoints")}, Router: p, Traffic: p})
+		Checkpoints: cps, Exports: exps, Router: p, Traffic: p})
 	if err != nil {
 		t.Fatal(err)
 	}

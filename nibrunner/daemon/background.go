@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/jobs"
+	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/vmm"
+)
+
+// Checkpoints and exports are long (a freeze, a copy, an upload), so a
+// pass never runs them: it hands each one to the job runner (nibrunner/jobs)
+// and reads how the job is doing when it reports. A job runs outside the
+// daemon's lock, a bounded number at a time, is retried with backoff when it
+// fails, and kicks a pass when it ends so the report shows its result.
+
+// Job ids: one per checkpoint or export and what is done to it.
+func cpCreateJob(id string) string  { return "checkpoint/" + id }
+func cpDeleteJob(id string) string  { return "checkpoint-delete/" + id }
+func expWriteJob(id string) string  { return "export/" + id }
+func expForgetJob(id string) string { return "export-forget/" + id }
+
+// background submits the plan's checkpoints and exports. Asking for a job
+// that is already queued, running or waiting for its retry does nothing; a
+// job that ended ready before this pass observed is asked for again only if
+// its effect is still not observed (someone removed it since).
+func (d *Daemon) background(acts plan.Actions) {
+	for _, c := range acts.Checkpoints {
+		id, vol := c.CheckpointID, c.VolumeID
+		if c.Create {
+			d.jobs.Forget(cpDeleteJob(id))
+			app := d.volApps[vol]
+			d.submit(cpCreateJob(id), func(ctx context.Context) error {
+				_, err := d.deps.Checkpoints.Create(ctx, id, d.volumeToRead(ctx, vol, app))
+				return err
+			})
+		} else {
+			d.jobs.Forget(cpCreateJob(id))
+			d.submit(cpDeleteJob(id), func(ctx context.Context) error { return d.deps.Checkpoints.Delete(ctx, id) })
+		}
+	}
+	present := map[string]bool{}
+	for _, e := range d.doc.Exports {
+		if e.DesiredState == desired.Present {
+			present[string(e.ExportId)] = true
+		}
+	}
+	// An export dropped from the document or asked absent while it is
+	// written is cancelled: exports are authoritative.
+	for _, job := range d.jobs.IDs() {
+		if id, ok := strings.CutPrefix(job, "export/"); ok && !present[id] {
+			d.jobs.Forget(job)
+		}
+	}
+	for _, a := range acts.Exports {
+		id := a.ExportID
+		if !a.Write {
+			d.jobs.Forget(expWriteJob(id))
+			d.submit(expForgetJob(id), func(ctx context.Context) error { return d.deps.Exports.Forget(ctx, id) })
+			continue
+		}
+		for _, e := range d.doc.Exports {
+			if string(e.ExportId) == id {
+				d.jobs.Forget(expForgetJob(id))
+				app := d.volApps[string(e.VolumeId)]
+				d.submit(expWriteJob(id), func(ctx context.Context) error {
+					_, err := d.deps.Exports.Write(ctx, e, d.volumeToRead(ctx, string(e.VolumeId), app))
+					return err
+				})
+			}
+		}
+	}
+}
+
+// submit starts job id unless it is known; a ready job that ended before
+// this pass listed what exists is started again (its effect is gone).
+func (d *Daemon) submit(id string, fn jobs.Func) {
+	if st, ok := d.jobs.Status(id); ok && st.State == jobs.Ready && st.EndedAt.Before(d.listedAt) {
+		d.jobs.Forget(id)
+	}
+	if _, err := d.jobs.Submit(id, fn); err != nil {
+		d.cfg.Logf("nibrunnerd: %s: %v", id, err)
+	}
+}
+
+// volumeToRead names volume id's file and, when the guest of app (the one
+// that mounts it) is running now and the VMM can freeze it, that guest's
+// freezer. It runs in the job, just before the copy, so it sees the guest
+// as it is then, not as the pass that asked for the job saw it.
+func (d *Daemon) volumeToRead(ctx context.Context, id, app string) checkpoint.Volume {
+	v := checkpoint.Volume{ID: id, Path: d.deps.Volumes.Path(id)}
+	f, can := d.deps.VMM.(vmm.Freezer)
+	if app == "" || !can {
+		return v
+	}
+	list, err := d.deps.VMM.List(ctx)
+	if err != nil {
+		// Unknown is treated as running: a freeze of a guest that is not
+		// there fails the job, which is retried, rather than copying a
+		// volume that may be in use.
+		v.Freezer = guestFreezer{vmm: f, app: app}
+		return v
+	}
+	for _, st := range list {
+		if st.AppID == app && st.State == vmm.Running {
+			v.Freezer = guestFreezer{vmm: f, app: app}
+		}
+	}
+	return v
+}
+
+// guestFreezer binds a VMM's freezer to one app.
+type guestFreezer struct {
+	vmm vmm.Freezer
+	app string
+}
+
+func (g guestFreezer) Freeze(ctx context.Context) error { return g.vmm.FreezeVolume(ctx, g.app) }
+func (g guestFreezer) Thaw(ctx context.Context) error   { return g.vmm.ThawVolume(ctx, g.app) }
+
+// jobMessage is the sentence a failed job is reported with.
+func jobMessage(what string, st jobs.Status, now time.Time) string {
+	return reported.Truncate(fmt.Sprintf("%s (attempt %d; the next try is in %s): %s", what, st.Attempts, roundDur(max(st.RetryAt.Sub(now), 0)), st.Message))
+}
+
+// checkpointReport fills a checkpoint's state from what exists and what
+// its job is doing.
+func (d *Daemon) checkpointReport(rc *reported.Checkpoint, cps map[string]CheckpointInfo) {
+	id := string(rc.CheckpointId)
+	if info, ok := cps[id]; ok {
+		at := info.ReadyAt
+		rc.State, rc.Reference, rc.ReadyAt = reported.CheckpointReady, info.Reference, &at
+		return
+	}
+	if st, ok := d.jobs.Status(cpCreateJob(id)); ok && st.State == jobs.Failed {
+		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", st, time.Now())
+	}
+}
+
+// exportReport fills an export's state likewise.
+func (d *Daemon) exportReport(re *reported.Export, exps map[string]ExportInfo) {
+	id := string(re.ExportId)
+	if info, ok := exps[id]; ok {
+		at := info.ReadyAt
+		re.State, re.SizeBytes, re.ReadyAt = reported.ExportReady, info.SizeBytes, &at
+		return
+	}
+	st, ok := d.jobs.Status(expWriteJob(id))
+	switch {
+	case !ok:
+	case st.State == jobs.Preparing:
+		re.State = reported.ExportPreparing
+	case st.State == jobs.Failed:
+		re.State, re.Message = reported.ExportFailed, jobMessage("could not be written", st, time.Now())
+	}
+}
