@@ -54,8 +54,10 @@ func TestNoMoreJobsRunAtOnceThanTheConcurrencyAllows(t *testing.T) {
 	r := New(Options{Concurrency: 2, OnEnd: onEnd})
 	defer r.Close()
 	var running, most atomic.Int32
+	started := make(chan struct{}, 5)
 	release := make(chan struct{})
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, id := range ids {
 		r.Submit(id, func(ctx context.Context) error {
 			n := running.Add(1)
 			for {
@@ -64,22 +66,24 @@ func TestNoMoreJobsRunAtOnceThanTheConcurrencyAllows(t *testing.T) {
 					break
 				}
 			}
+			started <- struct{}{}
 			<-release
 			running.Add(-1)
 			return nil
 		})
 	}
-	pending := 0
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		if st, _ := r.Status(id); st.State == Pending {
-			pending++
-		}
+	<-started
+	<-started
+	states := map[State]int{}
+	for _, id := range ids {
+		st, _ := r.Status(id)
+		states[st.State]++
 	}
-	if pending < 3 {
-		t.Errorf("%d of 5 jobs wait for a slot, want at least 3 with 2 slots", pending)
+	if states[Preparing] != 2 || states[Pending] != 3 {
+		t.Errorf("with 2 slots taken the jobs are %v, want 2 preparing and 3 pending", states)
 	}
 	close(release)
-	for range 5 {
+	for range ids {
 		wait(t, ends)
 	}
 	if most.Load() != 2 {
