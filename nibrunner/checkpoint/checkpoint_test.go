@@ -1,0 +1,248 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/store"
+)
+
+// sparseFile makes a file of size bytes holding random data at each offset
+// in runs (run bytes each) and holes elsewhere.
+func sparseFile(t testing.TB, path string, size, run int64, offsets ...int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, run)
+	for _, off := range offsets {
+		rand.Read(buf)
+		if _, err := f.WriteAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func digest(t testing.TB, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func allocated(t testing.TB, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Blocks * 512
+}
+
+func TestASparseCopyWritesOnlyTheDataAndKeepsTheHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "vol"), filepath.Join(dir, "copy")
+	sparseFile(t, src, 256<<20, 1<<20, 0, 100<<20, 255<<20)
+	st, err := CopySparse(context.Background(), src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 256<<20 || st.Data != 3<<20 {
+		t.Errorf("copy stats %+v, want size 256 MiB holding 3 MiB", st)
+	}
+	if !st.Cloned && st.Written != 3<<20 {
+		t.Errorf("the copy wrote %d bytes, want the 3 MiB of data", st.Written)
+	}
+	if a := allocated(t, dst); a > 4<<20 {
+		t.Errorf("the copy takes %d bytes on disk, want about 3 MiB", a)
+	}
+	if digest(t, src) != digest(t, dst) {
+		t.Error("the copy's bytes differ from the volume's")
+	}
+}
+
+func TestTheSparseContainerHoldsOnlyTheDataAndRestoresTheFileWithItsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, back := filepath.Join(dir, "vol"), filepath.Join(dir, "back")
+	sparseFile(t, src, 64<<20, 4096, 0, 8192, 40<<20, 64<<20-4096)
+	var buf bytes.Buffer
+	n, err := WriteSparse(context.Background(), &buf, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(buf.Len()) || n > 4*4096+1024 {
+		t.Errorf("the container is %d bytes (reported %d), want the 16 KiB of data and a few headers", buf.Len(), n)
+	}
+	size, err := ReadSparse(&buf, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != 64<<20 || digest(t, src) != digest(t, back) {
+		t.Errorf("restored %d bytes differing from the original", size)
+	}
+	if a := allocated(t, back); a > 1<<20 {
+		t.Errorf("the restored file takes %d bytes on disk; its holes were filled", a)
+	}
+}
+
+func TestAContainerCutShortIsRefusedAndLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "vol")
+	sparseFile(t, src, 1<<20, 4096, 0)
+	var buf bytes.Buffer
+	if _, err := WriteSparse(context.Background(), &buf, src); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(dir, "back")
+	if _, err := ReadSparse(bytes.NewReader(buf.Bytes()[:buf.Len()-20]), back); err == nil {
+		t.Fatal("a truncated container was read as whole")
+	}
+	if _, err := os.Stat(back); !os.IsNotExist(err) {
+		t.Error("a truncated container left a file behind")
+	}
+}
+
+// freezer records freezes and thaws, and the bound each freeze was given.
+type freezer struct {
+	mu      sync.Mutex
+	events  []string
+	bound   time.Duration
+	failure error
+}
+
+func (f *freezer) Freeze(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, "freeze")
+	if dl, ok := ctx.Deadline(); ok {
+		f.bound = time.Until(dl)
+	}
+	return f.failure
+}
+
+func (f *freezer) Thaw(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, "thaw")
+	return nil
+}
+
+func (f *freezer) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.events, " ")
+}
+
+func TestASnapshotOfAMountedVolumeFreezesItForTheCopyWithinTheBoundAndThawsIt(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "vol")
+	sparseFile(t, src, 8<<20, 4096, 0)
+	f := &freezer{}
+	st, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, Freezer: f}, filepath.Join(dir, "copy"), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.String() != "freeze thaw" {
+		t.Errorf("the guest saw %q, want one freeze then one thaw", f)
+	}
+	if f.bound <= 0 || f.bound > 3*time.Second {
+		t.Errorf("the freeze was bounded by %s, want the 3s asked", f.bound)
+	}
+	if st.Frozen <= 0 || st.Frozen > 3*time.Second {
+		t.Errorf("frozen for %s", st.Frozen)
+	}
+}
+
+func TestASnapshotWhoseCopyFailsStillThawsTheGuest(t *testing.T) {
+	dir := t.TempDir()
+	f := &freezer{}
+	_, err := Snapshot(context.Background(), Volume{ID: "v", Path: filepath.Join(dir, "missing"), Freezer: f}, filepath.Join(dir, "copy"), time.Second)
+	if err == nil || !strings.Contains(err.Error(), "copy volume v") {
+		t.Fatalf("Snapshot of a missing file = %v, want an error naming the volume", err)
+	}
+	if f.String() != "freeze thaw" {
+		t.Errorf("the guest saw %q, want it thawed after the failed copy", f)
+	}
+}
+
+func TestASnapshotWhoseFreezeFailsThawsAnywayAndSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "vol")
+	sparseFile(t, src, 1<<20, 4096, 0)
+	f := &freezer{failure: errors.New("the guest's control channel is not connected")}
+	_, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, Freezer: f}, filepath.Join(dir, "copy"), time.Second)
+	if err == nil || !strings.Contains(err.Error(), "freeze the filesystem of volume v") {
+		t.Fatalf("Snapshot = %v, want the freeze's failure", err)
+	}
+	if f.String() != "freeze thaw" {
+		t.Errorf("the guest saw %q, want a thaw after the failed freeze", f)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "copy")); !os.IsNotExist(err) {
+		t.Error("a failed snapshot left a copy")
+	}
+}
+
+func TestACheckpointIsKeptUploadedListedAndDeletedWithItsObject(t *testing.T) {
+	dir := t.TempDir()
+	objects, err := store.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: filepath.Join(dir, "ckpt"), Objects: objects, Prefix: "checkpoints/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "vol")
+	sparseFile(t, src, 32<<20, 1<<20, 0, 16<<20)
+	info, err := s.Create(ctx, "c1", Volume{ID: "v", Path: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.VolumeID != "v" || info.ReadyAt.IsZero() || info.Reference != filepath.Join(dir, "objects", "checkpoints", "c1.nibsparse") {
+		t.Errorf("info %+v", info)
+	}
+	r, _, err := objects.Get(ctx, "checkpoints/c1.nibsparse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(dir, "back")
+	_, err = ReadSparse(r, back)
+	r.Close()
+	if err != nil || digest(t, back) != digest(t, src) {
+		t.Fatalf("the uploaded checkpoint does not restore the volume: %v", err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || list["c1"].Reference != info.Reference {
+		t.Fatalf("List = %v, %v; want c1", list, err)
+	}
+	if err := s.Delete(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objects.Stat(ctx, "checkpoints/c1.nibsparse"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the object outlived its checkpoint: %v", err)
+	}
+	if _, err := os.Stat(s.LocalPath("c1")); !os.IsNotExist(err) {
+		t.Error("the local copy outlived its checkpoint")
+	}
+	if list, _ := s.List(ctx); len(list) != 0 {
+		t.Errorf("List after Delete = %v", list)
+	}
+}
