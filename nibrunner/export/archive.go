@@ -14,13 +14,14 @@ import (
 	"syscall"
 
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/volume"
 )
 
 // Marker is the comment of the pax global header every export begins
 // with. An archive that carries it is an export: used as a volume's
 // initialContents, its data/ entries land at destinationPath with the
 // prefix removed and its .env is left out (nibrunner/volume).
-const Marker = "nibrun-export v1"
+const Marker = volume.ExportMarker
 
 // DataDir is the folder of the archive that holds the volume's files, and
 // EnvFile the file that holds the app's environment.

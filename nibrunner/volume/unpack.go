@@ -133,13 +133,37 @@ func Unpack(ctx context.Context, archive, dest string, opt UnpackOptions) (Unpac
 	return u.stats, u.own(dest)
 }
 
+// ExportMarker is the comment of the pax global header an export's archive
+// begins with (nibrunner/export writes it). An archive that carries it is
+// an export: its data/ folder is the app's files, unpacked at
+// destinationPath with the data/ prefix removed, and its .env (and
+// anything else beside data/) is left out. So an export of one host's
+// volume, given as another volume's initialContents with destinationPath
+// "/", gives back the same files.
+const ExportMarker = "nibrun-export v1"
+
+// exportEntry maps an export's entry name to where it lands: data/x is x,
+// data itself is the destination (skipped: it exists), anything else is
+// not the app's (skipped).
+func exportEntry(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "data/")
+	if !ok || rest == "" {
+		return "", true
+	}
+	return rest, false
+}
+
 type unpacker struct {
-	ctx   context.Context
-	root  *os.Root
-	opt   UnpackOptions
-	stats UnpackStats
-	used  int64
-	files map[string]bool // regular files written, for hard links
+	// export: the archive is an export (ExportMarker), so absolute symlink
+	// targets are kept too — they name paths in the guest's root, and
+	// nothing is written through a link (os.Root refuses leaving dest).
+	export bool
+	ctx    context.Context
+	root   *os.Root
+	opt    UnpackOptions
+	stats  UnpackStats
+	used   int64
+	files  map[string]bool // regular files written, for hard links
 }
 
 const blockSize = 4096
@@ -171,12 +195,23 @@ func (u *unpacker) tar(tr *tar.Reader) error {
 			return fmt.Errorf("read the archive: %w", err)
 		}
 		switch h.Typeflag {
-		case tar.TypeXGlobalHeader, tar.TypeXHeader, tar.TypeGNULongName, tar.TypeGNULongLink:
+		case tar.TypeXGlobalHeader:
+			if h.PAXRecords["comment"] == ExportMarker {
+				u.export = true
+			}
+			continue
+		case tar.TypeXHeader, tar.TypeGNULongName, tar.TypeGNULongLink:
 			continue
 		}
 		name, skip, err := entryName(h.Name)
 		if err != nil {
 			return err
+		}
+		if u.export && !skip {
+			name, skip = exportEntry(name)
+			if h.Typeflag == tar.TypeLink {
+				h.Linkname, _ = exportEntry(h.Linkname)
+			}
 		}
 		if skip {
 			u.stats.Skipped++
@@ -334,11 +369,11 @@ func (u *unpacker) dir(name string, perm fs.FileMode) error {
 }
 
 func (u *unpacker) symlink(name, target string) error {
-	if target == "" || path.IsAbs(target) {
+	if target == "" || path.IsAbs(target) && !u.export {
 		return fmt.Errorf("entry %q is a symlink to %q, outside the folder; links must be relative and stay inside it", name, target)
 	}
 	resolved := path.Join(path.Dir(name), target)
-	if resolved == ".." || strings.HasPrefix(resolved, "../") {
+	if !path.IsAbs(target) && (resolved == ".." || strings.HasPrefix(resolved, "../")) {
 		return fmt.Errorf("entry %q is a symlink to %q, which climbs out of the folder", name, target)
 	}
 	if err := u.charge(0); err != nil {
