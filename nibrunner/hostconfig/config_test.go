@@ -295,3 +295,27 @@ func TestNIBRUNNER_CONFIGNamesTheFileToRead(t *testing.T) {
 		t.Fatalf("Path() = %s", Path())
 	}
 }
+
+func TestCheckpointSettingsDefaultToTheArtifactStoreATenSecondFreezeAndTwoJobsAtATime(t *testing.T) {
+	c := mustParse(t, readFull(t))
+	cp := c.Checkpoints
+	if cp.StoreURL != c.Artifacts.StoreURL || cp.Store != c.Artifacts.Store || cp.FreezeTimeoutMs != 10000 || cp.MaxConcurrent != 2 {
+		t.Errorf("[checkpoints] left out gives %+v", cp)
+	}
+}
+
+func TestCheckpointSettingsAreReadWhenGivenAndRefusedByNameWhenWrong(t *testing.T) {
+	c := mustParse(t, append(readFull(t), "\n[checkpoints]\nstore_url = \"s3://nib-ckpt/host-1\"\nfreeze_timeout_ms = 2000\n"...))
+	if c.Checkpoints.Store != (Store{Kind: StoreS3, Bucket: "nib-ckpt", Prefix: "host-1"}) || c.Checkpoints.FreezeTimeoutMs != 2000 || c.Checkpoints.MaxConcurrent != 2 {
+		t.Errorf("[checkpoints] gives %+v", c.Checkpoints)
+	}
+	for body, want := range map[string]string{
+		"freeze_timeout_ms = 5":    "checkpoints.freeze_timeout_ms is 5; it must be 100 to 600000",
+		"max_concurrent = 100":     "checkpoints.max_concurrent is 100; it must be 1 to 64",
+		"max_concurrent = \"two\"": "checkpoints.max_concurrent must be an integer",
+		"store_url = \"here\"":     "checkpoints.store_url is \"here\"; it must be s3://bucket/prefix or an absolute path",
+		"retries = 3":              "unknown key checkpoints.retries",
+	} {
+		wantReason(t, append(readFull(t), "\n[checkpoints]\n"+body+"\n"...), want)
+	}
+}
