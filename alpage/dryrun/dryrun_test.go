@@ -157,7 +157,7 @@ func TestDeployingAnUnelectedVersionFailsTheDryRun(t *testing.T) {
 	_, live := liveNetwork(t)
 	p := registryProposal(t, config.KindDeployGuestOS, nns.FunctionDeployGuestosToAllSubnetNodes,
 		nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: s1, ReplicaVersionID: "v3"})
-	wantFailure(t, dryRun(t, live, p), `replica version "v3" is not elected`)
+	wantFailure(t, dryRun(t, live, p), `Replica version 'v3' is NOT blessed`)
 }
 
 func TestDeployingAnElectedVersionExecutes(t *testing.T) {

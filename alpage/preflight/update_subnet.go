@@ -62,17 +62,15 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 
 	boolean("is_halted", u.IsHalted, rec.IsHalted)
 	if u.HaltAtCupHeight != nil {
-		boolean("halt_at_cup_height", u.HaltAtCupHeight, rec.HaltAtCupHeight != nil && *rec.HaltAtCupHeight)
+		boolean("halt_at_cup_height", u.HaltAtCupHeight, rec.HaltAtCupHeight)
 	}
 	num("max_number_of_canisters", u.MaxNumberOfCanisters, rec.MaxNumberOfCanisters)
 	keys("ssh_readonly_access", u.SSHReadonlyAccess, rec.SSHReadonlyAccess)
 	keys("ssh_backup_access", u.SSHBackupAccess, rec.SSHBackupAccess)
 	if u.SubnetAdmins != nil {
 		var liveAdmins []string
-		if rec.SubnetAdmins != nil {
-			for _, a := range *rec.SubnetAdmins {
-				liveAdmins = append(liveAdmins, a.String())
-			}
+		for _, a := range rec.SubnetAdmins {
+			liveAdmins = append(liveAdmins, a.String())
 		}
 		diff("subnet_admins", setText(liveAdmins), setText(*u.SubnetAdmins))
 	}
@@ -105,7 +103,7 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 	num("dkg_interval_length", u.DKGIntervalLength, rec.DkgIntervalLength)
 	num("dkg_dealings_per_block", u.DKGDealingsPerBlock, rec.DkgDealingsPerBlock)
 	num("max_ingress_bytes_per_message", u.MaxIngressBytesPerMessage, rec.MaxIngressBytesPerMessage)
-	optNum("max_ingress_bytes_per_block", u.MaxIngressBytesPerBlock, rec.MaxIngressBytesPerBlock)
+	num("max_ingress_bytes_per_block", u.MaxIngressBytesPerBlock, rec.MaxIngressBytesPerBlock)
 	num("max_ingress_messages_per_block", u.MaxIngressMessagesPerBlock, rec.MaxIngressMessagesPerBlock)
 	num("max_block_payload_size", u.MaxBlockPayloadSize, rec.MaxBlockPayloadSize)
 

@@ -215,7 +215,7 @@ func TestTheDryRunStopsWhatTheRegistryWouldRefuseWithExitTwo(t *testing.T) {
 	for name, reason := range map[string]string{
 		"sev-on-app1":      "sev_enabled of subnet x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe cannot be changed",
 		"drop-member":      "cannot remove node kj5am-xco6a-pfwgh-2xiym-32xzp-d2e5e-m5jtt-tetho-2faxm-zmq7z-iae: it is a member of subnet x6rmp",
-		"deploy-unelected": `replica version "790bb016bef1fc5ebc226e040ef574b29ae87dea" is not elected`,
+		"deploy-unelected": `Replica version '790bb016bef1fc5ebc226e040ef574b29ae87dea' is NOT blessed`,
 	} {
 		before := proposalsIn(d)
 		_, errOut, err := runAlp(t, "submit\n", "apply", name, "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"), "--yes")

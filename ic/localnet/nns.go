@@ -204,12 +204,14 @@ func subnetCandid(rec nns.SubnetRecordPB) nns.SubnetRecord {
 		DkgDealingsPerBlock:        rec.DkgDealingsPerBlock,
 		IsHalted:                   rec.IsHalted,
 		MaxIngressMessagesPerBlock: rec.MaxIngressMessagesPerBlock,
-		MaxIngressBytesPerBlock:    &rec.MaxIngressBytesPerBlock,
+		MaxIngressBytesPerBlock:    rec.MaxIngressBytesPerBlock,
 		MaxBlockPayloadSize:        rec.MaxBlockPayloadSize,
 		MaxNumberOfCanisters:       rec.MaxNumberOfCanisters,
 		SSHReadonlyAccess:          nonNilStrings(rec.SSHReadonlyAccess),
 		SSHBackupAccess:            nonNilStrings(rec.SSHBackupAccess),
-		HaltAtCupHeight:            &rec.HaltAtCupHeight,
+		HaltAtCupHeight:            rec.HaltAtCupHeight,
+		RecalledReplicaVersionIDs:  nonNilStrings(rec.RecalledReplicaVersionIDs),
+		SubnetAdmins:               []principal.Principal{},
 	}
 	if out.Membership == nil {
 		out.Membership = [][]byte{}
@@ -217,19 +219,17 @@ func subnetCandid(rec nns.SubnetRecordPB) nns.SubnetRecord {
 	if f := rec.Features; f != nil {
 		out.Features = &nns.SubnetFeatures{CanisterSandboxing: f.CanisterSandboxing, HTTPRequests: f.HTTPRequests, SevEnabled: f.SevEnabled}
 	}
-	switch rec.CanisterCyclesCostSchedule {
-	case nns.CostScheduleFree:
-		out.CanisterCyclesCostSchedule = &nns.CostSchedule{Free: &struct{}{}}
-	case nns.CostScheduleNormal:
-		out.CanisterCyclesCostSchedule = &nns.CostSchedule{Normal: &struct{}{}}
+	// As get_subnet.rs: Free is Free, Normal and Unspecified are Normal.
+	if rec.CanisterCyclesCostSchedule == nns.CostScheduleFree {
+		out.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
+	} else {
+		out.CanisterCyclesCostSchedule = nns.CostSchedule{Normal: &struct{}{}}
 	}
-	admins := []principal.Principal{}
 	for _, a := range rec.SubnetAdmins {
 		if p, err := principal.FromBytes(a); err == nil {
-			admins = append(admins, p)
+			out.SubnetAdmins = append(out.SubnetAdmins, p)
 		}
 	}
-	out.SubnetAdmins = &admins
 	if l := rec.ResourceLimits; l != nil {
 		out.ResourceLimits = &nns.ResourceLimits{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta}
 	}

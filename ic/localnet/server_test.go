@@ -17,6 +17,7 @@ import (
 
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/candid/idl"
 	"alpnib.dev/ic/certificate"
 	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/internal/cborx"
@@ -222,6 +223,23 @@ func TestRegistryQueriesRoundTripThroughTheHTTPInterface(t *testing.T) {
 	}
 	if resp.Ok.ReplicaVersionID != "v1" || len(resp.Ok.Membership) != 1 || !bytes.Equal(resp.Ok.Membership[0], n.member.Bytes()) || resp.Ok.SubnetType.Name() != "application" {
 		t.Fatalf("subnet record: %+v", resp.Ok)
+	}
+	// The reply has the canister's shapes: what the did declares, no opt
+	// where it is plain (nor the reverse).
+	prog, err := idl.ParseFile("../nns/testdata/registry_payloads.did")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := prog.Method("get_subnet")
+	types, _, err := candid.Decode(raw)
+	if err != nil || len(types) != 1 {
+		t.Fatalf("reply types: %v", err)
+	}
+	if err := idl.Compatible(types[0], m.Results[0]); err != nil {
+		t.Errorf("the reply does not read as registry.did's GetSubnetResponse: %v", err)
+	}
+	if err := idl.Compatible(m.Results[0], types[0]); err != nil {
+		t.Errorf("registry.did's GetSubnetResponse does not read as the reply: %v", err)
 	}
 	unknown := pid("nope")
 	raw, _ = c.query(RegistryID, "get_subnet", mustMarshal(t, nns.GetSubnetRequest{SubnetID: &unknown}))

@@ -70,6 +70,9 @@ func TestThePayloadTypesMatchTheRegistryDid(t *testing.T) {
 			t.Errorf("%T: %v", arg, err)
 		}
 	}
+	if err := prog.CheckMethod("get_subnet", []*candid.Type{typeOf(GetSubnetRequest{})}, []*candid.Type{typeOf(GetSubnetResponse{})}); err != nil {
+		t.Error(err)
+	}
 	err = prog.CheckMethod("get_node_operators_and_dcs_of_node_provider",
 		[]*candid.Type{candid.Principal()}, []*candid.Type{typeOf(GetNodeOperatorsAndDcsOfNodeProviderResponse{})})
 	if err != nil {

@@ -169,33 +169,33 @@ type GetSubnetRequest struct {
 }
 
 // SubnetRecord is the subnet record as get_subnet returns it: the registry's
-// SubnetRecord protobuf rendered as Candid (membership as raw principal bytes).
-// Fields alp does not read are left out; Candid decoding ignores extra fields.
-// The stored registry.did predates get_subnet, so the fields added to the
-// record most recently are opt here: an opt field the canister does not send
-// decodes as null, where a missing plain field would fail the whole reply.
+// SubnetRecord protobuf rendered as Candid (membership as raw principal
+// bytes), field for field as rs/registry/canister/src/get_subnet.rs declares
+// it (docs/decisions.md). Fields alp does not read (chain_key_config) are
+// left out; Candid decoding ignores extra fields.
 type SubnetRecord struct {
-	Membership                 [][]byte               `candid:"membership"`
-	MaxIngressBytesPerMessage  uint64                 `candid:"max_ingress_bytes_per_message"`
-	UnitDelayMillis            uint64                 `candid:"unit_delay_millis"`
-	InitialNotaryDelayMillis   uint64                 `candid:"initial_notary_delay_millis"`
-	ReplicaVersionID           string                 `candid:"replica_version_id"`
-	DkgIntervalLength          uint64                 `candid:"dkg_interval_length"`
-	StartAsNns                 bool                   `candid:"start_as_nns"`
-	SubnetType                 SubnetType             `candid:"subnet_type"`
-	DkgDealingsPerBlock        uint64                 `candid:"dkg_dealings_per_block"`
-	IsHalted                   bool                   `candid:"is_halted"`
-	MaxIngressMessagesPerBlock uint64                 `candid:"max_ingress_messages_per_block"`
-	MaxIngressBytesPerBlock    *uint64                `candid:"max_ingress_bytes_per_block"`
-	MaxBlockPayloadSize        uint64                 `candid:"max_block_payload_size"`
-	Features                   *SubnetFeatures        `candid:"features"`
-	MaxNumberOfCanisters       uint64                 `candid:"max_number_of_canisters"`
-	SSHReadonlyAccess          []string               `candid:"ssh_readonly_access"`
-	SSHBackupAccess            []string               `candid:"ssh_backup_access"`
-	HaltAtCupHeight            *bool                  `candid:"halt_at_cup_height"`
-	CanisterCyclesCostSchedule *CostSchedule          `candid:"canister_cycles_cost_schedule"`
-	SubnetAdmins               *[]principal.Principal `candid:"subnet_admins"`
-	ResourceLimits             *ResourceLimits        `candid:"resource_limits"`
+	Membership                 [][]byte              `candid:"membership"`
+	MaxIngressBytesPerMessage  uint64                `candid:"max_ingress_bytes_per_message"`
+	UnitDelayMillis            uint64                `candid:"unit_delay_millis"`
+	InitialNotaryDelayMillis   uint64                `candid:"initial_notary_delay_millis"`
+	ReplicaVersionID           string                `candid:"replica_version_id"`
+	DkgIntervalLength          uint64                `candid:"dkg_interval_length"`
+	StartAsNns                 bool                  `candid:"start_as_nns"`
+	SubnetType                 SubnetType            `candid:"subnet_type"`
+	DkgDealingsPerBlock        uint64                `candid:"dkg_dealings_per_block"`
+	IsHalted                   bool                  `candid:"is_halted"`
+	MaxIngressMessagesPerBlock uint64                `candid:"max_ingress_messages_per_block"`
+	MaxIngressBytesPerBlock    uint64                `candid:"max_ingress_bytes_per_block"`
+	MaxBlockPayloadSize        uint64                `candid:"max_block_payload_size"`
+	Features                   *SubnetFeatures       `candid:"features"`
+	MaxNumberOfCanisters       uint64                `candid:"max_number_of_canisters"`
+	SSHReadonlyAccess          []string              `candid:"ssh_readonly_access"`
+	SSHBackupAccess            []string              `candid:"ssh_backup_access"`
+	HaltAtCupHeight            bool                  `candid:"halt_at_cup_height"`
+	CanisterCyclesCostSchedule CostSchedule          `candid:"canister_cycles_cost_schedule"`
+	SubnetAdmins               []principal.Principal `candid:"subnet_admins"`
+	RecalledReplicaVersionIDs  []string              `candid:"recalled_replica_version_ids"`
+	ResourceLimits             *ResourceLimits       `candid:"resource_limits"`
 }
 
 // CostSchedule is the registry.did CanisterCyclesCostSchedule variant.

@@ -133,7 +133,7 @@ func TestAProposalOfEachKindExecutesOrFailsAsTheRegistryRules(t *testing.T) {
 		}, nns.StatusFailed, "not a member", nns.TopicSubnetManagement},
 		{"deploying an unelected version fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v9"})
-		}, nns.StatusFailed, "not elected", nns.TopicIcOsVersionDeployment},
+		}, nns.StatusFailed, "NOT blessed", nns.TopicIcOsVersionDeployment},
 		{"removing a subnet member fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{member}})
 		}, nns.StatusFailed, "member of subnet", nns.TopicNodeAdmin},

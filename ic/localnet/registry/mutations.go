@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -62,21 +63,17 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 	})
 }
 
-// DeployGuestosToAllSubnetNodes runs deploy_guestos_to_all_subnet_nodes: the
-// subnet must exist and the version must be elected (its replica_version_<id>
-// record present and in the blessed list).
+// DeployGuestosToAllSubnetNodes runs deploy_guestos_to_all_subnet_nodes in
+// the canister's order: the version must be elected (its
+// replica_version_<id> record present), then the subnet must exist.
 func (r *Registry) DeployGuestosToAllSubnetNodes(p nns.DeployGuestosToAllSubnetNodesPayload) error {
 	return r.update(func(v view) ([]Mutation, error) {
+		if _, ok := v.get(nns.ReplicaVersionRecordKey(p.ReplicaVersionID)); !ok {
+			return nil, refuse("Replica version '%s' is NOT blessed. The blessed versions are: [%s].", p.ReplicaVersionID, strings.Join(v.elected(), ", "))
+		}
 		rec, err := v.existingSubnet(p.SubnetID)
 		if err != nil {
 			return nil, err
-		}
-		blessed, err := v.blessed()
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := v.get(nns.ReplicaVersionRecordKey(p.ReplicaVersionID)); !ok || !contains(blessed.BlessedVersionIDs, p.ReplicaVersionID) {
-			return nil, refuse("replica version %q is not elected", p.ReplicaVersionID)
 		}
 		rec.ReplicaVersionID = p.ReplicaVersionID
 		return []Mutation{{Key: nns.SubnetRecordKey(p.SubnetID.String()), Value: rec.Marshal()}}, nil

@@ -111,8 +111,9 @@ func TestDeployGuestosNeedsAnElectedVersion(t *testing.T) {
 		subnet                 principal.Principal
 	}{
 		{"an elected version deploys", "v2", "", subnetA},
-		{"an unelected version is refused", "v3", "not elected", subnetA},
+		{"an unelected version is refused", "v3", "Replica version 'v3' is NOT blessed. The blessed versions are: [v1, v2].", subnetA},
 		{"an unknown subnet is refused", "v2", "does not exist", pid("nope")},
+		{"an unelected version is reported before a missing subnet", "v3", "NOT blessed", pid("nope")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -49,12 +49,29 @@ func (r *Registry) DataCenter(id string) (nns.DataCenterRecordPB, bool, error) {
 }
 
 // Elected reports whether a replica version is elected: its
-// replica_version_<id> record is present.
+// replica_version_<id> record is present (as nns.ElectedVersions reads it;
+// the blessed_replica_versions list is not consulted).
 func (r *Registry) Elected(versionID string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	_, ok := view{r}.get(nns.ReplicaVersionRecordKey(versionID))
 	return ok
+}
+
+// ElectedVersions lists the elected versions, sorted.
+func (r *Registry) ElectedVersions() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return view{r}.elected()
+}
+
+// elected lists the ids of the replica_version_<id> records present, sorted.
+func (v view) elected() []string {
+	var ids []string
+	for _, k := range v.keys(nns.ReplicaVersionRecordKey("")) {
+		ids = append(ids, strings.TrimPrefix(k, nns.ReplicaVersionRecordKey("")))
+	}
+	return ids
 }
 
 // Subnets lists every subnet with a record.
