@@ -104,7 +104,7 @@ func TestInstallBuildsTheGuestImageAndASecondInstallChangesNothing(t *testing.T)
 		testenv.Missing(t, "needs the ca-certificates package")
 	}
 	root := t.TempDir()
-	imageDir := filepath.Join(os.TempDir(), "nibrun-guestimage-test")
+	imageDir := testenv.GuestImageDir()
 	conf := filepath.Join(root, hostconfig.DefaultPath)
 	def := strings.Replace(string(hostconfig.Default(root)), root+"/var/lib/nibrunner/guest\"", imageDir+"\"", 1)
 	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
@@ -33,7 +34,7 @@ import (
 // qemuGuestImageDir is the folder the guestimage, qemu and daemon tests
 // all build the guest image into, so the kernel is fetched once per
 // machine.
-func qemuGuestImageDir() string { return filepath.Join(os.TempDir(), "nibrun-guestimage-test") }
+func qemuGuestImageDir() string { return testenv.GuestImageDir() }
 
 // qemuDaemonEnv names the folder of the real-QEMU daemon the helper below
 // runs as a child process.

@@ -51,7 +51,7 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 	defer cancel()
 	// The folder the other QEMU tests build into: the kernel is fetched
 	// once per machine.
-	img, err := guestimage.Build(bctx, filepath.Join(os.TempDir(), "nibrun-guestimage-test"))
+	img, err := guestimage.Build(bctx, testenv.GuestImageDir())
 	if err != nil {
 		t.Fatalf("build the guest image: %v", err)
 	}

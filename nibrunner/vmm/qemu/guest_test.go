@@ -44,7 +44,7 @@ func testImage(t testing.TB) guestimage.Image {
 	imageOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		image, imageErr = guestimage.Build(ctx, filepath.Join(os.TempDir(), "nibrun-guestimage-test"))
+		image, imageErr = guestimage.Build(ctx, testenv.GuestImageDir())
 	})
 	if imageErr != nil {
 		t.Fatalf("build the guest image: %v", imageErr)
