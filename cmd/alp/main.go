@@ -69,7 +69,7 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	}
 	g := &globals{}
 	g.register(root)
-	root.AddCommand(newVersionCmd())
+	version.Attach(root)
 	root.AddCommand(newListCmd(g))
 	root.AddCommand(newKeygenCmd())
 	root.AddCommand(newDevnetCmd())
@@ -81,16 +81,4 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newGuestosCmd(g))
 	root.AddCommand(newReconcileCmd(g))
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the release version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "alp", version.String())
-			return nil
-		},
-	}
 }

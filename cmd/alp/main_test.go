@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"alpnib.dev/internal/version"
 )
 
 func execute(t *testing.T, args ...string) (string, error) {
@@ -32,13 +34,15 @@ func TestHelpListsTheCommandsThatExist(t *testing.T) {
 	}
 }
 
-func TestVersionPrintsTheBinaryNameAndAVersion(t *testing.T) {
-	out, err := execute(t, "version")
-	if err != nil {
-		t.Fatalf("alp version: %v", err)
-	}
-	if !strings.HasPrefix(out, "alp ") || len(strings.TrimSpace(out)) <= len("alp") {
-		t.Fatalf("alp version printed %q", out)
+func TestVersionAndTheVersionFlagPrintTheBareVersionIntoAPipe(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := execute(t, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", "alp", args, err)
+		}
+		if out != version.String()+"\n" {
+			t.Fatalf("%s %v printed %q, want the bare version on a line", "alp", args, out)
+		}
 	}
 }
 

@@ -38,23 +38,11 @@ reported.json.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd())
+	version.Attach(root)
 	root.AddCommand(newCheckCmd())
 	root.AddCommand(newInstallCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newSleepCmd())
 	root.AddCommand(newWakeCmd())
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the release version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "nibrunnerd", version.String())
-			return nil
-		},
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"alpnib.dev/internal/version"
 )
 
 func execute(t *testing.T, args ...string) (string, error) {
@@ -32,13 +34,15 @@ func TestHelpListsTheCommandsThatExist(t *testing.T) {
 	}
 }
 
-func TestVersionPrintsTheBinaryNameAndAVersion(t *testing.T) {
-	out, err := execute(t, "version")
-	if err != nil {
-		t.Fatalf("nibrunnerd version: %v", err)
-	}
-	if !strings.HasPrefix(out, "nibrunnerd ") || len(strings.TrimSpace(out)) <= len("nibrunnerd") {
-		t.Fatalf("nibrunnerd version printed %q", out)
+func TestVersionAndTheVersionFlagPrintTheBareVersionIntoAPipe(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := execute(t, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", "nibrunnerd", args, err)
+		}
+		if out != version.String()+"\n" {
+			t.Fatalf("%s %v printed %q, want the bare version on a line", "nibrunnerd", args, out)
+		}
 	}
 }
 

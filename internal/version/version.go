@@ -33,3 +33,13 @@ func resolve(stamp string, info *debug.BuildInfo) string {
 	}
 	return "dev"
 }
+
+// Line is what `NAME version` and `NAME --version` print: "NAME VERSION"
+// for a person at a terminal, the bare version otherwise, so a release
+// script can compare `$(nibrunnerd version)` with a tag.
+func Line(name string, terminal bool) string {
+	if terminal {
+		return name + " " + String()
+	}
+	return String()
+}

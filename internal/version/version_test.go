@@ -26,3 +26,12 @@ func TestACheckoutBuildSaysDev(t *testing.T) {
 		}
 	}
 }
+
+func TestAPersonSeesTheNameAndAScriptTheBareVersion(t *testing.T) {
+	if got := Line("nibrunnerd", true); got != "nibrunnerd "+String() {
+		t.Fatalf("at a terminal: %q", got)
+	}
+	if got := Line("nibrunnerd", false); got != String() {
+		t.Fatalf("into a pipe: %q, want the bare %q", got, String())
+	}
+}
