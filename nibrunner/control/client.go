@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -48,12 +49,84 @@ func (c *Client) Wake(ctx context.Context, app string) error {
 	return err
 }
 
+// App returns app's part of the report.
+func (c *Client) App(ctx context.Context, app string) (AppStatus, error) {
+	var st AppStatus
+	b, err := c.do(ctx, http.MethodGet, "/v1/apps/"+url.PathEscape(app))
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("status of %s: %w", app, err)
+	}
+	return st, nil
+}
+
+// Logs calls each with the last tail lines of each of app's logs (all of
+// them when tail < 0), then, when follow, with every new line until ctx
+// ends.
+func (c *Client) Logs(ctx context.Context, app string, tail int, follow bool, each func(LogLine) error) error {
+	q := url.Values{"tail": {strconv.Itoa(tail)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	return stream(c, ctx, "/v1/apps/"+url.PathEscape(app)+"/logs?"+q.Encode(), each)
+}
+
+// Events calls each with the events numbered above after, then, when
+// follow, with every new one until ctx ends.
+func (c *Client) Events(ctx context.Context, after uint64, follow bool, each func(Event) error) error {
+	q := url.Values{"after": {strconv.FormatUint(after, 10)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	return stream(c, ctx, "/v1/events?"+q.Encode(), each)
+}
+
+// stream reads a newline-delimited JSON answer, one T a line. It ends
+// quietly when ctx does.
+func stream[T any](c *Client, ctx context.Context, path string, each func(T) error) error {
+	resp, err := c.send(ctx, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("GET %s: %w", path, err)
+		}
+		if err := each(v); err != nil {
+			return err
+		}
+	}
+}
+
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 6*time.Minute)
 		defer cancel()
 	}
+	resp, err := c.send(ctx, method, path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	return body, nil
+}
+
+// send makes one request and returns a 200 answer; any other becomes the
+// daemon's error in its own words.
+func (c *Client) send(ctx context.Context, method, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://nibrunnerd"+path, nil)
 	if err != nil {
 		return nil, err
@@ -68,12 +141,9 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		var e struct {
 			Error string `json:"error"`
 		}
@@ -82,5 +152,5 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
-	return body, nil
+	return resp, nil
 }

@@ -32,6 +32,15 @@ func (a *apps) call(c string) error {
 
 func serve(t *testing.T, a *apps) (*Client, string, string) {
 	t.Helper()
+	return serveWith(t, func(dir string) *Server {
+		return &Server{Apps: a, ReportPath: filepath.Join(dir, "reported.json"), Conflicts: []error{errNotNow}}
+	})
+}
+
+// serveWith runs the server made for a fresh short folder and returns a
+// client, the socket and the report's path.
+func serveWith(t *testing.T, newServer func(dir string) *Server) (*Client, string, string) {
+	t.Helper()
 	// Unix socket paths are short; t.TempDir's can be too long.
 	dir, err := os.MkdirTemp("", "ctl")
 	if err != nil {
@@ -39,8 +48,8 @@ func serve(t *testing.T, a *apps) (*Client, string, string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := SocketPath(dir)
-	report := filepath.Join(dir, "reported.json")
-	s := &Server{Apps: a, ReportPath: report, Conflicts: []error{errNotNow}}
+	s := newServer(dir)
+	report := s.ReportPath
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.ListenAndServe(ctx, sock) }()

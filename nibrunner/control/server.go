@@ -6,11 +6,17 @@
 // need it.
 //
 //	GET  /v1/report            reported.json as the daemon last wrote it
+//	GET  /v1/apps/<app>        the app's part of it (AppStatus)
+//	GET  /v1/apps/<app>/logs   its logs, ?tail=N lines of each, ?follow=1 for more
+//	GET  /v1/events            what each pass did, ?after=SEQ, ?follow=1 for more
 //	POST /v1/apps/<app>/sleep  snapshot an on-request app now
 //	POST /v1/apps/<app>/wake   bring it up and wait for its health check
 //
-// Errors answer {"error": "..."} with 404 (no such app or no report yet),
-// 409 (the app cannot do that now) or 500.
+// Logs and events answer newline-delimited JSON (LogLine, Event), one
+// object a line, flushed as they come. Events are derived from consecutive
+// reports (Diff) and kept in a bounded ring (Journal) for the life of the
+// server. Errors answer {"error": "..."} with 404 (no such app or no
+// report yet), 409 (the app cannot do that now) or 500.
 package control
 
 import (
@@ -47,6 +53,14 @@ type Server struct {
 	// Conflicts are the daemon's errors that mean the app cannot do that
 	// now (answered 409 instead of 500).
 	Conflicts []error
+	// DesiredPath is the desired.json the daemon watches; status reads
+	// from it which volume and exports are an app's (optional).
+	DesiredPath string
+	// Logs names an app's log files (optional: no logs without it).
+	Logs func(app string) []LogFile
+	// Journal keeps the events; ListenAndServe makes one and feeds it
+	// ReportPath's reports when it is nil.
+	Journal *Journal
 	// WakeTimeout bounds a wake (default 5 minutes: a cold boot under TCG
 	// takes seconds, a restore less).
 	WakeTimeout time.Duration
@@ -56,23 +70,36 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/report", s.report)
+	mux.HandleFunc("GET /v1/apps/{app}", s.status)
+	mux.HandleFunc("GET /v1/apps/{app}/logs", s.logs)
+	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/apps/{app}/sleep", s.app(func(ctx context.Context, app string) error { return s.Apps.Sleep(ctx, app) }))
 	mux.HandleFunc("POST /v1/apps/{app}/wake", s.app(func(ctx context.Context, app string) error { return s.Apps.Wake(ctx, app) }))
 	return mux
 }
 
 func (s *Server) report(w http.ResponseWriter, _ *http.Request) {
-	b, err := os.ReadFile(s.ReportPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		writeError(w, http.StatusNotFound, "the daemon has not written its report yet")
-		return
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "reading the report: "+err.Error())
+	b, ok := s.readReport(w)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
+}
+
+// readReport reads reported.json, answering the error itself when it
+// cannot.
+func (s *Server) readReport(w http.ResponseWriter) ([]byte, bool) {
+	b, err := os.ReadFile(s.ReportPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusNotFound, "the daemon has not written its report yet")
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "reading the report: "+err.Error())
+		return nil, false
+	}
+	return b, true
 }
 
 func (s *Server) app(do func(context.Context, string) error) http.HandlerFunc {
@@ -140,7 +167,18 @@ func (s *Server) ListenAndServe(ctx context.Context, path string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("control socket: %w", err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if s.Journal == nil {
+		s.Journal = NewJournal(0)
+		if s.ReportPath != "" {
+			// What is on disk happened before this server: the baseline,
+			// taken before anyone can ask.
+			s.Journal.Baseline(readReportFile(s.ReportPath))
+			go s.Journal.Follow(ctx, s.ReportPath)
+		}
+	}
+	// Requests live in ctx, so a follower's stream ends with the server.
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,0 +1,122 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/watch"
+)
+
+// DefaultJournalSize is how many events a journal keeps.
+const DefaultJournalSize = 1024
+
+// Journal keeps the last events of one daemon run, derived from each
+// report it is shown, in a bounded ring; followers wait on it for more.
+type Journal struct {
+	mu     sync.Mutex
+	size   int
+	events []Event // oldest first, at most size
+	seq    uint64
+	prev   *reported.HostReportedState
+	more   chan struct{} // closed when an event is added
+	// last is each app's last state change, so a start that ends a wake
+	// (idle → starting → running) reads "woke".
+	last map[string]Verb
+}
+
+// NewJournal keeps up to size events (DefaultJournalSize when size ≤ 0).
+func NewJournal(size int) *Journal {
+	if size <= 0 {
+		size = DefaultJournalSize
+	}
+	return &Journal{size: size, more: make(chan struct{}), last: map[string]Verb{}}
+}
+
+// Baseline sets the report later ones are compared with, without an event:
+// what a report on disk says happened before this daemon ran.
+func (j *Journal) Baseline(r *reported.HostReportedState) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.prev = r
+}
+
+// Observe records what changed since the last report it was shown.
+func (j *Journal) Observe(r *reported.HostReportedState) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	evs := Diff(j.prev, r)
+	j.prev = r
+	if len(evs) == 0 {
+		return
+	}
+	for _, e := range evs {
+		if e.Subject == SubjectInstance && e.From != "" && e.To != "" {
+			if e.Verb == VerbStarted && j.last[e.ID] == VerbWaking {
+				e.Verb = VerbWoke
+			}
+			j.last[e.ID] = e.Verb
+		}
+		j.seq++
+		e.Seq = j.seq
+		j.events = append(j.events, e)
+	}
+	if over := len(j.events) - j.size; over > 0 {
+		j.events = append(j.events[:0:0], j.events[over:]...)
+	}
+	close(j.more)
+	j.more = make(chan struct{})
+}
+
+// After returns the kept events numbered above seq, and a channel closed
+// when there are more.
+func (j *Journal) After(seq uint64) ([]Event, <-chan struct{}) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []Event
+	for _, e := range j.events {
+		if e.Seq > seq {
+			out = append(out, e)
+		}
+	}
+	return out, j.more
+}
+
+// Follow shows the journal the report at path each time the file
+// changes, until ctx ends. An unreadable one is skipped (the daemon's next
+// write replaces it).
+func (j *Journal) Follow(ctx context.Context, path string) error {
+	docs := make(chan watch.Document)
+	w := &watch.Watcher{Path: path, Debounce: 20 * time.Millisecond}
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx, docs) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return <-errc
+		case err := <-errc:
+			return err
+		case d := <-docs:
+			if r := decodeReport(d.Data, d.Err); r != nil {
+				j.Observe(r)
+			}
+		}
+	}
+}
+
+// readReportFile reads the report at path, or nil.
+func readReportFile(path string) *reported.HostReportedState {
+	b, err := os.ReadFile(path)
+	return decodeReport(b, err)
+}
+
+func decodeReport(b []byte, err error) *reported.HostReportedState {
+	var r reported.HostReportedState
+	if err != nil || json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return &r
+}

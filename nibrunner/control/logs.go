@@ -1,0 +1,191 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// LogFile is one of an app's logs on this host.
+type LogFile struct {
+	// Source names it: "tenant" (the app's output) or "console" (the
+	// guest's serial console).
+	Source string
+	Path   string
+}
+
+// LogLine is one line of an app's log.
+type LogLine struct {
+	Source string `json:"source"`
+	Line   string `json:"line"`
+}
+
+// followEvery is how often a followed log is looked at for more. Logs are
+// files the VMM appends to, truncates on a start and rotates; a look at
+// the size and inode finds all three without a watch per file.
+const followEvery = 200 * time.Millisecond
+
+// maxLine bounds one line; a longer one is cut there.
+const maxLine = 64 << 10
+
+// lastLines returns the last n lines of the file at path (all of them when
+// n < 0) and the offset its end was at.
+func lastLines(path string, n int) ([]string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	end := st.Size()
+	// Read back from the end in chunks until n+1 newlines are in hand.
+	const chunk = 64 << 10
+	var buf []byte
+	off := end
+	for off > 0 && (n < 0 || bytes.Count(buf, []byte{'\n'}) <= n) {
+		step := min(int64(chunk), off)
+		off -= step
+		b := make([]byte, step)
+		if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, err
+		}
+		buf = append(b, buf...)
+	}
+	// A last line not ended yet is left for a follower to read whole.
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		cut := bytes.LastIndexByte(buf, '\n') + 1
+		end -= int64(len(buf) - cut)
+		buf = buf[:cut]
+	}
+	lines := splitLines(buf)
+	if off > 0 && len(lines) > 0 {
+		lines = lines[1:] // the first may be a part of a line
+	}
+	if n >= 0 && len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines, end, nil
+}
+
+func splitLines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// tail follows one file from an offset: new whole lines as they are
+// written, from the start again when the file is truncated or replaced.
+type tail struct {
+	path    string
+	off     int64
+	ino     uint64
+	partial []byte
+}
+
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// more returns the lines written since the last look.
+func (t *tail) more() []string {
+	fi, err := os.Stat(t.path)
+	if err != nil {
+		return nil // not there (yet, or between a rotate and its new file)
+	}
+	if ino := inode(fi); ino != t.ino || fi.Size() < t.off {
+		t.ino, t.off, t.partial = ino, 0, nil
+	}
+	if fi.Size() == t.off {
+		return nil
+	}
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, min(fi.Size()-t.off, 4<<20))
+	n, _ := f.ReadAt(b, t.off)
+	t.off += int64(n)
+	data := append(t.partial, b[:n]...)
+	cut := bytes.LastIndexByte(data, '\n')
+	if cut < 0 {
+		t.partial = cutLine(data)
+		return nil
+	}
+	t.partial = cutLine(append([]byte(nil), data[cut+1:]...))
+	return splitLines(data[:cut+1])
+}
+
+func cutLine(b []byte) []byte {
+	if len(b) > maxLine {
+		return b[:maxLine]
+	}
+	return b
+}
+
+// streamLogs sends the last n lines of each file (in the order given),
+// then, when follow, every line written to any of them until ctx ends.
+// It fails only when no file can be read at all.
+func streamLogs(ctx context.Context, files []LogFile, n int, follow bool, send func(LogLine) error) error {
+	tails := make([]*tail, len(files))
+	var firstErr error
+	read := 0
+	for i, lf := range files {
+		tails[i] = &tail{path: lf.Path}
+		lines, end, err := lastLines(lf.Path, n)
+		if err != nil {
+			if firstErr == nil || !errors.Is(err, fs.ErrNotExist) {
+				firstErr = err
+			}
+			continue
+		}
+		read++
+		if fi, err := os.Stat(lf.Path); err == nil {
+			tails[i].ino = inode(fi)
+		}
+		tails[i].off = end
+		for _, l := range lines {
+			if err := send(LogLine{Source: lf.Source, Line: l}); err != nil {
+				return err
+			}
+		}
+	}
+	if read == 0 && !follow {
+		return firstErr
+	}
+	if !follow {
+		return nil
+	}
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		for i, t := range tails {
+			for _, l := range t.more() {
+				if err := send(LogLine{Source: files[i].Source, Line: l}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}

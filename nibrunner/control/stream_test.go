@@ -1,0 +1,170 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/reported"
+)
+
+// writeReport replaces the report at path as the daemon does (rename).
+func writeReport(t *testing.T, path string, r *reported.HostReportedState) {
+	t.Helper()
+	b, _ := json.Marshal(r)
+	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStatusIsTheAppsInstanceVolumeCheckpointsAndExports(t *testing.T) {
+	var desiredPath string
+	c, _, report := serveWith(t, func(dir string) *Server {
+		desiredPath = filepath.Join(dir, "desired.json")
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"), DesiredPath: desiredPath}
+	})
+	os.WriteFile(desiredPath, []byte(`{"instances":[{"appId":"web","volumeId":"shared"}],"exports":[{"exportId":"x1","appId":"web"},{"exportId":"x2","appId":"blog"}]}`), 0o644)
+	r := rep("", inst("web", reported.InstanceRunning, ""), inst("blog", reported.InstanceIdle, ""))
+	r.Volumes = []reported.Volume{{VolumeId: "shared", AppId: "unknown", State: reported.VolumeReady}, {VolumeId: "blog-data", AppId: "blog", State: reported.VolumeReady}}
+	r.Checkpoints = []reported.Checkpoint{{CheckpointId: "c1", VolumeId: "shared", State: reported.CheckpointReady}, {CheckpointId: "c2", VolumeId: "blog-data"}}
+	r.Exports = []reported.Export{{ExportId: "x1", State: reported.ExportReady}, {ExportId: "x2", State: reported.ExportPending}}
+	writeReport(t, report, r)
+
+	st, err := c.App(context.Background(), "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Instance.AppId != "web" || len(st.Volumes) != 1 || st.Volumes[0].VolumeId != "shared" ||
+		len(st.Checkpoints) != 1 || st.Checkpoints[0].CheckpointId != "c1" || len(st.Exports) != 1 || st.Exports[0].ExportId != "x1" {
+		t.Fatalf("status of web: %+v", st)
+	}
+	if _, err := c.App(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), `no app "nope" on this host`) {
+		t.Fatalf("an unknown app: %v", err)
+	}
+}
+
+func TestLogsGiveTheTailOfEachThenFollowAcrossATruncation(t *testing.T) {
+	var tenant, console string
+	c, _, report := serveWith(t, func(dir string) *Server {
+		tenant, console = filepath.Join(dir, "tenant.log"), filepath.Join(dir, "console.log")
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"),
+			Logs: func(app string) []LogFile {
+				return []LogFile{{Source: "console", Path: console}, {Source: "tenant", Path: tenant}}
+			}}
+	})
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	os.WriteFile(console, []byte("boot 1\nboot 2\nboot 3\n"), 0o644)
+	os.WriteFile(tenant, []byte("t1\nt2\nt3\nt4\n"), 0o644)
+
+	var got []string
+	collect := func(l LogLine) error { got = append(got, l.Source+" "+l.Line); return nil }
+	if err := c.Logs(context.Background(), "web", 2, false, collect); err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(got, ","); s != "console boot 2,console boot 3,tenant t3,tenant t4" {
+		t.Fatalf("tail 2: %s", s)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lines := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Logs(ctx, "web", 1, true, func(l LogLine) error { lines <- l.Source + " " + l.Line; return nil })
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case l := <-lines:
+			if l != want {
+				t.Fatalf("followed %q, want %q", l, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("never followed %q", want)
+		}
+	}
+	// The tail first: after it, every line written is followed.
+	next("console boot 3")
+	next("tenant t4")
+	// Written in two pieces: only the whole line comes through.
+	f, _ := os.OpenFile(tenant, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("t5 par")
+	f.Sync()
+	f.WriteString("t of it\n")
+	f.Close()
+	next("tenant t5 part of it")
+	// A new start truncates the console: it is read from its start.
+	os.WriteFile(console, []byte("boot again\n"), 0o644)
+	next("console boot again")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("a follow ended by its caller: %v", err)
+	}
+}
+
+func TestLogsOfAnAppNotOnThisHostSaySo(t *testing.T) {
+	c, _, report := serveWith(t, func(dir string) *Server {
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"),
+			Logs: func(string) []LogFile { return []LogFile{{Source: "tenant", Path: filepath.Join(dir, "none")}} }}
+	})
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	err := c.Logs(context.Background(), "blog", 10, false, func(LogLine) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), `no app "blog" on this host`) {
+		t.Fatalf("%v", err)
+	}
+	err = c.Logs(context.Background(), "web", 10, false, func(LogLine) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "no log of web yet") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestEventsFollowTheReportsTheDaemonWrites(t *testing.T) {
+	var report string
+	c, _, _ := serveWith(t, func(dir string) *Server {
+		report = filepath.Join(dir, "reported.json")
+		// What the last run left: the baseline, not an event.
+		writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+		return &Server{Apps: &apps{}, ReportPath: report}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evs := make(chan Event, 16)
+	done := make(chan error, 1)
+	go func() { done <- c.Events(ctx, 0, true, func(e Event) error { evs <- e; return nil }) }()
+	next := func() Event {
+		t.Helper()
+		select {
+		case e := <-evs:
+			return e
+		case <-ctx.Done():
+			t.Fatal("no event came")
+		}
+		return Event{}
+	}
+	writeReport(t, report, rep("", inst("web", reported.InstanceIdle, "")))
+	e := next()
+	if e.Verb != VerbSlept || e.ID != "web" || e.Seq != 1 {
+		t.Fatalf("first event %+v, want web slept as #1", e)
+	}
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	if e := next(); e.Verb != VerbWoke || e.Seq != 2 {
+		t.Fatalf("second event %+v, want web woke as #2", e)
+	}
+	cancel()
+	<-done
+	// Without follow: what is kept, then the end.
+	var seen []Verb
+	if err := c.Events(context.Background(), 0, false, func(e Event) error { seen = append(seen, e.Verb); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != VerbSlept || seen[1] != VerbWoke {
+		t.Fatalf("kept events: %v", seen)
+	}
+}
