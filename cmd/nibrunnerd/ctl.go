@@ -13,19 +13,37 @@ import (
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/route"
+	"alpnib.dev/nibrunner/vmm"
 )
 
 // serveControl runs the control socket beside the daemon until ctx ends.
 // A socket that cannot be opened is logged, not fatal: the daemon's job is
 // the converge loop, and the socket only lets others ask it things.
-func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon) {
+func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM) {
 	s := &control.Server{
-		Apps:       d,
-		ReportPath: filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
-		Conflicts:  []error{daemon.ErrCannotSleep, route.ErrNotRunning},
+		Apps:        d,
+		ReportPath:  filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
+		DesiredPath: cfg.Paths.DesiredStateFile,
+		Logs:        logFiles(v),
+		Conflicts:   []error{daemon.ErrCannotSleep, route.ErrNotRunning},
 	}
 	if err := s.ListenAndServe(ctx, control.SocketPath(cfg.Paths.RuntimeDir)); err != nil {
 		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)
+	}
+}
+
+// logFiles names an app's logs for the VMM that runs its guest: the
+// tenant's output, and the serial console of a VMM that has one.
+func logFiles(v vmm.VMM) func(app string) []control.LogFile {
+	return func(app string) []control.LogFile {
+		var files []control.LogFile
+		if c, ok := v.(interface{ ConsolePath(string) string }); ok {
+			files = append(files, control.LogFile{Source: "console", Path: c.ConsolePath(app)})
+		}
+		if t, ok := v.(interface{ TenantLogPath(string) string }); ok {
+			files = append(files, control.LogFile{Source: "tenant", Path: t.TenantLogPath(app)})
+		}
+		return files
 	}
 }
 
@@ -42,37 +60,27 @@ func newWakeCmd() *cobra.Command {
 // newCtlCmd is a command that asks the running daemon, over its control
 // socket, to do one thing to one app.
 func newCtlCmd(verb, short string, do func(context.Context, *control.Client, string) error, timeout time.Duration) *cobra.Command {
-	var configPath, socket string
+	var f daemonFlags
 	cmd := &cobra.Command{
 		Use:   verb + " APP",
 		Short: short,
-		Long: short + `.
-
-It asks the nibrunnerd serve of this host over its control socket
-(runtime_dir/` + control.SocketName + ` from the host configuration, root only).`,
-		Args: cobra.ExactArgs(1),
+		Long:  short + "." + askLong,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if socket == "" {
-				if configPath == "" {
-					configPath = hostconfig.Path()
-				}
-				cfg, err := hostconfig.Load(configPath)
-				if err != nil {
-					return err
-				}
-				socket = control.SocketPath(cfg.Paths.RuntimeDir)
+			c, err := f.client()
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			start := time.Now()
-			if err := do(ctx, control.NewClient(socket), args[0]); err != nil {
+			if err := do(ctx, c, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s done in %s\n", args[0], verb, time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&configPath, "config", "", "host configuration file (default $NIBRUNNER_CONFIG or /etc/nibrunner/config.toml)")
-	cmd.Flags().StringVar(&socket, "socket", "", "the daemon's control socket (default runtime_dir/"+control.SocketName+")")
+	f.register(cmd, false)
 	return cmd
 }

@@ -73,16 +73,21 @@ func TestSleepWithNoDaemonSaysNoneIsListeningAndHowToStartOne(t *testing.T) {
 	}
 }
 
-func TestSleepAndWakeFromTheCommandLineReachARunningServe(t *testing.T) {
+// fakeHost is a host configuration under a short folder (control socket
+// paths are short) and the example document on a layer the folder store
+// has, with its one app on-request and no hostnames (this host has no
+// proxy). It returns the folder, the configuration, the document and its
+// instance (to change and write again) and the app's id.
+func fakeHost(t *testing.T) (root, cfgPath string, doc, in map[string]any, app string) {
+	t.Helper()
 	testenv.RequireCommand(t, "mke2fs") // the ext4 volume backend
-	// The control socket's path must be short.
 	root, err := os.MkdirTemp("", "ctl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	t.Cleanup(func() { fake.KillAll(filepath.Join(root, "run")) })
-	cfgPath := ctlConfig(t, root)
+	cfgPath = ctlConfig(t, root)
 	layer := append([]byte("hsqs"), make([]byte, 4092)...)
 	os.MkdirAll(filepath.Join(root, "store", "layers"), 0o755)
 	os.WriteFile(filepath.Join(root, "store", "layers", "base.squashfs"), layer, 0o644)
@@ -91,27 +96,45 @@ func TestSleepAndWakeFromTheCommandLineReachARunningServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc map[string]any
 	json.Unmarshal(b, &doc)
-	in := doc["instances"].([]any)[0].(map[string]any)
+	in = doc["instances"].([]any)[0].(map[string]any)
 	in["layers"] = []any{map[string]any{"kind": "filesystem", "digest": hex.EncodeToString(sum[:]), "objectKey": "layers/base.squashfs"}}
 	in["desiredState"] = "on-request"
 	in["hostnames"] = []any{} // this host has no proxy
-	app := in["appId"].(string)
+	app = in["appId"].(string)
 	doc["volumes"].([]any)[0].(map[string]any)["sizeBytes"] = 8 << 20
-	b, _ = json.Marshal(doc)
-	os.MkdirAll(filepath.Join(root, "control"), 0o755)
-	os.WriteFile(filepath.Join(root, "control", "desired.json"), b, 0o644)
+	writeDoc(t, root, doc)
+	return root, cfgPath, doc, in, app
+}
 
+// writeDoc replaces the host's desired.json as a control plane does.
+func writeDoc(t *testing.T, root string, doc map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(doc)
+	os.MkdirAll(filepath.Join(root, "control"), 0o755)
+	os.WriteFile(filepath.Join(root, "control", "desired.json.tmp"), b, 0o644)
+	if err := os.Rename(filepath.Join(root, "control", "desired.json.tmp"), filepath.Join(root, "control", "desired.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveInBackground runs serve on cfgPath until the test ends.
+func serveInBackground(t *testing.T, cfgPath, vmmKind string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfgPath, "fake", 0, false) }()
-	defer func() {
+	go func() { done <- serve(ctx, cfgPath, vmmKind, 0, vmmKind == "qemu") }()
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
+}
+
+func TestSleepAndWakeFromTheCommandLineReachARunningServe(t *testing.T) {
+	root, cfgPath, doc, in, app := fakeHost(t)
+	serveInBackground(t, cfgPath, "fake")
 	waitState := func(want reported.InstanceState) {
 		t.Helper()
 		var r reported.HostReportedState
@@ -142,9 +165,8 @@ func TestSleepAndWakeFromTheCommandLineReachARunningServe(t *testing.T) {
 	// A running app is not the daemon's to put to sleep: the refusal
 	// comes back in the daemon's words.
 	in["desiredState"] = "running"
-	b, _ = json.Marshal(doc)
-	os.WriteFile(filepath.Join(root, "control", "desired.json.tmp"), b, 0o644)
-	os.Rename(filepath.Join(root, "control", "desired.json.tmp"), filepath.Join(root, "control", "desired.json"))
+	writeDoc(t, root, doc)
+	b, _ := json.Marshal(doc)
 	digest := sha256.Sum256(b)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var r reported.HostReportedState

@@ -44,5 +44,6 @@ reported.json.`,
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newSleepCmd())
 	root.AddCommand(newWakeCmd())
+	root.AddCommand(newPSCmd(), newStatusCmd(), newLogsCmd(), newEventsCmd())
 	return root
 }

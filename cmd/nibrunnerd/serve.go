@@ -150,7 +150,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	}
 	defer d.Close()
 	go thawFrozen(ctx, deps.VMM)
-	go serveControl(ctx, cfg, d)
+	go serveControl(ctx, cfg, d, deps.VMM)
 	if px != nil {
 		px.SetWaker(d)
 		h := cfg.Proxy.HTTP

@@ -35,6 +35,9 @@ func For(w io.Writer) Painter {
 	return Painter{enabled: os.Getenv("NO_COLOR") == "" && IsTerminal(w)}
 }
 
+// Always paints, whatever the output is (tests of painted output).
+func Always() Painter { return Painter{enabled: true} }
+
 // Plain never paints.
 func Plain() Painter { return Painter{} }
 

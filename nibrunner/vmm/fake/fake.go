@@ -144,6 +144,11 @@ func (v *VMM) readExit(app string) *int {
 // Version implements vmm.VMM.
 func (v *VMM) Version() string { return Version }
 
+// TenantLogPath is the file a guest's stdout and stderr are appended to.
+func (v *VMM) TenantLogPath(appID string) string {
+	return filepath.Join(v.opts.RuntimeDir, appID+".log")
+}
+
 // Start implements vmm.VMM.
 func (v *VMM) Start(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 	v.mu.Lock()
@@ -188,7 +193,7 @@ func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
 	defer f.Close()
-	logf, err := os.OpenFile(filepath.Join(v.opts.RuntimeDir, spec.AppID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(v.TenantLogPath(spec.AppID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
@@ -506,6 +511,8 @@ func guestMain() int {
 	if ms, err := strconv.Atoi(env["FAKE_BOOT_DELAY_MS"]); err == nil {
 		booting(ln, time.Now().Add(time.Duration(ms)*time.Millisecond))
 	}
+	// Its first line of output, as a tenant's would be.
+	fmt.Printf("fake guest %s (%s) listening on %s\n", env["NIBRUN_FAKE_APP"], env["NIBRUN_FAKE_DEPLOYMENT"], ln.Addr())
 	srv := &http.Server{Handler: handler(env["NIBRUN_FAKE_APP"], env["NIBRUN_FAKE_DEPLOYMENT"], env, env["NIBRUN_FAKE_HEALTH_FILE"]), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		sig := make(chan os.Signal, 1)
