@@ -213,31 +213,15 @@ func openStreamer(ctx context.Context, key, url string) (store.Streamer, error) 
 	return s, nil
 }
 
-// thawFrozen thaws every running guest's volume: a daemon that died while
-// a checkpoint had a guest frozen leaves it so until the guest's own bound
-// passes, and the tenant's writes wait meanwhile. Thawing a filesystem that
-// is not frozen does nothing. The guests are asked at once, each on its own.
+// thawFrozen thaws the volumes of the running guests a killed daemon may
+// have left frozen mid-checkpoint (checkpoint.ThawRunning).
 func thawFrozen(ctx context.Context, v vmm.VMM) {
-	f, ok := v.(vmm.Freezer)
+	g, ok := v.(checkpoint.Guests)
 	if !ok {
 		return
 	}
-	list, err := v.List(ctx)
-	if err != nil {
-		log.Printf("nibrunnerd: thaw guests left frozen: %v", err)
-		return
-	}
-	for _, st := range list {
-		if st.State != vmm.Running {
-			continue
-		}
-		go func() {
-			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			if err := f.ThawVolume(tctx, st.AppID); err != nil {
-				log.Printf("nibrunnerd: thaw the volume of %s: %v", st.AppID, err)
-			}
-		}()
+	for app, err := range checkpoint.ThawRunning(ctx, g, 30*time.Second) {
+		log.Printf("nibrunnerd: thaw the volume of %s as the daemon starts: %v", app, err)
 	}
 }
 
