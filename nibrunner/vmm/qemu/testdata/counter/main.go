@@ -21,6 +21,13 @@ func main() {
 	}
 	var n atomic.Int64
 	dir := os.Getenv("NIBRUN_DATA_DIR")
+	var written atomic.Int64
+	if os.Getenv("WRITE_FILES") == "1" {
+		go writeForever(dir, &written)
+	}
+	http.HandleFunc("/written", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, written.Load())
+	})
 	http.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, n.Add(1))
 	})
@@ -52,5 +59,31 @@ func main() {
 	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+}
+
+// writeForever keeps the volume busy for the checkpoint tests: it writes
+// files of 64 KiB in a ring of 64, renames each into place, fsyncs every
+// eighth, and counts the files written (a frozen filesystem stalls it).
+func writeForever(dir string, written *atomic.Int64) {
+	buf := make([]byte, 64<<10)
+	_ = os.MkdirAll(filepath.Join(dir, "busy"), 0o755)
+	for i := 0; ; i++ {
+		for j := range buf {
+			buf[j] = byte(i + j)
+		}
+		tmp := filepath.Join(dir, "busy", "tmp")
+		f, err := os.Create(tmp)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "write:", err)
+			return
+		}
+		_, _ = f.Write(buf)
+		if i%8 == 0 {
+			_ = f.Sync()
+		}
+		_ = f.Close()
+		_ = os.Rename(tmp, filepath.Join(dir, "busy", strconv.Itoa(i%64)))
+		written.Add(1)
 	}
 }
