@@ -77,6 +77,11 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 		return nil, err
 	}
 	live := &Snapshot{RegistryVersion: v}
+	// Every record is read at v, the version the report prints and a plan
+	// file pins. (get_subnet, get_node_operators_and_dcs_of_node_provider
+	// and list_node_providers are Candid methods without a version: they
+	// read the latest.)
+	f = &Fetcher{Registry: registryAt{f.Registry, v}, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard}
 	switch p.Kind {
 	case config.KindMembership:
 		if live.Subnet, err = f.subnet(ctx, p.Membership.SubnetID); err != nil || live.Subnet == nil {
@@ -108,6 +113,20 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 		live.Provider, err = f.provider(ctx, p.RemoveNodeProvider.NodeProviderID)
 	}
 	return live, err
+}
+
+// registryAt reads records at one registry version: a get_value that
+// names none reads at version.
+type registryAt struct {
+	Registry
+	version uint64
+}
+
+func (r registryAt) GetValue(ctx context.Context, key string, version uint64) ([]byte, uint64, bool, error) {
+	if version == 0 {
+		version = r.version
+	}
+	return r.Registry.GetValue(ctx, key, version)
 }
 
 // subnet reads a subnet's record; nil when the registry has none.

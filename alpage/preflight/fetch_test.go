@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,6 +91,34 @@ func TestTheFetcherReadsTheDevnetAndPinsTheRegistryVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect{VerdictFlagged, map[Severity][]string{OK: {n2}, Flagged: {n3 + " is not registered"}}}.assert(t, "membership", r)
+}
+
+// versionsRead records the registry version of every get_value.
+type versionsRead struct {
+	Registry
+	mu   sync.Mutex
+	seen map[uint64]int
+}
+
+func (v *versionsRead) GetValue(ctx context.Context, key string, at uint64) ([]byte, uint64, bool, error) {
+	v.mu.Lock()
+	v.seen[at]++
+	v.mu.Unlock()
+	return v.Registry.GetValue(ctx, key, at)
+}
+
+func TestEveryRecordIsReadAtTheVersionTheReportPrints(t *testing.T) {
+	d, f := startDevnet(t)
+	reads := &versionsRead{Registry: f.Registry, seen: map[uint64]int{}}
+	f.Registry = reads
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2)}}
+	r, err := f.Run(context.Background(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Registry.Version(); r.RegistryVersion != v || len(reads.seen) != 1 || reads.seen[v] == 0 {
+		t.Fatalf("report at %d, get_value versions %v", r.RegistryVersion, reads.seen)
+	}
 }
 
 func TestThirdPartiesThatCannotBeReadDegradeChecks(t *testing.T) {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -291,6 +292,34 @@ func (s *slowRegistry) GetValue(ctx context.Context, key string, v uint64) ([]by
 	time.Sleep(20 * time.Millisecond)
 	defer func() { s.mu.Lock(); s.inFlight--; s.mu.Unlock() }()
 	return s.Registry.GetValue(ctx, key, v)
+}
+
+// versionsRead records the registry version of every get_value.
+type versionsRead struct {
+	Registry
+	mu   sync.Mutex
+	seen map[uint64]int
+}
+
+func (v *versionsRead) GetValue(ctx context.Context, key string, at uint64) ([]byte, uint64, bool, error) {
+	v.mu.Lock()
+	v.seen[at]++
+	v.mu.Unlock()
+	return v.Registry.GetValue(ctx, key, at)
+}
+
+func TestEveryRecordIsReadAtTheRegistryVersionTheReportPrints(t *testing.T) {
+	d, f, _ := startLive(t)
+	reads := &versionsRead{Registry: f.Registry, seen: map[uint64]int{}}
+	f.Registry = reads
+	res := quick()
+	r := Reconcile(res, fetch(t, f, res, state.New(), false))
+	if v := d.Registry.Version(); r.RegistryVersion != v || len(reads.seen) != 1 || reads.seen[v] == 0 {
+		t.Fatalf("report at %d, get_value versions %v", r.RegistryVersion, reads.seen)
+	}
+	if !strings.HasPrefix(text(r), fmt.Sprintf("registry version %d\n", r.RegistryVersion)) {
+		t.Fatalf("the report does not open with its version:\n%s", text(r))
+	}
 }
 
 func TestReadsRunConcurrentlyWithinTheBound(t *testing.T) {

@@ -47,7 +47,7 @@ func newGuestosSyncCmd(g *globals) *cobra.Command {
 		Use:   "sync",
 		Short: "Write the NNS elected GuestOS versions as resources/guestos.hcl",
 		Long: `guestos sync reads the elected GuestOS versions (the registry's
-blessed_replica_versions) and their release names (the ICP dashboard's
+replica_version_<id> records) and their release names (the ICP dashboard's
 executed election proposals) and writes resources/guestos.hcl beside the
 config: one guestos_version block per elected version, named and labelled
 with its release name.
@@ -79,7 +79,7 @@ changes nothing.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), guestosTimeout)
 			defer cancel()
-			elected, err := blessedVersions(ctx, nns.RegistryClient{Caller: a})
+			elected, err := electedVersions(ctx, nns.RegistryClient{Caller: a})
 			if err != nil {
 				return err
 			}
@@ -220,19 +220,15 @@ func guestosContext(configPath, dir string) (*config.Config, map[string]string, 
 	return cfg, refs, nil
 }
 
-func blessedVersions(ctx context.Context, reg nns.RegistryClient) ([]string, error) {
-	raw, _, found, err := reg.GetValue(ctx, nns.BlessedReplicaVersionsKey, 0)
+// electedVersions lists the versions the NNS elected: every
+// replica_version_<id> record present, the fact reconcile, preflight and
+// the dry run also go by.
+func electedVersions(ctx context.Context, reg nns.RegistryClient) ([]string, error) {
+	ids, err := reg.ElectedVersions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("guestos sync: read the elected versions: %w", err)
 	}
-	if !found {
-		return nil, nil
-	}
-	var rec nns.BlessedReplicaVersionsPB
-	if err := rec.Unmarshal(raw); err != nil {
-		return nil, fmt.Errorf("guestos sync: decode %s: %w", nns.BlessedReplicaVersionsKey, err)
-	}
-	return rec.BlessedVersionIDs, nil
+	return ids, nil
 }
 
 // syncGuestos decides the new blocks (pure): every elected version not
@@ -315,7 +311,7 @@ func blockName(b guestosBlock, taken map[string]bool) string {
 }
 
 const guestosHeader = `# GuestOS versions elected by the NNS, written by ` + "`alp guestos sync`" + ` from the registry's
-# blessed_replica_versions, with release names from the ICP dashboard (third party).
+# replica_version records, with release names from the ICP dashboard (third party).
 # Sync rewrites this file: set default = true here and it is kept; other edits are not.
 `
 
