@@ -22,7 +22,7 @@ func UpdateChips(st *state.State, chips map[string]ChipFacts, now time.Time) boo
 			}
 			old := st.Chips[hexID]
 			if old == nil || !old.Verified || old.Product != c.Asked.Product {
-				st.Chips[hexID] = &state.Chip{Verified: true, Product: c.Asked.Product, VerifiedAt: now.UTC().Truncate(time.Second)}
+				st.Chips[hexID] = &state.Chip{Verified: true, Product: c.Asked.Product, VerifiedAt: state.TimeOf(now)}
 				changed = true
 			}
 		case c.Asked.Refused:

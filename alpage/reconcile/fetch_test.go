@@ -210,7 +210,7 @@ func TestChipVerdictsAreCachedPositiveOnlyAndRefreshedOnRequest(t *testing.T) {
 	if !UpdateChips(st, live.Chips, now) {
 		t.Fatal("a verified chip did not change the state")
 	}
-	if e := st.Chips[chipA]; e == nil || !e.Verified || e.Product != "Milan-B0" || !e.VerifiedAt.Equal(now) {
+	if e := st.Chips[chipA]; e == nil || !e.Verified || e.Product != "Milan-B0" || e.VerifiedAt != state.TimeOf(now) {
 		t.Fatalf("chip a: %+v", e)
 	}
 	if st.Chips[chipC] != nil || st.Chips[chipD] != nil {
@@ -232,8 +232,8 @@ func TestChipVerdictsAreCachedPositiveOnlyAndRefreshedOnRequest(t *testing.T) {
 
 	// --refresh-chips: a cached chip AMD now refuses is dropped; a cached
 	// chip KDS answers inconclusively for is kept.
-	st.Chips[chipD] = &state.Chip{Verified: true, Product: "Milan-B0", VerifiedAt: now}
-	st.Chips[chipC] = &state.Chip{Verified: true, Product: "Genoa-B1", VerifiedAt: now}
+	st.Chips[chipD] = &state.Chip{Verified: true, Product: "Milan-B0", VerifiedAt: state.TimeOf(now)}
+	st.Chips[chipC] = &state.Chip{Verified: true, Product: "Genoa-B1", VerifiedAt: state.TimeOf(now)}
 	kds.asked = map[string]int{}
 	live = fetch(t, f, res, st, true)
 	if kds.asked[chipA] != 1 || kds.asked[chipC] != 1 || kds.asked[chipD] != 1 {
@@ -245,10 +245,10 @@ func TestChipVerdictsAreCachedPositiveOnlyAndRefreshedOnRequest(t *testing.T) {
 	if st.Chips[chipD] != nil {
 		t.Fatal("a refused chip kept its cached verdict")
 	}
-	if e := st.Chips[chipC]; e == nil || !e.VerifiedAt.Equal(now) {
+	if e := st.Chips[chipC]; e == nil || e.VerifiedAt != state.TimeOf(now) {
 		t.Fatalf("an inconclusive answer changed the cached verdict: %+v", e)
 	}
-	if e := st.Chips[chipA]; e == nil || !e.VerifiedAt.Equal(now) {
+	if e := st.Chips[chipA]; e == nil || e.VerifiedAt != state.TimeOf(now) {
 		t.Fatalf("a re-verified chip with the same product was rewritten: %+v", e)
 	}
 	r := Reconcile(res, live)

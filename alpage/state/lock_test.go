@@ -101,7 +101,7 @@ func TestUpdateEditsTheFileAsItIsNowNotAsItWasRead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	// an apply records a proposal, then a status records its outcome
 	if err := Update(path, func(s *State) (bool, error) {
-		s.Proposals["q"] = &Proposal{Kind: "remove_nodes", ProposalID: 9, SubmittedAt: t0}
+		s.Proposals["q"] = &Proposal{Kind: "remove_nodes", ProposalID: 9, SubmittedAt: TimeOf(t0)}
 		return true, nil
 	}); err != nil {
 		t.Fatal(err)

@@ -17,31 +17,55 @@ import (
 	"alpnib.dev/internal/atomicfile"
 )
 
-// State is the whole of state.json.
+// State is the whole of state.json. Fields alp does not know (a newer
+// tool's, a person's) are kept and written back after the known ones, at
+// every level: the file is shared history, not alp's alone.
 type State struct {
 	Proposals map[string]*Proposal `json:"proposals"`
 	Chips     map[string]*Chip     `json:"chips,omitempty"`
+
+	unknown unknownFields
 }
 
 // Proposal is what alp recorded about one submitted proposal.
 type Proposal struct {
-	Kind          string     `json:"kind"`
-	ProposalID    uint64     `json:"proposal_id"`
-	PayloadSHA256 string     `json:"payload_sha256"`
-	SubmittedBy   string     `json:"submitted_by"`
-	Neuron        uint64     `json:"neuron"`
-	Host          string     `json:"host"`
-	SubmittedAt   time.Time  `json:"submitted_at"`
-	Status        Status     `json:"status,omitempty"`
-	ResolvedAt    *time.Time `json:"resolved_at,omitempty"`
+	Kind          string `json:"kind"`
+	ProposalID    uint64 `json:"proposal_id"`
+	PayloadSHA256 string `json:"payload_sha256"`
+	SubmittedBy   string `json:"submitted_by"`
+	Neuron        uint64 `json:"neuron"`
+	Host          string `json:"host"`
+	SubmittedAt   Time   `json:"submitted_at"`
+	Status        Status `json:"status,omitempty"`
+	ResolvedAt    Time   `json:"resolved_at,omitempty"`
+
+	unknown unknownFields
 }
 
 // Chip is a positive AMD KDS verdict for one chip id (hex), kept forever
 // unless `alp reconcile --refresh-chips` sees it refused.
 type Chip struct {
-	Verified   bool      `json:"verified"`
-	Product    string    `json:"product"`
-	VerifiedAt time.Time `json:"verified_at"`
+	Verified bool `json:"verified"`
+	// Product is omitted when empty, as the reference tool wrote it.
+	Product    string `json:"product,omitempty"`
+	VerifiedAt Time   `json:"verified_at"`
+
+	unknown unknownFields
+}
+
+// Time is a timestamp as state.json holds it, kept exactly as written: alp
+// writes RFC 3339 in UTC to the second, but the reference tool recorded
+// whatever it was given, so a file may hold "" or free text ("2026-07-17,
+// by hand"). Such a value is shown as it is and never rewritten.
+type Time string
+
+// TimeOf is t as alp writes it.
+func TimeOf(t time.Time) Time { return Time(t.UTC().Truncate(time.Second).Format(time.RFC3339)) }
+
+// Parsed reads t as RFC 3339; ok is false for "" and for free text.
+func (t Time) Parsed() (time.Time, bool) {
+	v, err := time.Parse(time.RFC3339Nano, string(t))
+	return v, err == nil
 }
 
 // Status is a proposal's lifecycle status as recorded.
@@ -92,13 +116,21 @@ func Load(path string) (*State, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes state.json content; name is used in errors.
+// Parse decodes state.json content; name is used in errors. A key that
+// appears twice in one object (a proposal recorded twice, or one field
+// twice) is refused naming the key and its line: JSON decoders keep one of
+// the two silently, and which one was meant only a person can say.
 func Parse(name string, data []byte) (*State, error) {
 	s := New()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(s); err != nil {
+	if err := json.Unmarshal(data, s); err != nil {
 		return nil, fmt.Errorf("state %s: %s; fix or restore the file from git", name, describeJSONError(data, err))
+	}
+	objects, err := scanObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("state %s: %v; fix or restore the file from git", name, err)
+	}
+	if err := s.keepUnknown(data, objects); err != nil {
+		return nil, fmt.Errorf("state %s: %v", name, err)
 	}
 	if s.Proposals == nil {
 		s.Proposals = map[string]*Proposal{}
@@ -173,9 +205,8 @@ func (s *State) Observe(name string, st Status, at time.Time) bool {
 		return false
 	}
 	p.Status = st
-	if st.Terminal() && p.ResolvedAt == nil {
-		t := at.UTC()
-		p.ResolvedAt = &t
+	if st.Terminal() && p.ResolvedAt == "" {
+		p.ResolvedAt = TimeOf(at)
 	}
 	return true
 }

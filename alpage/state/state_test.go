@@ -12,7 +12,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func recorded(st Status) *State {
 	s := New()
-	s.Proposals["p"] = &Proposal{Kind: "membership", ProposalID: 7, PayloadSHA256: "aa", Status: st, SubmittedAt: t0}
+	s.Proposals["p"] = &Proposal{Kind: "membership", ProposalID: 7, PayloadSHA256: "aa", Status: st, SubmittedAt: TimeOf(t0)}
 	return s
 }
 
@@ -25,8 +25,8 @@ func TestAMissingStateFileIsAnEmptyState(t *testing.T) {
 
 func TestStateIsWrittenWithTwoSpaceIndentSortedKeysAndATrailingNewline(t *testing.T) {
 	s := New()
-	s.Proposals["b"] = &Proposal{Kind: "remove_nodes", ProposalID: 2, SubmittedAt: t0}
-	s.Proposals["a"] = &Proposal{Kind: "membership", ProposalID: 1, SubmittedAt: t0, Status: StatusOpen}
+	s.Proposals["b"] = &Proposal{Kind: "remove_nodes", ProposalID: 2, SubmittedAt: TimeOf(t0)}
+	s.Proposals["a"] = &Proposal{Kind: "membership", ProposalID: 1, SubmittedAt: TimeOf(t0), Status: StatusOpen}
 	path := filepath.Join(t.TempDir(), "state.json")
 	if err := s.Save(path); err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestResolvedAtIsSetOnceWhenATerminalStatusIsFirstSeen(t *testing.T) {
 	s := recorded(StatusOpen)
 	s.Observe("p", StatusExecuted, t0)
 	s.Observe("p", StatusFailed, t0.Add(time.Hour))
-	if r := s.Proposals["p"].ResolvedAt; r == nil || !r.Equal(t0) {
+	if r := s.Proposals["p"].ResolvedAt; r != TimeOf(t0) {
 		t.Fatalf("resolved_at = %v, want %v", r, t0)
 	}
 }
@@ -180,5 +180,118 @@ func TestANullEntryIsRefusedNamingTheFileAndTheEntry(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "state fleet/state.json:") || !strings.Contains(err.Error(), "is null") {
 			t.Errorf("%s: err = %v", doc, err)
 		}
+	}
+}
+
+// A state file as Swiss-Subnet/alpage v0.4.0 writes it (testdata/README.md
+// says where each entry comes from): every entry loads, and the file is
+// written back byte for byte, then with only what changed.
+func TestAStateFileOfTheReferenceV040LoadsAndRoundTripsByteForByte(t *testing.T) {
+	data, err := os.ReadFile("testdata/reference-v0.4.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("state.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Proposals["imported-free-text-at"].SubmittedAt; got != "17 July, before the forum post" {
+		t.Fatalf("free-text submitted_at read as %q", got)
+	}
+	if _, ok := s.Proposals["imported-without-at"].SubmittedAt.Parsed(); ok {
+		t.Fatal("an empty submitted_at parsed as a time")
+	}
+	if p := s.Proposals["swiss-subnet-wave1"]; p.Status != StatusExecuted || p.ResolvedAt != "2026-07-21T16:01:08Z" {
+		t.Fatalf("wave 1 read as %+v", p)
+	}
+	out, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(data) {
+		t.Fatalf("written back as\n%s\nwant\n%s", out, data)
+	}
+
+	// An observed status adds exactly its two lines.
+	s.Observe("imported-free-text-at", StatusExecuted, t0)
+	out, _ = s.Marshal()
+	want := strings.Replace(string(data), `"submitted_at": "17 July, before the forum post"`,
+		`"submitted_at": "17 July, before the forum post",
+      "status": "executed",
+      "resolved_at": "2026-11-29T12:00:00Z"`, 1)
+	if string(out) != want {
+		t.Fatalf("after one status change:\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestFieldsAlpDoesNotKnowAreKeptAtEveryLevel(t *testing.T) {
+	doc := `{
+  "proposals": {
+    "p": {
+      "kind": "membership",
+      "proposal_id": 7,
+      "payload_sha256": "aa",
+      "submitted_by": "",
+      "neuron": 1,
+      "host": "h",
+      "submitted_at": "",
+      "reviewed_by": [
+        "alice",
+        "bob"
+      ]
+    }
+  },
+  "chips": {
+    "ab": {
+      "verified": true,
+      "product": "Milan-B0",
+      "verified_at": "2026-08-07T12:00:00Z",
+      "tcb": {
+        "snp": 3
+      }
+    }
+  },
+  "format": 2
+}
+`
+	s, err := Parse("state.json", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Marshal()
+	if err != nil || string(out) != doc {
+		t.Fatalf("written back as (%v)\n%s\nwant\n%s", err, out, doc)
+	}
+	// A rewrite after a change keeps them too.
+	s.Observe("p", StatusOpen, t0)
+	s.Chips["cd"] = &Chip{Verified: true, Product: "Genoa-B1", VerifiedAt: TimeOf(t0)}
+	out, _ = s.Marshal()
+	for _, kept := range []string{`"reviewed_by": [`, `"tcb": {`, `"format": 2`, `"status": "open"`, `"cd": {`} {
+		if !strings.Contains(string(out), kept) {
+			t.Errorf("rewritten file lacks %s:\n%s", kept, out)
+		}
+	}
+}
+
+func TestADuplicateKeyAtAnyLevelIsRefusedNamingTheKeyAndItsLine(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"a field twice", "{\n  \"proposals\": {\n    \"p\": {\n      \"proposal_id\": 120,\n      \"proposal_id\": 121\n    }\n  }\n}\n",
+			`line 5: "proposal_id" appears twice in proposal "p"`},
+		{"the same proposal twice", "{\n  \"proposals\": {\n    \"p\": {\"proposal_id\": 120},\n    \"p\": {\"proposal_id\": 121}\n  }\n}\n",
+			`line 4: "p" appears twice in proposals (the same proposal recorded twice)`},
+		{"a top-level key twice", "{\n  \"proposals\": {},\n  \"proposals\": {}\n}\n",
+			`line 3: "proposals" appears twice at the top of the file`},
+		{"a chip twice", "{\n  \"proposals\": {},\n  \"chips\": {\n    \"ab\": {\"verified\": true},\n    \"ab\": {\"verified\": true}\n  }\n}\n",
+			`line 5: "ab" appears twice in chips`},
+		{"a key twice inside an unknown field", "{\n  \"proposals\": {},\n  \"x\": [{\"a\": 1,\n  \"a\": 2}]\n}\n",
+			`line 4: "a" appears twice in x.[]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("state.json", []byte(c.doc))
+			if err == nil || !strings.Contains(err.Error(), "state state.json: "+c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
 	}
 }

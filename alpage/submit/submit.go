@@ -256,7 +256,7 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	}
 	entry := &state.Proposal{
 		Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, SubmittedBy: req.Principal.String(),
-		Neuron: req.Neuron, Host: req.Host, SubmittedAt: now().UTC().Truncate(time.Second),
+		Neuron: req.Neuron, Host: req.Host, SubmittedAt: state.TimeOf(now()),
 	}
 	if err := record(s.Store, p.Name, entry); err != nil {
 		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}

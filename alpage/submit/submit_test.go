@@ -122,7 +122,7 @@ func TestWithYesAndTheConfirmationEveryStepRunsInOrderAndTheSubmissionIsRecorded
 	rec := f.saved.Proposals["add-n2"]
 	if res.Outcome != Submitted || rec == nil || rec.ProposalID != 77 || rec.Neuron != 42 || rec.SubmittedBy != me.String() ||
 		rec.Host != "http://127.0.0.1:4943" || rec.Kind != "membership" || rec.PayloadSHA256 != declared(t, "add-n2").PayloadSHA256 ||
-		!rec.SubmittedAt.Equal(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)) {
+		rec.SubmittedAt != "2026-11-29T12:00:00Z" {
 		t.Fatalf("result %+v, recorded %+v", res, rec)
 	}
 	for _, s := range []string{`proposal "add-n2" (membership)`, "proposer: neuron 42", "identity: " + me.String(), "host:     http://127.0.0.1:4943"} {

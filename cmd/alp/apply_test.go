@@ -129,7 +129,7 @@ func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) 
 	}
 	st := loadStateFile(t, statePath)
 	for _, name := range everyKind {
-		if rec := st.Proposals[name]; rec.Status != state.StatusExecuted || rec.ResolvedAt == nil {
+		if rec := st.Proposals[name]; rec.Status != state.StatusExecuted || rec.ResolvedAt == "" {
 			t.Errorf("%s recorded as %q (resolved %v) after status", name, rec.Status, rec.ResolvedAt)
 		}
 	}
@@ -437,7 +437,7 @@ func TestStatusFollowsAProposalFromOpenToExecutedAcrossTheVotingPeriod(t *testin
 	if err != nil || !strings.Contains(out, "1 proposal(s): 1 open") || !strings.Contains(out, "recorded none → open") {
 		t.Fatalf("status while open: %v\n%s", err, out)
 	}
-	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusOpen || rec.ResolvedAt != nil {
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusOpen || rec.ResolvedAt != "" {
 		t.Fatalf("recorded %+v", rec)
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -457,7 +457,7 @@ func TestStatusFollowsAProposalFromOpenToExecutedAcrossTheVotingPeriod(t *testin
 	if !strings.Contains(out, "recorded open → executed") {
 		t.Errorf("status:\n%s", out)
 	}
-	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusExecuted || rec.ResolvedAt == nil {
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusExecuted || rec.ResolvedAt == "" {
 		t.Fatalf("recorded %+v", rec)
 	}
 }
@@ -472,7 +472,7 @@ func TestAProposalGovernancePurgedIsImportedAndReadBackFromTheDashboard(t *testi
 	}
 	rec := loadStateFile(t, statePath).Proposals["add-node-08"]
 	decided := time.Date(2026, 6, 5, 9, 0, 0, 0, time.UTC)
-	if rec.ProposalID != 120 || rec.Status != state.StatusExecuted || rec.ResolvedAt == nil || !rec.SubmittedAt.Before(decided) {
+	if rec.ProposalID != 120 || rec.Status != state.StatusExecuted || rec.ResolvedAt == "" || !parsed(t, rec.SubmittedAt).Before(decided) {
 		t.Fatalf("recorded %+v", rec)
 	}
 	out, _, err = runAlp(t, "", "status", "--config", applyConfig, "--state", statePath)
@@ -525,4 +525,14 @@ func TestApplyNamesWhatIsMissingOrWrongInItsArguments(t *testing.T) {
 	if exitCode(err) != 2 || stopped.Outcome != "stopped" || !strings.Contains(stopped.Reason, "the plan was made against") {
 		t.Fatalf("a plan from another host, as JSON: exit %d %+v", exitCode(err), stopped)
 	}
+}
+
+// parsed reads a recorded time alp wrote.
+func parsed(t *testing.T, at state.Time) time.Time {
+	t.Helper()
+	v, ok := at.Parsed()
+	if !ok {
+		t.Fatalf("recorded time %q is not RFC 3339", at)
+	}
+	return v
 }

@@ -84,7 +84,13 @@ the config does not declare.`,
 				fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+w)
 			}
 			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,
-				Host: host, SubmittedAt: o.SubmittedAt, Status: o.Status, ResolvedAt: o.ResolvedAt}
+				Host: host, Status: o.Status}
+			if !o.SubmittedAt.IsZero() {
+				entry.SubmittedAt = state.TimeOf(o.SubmittedAt)
+			}
+			if o.ResolvedAt != nil {
+				entry.ResolvedAt = state.TimeOf(*o.ResolvedAt)
+			}
 			// Record into the file as it is now, under the lock: an apply
 			// may have recorded something while the proposal was read.
 			if err := state.Update(g.statePath, func(now *state.State) (bool, error) {

@@ -97,20 +97,25 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tPAYLOAD\tSYNC\tPROPOSAL\tSTATUS")
+	fmt.Fprintln(tw, "NAME\tKIND\tPAYLOAD\tSYNC\tPROPOSAL\tSTATUS\tSUBMITTED")
 	for _, r := range rows {
-		id, status := "-", "-"
+		id, status, submitted := "-", "-", "-"
 		if r.State != nil {
 			id = fmt.Sprint(r.State.ProposalID)
 			if r.State.Status != "" {
 				status = string(r.State.Status)
+			}
+			// As recorded: the reference tool let a person write "" or
+			// free text here, and it is shown as it was written.
+			if r.State.SubmittedAt != "" {
+				submitted = string(r.State.SubmittedAt)
 			}
 		}
 		sync := paint.Paint(r.Sync.Color(), string(r.Sync))
 		if r.Note != "" {
 			sync += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.PayloadSHA256[:12], sync, id, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.PayloadSHA256[:12], sync, id, status, submitted)
 	}
 	return tw.Flush()
 }

@@ -57,10 +57,10 @@ func writeListState(t *testing.T, withOpenDrift bool) string {
 	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	st := state.New()
-	st.Proposals["add-n2"] = &state.Proposal{Kind: "membership", ProposalID: 101, PayloadSHA256: inSync.PayloadSHA256, Neuron: 42, SubmittedAt: at, Status: state.StatusOpen}
-	st.Proposals["drop-n3"] = &state.Proposal{Kind: "remove_nodes", ProposalID: 102, PayloadSHA256: "0000000000000000000000000000000000000000000000000000000000000000", Neuron: 42, SubmittedAt: at, Status: state.StatusExecuted, ResolvedAt: &at}
+	st.Proposals["add-n2"] = &state.Proposal{Kind: "membership", ProposalID: 101, PayloadSHA256: inSync.PayloadSHA256, Neuron: 42, SubmittedAt: state.TimeOf(at), Status: state.StatusOpen}
+	st.Proposals["drop-n3"] = &state.Proposal{Kind: "remove_nodes", ProposalID: 102, PayloadSHA256: "0000000000000000000000000000000000000000000000000000000000000000", Neuron: 42, SubmittedAt: state.TimeOf(at), Status: state.StatusExecuted, ResolvedAt: state.TimeOf(at)}
 	if withOpenDrift {
-		st.Proposals["halt-app1"] = &state.Proposal{Kind: "update_subnet", ProposalID: 103, PayloadSHA256: "1111111111111111111111111111111111111111111111111111111111111111", Neuron: 42, SubmittedAt: at, Status: state.StatusOpen}
+		st.Proposals["halt-app1"] = &state.Proposal{Kind: "update_subnet", ProposalID: 103, PayloadSHA256: "1111111111111111111111111111111111111111111111111111111111111111", Neuron: 42, SubmittedAt: state.TimeOf(at), Status: state.StatusOpen}
 	}
 	path := filepath.Join(t.TempDir(), "state.json")
 	if err := st.Save(path); err != nil {

@@ -109,7 +109,7 @@ func TestPlanSkipsProposalsStateAlreadyRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st.Proposals[p.Name] = &state.Proposal{Kind: string(p.Kind), ProposalID: 7, PayloadSHA256: b.PayloadSHA256, SubmittedAt: time.Now()}
+		st.Proposals[p.Name] = &state.Proposal{Kind: string(p.Kind), ProposalID: 7, PayloadSHA256: b.PayloadSHA256, SubmittedAt: state.TimeOf(time.Now())}
 	}
 	path := noState(t)
 	if err := st.Save(path); err != nil {
@@ -124,7 +124,7 @@ func TestPlanSkipsProposalsStateAlreadyRecords(t *testing.T) {
 		t.Fatalf("want only drop-q planned, got %v:\n%s", err, out)
 	}
 	delete(st.Proposals, "drop-q")
-	st.Proposals["drop-q"] = &state.Proposal{Kind: "remove_node_provider", ProposalID: 8, PayloadSHA256: strings.Repeat("0", 64), SubmittedAt: time.Now()}
+	st.Proposals["drop-q"] = &state.Proposal{Kind: "remove_node_provider", ProposalID: 8, PayloadSHA256: strings.Repeat("0", 64), SubmittedAt: state.TimeOf(time.Now())}
 	if err := st.Save(path); err != nil {
 		t.Fatal(err)
 	}

@@ -81,3 +81,17 @@ func TestARepositoryTheReferenceToolManagedListsInSync(t *testing.T) {
 		t.Fatalf("payload sha256 %s", rows[0].PayloadSHA256)
 	}
 }
+
+func TestAFreeTextSubmittedAtTheReferenceRecordedIsShownAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	freeText := strings.Replace(referenceStateJSON, `"submitted_at": "2026-07-17T00:00:00Z"`, `"submitted_at": "17 July, morning"`, 1)
+	for name, content := range map[string]string{"resources.hcl": referenceResources, "proposals.hcl": referenceProposals, "state.json": freeText} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := execute(t, "list", "--config", filepath.Join(dir, "proposals.hcl"), "--state", filepath.Join(dir, "state.json"))
+	if err != nil || !strings.Contains(out, "142931    -       17 July, morning") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+}

@@ -66,7 +66,7 @@ func statusState(t *testing.T) string {
 	at := time.Date(2026, 11, 19, 9, 0, 0, 0, time.UTC)
 	st := state.New()
 	add := func(name string, id uint64, status state.Status) {
-		st.Proposals[name] = &state.Proposal{Kind: "membership", ProposalID: id, PayloadSHA256: strings.Repeat("0", 64), Neuron: 4242, SubmittedAt: at, Status: status}
+		st.Proposals[name] = &state.Proposal{Kind: "membership", ProposalID: id, PayloadSHA256: strings.Repeat("0", 64), Neuron: 4242, SubmittedAt: state.TimeOf(at), Status: status}
 	}
 	add("add-node-08", 1, state.StatusOpen)
 	add("halt-app1", 2, "")
@@ -98,10 +98,10 @@ func TestStatusPrintsEachProposalWithItsTallyFallsBackToTheDashboardAndRecordsCh
 		}
 	}
 	executed := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
-	if r := st.Proposals["add-node-08"].ResolvedAt; r == nil || !r.Equal(executed) {
+	if r := st.Proposals["add-node-08"].ResolvedAt; r != state.TimeOf(executed) {
 		t.Errorf("resolved_at = %v, want the executed time %v", r, executed)
 	}
-	if r := st.Proposals["drop-gone-provider"].ResolvedAt; r == nil || !r.Equal(executed.Add(-24*time.Hour)) {
+	if r := st.Proposals["drop-gone-provider"].ResolvedAt; r != state.TimeOf(executed.Add(-24*time.Hour)) {
 		t.Errorf("resolved_at from the dashboard = %v", r)
 	}
 
@@ -127,14 +127,14 @@ func TestATerminalStatusInStateIsNeverOverwritten(t *testing.T) {
 	st := state.New()
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	// recorded as rejected, governance says open: state.json keeps rejected
-	st.Proposals["x"] = &state.Proposal{Kind: "membership", ProposalID: 3, Status: state.StatusRejected, ResolvedAt: &at}
+	st.Proposals["x"] = &state.Proposal{Kind: "membership", ProposalID: 3, Status: state.StatusRejected, ResolvedAt: state.TimeOf(at)}
 	if err := st.Save(statePath); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statePath, "--host", host, "--dashboard-url", dash); err != nil {
 		t.Fatal(err)
 	}
-	if rec := loadStateFile(t, statePath).Proposals["x"]; rec.Status != state.StatusRejected || !rec.ResolvedAt.Equal(at) {
+	if rec := loadStateFile(t, statePath).Proposals["x"]; rec.Status != state.StatusRejected || rec.ResolvedAt != state.TimeOf(at) {
 		t.Fatalf("recorded %+v", rec)
 	}
 }
@@ -155,7 +155,7 @@ func TestImportOfAProposalGovernancePurgedReadsTheDashboard(t *testing.T) {
 	}
 	executed := time.Date(2026, 11, 19, 9, 0, 0, 0, time.UTC)
 	rec := loadStateFile(t, statePath).Proposals["drop-gone-provider"]
-	if rec.Neuron != 4242 || rec.Status != state.StatusExecuted || !rec.SubmittedAt.Equal(executed.Add(-time.Hour)) || !rec.ResolvedAt.Equal(executed) || rec.Kind != "remove_node_provider" {
+	if rec.Neuron != 4242 || rec.Status != state.StatusExecuted || rec.SubmittedAt != state.TimeOf(executed.Add(-time.Hour)) || rec.ResolvedAt != state.TimeOf(executed) || rec.Kind != "remove_node_provider" {
 		t.Fatalf("recorded %+v", rec)
 	}
 	if _, _, err := runAlp(t, "", "import", "halt-app1", "6", "--config", applyConfig, "--state", statePath, "--host", host, "--dashboard-url", dash); err == nil || !strings.Contains(err.Error(), "neither governance") {
