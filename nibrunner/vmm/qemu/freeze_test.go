@@ -1,7 +1,6 @@
 package qemu
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -156,29 +155,8 @@ func TestAGuestLeftFrozenByAKilledDaemonIsThawedByTheNextOne(t *testing.T) {
 	testenv.RequireRoot(t)
 	testImage(t)
 	f := newFixture(t)
-	helper := exec.Command(os.Args[0], "-test.run=^TestHelperFreezesAGuestAndWaitsToBeKilled$", "-test.v")
-	helper.Env = append(os.Environ(), frozenHelperEnv+"="+f.dir)
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper.Stderr = os.Stderr
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	var endpoint string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if _, err := fmt.Sscanf(sc.Text(), "FROZEN %d %s", &pid, &endpoint); err == nil {
-			break
-		}
-	}
-	_ = helper.Process.Kill() // SIGKILL, with the guest frozen
-	_ = helper.Wait()
-	if pid == 0 {
-		t.Fatal("the helper daemon froze no guest")
-	}
+	// SIGKILLed with the guest frozen.
+	_, endpoint := killedHelper(t, "TestHelperFreezesAGuestAndWaitsToBeKilled", frozenHelperEnv+"="+f.dir, "FROZEN")
 	stalled := written(t, endpoint)
 
 	v := newVMM(t, f.dir, nil)

@@ -331,12 +331,14 @@ func TestHelperStartsAGuestAndWaitsToBeKilled(t *testing.T) {
 	time.Sleep(time.Hour)
 }
 
-func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
-	testenv.RequireRoot(t)
-	testImage(t)
-	f := newFixture(t)
-	helper := exec.Command(os.Args[0], "-test.run=^TestHelperStartsAGuestAndWaitsToBeKilled$", "-test.v")
-	helper.Env = append(os.Environ(), helperEnv+"="+f.dir)
+// killedHelper runs the helper test name in a child process with env, waits
+// for the line "<word> PID ENDPOINT" it prints once its guest is up, then
+// SIGKILLs it the way a daemon dies, and returns the guest's pid and
+// endpoint.
+func killedHelper(t *testing.T, name, env, word string) (int, string) {
+	t.Helper()
+	helper := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
+	helper.Env = append(os.Environ(), env)
 	out, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -349,18 +351,24 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 	var endpoint string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if _, err := fmt.Sscanf(sc.Text(), "PID %d %s", &pid, &endpoint); err == nil {
+		if _, err := fmt.Sscanf(sc.Text(), word+" %d %s", &pid, &endpoint); err == nil {
 			break
 		}
 	}
-	if pid == 0 {
-		_ = helper.Process.Kill()
-		_ = helper.Wait()
-		t.Fatal("the helper daemon started no guest")
-	}
-	// The daemon dies without a word.
 	_ = helper.Process.Kill()
 	_ = helper.Wait()
+	if pid == 0 {
+		t.Fatalf("the helper %s started no guest", name)
+	}
+	return pid, endpoint
+}
+
+func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
+	testenv.RequireRoot(t)
+	testImage(t)
+	f := newFixture(t)
+	// The daemon dies without a word.
+	pid, endpoint := killedHelper(t, "TestHelperStartsAGuestAndWaitsToBeKilled", helperEnv+"="+f.dir, "PID")
 
 	v := newVMM(t, f.dir, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
