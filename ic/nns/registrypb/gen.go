@@ -5,4 +5,4 @@
 // docs/decisions.md; the Go code is generated from them by protoc-gen-go.
 package registrypb
 
-//go:generate protoc --proto_path=. --go_out=. --go_opt=paths=source_relative types.proto node.proto node_operator.proto dc.proto replica_version.proto subnet.proto transport.proto
+//go:generate protoc --proto_path=. --go_out=. --go_opt=paths=source_relative types.proto node.proto node_operator.proto dc.proto replica_version.proto subnet.proto mixed_hash_tree.proto transport.proto

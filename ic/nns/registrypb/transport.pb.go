@@ -1003,11 +1003,66 @@ func (x *HighCapacityRegistryAtomicMutateRequest) GetTimestampNanoseconds() uint
 	return 0
 }
 
+// CertifiedResponse answers a *_certified method (get_certified_changes_since):
+// a hash tree whose root hash is the registry canister's certified data, and
+// the certificate that signs it.
+type CertifiedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HashTree      *MixedHashTree         `protobuf:"bytes,1,opt,name=hash_tree,json=hashTree,proto3" json:"hash_tree,omitempty"`
+	Certificate   []byte                 `protobuf:"bytes,2,opt,name=certificate,proto3" json:"certificate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertifiedResponse) Reset() {
+	*x = CertifiedResponse{}
+	mi := &file_transport_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertifiedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertifiedResponse) ProtoMessage() {}
+
+func (x *CertifiedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_transport_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertifiedResponse.ProtoReflect.Descriptor instead.
+func (*CertifiedResponse) Descriptor() ([]byte, []int) {
+	return file_transport_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CertifiedResponse) GetHashTree() *MixedHashTree {
+	if x != nil {
+		return x.HashTree
+	}
+	return nil
+}
+
+func (x *CertifiedResponse) GetCertificate() []byte {
+	if x != nil {
+		return x.Certificate
+	}
+	return nil
+}
+
 var File_transport_proto protoreflect.FileDescriptor
 
 const file_transport_proto_rawDesc = "" +
 	"\n" +
-	"\x0ftransport.proto\x12\x1bic_registry_transport.pb.v1\x1a\x1egoogle/protobuf/wrappers.proto\"\xa7\x02\n" +
+	"\x0ftransport.proto\x12\x1bic_registry_transport.pb.v1\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x15mixed_hash_tree.proto\"\xa7\x02\n" +
 	"\rRegistryError\x12C\n" +
 	"\x04code\x18\x01 \x01(\x0e2/.ic_registry_transport.pb.v1.RegistryError.CodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x10\n" +
@@ -1075,7 +1130,10 @@ const file_transport_proto_rawDesc = "" +
 	"'HighCapacityRegistryAtomicMutateRequest\x12W\n" +
 	"\tmutations\x18\x01 \x03(\v29.ic_registry_transport.pb.v1.HighCapacityRegistryMutationR\tmutations\x12O\n" +
 	"\rpreconditions\x18\x05 \x03(\v2).ic_registry_transport.pb.v1.PreconditionR\rpreconditions\x123\n" +
-	"\x15timestamp_nanoseconds\x18\x06 \x01(\x04R\x14timestampNanosecondsB\x1eZ\x1calpnib.dev/ic/nns/registrypbb\x06proto3"
+	"\x15timestamp_nanoseconds\x18\x06 \x01(\x04R\x14timestampNanoseconds\"t\n" +
+	"\x11CertifiedResponse\x12=\n" +
+	"\thash_tree\x18\x01 \x01(\v2 .messaging.xnet.v1.MixedHashTreeR\bhashTree\x12 \n" +
+	"\vcertificate\x18\x02 \x01(\fR\vcertificateB\x1eZ\x1calpnib.dev/ic/nns/registrypbb\x06proto3"
 
 var (
 	file_transport_proto_rawDescOnce sync.Once
@@ -1090,7 +1148,7 @@ func file_transport_proto_rawDescGZIP() []byte {
 }
 
 var file_transport_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_transport_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_transport_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_transport_proto_goTypes = []any{
 	(RegistryError_Code)(0),                             // 0: ic_registry_transport.pb.v1.RegistryError.Code
 	(RegistryMutation_Type)(0),                          // 1: ic_registry_transport.pb.v1.RegistryMutation.Type
@@ -1107,11 +1165,13 @@ var file_transport_proto_goTypes = []any{
 	(*HighCapacityRegistryMutation)(nil),                // 12: ic_registry_transport.pb.v1.HighCapacityRegistryMutation
 	(*Precondition)(nil),                                // 13: ic_registry_transport.pb.v1.Precondition
 	(*HighCapacityRegistryAtomicMutateRequest)(nil),     // 14: ic_registry_transport.pb.v1.HighCapacityRegistryAtomicMutateRequest
-	(*wrapperspb.UInt64Value)(nil),                      // 15: google.protobuf.UInt64Value
+	(*CertifiedResponse)(nil),                           // 15: ic_registry_transport.pb.v1.CertifiedResponse
+	(*wrapperspb.UInt64Value)(nil),                      // 16: google.protobuf.UInt64Value
+	(*MixedHashTree)(nil),                               // 17: messaging.xnet.v1.MixedHashTree
 }
 var file_transport_proto_depIdxs = []int32{
 	0,  // 0: ic_registry_transport.pb.v1.RegistryError.code:type_name -> ic_registry_transport.pb.v1.RegistryError.Code
-	15, // 1: ic_registry_transport.pb.v1.RegistryGetValueRequest.version:type_name -> google.protobuf.UInt64Value
+	16, // 1: ic_registry_transport.pb.v1.RegistryGetValueRequest.version:type_name -> google.protobuf.UInt64Value
 	2,  // 2: ic_registry_transport.pb.v1.HighCapacityRegistryGetValueResponse.error:type_name -> ic_registry_transport.pb.v1.RegistryError
 	3,  // 3: ic_registry_transport.pb.v1.HighCapacityRegistryGetValueResponse.large_value_chunk_keys:type_name -> ic_registry_transport.pb.v1.LargeValueChunkKeys
 	3,  // 4: ic_registry_transport.pb.v1.HighCapacityRegistryValue.large_value_chunk_keys:type_name -> ic_registry_transport.pb.v1.LargeValueChunkKeys
@@ -1123,11 +1183,12 @@ var file_transport_proto_depIdxs = []int32{
 	3,  // 10: ic_registry_transport.pb.v1.HighCapacityRegistryMutation.large_value_chunk_keys:type_name -> ic_registry_transport.pb.v1.LargeValueChunkKeys
 	12, // 11: ic_registry_transport.pb.v1.HighCapacityRegistryAtomicMutateRequest.mutations:type_name -> ic_registry_transport.pb.v1.HighCapacityRegistryMutation
 	13, // 12: ic_registry_transport.pb.v1.HighCapacityRegistryAtomicMutateRequest.preconditions:type_name -> ic_registry_transport.pb.v1.Precondition
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	17, // 13: ic_registry_transport.pb.v1.CertifiedResponse.hash_tree:type_name -> messaging.xnet.v1.MixedHashTree
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_transport_proto_init() }
@@ -1135,6 +1196,7 @@ func file_transport_proto_init() {
 	if File_transport_proto != nil {
 		return
 	}
+	file_mixed_hash_tree_proto_init()
 	file_transport_proto_msgTypes[3].OneofWrappers = []any{
 		(*HighCapacityRegistryGetValueResponse_Value)(nil),
 		(*HighCapacityRegistryGetValueResponse_LargeValueChunkKeys)(nil),
@@ -1154,7 +1216,7 @@ func file_transport_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_transport_proto_rawDesc), len(file_transport_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,168 @@
+package nns
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/internal/leb128"
+	"alpnib.dev/ic/nns/registrypb"
+)
+
+// The registry certifies its change log: its certified data is the root
+// hash of a tree
+//
+//	current_version -> LEB128(latest version)
+//	delta -> <version, 8 bytes big-endian> -> HighCapacityRegistryAtomicMutateRequest
+//
+// (rs/registry/canister/src/certification.rs), and
+// get_certified_changes_since answers with a pruned copy of that tree and
+// the certificate. A reader that checks both needs to trust no node.
+
+// ErrNotCertified: a certified registry reply does not verify.
+var ErrNotCertified = errors.New("registry reply is not certified")
+
+// CertifiedDelta is the mutations of one registry version.
+type CertifiedDelta struct {
+	Version   uint64
+	Mutations []*registrypb.HighCapacityRegistryMutation
+}
+
+// CertifiedChanges is a verified get_certified_changes_since reply.
+type CertifiedChanges struct {
+	LatestVersion uint64
+	Deltas        []CertifiedDelta // in version order
+}
+
+// VerifyCertifiedResponse checks a get_certified_changes_since reply (a
+// protobuf CertifiedResponse): the certificate under v, for the registry
+// canister, and the hash tree against the certified data it signs; then
+// reads the latest version and the deltas from the tree.
+func VerifyCertifiedResponse(raw []byte, v *certificate.Verifier) (*CertifiedChanges, error) {
+	var resp registrypb.CertifiedResponse
+	if err := decode(raw, &resp); err != nil {
+		return nil, err
+	}
+	return VerifyCertifiedTree(resp.Certificate, resp.HashTree, v)
+}
+
+// VerifyCertifiedTree is VerifyCertifiedResponse for a certificate and tree
+// already apart.
+func VerifyCertifiedTree(cert []byte, mixed *registrypb.MixedHashTree, v *certificate.Verifier) (*CertifiedChanges, error) {
+	c, err := v.Verify(cert, certificate.ForCanister(registryID))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCertified, err)
+	}
+	data, st := c.Tree.Lookup([]byte("canister"), registryID.Bytes(), []byte("certified_data"))
+	if st != certificate.Found {
+		return nil, fmt.Errorf("%w: the certificate's /canister/%s/certified_data is %s", ErrNotCertified, registryID, st)
+	}
+	tree, err := treeOf(mixed, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: hash tree: %v", ErrNotCertified, err)
+	}
+	if root := tree.Digest(); !bytes.Equal(root[:], data) {
+		return nil, fmt.Errorf("%w: the hash tree's root %x is not the certified data %x", ErrNotCertified, root, data)
+	}
+	out := &CertifiedChanges{}
+	leaf, st := tree.Lookup([]byte("current_version"))
+	if st != certificate.Found {
+		return nil, fmt.Errorf("%w: current_version is %s", ErrNotCertified, st)
+	}
+	if out.LatestVersion, _, err = leb128.Unsigned(leaf); err != nil {
+		return nil, fmt.Errorf("%w: current_version: %v", ErrNotCertified, err)
+	}
+	deltas, st := tree.Subtree([]byte("delta"))
+	if st == certificate.Absent {
+		return out, nil
+	}
+	if st != certificate.Found {
+		return nil, fmt.Errorf("%w: delta is %s", ErrNotCertified, st)
+	}
+	for _, ch := range deltas.Children() {
+		if len(ch.Label) != 8 || ch.Tree.Kind() != certificate.KindLeaf {
+			continue // pruned away, or not a delta
+		}
+		value, _ := ch.Tree.Lookup()
+		var req registrypb.HighCapacityRegistryAtomicMutateRequest
+		if err := proto.Unmarshal(value, &req); err != nil {
+			return nil, fmt.Errorf("delta %x: %w", ch.Label, err)
+		}
+		out.Deltas = append(out.Deltas, CertifiedDelta{Version: binary.BigEndian.Uint64(ch.Label), Mutations: req.Mutations})
+	}
+	return out, nil
+}
+
+// maxTreeDepth bounds the recursion over a hostile tree.
+const maxTreeDepth = 128
+
+// treeOf turns the protobuf hash tree into a certificate.Tree.
+func treeOf(m *registrypb.MixedHashTree, depth int) (*certificate.Tree, error) {
+	if depth > maxTreeDepth {
+		return nil, fmt.Errorf("deeper than %d", maxTreeDepth)
+	}
+	switch t := m.GetTreeEnum().(type) {
+	case *registrypb.MixedHashTree_Empty:
+		return certificate.Empty(), nil
+	case *registrypb.MixedHashTree_Fork_:
+		l, err := treeOf(t.Fork.GetLeftTree(), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		r, err := treeOf(t.Fork.GetRightTree(), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return certificate.Fork(l, r), nil
+	case *registrypb.MixedHashTree_Labeled_:
+		sub, err := treeOf(t.Labeled.GetSubtree(), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return certificate.Labeled(t.Labeled.GetLabel(), sub), nil
+	case *registrypb.MixedHashTree_LeafData:
+		return certificate.Leaf(t.LeafData), nil
+	case *registrypb.MixedHashTree_PrunedDigest:
+		if len(t.PrunedDigest) != 32 {
+			return nil, fmt.Errorf("pruned digest of %d bytes", len(t.PrunedDigest))
+		}
+		return certificate.Pruned([32]byte(t.PrunedDigest)), nil
+	}
+	return nil, errors.New("a node with no tree")
+}
+
+// GetCertifiedChangesSince reads the changes after version from
+// get_certified_changes_since and verifies them under v (the root key the
+// caller trusts): no node has to be trusted for the answer. Chunked values
+// are fetched and checked against their certified hashes.
+func (r RegistryClient) GetCertifiedChangesSince(ctx context.Context, version uint64, v *certificate.Verifier) (*CertifiedChanges, error) {
+	arg, err := proto.Marshal(&registrypb.RegistryGetChangesSinceRequest{Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("get_certified_changes_since %d: encode request: %w", version, err)
+	}
+	raw, err := r.Caller.Query(ctx, registryID, "get_certified_changes_since", arg)
+	if err != nil {
+		return nil, fmt.Errorf("get_certified_changes_since %d: %w", version, err)
+	}
+	out, err := VerifyCertifiedResponse(raw, v)
+	if err != nil {
+		return nil, fmt.Errorf("get_certified_changes_since %d: %w", version, err)
+	}
+	for _, d := range out.Deltas {
+		for _, m := range d.Mutations {
+			if keys := m.GetLargeValueChunkKeys(); keys != nil {
+				value, err := r.dechunk(ctx, keys)
+				if err != nil {
+					return nil, fmt.Errorf("get_certified_changes_since %d: %s: %w", version, m.Key, err)
+				}
+				m.Content = &registrypb.HighCapacityRegistryMutation_Value{Value: value}
+			}
+		}
+	}
+	return out, nil
+}
