@@ -57,9 +57,23 @@ type Paths struct {
 	SnapshotDir string `toml:"snapshot_dir"`
 	// GuestImageDir holds the guest kernel and initramfs.
 	GuestImageDir string `toml:"guest_image_dir"`
-	// DesiredStateFile is the desired.json the daemon watches.
+	// DesiredStateFile is the desired.json the daemon watches, or (ours)
+	// an s3://bucket/key object it polls with conditional GETs.
 	DesiredStateFile string `toml:"desired_state_file"`
+	// DesiredStatePollMs is how often an s3:// desired_state_file is
+	// polled (ours; default 10000, 100 to 3600000).
+	DesiredStatePollMs int `toml:"desired_state_poll_ms,omitempty"`
+	// ReportedStateURL is an s3://bucket/key that reported.json is also
+	// written to (ours; optional).
+	ReportedStateURL string `toml:"reported_state_url,omitempty"`
 }
+
+// DefaultDesiredStatePollMs is how often an s3:// desired_state_file is
+// polled unless paths.desired_state_poll_ms says otherwise.
+const DefaultDesiredStatePollMs = 10000
+
+// IsS3 says whether a path setting names an S3 object rather than a file.
+func IsS3(url string) bool { return strings.HasPrefix(url, "s3://") }
 
 // Artifacts is where layers and initial contents are fetched from.
 type Artifacts struct {
@@ -212,7 +226,20 @@ func (c *Config) validate(v *validator) {
 	v.absolute("paths.runtime_dir", c.Paths.RuntimeDir)
 	v.absolute("paths.snapshot_dir", c.Paths.SnapshotDir)
 	v.absolute("paths.guest_image_dir", c.Paths.GuestImageDir)
-	v.absolute("paths.desired_state_file", c.Paths.DesiredStateFile)
+	if IsS3(c.Paths.DesiredStateFile) {
+		v.object("paths.desired_state_file", c.Paths.DesiredStateFile)
+	} else {
+		v.absolute("paths.desired_state_file", c.Paths.DesiredStateFile)
+	}
+	switch ms := c.Paths.DesiredStatePollMs; {
+	case ms == 0:
+		c.Paths.DesiredStatePollMs = DefaultDesiredStatePollMs
+	case ms < 100 || ms > 3600000:
+		v.fail("paths.desired_state_poll_ms is %d; it must be 100 to 3600000", ms)
+	}
+	if u := c.Paths.ReportedStateURL; u != "" {
+		v.object("paths.reported_state_url", u)
+	}
 	c.Artifacts.Store = v.store("artifacts.store_url", c.Artifacts.StoreURL)
 	if c.Volumes.Backend != "local-file" {
 		v.fail("volumes.backend is %q; the only backend is \"local-file\"", c.Volumes.Backend)
@@ -319,6 +346,19 @@ func (v *validator) prefixes(key string, list []string, v4 bool) []netip.Prefix 
 
 // bucketName is S3's rule for bucket names.
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// object checks an s3://bucket/key naming one object.
+func (v *validator) object(key, url string) {
+	bucket, name, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
+	switch {
+	case !IsS3(url):
+		v.fail("%s is %q; it must be s3://bucket/key", key, url)
+	case !bucketName.MatchString(bucket):
+		v.fail("%s is %q; its bucket %q is not an S3 bucket name", key, url, bucket)
+	case name == "" || strings.HasSuffix(name, "/"):
+		v.fail("%s is %q; it must name an object, s3://bucket/key", key, url)
+	}
+}
 
 func (v *validator) store(key, url string) Store {
 	if rest, ok := strings.CutPrefix(url, "s3://"); ok {

@@ -319,3 +319,34 @@ func TestCheckpointSettingsAreReadWhenGivenAndRefusedByNameWhenWrong(t *testing.
 		wantReason(t, append(readFull(t), "\n[checkpoints]\n"+body+"\n"...), want)
 	}
 }
+
+// withPaths is the full example with desired_state_file replaced by lines.
+func withPaths(t *testing.T, lines string) []byte {
+	t.Helper()
+	return []byte(strings.Replace(string(readFull(t)), `desired_state_file = "/srv/control/desired.json"`, lines, 1))
+}
+
+func TestAFleetHostReadsItsDocumentFromS3AndWritesItsReportThere(t *testing.T) {
+	c := mustParse(t, withPaths(t, `desired_state_file = "s3://fleet/hosts/h1/desired.json"
+reported_state_url = "s3://fleet/hosts/h1/reported.json"
+desired_state_poll_ms = 2000`))
+	if c.Paths.DesiredStateFile != "s3://fleet/hosts/h1/desired.json" || c.Paths.ReportedStateURL != "s3://fleet/hosts/h1/reported.json" || c.Paths.DesiredStatePollMs != 2000 {
+		t.Fatalf("paths %+v", c.Paths)
+	}
+	if slices.ContainsFunc(Folders(c), func(d string) bool { return strings.HasPrefix(d, "s3:") }) {
+		t.Fatalf("install would make a folder of an S3 URL: %q", Folders(c))
+	}
+	c = mustParse(t, readFull(t))
+	if c.Paths.ReportedStateURL != "" || c.Paths.DesiredStatePollMs != DefaultDesiredStatePollMs {
+		t.Fatalf("left out: %+v", c.Paths)
+	}
+	for lines, want := range map[string]string{
+		`desired_state_file = "s3://fleet/"`:                                 `paths.desired_state_file is "s3://fleet/"; it must name an object, s3://bucket/key`,
+		`desired_state_file = "s3://Fleet/d.json"`:                           `its bucket "Fleet" is not an S3 bucket name`,
+		"desired_state_file = \"/d.json\"\nreported_state_url = \"/r.json\"": `paths.reported_state_url is "/r.json"; it must be s3://bucket/key`,
+		"desired_state_file = \"/d.json\"\ndesired_state_poll_ms = 5":        "paths.desired_state_poll_ms is 5; it must be 100 to 3600000",
+		"desired_state_file = \"/d.json\"\nreported_state_url = 3":           "paths.reported_state_url must be a string",
+	} {
+		wantReason(t, withPaths(t, lines), want)
+	}
+}

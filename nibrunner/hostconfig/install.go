@@ -156,9 +156,11 @@ func Folders(c *Config) []string {
 		c.Paths.RuntimeDir,
 		c.Paths.SnapshotDir,
 		c.Paths.GuestImageDir,
-		filepath.Dir(c.Paths.DesiredStateFile),
 		c.Volumes.StoragePrefix,
 		c.Exports.StagingDir,
+	}
+	if !IsS3(c.Paths.DesiredStateFile) {
+		dirs = append(dirs, filepath.Dir(c.Paths.DesiredStateFile))
 	}
 	if c.Artifacts.Store.Kind == StoreDir {
 		dirs = append(dirs, c.Artifacts.Store.Dir)
