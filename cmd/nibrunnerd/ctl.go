@@ -23,7 +23,7 @@ func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon,
 	s := &control.Server{
 		Apps:        d,
 		ReportPath:  filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
-		DesiredPath: cfg.Paths.DesiredStateFile,
+		DesiredPath: desiredFile(cfg),
 		Logs:        logFiles(v),
 		Conflicts:   []error{daemon.ErrCannotSleep, route.ErrNotRunning},
 	}

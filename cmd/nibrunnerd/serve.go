@@ -131,10 +131,13 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
 	}
+	if err := startFleet(ctx, cfg); err != nil {
+		return err
+	}
 	hostID, _ := os.Hostname()
 	d, err := daemon.Open(ctx, daemon.Config{
 		HostID:            hostID,
-		DesiredPath:       cfg.Paths.DesiredStateFile,
+		DesiredPath:       desiredFile(cfg),
 		StateDir:          cfg.Paths.StateDir,
 		MaxApps:           cfg.MaxApps,
 		CapacityMiB:       memTotalMiB() - min(reserveMiB, memTotalMiB()),

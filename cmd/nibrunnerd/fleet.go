@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/fleet"
+	"alpnib.dev/nibrunner/hostconfig"
+)
+
+// desiredFile is the desired.json the daemon watches: the configured
+// file, or the local mirror of an s3:// one.
+func desiredFile(cfg *hostconfig.Config) string {
+	if hostconfig.IsS3(cfg.Paths.DesiredStateFile) {
+		return filepath.Join(cfg.Paths.StateDir, fleet.MirrorName)
+	}
+	return cfg.Paths.DesiredStateFile
+}
+
+// startFleet runs, until ctx ends, the poller that mirrors an s3://
+// desired_state_file and the uploader that puts reported.json to
+// reported_state_url, when the configuration names them. The first poll
+// is made before it returns, so a new host starts on its document.
+func startFleet(ctx context.Context, cfg *hostconfig.Config) error {
+	logf := func(format string, args ...any) { log.Printf("nibrunnerd: "+format, args...) }
+	if err := os.MkdirAll(cfg.Paths.StateDir, 0o755); err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
+	if url := cfg.Paths.DesiredStateFile; hostconfig.IsS3(url) {
+		obj, err := fleet.Open(ctx, url)
+		if err != nil {
+			return fmt.Errorf("paths.desired_state_file: %w", err)
+		}
+		p := &fleet.Poller{Source: obj.Store, Key: obj.Key, URL: url, Mirror: desiredFile(cfg),
+			Interval: time.Duration(cfg.Paths.DesiredStatePollMs) * time.Millisecond, Logf: logf}
+		p.Poll(ctx)
+		go p.Run(ctx)
+	}
+	if url := cfg.Paths.ReportedStateURL; url != "" {
+		obj, err := fleet.Open(ctx, url)
+		if err != nil {
+			return fmt.Errorf("paths.reported_state_url: %w", err)
+		}
+		u := &fleet.Uploader{Dest: obj.Store, Key: obj.Key, URL: url, Report: filepath.Join(cfg.Paths.StateDir, daemon.ReportName), Logf: logf}
+		go func() {
+			if err := u.Run(ctx); err != nil {
+				logf("fleet: %v", err)
+			}
+		}()
+	}
+	return nil
+}

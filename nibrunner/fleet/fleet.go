@@ -1,0 +1,56 @@
+// Package fleet lets many hosts share one S3 bucket instead of a control
+// plane: each host polls its own desired.json object there and puts its
+// reported.json beside it. Nothing in the daemon knows: a Poller mirrors
+// the object into a local file, atomically, which the daemon watches like
+// any desired.json; an Uploader watches the daemon's reported.json and
+// puts it to its object when it says something new, and at least once a
+// heartbeat so a reader sees the host is alive.
+//
+// Polls are conditional GETs (If-None-Match with the last ETag): an
+// unchanged object costs one request and no body. An object that cannot
+// be read (refused, unreachable, too large) leaves the mirror as it is, so
+// the daemon keeps converging on the last document it accepted; an object
+// that does not exist removes the mirror, as a deleted local file would,
+// and the daemon reports that it has no document to take.
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"alpnib.dev/nibrunner/store"
+)
+
+// MirrorName is the mirror of an S3 desired.json in the state folder: the
+// file the daemon watches when paths.desired_state_file is s3://.
+const MirrorName = "desired-mirror.json"
+
+// MaxDocument bounds a desired.json read from S3.
+const MaxDocument = 16 << 20
+
+// Object is one S3 object: the store of its folder and its key there.
+type Object struct {
+	URL   string
+	Store *store.S3
+	Key   string
+}
+
+// Open opens s3://bucket/folder/key, with the endpoint and credentials of
+// the environment (store.NewS3).
+func Open(ctx context.Context, url string) (*Object, error) {
+	rest, ok := strings.CutPrefix(url, "s3://")
+	bucket, path, _ := strings.Cut(rest, "/")
+	if !ok || bucket == "" || path == "" || strings.HasSuffix(path, "/") {
+		return nil, fmt.Errorf("%q names no object; want s3://bucket/key", url)
+	}
+	folder, key := "", path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		folder, key = path[:i], path[i+1:]
+	}
+	s, err := store.NewS3(ctx, "s3://"+bucket+"/"+folder)
+	if err != nil {
+		return nil, err
+	}
+	return &Object{URL: url, Store: s, Key: key}, nil
+}
