@@ -28,6 +28,8 @@ type Streamer interface {
 	// key prefix, "" for the whole store): S3's incomplete multipart
 	// uploads, a folder's scratch files. It returns how many it removed.
 	AbortIncomplete(ctx context.Context, prefix string) (int, error)
+	// AbortIncompleteAt is AbortIncomplete for the one key, not a prefix.
+	AbortIncompleteAt(ctx context.Context, key string) (int, error)
 	// List returns the objects under prefix.
 	List(ctx context.Context, prefix string) ([]Info, error)
 	// URL names key for a person: s3://bucket/prefix/key or the file.
@@ -40,10 +42,15 @@ var (
 )
 
 // PutStream implements Streamer with a multipart upload driven part by
-// part (minio-go's Core), so the upload id is ours to abort.
+// part (minio-go's Core), so the upload id is ours to abort. Uploads an
+// earlier attempt left incomplete at key (its abort failed: the store was
+// down) are aborted first.
 func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, err error) {
 	name, err := s.object("put", key)
 	if err != nil {
+		return 0, err
+	}
+	if _, err := s.AbortIncompleteAt(ctx, key); err != nil {
 		return 0, err
 	}
 	core := minio.Core{Client: s.client}
@@ -88,6 +95,18 @@ func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, e
 
 // AbortIncomplete implements Streamer.
 func (s *S3) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
+	return s.abort(ctx, prefix, false)
+}
+
+// AbortIncompleteAt implements Streamer.
+func (s *S3) AbortIncompleteAt(ctx context.Context, key string) (int, error) {
+	if _, err := s.object("abort the uploads of", key); err != nil {
+		return 0, err
+	}
+	return s.abort(ctx, key, true)
+}
+
+func (s *S3) abort(ctx context.Context, prefix string, exact bool) (int, error) {
 	core := minio.Core{Client: s.client}
 	n := 0
 	keyMarker, idMarker := "", ""
@@ -97,6 +116,9 @@ func (s *S3) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
 			return n, s.wrap("list incomplete uploads under", prefix+"…", err)
 		}
 		for _, u := range res.Uploads {
+			if exact && u.Key != s.prefix+prefix {
+				continue
+			}
 			if err := core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
 				return n, s.wrap("abort the incomplete upload of", strings.TrimPrefix(u.Key, s.prefix), err)
 			}
@@ -146,6 +168,15 @@ func (d *Dir) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// AbortIncompleteAt implements Streamer: a folder's scratch files do not
+// name their key, so it removes those in the key's folder.
+func (d *Dir) AbortIncompleteAt(ctx context.Context, key string) (int, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	return d.AbortIncomplete(ctx, key)
 }
 
 // List implements Streamer.

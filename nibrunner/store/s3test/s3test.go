@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,69 @@ type Server struct {
 	SecretKey string
 	Dir       string // the folder buckets live in, one subfolder each
 	Client    *minio.Client
+
+	bin, addr string
+	mu        sync.Mutex
+	proc      *os.Process
+	exited    chan struct{}
+}
+
+// launch starts versitygw on s.addr over s.Dir and waits until it answers.
+func (s *Server) launch(t testing.TB) {
+	t.Helper()
+	var logs bytes.Buffer
+	cmd := exec.Command(s.bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", s.addr, "--quiet",
+		"posix", s.Dir)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start versitygw: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.proc, s.exited = cmd.Process, exited
+	s.mu.Unlock()
+	if err := waitAnswering(s.Endpoint, exited, 20*time.Second); err != nil {
+		t.Fatalf("start versitygw on %s: %v\n%s", s.addr, err, logs.String())
+	}
+}
+
+// stop ends the server, if it runs.
+func (s *Server) stop() {
+	s.mu.Lock()
+	proc, exited := s.proc, s.exited
+	s.proc = nil
+	s.mu.Unlock()
+	if proc == nil {
+		return
+	}
+	_ = proc.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = proc.Kill()
+		<-exited
+	}
+}
+
+// Down kills the server, as an outage does: connections are refused until
+// Up. What it stored stays.
+func (s *Server) Down() {
+	s.mu.Lock()
+	proc, exited := s.proc, s.exited
+	s.proc = nil
+	s.mu.Unlock()
+	if proc != nil {
+		_ = proc.Kill()
+		<-exited
+	}
+}
+
+// Up starts the server again after Down, on the same port and folder.
+func (s *Server) Up(t testing.TB) {
+	t.Helper()
+	s.launch(t)
 }
 
 // Command finds the versitygw binary on PATH or in GOPATH/bin.
@@ -65,29 +129,9 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("start versitygw: %v", err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s.Endpoint = "http://" + addr
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", addr, "--quiet",
-		"posix", s.Dir)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start versitygw: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	if err := waitAnswering(s.Endpoint, exited, 20*time.Second); err != nil {
-		t.Fatalf("start versitygw on %s: %v\n%s", addr, err, logs.String())
-	}
+	s.Endpoint, s.bin, s.addr = "http://"+addr, bin, addr
+	s.launch(t)
+	t.Cleanup(s.stop)
 	s.Client, err = minio.New(addr, &minio.Options{
 		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
 		BucketLookup: minio.BucketLookupPath,
