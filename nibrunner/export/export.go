@@ -75,7 +75,7 @@ func Open(ctx context.Context, opt Options) (*Writer, error) {
 	for _, n := range notes {
 		key, err := os.ReadFile(n)
 		if err == nil && len(key) > 0 {
-			if _, err := opt.Objects.AbortIncomplete(ctx, string(key)); err != nil {
+			if _, err := opt.Objects.AbortIncompleteAt(ctx, string(key)); err != nil {
 				return nil, fmt.Errorf("exports: abort the upload a stopped daemon left at %q: %w", key, err)
 			}
 		}
