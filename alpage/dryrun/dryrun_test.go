@@ -140,7 +140,7 @@ func TestRemovingAMemberOfAnySubnetWithRemoveNodesFailsTheDryRun(t *testing.T) {
 	// n3 is a member of s2, which the proposal does not name: only seeding
 	// every subnet's membership catches it
 	p := registryProposal(t, config.KindRemoveNodes, nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{n(4), n(3)}})
-	wantFailure(t, dryRun(t, live, p), "cannot remove node "+n(3).String()+": it is a member of subnet "+s2.String())
+	wantFailure(t, dryRun(t, live, p), "Cannot remove a node that is a member of a subnet. This node is a member of Subnet: "+nns.SubnetRecordKey(s2.String()))
 }
 
 func TestRemovingAFreeNodeDeletesItAndGivesItsOperatorAnAllowanceBack(t *testing.T) {

@@ -214,7 +214,7 @@ func TestTheDryRunStopsWhatTheRegistryWouldRefuseWithExitTwo(t *testing.T) {
 	d := startApplyDevnet(t)
 	for name, reason := range map[string]string{
 		"sev-on-app1":      "sev_enabled of subnet x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe cannot be changed",
-		"drop-member":      "cannot remove node kj5am-xco6a-pfwgh-2xiym-32xzp-d2e5e-m5jtt-tetho-2faxm-zmq7z-iae: it is a member of subnet x6rmp",
+		"drop-member":      "Cannot remove a node that is a member of a subnet. This node is a member of Subnet: subnet_record_x6rmp",
 		"deploy-unelected": `Replica version '790bb016bef1fc5ebc226e040ef574b29ae87dea' is NOT blessed`,
 	} {
 		before := proposalsIn(d)

@@ -137,13 +137,13 @@ func TestTheAgentDrivesEveryNNSMethodAgainstTheLocalnet(t *testing.T) {
 		}
 	}
 	expect(propose(nns.FunctionChangeSubnetMembership, nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsAdd: []principal.Principal{spare}, NodeIDsRemove: []principal.Principal{member}}), nns.StatusExecuted, "")
-	expect(propose(nns.FunctionChangeSubnetMembership, nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsRemove: []principal.Principal{member}}), nns.StatusFailed, "not a member")
+	expect(propose(nns.FunctionChangeSubnetMembership, nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsRemove: []principal.Principal{member}}), nns.StatusFailed, "do not belong to the provided subnet")
 	expect(propose(nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v2"}), nns.StatusExecuted, "")
 	expect(propose(nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v3"}), nns.StatusFailed, "NOT blessed")
 	halted, sev := true, true
 	expect(propose(nns.FunctionUpdateConfigOfSubnet, nns.UpdateSubnetPayload{SubnetID: subnet, IsHalted: &halted}), nns.StatusExecuted, "")
 	expect(propose(nns.FunctionUpdateConfigOfSubnet, nns.UpdateSubnetPayload{SubnetID: subnet, Features: &nns.SubnetFeatures{SevEnabled: &sev}}), nns.StatusFailed, "sev_enabled")
-	expect(propose(nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{spare}}), nns.StatusFailed, "member of subnet")
+	expect(propose(nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{spare}}), nns.StatusFailed, "is a member of a subnet")
 	expect(propose(nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{gone}}), nns.StatusExecuted, "")
 	expect(propose(nns.FunctionRemoveNodeOperators, nns.RemoveNodeOperatorsPayload{NodeOperatorsToRemove: [][]byte{operator.Bytes(), idle.Bytes()}}), nns.StatusExecuted, "")
 	if _, ok, _ := r.NodeOperatorRecord(ctx, operator); !ok {

@@ -331,7 +331,7 @@ func TestAProposalMadeOverTheWireExecutesOrFailsAsTheRegistryRules(t *testing.T)
 		t.Fatal(gerr)
 	}
 	info := proposalInfo(t, c, bad)
-	if nns.ProposalStatus(info.Status) != nns.StatusFailed || info.FailureReason == nil || !strings.Contains(info.FailureReason.ErrorMessage, "member of subnet") {
+	if nns.ProposalStatus(info.Status) != nns.StatusFailed || info.FailureReason == nil || !strings.Contains(info.FailureReason.ErrorMessage, "is a member of a subnet") {
 		t.Fatalf("remove_nodes of a member: %+v", info)
 	}
 	sev := true

@@ -130,13 +130,13 @@ func TestAProposalOfEachKindExecutesOrFailsAsTheRegistryRules(t *testing.T) {
 		}, nns.StatusExecuted, "", nns.TopicSubnetManagement},
 		{"membership removing a non-member fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionChangeSubnetMembership, nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsRemove: []principal.Principal{spare}})
-		}, nns.StatusFailed, "not a member", nns.TopicSubnetManagement},
+		}, nns.StatusFailed, "do not belong to the provided subnet", nns.TopicSubnetManagement},
 		{"deploying an unelected version fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v9"})
 		}, nns.StatusFailed, "NOT blessed", nns.TopicIcOsVersionDeployment},
 		{"removing a subnet member fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{member}})
-		}, nns.StatusFailed, "member of subnet", nns.TopicNodeAdmin},
+		}, nns.StatusFailed, "is a member of a subnet", nns.TopicNodeAdmin},
 		{"removing a known provider executes", func(*testing.T) nns.MakeProposalRequest { return removeProvider(providerA) }, nns.StatusExecuted, "", nns.TopicParticipantManagement},
 		{"removing an unknown provider fails", func(*testing.T) nns.MakeProposalRequest { return removeProvider(pid("nobody")) }, nns.StatusFailed, "Can't find a NodeProvider", nns.TopicParticipantManagement},
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,7 +35,7 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 		for _, n := range p.NodeIDsRemove {
 			i := slices.IndexFunc(members, func(m []byte) bool { return string(m) == string(n.Bytes()) })
 			if i < 0 {
-				return nil, refuse("node %s is not a member of subnet %s", n, p.SubnetID)
+				return nil, refuse("Nodes that should be removed do not belong to the provided subnet (node %s, subnet %s).", n, p.SubnetID)
 			}
 			members = slices.Delete(slices.Clone(members), i, i+1)
 		}
@@ -143,43 +144,48 @@ func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
 	})
 }
 
-// RemoveNodes runs remove_nodes: a node that is a subnet member refuses the
-// whole proposal; a node that is not registered is skipped. Each removed
-// node gives its operator one allowance back.
+// RemoveNodes runs remove_nodes as the canister does: the node ids are
+// sorted and de-duplicated, then each must be registered (else the whole
+// proposal aborts), must be in no subnet, and must have its operator's
+// record; each removed node gives its operator one allowance back.
 func (r *Registry) RemoveNodes(p nns.RemoveNodesPayload) error {
 	return r.update(func(v view) ([]Mutation, error) {
 		var muts []Mutation
 		allowance := map[principal.Principal]*nns.NodeOperatorRecordPB{}
-		for _, n := range p.NodeIDs {
+		ids := slices.Clone(p.NodeIDs)
+		slices.SortFunc(ids, func(a, b principal.Principal) int { return bytes.Compare(a.Bytes(), b.Bytes()) })
+		ids = slices.Compact(ids)
+		for _, n := range ids {
 			rec, ok, err := v.node(n)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				continue
+				return nil, refuse("do_remove_nodes: Aborting node removal: Node Id %s not found in the registry", n)
 			}
 			if s, in, err := v.subnetOf(n); err != nil {
 				return nil, err
 			} else if in {
-				return nil, refuse("cannot remove node %s: it is a member of subnet %s", n, s)
+				return nil, refuse("do_remove_nodes: Cannot remove a node that is a member of a subnet. This node is a member of Subnet: %s", nns.SubnetRecordKey(s.String()))
 			}
 			muts = append(muts, Mutation{Key: nns.NodeRecordKey(n.String()), Delete: true})
-			if op, err := principal.FromBytes(rec.NodeOperatorID); err == nil {
-				o := allowance[op]
-				if o == nil {
-					cur, ok, err := v.operator(op)
-					if err != nil {
-						return nil, err
-					}
-					if ok {
-						o = &cur
-						allowance[op] = o
-					}
-				}
-				if o != nil {
-					o.NodeAllowance++
-				}
+			op, err := principal.FromBytes(rec.NodeOperatorID)
+			if err != nil {
+				return nil, refuse("do_remove_nodes: Aborting node removal: node %s has no valid node operator id", n)
 			}
+			o := allowance[op]
+			if o == nil {
+				cur, ok, err := v.operator(op)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					return nil, refuse("do_remove_nodes: Aborting node removal: Node Operator Id %s not found in the registry", nns.NodeOperatorRecordKey(op.String()))
+				}
+				o = &cur
+				allowance[op] = o
+			}
+			o.NodeAllowance++
 		}
 		for _, op := range sortedOps(allowance) {
 			muts = append(muts, Mutation{Key: nns.NodeOperatorRecordKey(op.String()), Value: allowance[op].Marshal()})

@@ -71,11 +71,11 @@ func TestChangeSubnetMembershipRules(t *testing.T) {
 		want    []principal.Principal
 	}{
 		{"adds a free node and removes a member", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(free), NodeIDsRemove: ps(n2)}, "", ps(free, n1)},
-		{"an unknown subnet is refused", nns.ChangeSubnetMembershipPayload{SubnetID: pid("nope"), NodeIDsAdd: ps(free)}, "does not exist", nil},
+		{"an unknown subnet is refused", nns.ChangeSubnetMembershipPayload{SubnetID: pid("nope"), NodeIDsAdd: ps(free)}, "not found in the registry", nil},
 		{"adding an unregistered node is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(ghost)}, "does not exist", nil},
 		{"adding another subnet's member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(n3)}, "already a member of subnet", nil},
 		{"adding a current member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(n1)}, "already a member", nil},
-		{"removing a non-member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsRemove: ps(n4)}, "not a member", nil},
+		{"removing a non-member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsRemove: ps(n4)}, "do not belong to the provided subnet", nil},
 		{"adding the same node twice is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(free, free)}, "twice", nil},
 	}
 	for _, c := range cases {
@@ -112,7 +112,7 @@ func TestDeployGuestosNeedsAnElectedVersion(t *testing.T) {
 	}{
 		{"an elected version deploys", "v2", "", subnetA},
 		{"an unelected version is refused", "v3", "Replica version 'v3' is NOT blessed. The blessed versions are: [v1, v2].", subnetA},
-		{"an unknown subnet is refused", "v2", "does not exist", pid("nope")},
+		{"an unknown subnet is refused", "v2", "not found in the registry", pid("nope")},
 		{"an unelected version is reported before a missing subnet", "v3", "NOT blessed", pid("nope")},
 	}
 	for _, c := range cases {
@@ -181,7 +181,7 @@ func TestUpdateSubnetRules(t *testing.T) {
 		{"changing sev_enabled is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, Features: &nns.SubnetFeatures{SevEnabled: &on}}, "sev_enabled", nil},
 		{"restating subnet_type is accepted", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetType: &app}, "", nil},
 		{"changing subnet_type is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetType: &sys}, "subnet_type", nil},
-		{"an unknown subnet is refused", nns.UpdateSubnetPayload{SubnetID: pid("nope"), IsHalted: &on}, "does not exist", nil},
+		{"an unknown subnet is refused", nns.UpdateSubnetPayload{SubnetID: pid("nope"), IsHalted: &on}, "not found in the registry", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,7 +212,7 @@ func TestUpdateSubnetRules(t *testing.T) {
 func TestRemoveNodesRules(t *testing.T) {
 	t.Run("a free node is deregistered and its operator regains allowance", func(t *testing.T) {
 		r := fixture(t)
-		if err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, ghost}}); err != nil {
+		if err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, free}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok, _ := r.Node(free); ok {
@@ -227,10 +227,20 @@ func TestRemoveNodesRules(t *testing.T) {
 			t.Fatalf("allowance = %d, want 2", op.NodeAllowance)
 		}
 	})
+	t.Run("an unregistered node aborts the whole removal", func(t *testing.T) {
+		r := fixture(t)
+		err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, ghost}})
+		if err == nil || !strings.Contains(err.Error(), "Aborting node removal: Node Id "+ghost.String()+" not found") {
+			t.Fatalf("err = %v", err)
+		}
+		if _, ok, _ := r.Node(free); !ok {
+			t.Fatal("the free node was removed by an aborted proposal")
+		}
+	})
 	t.Run("a subnet member is refused and nothing is removed", func(t *testing.T) {
 		r := fixture(t)
 		err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, n1}})
-		if err == nil || !strings.Contains(err.Error(), "member of subnet") {
+		if err == nil || !strings.Contains(err.Error(), "is a member of a subnet") {
 			t.Fatalf("err = %v", err)
 		}
 		if _, ok, _ := r.Node(free); !ok {

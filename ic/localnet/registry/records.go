@@ -136,7 +136,7 @@ func (v view) subnet(id principal.Principal) (nns.SubnetRecordPB, bool, error) {
 func (v view) existingSubnet(id principal.Principal) (nns.SubnetRecordPB, error) {
 	rec, ok, err := v.subnet(id)
 	if err == nil && !ok {
-		err = refuse("subnet %s does not exist", id)
+		err = refuse("Failed to get subnet record: subnet record for %s not found in the registry.", id)
 	}
 	return rec, err
 }
