@@ -104,6 +104,7 @@ func TestPsStatusLogsAndEventsShowWhatTheDaemonDid(t *testing.T) {
 		}
 	}
 	evs := followEvents(t, cfgPath)
+	waitEvent(t, evs, app, control.VerbStarted, 30*time.Second)
 	waitReport(t, root, app+" running", 30*time.Second, appIs(app, reported.InstanceRunning))
 
 	out, err := ctl("ps", "--config", cfgPath)

@@ -90,7 +90,10 @@ func (j *Journal) After(seq uint64) ([]Event, <-chan struct{}) {
 // write replaces it).
 func (j *Journal) Follow(ctx context.Context, path string) error {
 	docs := make(chan watch.Document)
-	w := &watch.Watcher{Path: path, Debounce: 20 * time.Millisecond}
+	// The daemon renames each report into place whole, so there is nothing
+	// to wait for; a longer debounce would let a run of quick passes hide
+	// the states between them.
+	w := &watch.Watcher{Path: path, Debounce: time.Millisecond}
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(ctx, docs) }()
 	for {
