@@ -81,6 +81,10 @@ type Observation struct {
 	// Action is the on-chain action (governance only), for import to
 	// compare payloads.
 	Action *nns.Action
+	// DashboardAction and DashboardFunction are the action type and NNS
+	// function the dashboard names (dashboard only): enough to compare the
+	// kind, not the payload.
+	DashboardAction, DashboardFunction string
 }
 
 // Word is the status as shown: the recorded status word, or unknown.
@@ -163,7 +167,8 @@ func fromGovernance(id uint64, info *nns.ProposalInfo) Observation {
 }
 
 func fromDashboard(id uint64, p *source.Proposal) Observation {
-	o := Observation{ProposalID: id, Source: FromDashboard, Status: statusOfWord(p.Status), Proposer: uint64(p.Proposer)}
+	o := Observation{ProposalID: id, Source: FromDashboard, Status: statusOfWord(p.Status), Proposer: uint64(p.Proposer),
+		DashboardAction: p.Action, DashboardFunction: p.ActionNnsFunction}
 	if t := p.LatestTally; t != nil {
 		o.Tally = &Tally{Yes: uint64(t.Yes), No: uint64(t.No), Total: uint64(t.Total)}
 	}

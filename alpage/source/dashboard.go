@@ -34,6 +34,7 @@ type Proposal struct {
 	Topic                    string         `json:"topic"`
 	Status                   string         `json:"status"`
 	Action                   string         `json:"action"`
+	ActionNnsFunction        string         `json:"action_nns_function"`
 	Proposer                 Number         `json:"proposer"`
 	ProposalTimestampSeconds Number         `json:"proposal_timestamp_seconds"`
 	DecidedTimestampSeconds  Number         `json:"decided_timestamp_seconds"`

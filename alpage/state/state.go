@@ -36,8 +36,14 @@ type Proposal struct {
 	Neuron        uint64 `json:"neuron"`
 	Host          string `json:"host"`
 	SubmittedAt   Time   `json:"submitted_at"`
-	Status        Status `json:"status,omitempty"`
-	ResolvedAt    Time   `json:"resolved_at,omitempty"`
+	// Forced records an import whose declared kind did not match the
+	// proposal's action and that --force recorded anyway: what differed.
+	Forced string `json:"forced,omitempty"`
+	// Uncompared records an import whose action or payload could not be
+	// compared with what the config declares: what, and why.
+	Uncompared string `json:"uncompared,omitempty"`
+	Status     Status `json:"status,omitempty"`
+	ResolvedAt Time   `json:"resolved_at,omitempty"`
 
 	unknown unknownFields
 }

@@ -78,6 +78,12 @@ func loadStateFile(t *testing.T, path string) *state.State {
 
 func declaredHash(t *testing.T, name string) string {
 	t.Helper()
+	return declared(t, name).PayloadSHA256
+}
+
+// declared builds proposal name of applyConfig.
+func declared(t *testing.T, name string) *proposal.Proposal {
+	t.Helper()
 	cfg, err := config.Load(applyConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +92,7 @@ func declaredHash(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.PayloadSHA256
+	return p
 }
 
 var everyKind = []string{"add-node-08", "downgrade-app1", "halt-app1", "drop-node-12", "drop-empty-operator", "drop-gone-provider"}
@@ -407,23 +413,51 @@ func TestImportRefusesIdZeroARecordedNameAndAnUndeclaredOne(t *testing.T) {
 	}
 }
 
+// proposeByHand makes the action of declared proposal name on the devnet
+// the way another tool would, and returns its id.
+func proposeByHand(t *testing.T, d *devnet.Devnet, name string) uint64 {
+	t.Helper()
+	title := "made by hand"
+	id, gerr := d.Governance.MakeProposal(d.Identity, 4242, nns.MakeProposalRequest{Title: &title, Action: declared(t, name).Action})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return id
+}
+
 func TestImportWarnsWhenThePayloadOnChainDiffersFromTheConfig(t *testing.T) {
 	d := startApplyDevnet(t)
 	statePath := filepath.Join(t.TempDir(), "state.json")
 	// proposal made by other means: the sev change, imported under halt-app1's name
-	title := "made by hand"
-	cfg, _ := config.Load(applyConfig)
-	p, _ := proposal.Build(cfg.Proposal("sev-on-app1"))
-	id, gerr := d.Governance.MakeProposal(d.Identity, 4242, nns.MakeProposalRequest{Title: &title, Action: p.Action})
-	if gerr != nil {
-		t.Fatal(gerr)
-	}
+	id := proposeByHand(t, d, "sev-on-app1")
 	_, errOut, err := runAlp(t, "", "import", "halt-app1", strconv.FormatUint(id, 10), "--config", applyConfig, "--state", statePath)
 	if err != nil || !strings.Contains(errOut, "differs from the one the config declares") {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
 	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; rec.Status != state.StatusFailed || rec.PayloadSHA256 != declaredHash(t, "halt-app1") {
 		t.Fatalf("recorded %+v", rec)
+	}
+}
+
+func TestImportRefusesAProposalOfAnotherKindUnlessForcedAndRecordsThatItWas(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	// a remove_nodes proposal made by other means, imported under the name
+	// of an update_subnet one
+	id := proposeByHand(t, d, "drop-node-12")
+	args := []string{"import", "halt-app1", strconv.FormatUint(id, 10), "--config", applyConfig, "--state", statePath}
+	_, _, err := runAlp(t, "", args...)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), `runs NNS_FUNCTION_REMOVE_NODES, but "halt-app1" is a update_subnet proposal`) {
+		t.Fatalf("import: exit %d, %v", exitCode(err), err)
+	}
+	if _, err := os.Stat(statePath); err == nil {
+		t.Fatal("a refused import wrote state.json")
+	}
+	if _, errOut, err := runAlp(t, "", append(args, "--force")...); err != nil {
+		t.Fatalf("import --force: %v\n%s", err, errOut)
+	}
+	if rec := loadStateFile(t, statePath).Proposals["halt-app1"]; !strings.Contains(rec.Forced, "runs NNS_FUNCTION_REMOVE_NODES") {
+		t.Fatalf("recorded %+v, want it marked forced", rec)
 	}
 }
 
@@ -471,6 +505,9 @@ func TestAProposalGovernancePurgedIsImportedAndReadBackFromTheDashboard(t *testi
 		t.Fatalf("import: %v\n%s%s", err, out, errOut)
 	}
 	rec := loadStateFile(t, statePath).Proposals["add-node-08"]
+	if !strings.Contains(rec.Uncompared, "the ICP dashboard gives no action for proposal 120") {
+		t.Errorf("a proposal the dashboard gives no action for is recorded as compared: %+v", rec)
+	}
 	decided := time.Date(2026, 6, 5, 9, 0, 0, 0, time.UTC)
 	if rec.ProposalID != 120 || rec.Status != state.StatusExecuted || rec.ResolvedAt == "" || !parsed(t, rec.SubmittedAt).Before(decided) {
 		t.Fatalf("recorded %+v", rec)

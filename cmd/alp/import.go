@@ -21,7 +21,10 @@ import (
 const importTimeout = time.Minute
 
 func newImportCmd(g *globals) *cobra.Command {
-	var dashboardURL, output string
+	var (
+		dashboardURL, output string
+		force                bool
+	)
 	cmd := &cobra.Command{
 		Use:   "import <name> <proposal_id>",
 		Short: "Record an already submitted proposal in state.json (like terraform import)",
@@ -31,7 +34,13 @@ proposal from governance (get_proposal_info) for its proposer neuron, status and
 timestamps — from the ICP dashboard when governance has purged it — and records
 the sha256 of the payload the config declares now, warning when the payload
 on-chain differs. It refuses proposal id 0, a name already recorded, and a name
-the config does not declare.`,
+the config does not declare.
+
+The proposal's action must be what the declared kind makes (governance's
+action, or the dashboard's action type and NNS function): a mismatch is
+refused (exit 2) unless --force, and state.json records that it was forced.
+An action or payload that cannot be compared (the dashboard gives no payload
+bytes) is recorded as uncompared, saying why.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -79,12 +88,19 @@ the config does not declare.`,
 				return fmt.Errorf("proposal %d: neither governance at %s nor the ICP dashboard knows it", id, host)
 			}
 			stderr := cmd.ErrOrStderr()
-			warnings := importWarnings(p, o)
-			for _, w := range warnings {
-				fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+w)
+			cmp := readback.Compare(p, o)
+			if cmp.KindMismatch != "" && !force {
+				return &exitError{code: 2, err: fmt.Errorf("%s; import it under a name declared with that kind, or give --force to record it anyway (state.json then says it was forced)", cmp.KindMismatch)}
+			}
+			var warnings []string
+			for _, w := range []string{cmp.KindMismatch, cmp.PayloadDiffers, cmp.Uncompared} {
+				if w != "" {
+					warnings = append(warnings, w)
+					fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+w)
+				}
 			}
 			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,
-				Host: host, Status: o.Status}
+				Host: host, Status: o.Status, Forced: cmp.KindMismatch, Uncompared: cmp.Uncompared}
 			if !o.SubmittedAt.IsZero() {
 				entry.SubmittedAt = state.TimeOf(o.SubmittedAt)
 			}
@@ -115,6 +131,7 @@ the config does not declare.`,
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&dashboardURL, "dashboard-url", "", "ICP dashboard (third party), asked when governance has purged the proposal: flag > $"+source.DashboardURLEnv+" > "+source.MainnetDashboardURL)
+	cmd.Flags().BoolVar(&force, "force", false, "record a proposal whose action is not what the declared kind makes (state.json records it was forced)")
 	return cmd
 }
 
@@ -130,30 +147,4 @@ type importJSON struct {
 	Neuron        uint64          `json:"neuron"`
 	Host          string          `json:"host"`
 	Warnings      []string        `json:"warnings"`
-}
-
-// importWarnings compares the on-chain proposal with the declared one.
-func importWarnings(p *proposal.Proposal, o readback.Observation) []string {
-	if o.Source != readback.FromGovernance {
-		return []string{"the payload was not compared: the ICP dashboard does not give its bytes"}
-	}
-	sum, fn, ok := readback.PayloadSHA256(o.Action)
-	if !ok {
-		return []string{fmt.Sprintf("proposal %d carries no payload alp knows; it is recorded with the payload the config declares", o.ProposalID)}
-	}
-	var out []string
-	if fn != p.Function {
-		out = append(out, fmt.Sprintf("proposal %d runs %s, but %q is a %s proposal (%s)", o.ProposalID, functionName(fn), p.Name, p.Kind, functionName(p.Function)))
-	}
-	if sum != p.PayloadSHA256 {
-		out = append(out, fmt.Sprintf("the payload on-chain (sha256 %s) differs from the one the config declares (sha256 %s), which is what is recorded; check that proposal %d is the one you meant", sum, p.PayloadSHA256, o.ProposalID))
-	}
-	return out
-}
-
-func functionName(fn nns.NnsFunction) string {
-	if fn == nns.FunctionUnspecified {
-		return "AddOrRemoveNodeProvider"
-	}
-	return fn.String()
 }

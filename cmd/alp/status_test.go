@@ -150,7 +150,7 @@ func TestImportOfAProposalGovernancePurgedReadsTheDashboard(t *testing.T) {
 	host, dash := statusNetwork(t)
 	statePath := filepath.Join(t.TempDir(), "state.json")
 	out, errOut, err := runAlp(t, "", "import", "drop-gone-provider", "5", "--config", applyConfig, "--state", statePath, "--host", host, "--dashboard-url", dash)
-	if err != nil || !strings.Contains(out, "[via ICP dashboard; purged from governance]") || !strings.Contains(errOut, "the payload was not compared") {
+	if err != nil || !strings.Contains(out, "[via ICP dashboard; purged from governance]") || !strings.Contains(errOut, "neither the kind nor the payload was compared") {
 		t.Fatalf("import: %v\n%s%s", err, out, errOut)
 	}
 	executed := time.Date(2026, 11, 19, 9, 0, 0, 0, time.UTC)

@@ -1,0 +1,57 @@
+package readback
+
+import (
+	"strings"
+	"testing"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// removeNodes is a declared remove_nodes proposal, built as apply builds it.
+func removeNodes(t *testing.T) *proposal.Proposal {
+	t.Helper()
+	node := principal.SelfAuthenticating([]byte("n")).String()
+	p, err := proposal.Build(&config.Proposal{Name: "drop-n", Kind: config.KindRemoveNodes, Title: "t",
+		RemoveNodes: &config.RemoveNodes{Nodes: []config.NodeRef{{ID: node}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestImportComparesTheActionWithTheDeclaredKindThenThePayload(t *testing.T) {
+	p := removeNodes(t)
+	run := func(fn nns.NnsFunction, payload []byte) Observation {
+		return Observation{ProposalID: 9, Source: FromGovernance, Action: &nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(fn), Payload: payload}}}
+	}
+	cases := []struct {
+		name                     string
+		o                        Observation
+		mismatch, differs, uncmp string
+	}{
+		{"governance: the same function and payload", run(nns.FunctionRemoveNodes, p.Payload), "", "", ""},
+		{"governance: the same function, another payload", run(nns.FunctionRemoveNodes, []byte("DIDL\x00\x00")), "", "differs from the one the config declares", ""},
+		{"governance: another function", run(nns.FunctionChangeSubnetMembership, p.Payload), "runs NNS_FUNCTION_CHANGE_SUBNET_MEMBERSHIP, but \"drop-n\" is a remove_nodes proposal", "", ""},
+		{"governance: the native provider action", Observation{ProposalID: 9, Source: FromGovernance, Action: &nns.Action{AddOrRemoveNodeProvider: &nns.AddOrRemoveNodeProvider{}}}, "runs AddOrRemoveNodeProvider", "", ""},
+		{"governance: a motion cannot be compared", Observation{ProposalID: 9, Source: FromGovernance, Action: &nns.Action{Motion: &nns.Motion{MotionText: "m"}}}, "", "", "neither the kind nor the payload was compared: proposal 9 runs a motion"},
+		{"dashboard: the same function by name", Observation{ProposalID: 9, Source: FromDashboard, DashboardAction: "ExecuteNnsFunction", DashboardFunction: "REMOVE_NODES"}, "", "", "the payload was not compared"},
+		{"dashboard: the same function in another spelling", Observation{ProposalID: 9, Source: FromDashboard, DashboardAction: "ExecuteNnsFunction", DashboardFunction: "RemoveNodes"}, "", "", "the payload was not compared"},
+		{"dashboard: another function", Observation{ProposalID: 9, Source: FromDashboard, DashboardAction: "ExecuteNnsFunction", DashboardFunction: "DEPLOY_GUESTOS_TO_ALL_SUBNET_NODES"}, "per the ICP dashboard, but \"drop-n\" is a remove_nodes proposal", "", ""},
+		{"dashboard: the native provider action", Observation{ProposalID: 9, Source: FromDashboard, DashboardAction: "AddOrRemoveNodeProvider"}, "runs AddOrRemoveNodeProvider per the ICP dashboard", "", ""},
+		{"dashboard: no action given", Observation{ProposalID: 9, Source: FromDashboard}, "", "", "the ICP dashboard gives no action for proposal 9"},
+		{"dashboard: an action alp does not know", Observation{ProposalID: 9, Source: FromDashboard, DashboardAction: "Motion"}, "", "", "names proposal 9's action \"Motion\""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Compare(p, c.o)
+			for _, f := range []struct{ what, got, want string }{{"kind mismatch", got.KindMismatch, c.mismatch}, {"payload", got.PayloadDiffers, c.differs}, {"uncompared", got.Uncompared, c.uncmp}} {
+				if (f.want == "") != (f.got == "") || !strings.Contains(f.got, f.want) {
+					t.Errorf("%s: %q, want %q", f.what, f.got, f.want)
+				}
+			}
+		})
+	}
+}
