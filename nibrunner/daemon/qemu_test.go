@@ -202,8 +202,14 @@ func qemuTestDir(t *testing.T) (string, guestimage.Image) {
 
 // openQEMUDaemon opens a daemon on dir with the real adapters: the QEMU
 // VMM on user-mode networking, the layer cache and ext4 volumes over the
-// folder store dir/store.
+// folder store dir/store, and checkpoints and exports into it too.
 func openQEMUDaemon(ctx context.Context, dir string, img guestimage.Image, now func() time.Time, logf func(string, ...any)) (*Daemon, *qemu.VMM, error) {
+	return openQEMUDaemonWith(ctx, dir, img, now, logf, nil, nil)
+}
+
+// openQEMUDaemonWith is openQEMUDaemon with the checkpoint store and export
+// writer given (nil: over the folder store).
+func openQEMUDaemonWith(ctx context.Context, dir string, img guestimage.Image, now func() time.Time, logf func(string, ...any), cps Checkpoints, exps Exports) (*Daemon, *qemu.VMM, error) {
 	v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
 	if err != nil {
 		return nil, nil, err
@@ -223,10 +229,13 @@ func openQEMUDaemon(ctx context.Context, dir string, img guestimage.Image, now f
 		v.Close()
 		return nil, nil, err
 	}
-	cps, exps, err := folderBackground(dir)
-	if err != nil {
-		v.Close()
-		return nil, nil, err
+	if cps == nil || exps == nil {
+		fcps, fexps, err := folderBackground(dir)
+		if err != nil {
+			v.Close()
+			return nil, nil, err
+		}
+		cps, exps = fcps, fexps
 	}
 	d, err := Open(ctx, Config{
 		HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: filepath.Join(dir, "state"),
