@@ -177,6 +177,9 @@ func runDaemonProcess(dir string) int {
 		h.slowLayers = time.Duration(ms) * time.Millisecond
 	}
 	deps, _, err := h.deps(false)
+	if err == nil {
+		err = backgroundFromEnv(&deps, dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
