@@ -22,11 +22,20 @@ func desiredFile(cfg *hostconfig.Config) string {
 	return cfg.Paths.DesiredStateFile
 }
 
-// startFleet runs, until ctx ends, the poller that mirrors an s3://
-// desired_state_file and the uploader that puts reported.json to
-// reported_state_url, when the configuration names them. The first poll
-// is made before it returns, so a new host starts on its document.
-func startFleet(ctx context.Context, cfg *hostconfig.Config) error {
+// startFleet runs the poller that mirrors an s3:// desired_state_file and
+// the uploader that puts reported.json to reported_state_url, when the
+// configuration names them, until stop is called or ctx ends. The first
+// poll is made before it returns, so a new host starts on its document.
+func startFleet(ctx context.Context, cfg *hostconfig.Config) (stop func(), err error) {
+	ctx, stop = context.WithCancel(ctx)
+	if err := runFleet(ctx, cfg); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+func runFleet(ctx context.Context, cfg *hostconfig.Config) error {
 	logf := func(format string, args ...any) { log.Printf("nibrunnerd: "+format, args...) }
 	if err := os.MkdirAll(cfg.Paths.StateDir, 0o755); err != nil {
 		return fmt.Errorf("state folder: %w", err)

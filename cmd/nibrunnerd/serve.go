@@ -131,9 +131,11 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
 	}
-	if err := startFleet(ctx, cfg); err != nil {
+	stopFleet, err := startFleet(ctx, cfg)
+	if err != nil {
 		return err
 	}
+	defer stopFleet()
 	hostID, _ := os.Hostname()
 	d, err := daemon.Open(ctx, daemon.Config{
 		HostID:            hostID,
