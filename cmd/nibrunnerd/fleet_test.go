@@ -85,7 +85,7 @@ reported_state_url = "s3://fleet/hosts/`+name+`/reported.json"`, 1)
 	}
 	for _, h := range hosts {
 		waitObject("hosts/"+h.name+"/reported.json", h.name+"'s app running", func(r *reported.HostReportedState) bool {
-			return string(r.HostId) == h.name && runs(h.name + "-1")(r)
+			return string(r.HostId) == h.name && runs(h.name+"-1")(r)
 		})
 	}
 

@@ -62,14 +62,14 @@ func TestOnARealMicroVMPsStatusLogsAndEventsShowTheGuest(t *testing.T) {
 	}
 	st.Close()
 	writeDoc(t, root, map[string]any{
-		"hostId": "qemu-ops",
+		"hostId":  "qemu-ops",
 		"volumes": []any{map[string]any{"volumeId": "counter-data", "appId": "counter", "sizeBytes": 16 << 20, "desiredState": "present"}},
 		"instances": []any{map[string]any{
 			"appId": "counter", "deploymentId": "counter-1", "volumeId": "counter-data", "desiredState": "on-request", "idleTimeoutMs": 600000,
 			"layers": []any{map[string]any{"kind": "executable", "digest": hex.EncodeToString(sum[:]), "objectKey": "apps/counter", "destinationPath": "/app/counter"}},
 			"config": map[string]any{
-				"httpPort": 8080,
-				"command":  map[string]any{"program": "/app/counter", "args": []any{}, "workingDirectory": "/data", "environment": map[string]any{}},
+				"httpPort":  8080,
+				"command":   map[string]any{"program": "/app/counter", "args": []any{}, "workingDirectory": "/data", "environment": map[string]any{}},
 				"resources": map[string]any{"vcpuCount": 1, "memoryMib": 128},
 				"healthCheck": map[string]any{"kind": "http", "path": "/healthz", "intervalMs": 500, "timeoutMs": 5000,
 					"gracePeriodMs": 300000, "healthyThreshold": 1, "unhealthyThreshold": 3},
