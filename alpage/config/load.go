@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
 )
 
 // Config is a loaded, validated configuration.
@@ -68,11 +67,21 @@ type Error struct {
 	Diagnostics hcl.Diagnostics
 }
 
+// maxShownErrors is how many problems Error lists; a file of garbage has
+// one per character, and the first few say what is wrong.
+const maxShownErrors = 20
+
 func (e *Error) Error() string {
 	var b strings.Builder
-	n := 0
+	n, more := 0, 0
+	var last *hcl.Range
 	for _, d := range e.Diagnostics {
 		if d.Severity != hcl.DiagError {
+			continue
+		}
+		if n == maxShownErrors {
+			more++
+			last = d.Subject
 			continue
 		}
 		if n > 0 {
@@ -80,6 +89,13 @@ func (e *Error) Error() string {
 		}
 		n++
 		b.WriteString(FormatDiagnostic(d))
+	}
+	if more > 0 {
+		b.WriteByte('\n')
+		if last != nil {
+			fmt.Fprintf(&b, "%s: ", last.Filename)
+		}
+		fmt.Fprintf(&b, "and %d more problem(s)", more)
 	}
 	return b.String()
 }
@@ -102,13 +118,18 @@ func FormatDiagnostic(d *hcl.Diagnostic) string {
 // (resources.hcl and resources/*.hcl in the same folder). A missing
 // resources.hcl is an empty fleet; a missing proposals file is an error.
 func Load(proposalsPath string) (*Config, error) {
+	return LoadWith(proposalsPath, Limits{})
+}
+
+// LoadWith is Load within lim.
+func LoadWith(proposalsPath string, lim Limits) (*Config, error) {
 	if _, err := os.Stat(proposalsPath); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("load config: %s does not exist; run alp in the folder that holds proposals.hcl or point --config at it", proposalsPath)
 		}
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	l := newLoader()
+	l := newLoader(lim)
 	l.parseResources(filepath.Dir(proposalsPath))
 	l.parse(proposalsPath, proposalsFile)
 	return l.finish(proposalsPath)
@@ -117,7 +138,12 @@ func Load(proposalsPath string) (*Config, error) {
 // LoadResources reads only the resources in dir (resources.hcl and
 // resources/*.hcl), for commands that need no proposals.
 func LoadResources(dir string) (*Config, error) {
-	l := newLoader()
+	return LoadResourcesWith(dir, Limits{})
+}
+
+// LoadResourcesWith is LoadResources within lim.
+func LoadResourcesWith(dir string, lim Limits) (*Config, error) {
+	l := newLoader(lim)
 	l.parseResources(dir)
 	return l.finish("")
 }
@@ -130,7 +156,7 @@ const (
 )
 
 type loader struct {
-	parser *hclparse.Parser
+	limits Limits
 	diags  hcl.Diagnostics
 	// blocks collects the top-level blocks of every file in load order.
 	blocks map[string][]*hcl.Block
@@ -141,8 +167,8 @@ type loader struct {
 	defs map[hcl.Range]*hcl.Block
 }
 
-func newLoader() *loader {
-	return &loader{parser: hclparse.NewParser(), blocks: map[string][]*hcl.Block{}, defs: map[hcl.Range]*hcl.Block{}}
+func newLoader(lim Limits) *loader {
+	return &loader{limits: lim, blocks: map[string][]*hcl.Block{}, defs: map[hcl.Range]*hcl.Block{}}
 }
 
 // attr is the range of attribute name in the resource block whose header
@@ -181,7 +207,7 @@ func (l *loader) parseResources(dir string) {
 }
 
 func (l *loader) parse(path string, kind fileKind) {
-	f, diags := l.parser.ParseHCLFile(path)
+	f, diags := ParseFile(path, l.limits)
 	l.diags = append(l.diags, diags...)
 	if diags.HasErrors() || f == nil {
 		return

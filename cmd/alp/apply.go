@@ -47,6 +47,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 	var (
 		identityPath string
 		yes, force   bool
+		strict       bool
 		live         liveFlags
 		output       string
 	)
@@ -86,7 +87,7 @@ printed on stderr.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force, live: live, json: output == "json"})
+			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force, strictPermissions: strict, live: live, json: output == "json"})
 		},
 	}
 	outputFlag(cmd, &output)
@@ -94,6 +95,7 @@ printed on stderr.`,
 	f.StringVar(&identityPath, "identity", "", "identity PEM (ed25519 or secp256k1) that controls the neuron or is its hotkey: flag > $ALP_IDENTITY")
 	f.BoolVar(&yes, "yes", false, "go on past the summary: ask to type submit, then submit")
 	f.BoolVar(&force, "force", false, "submit a changed payload, a no-op, or a proposal the dry run or preflight stopped")
+	strictPermissionsFlag(cmd, &strict)
 	live.register(cmd)
 	return cmd
 }
@@ -102,7 +104,9 @@ type applyOptions struct {
 	args         []string
 	identityPath string
 	yes, force   bool
-	live         liveFlags
+	// strictPermissions refuses an identity file others can access.
+	strictPermissions bool
+	live              liveFlags
 	// json: stdout gets one applyJSON object; the summary goes to stderr.
 	json bool
 }
@@ -156,7 +160,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		return errors.New("no proposer neuron: give --neuron, $ALP_NEURON or provider.neuron")
 	}
 
-	id, idPath, err := loadApplyIdentity(o.identityPath)
+	id, idPath, err := loadApplyIdentity(o.identityPath, o.strictPermissions, stderr)
 	if err != nil {
 		return err
 	}
@@ -230,10 +234,10 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		return err
 	}
 	if !o.json {
-		fmt.Fprintln(stdout, res.Message)
+		printSafe(stdout, res.Message)
 		return nil
 	}
-	fmt.Fprintln(stderr, res.Message)
+	printSafe(stderr, res.Message)
 	report.Outcome, report.ProposalID = res.Outcome.String(), res.ProposalID
 	if res.Outcome != submit.Submitted {
 		report.Reason = res.Message
@@ -276,15 +280,17 @@ func applyTarget(cfg *config.Config, args []string) (name string, plan *planfile
 	return e.Name, &e, f.Host, nil
 }
 
-// loadApplyIdentity reads the identity from path, else $ALP_IDENTITY.
-func loadApplyIdentity(path string) (identity.Identity, string, error) {
+// loadApplyIdentity reads the identity from path, else $ALP_IDENTITY
+// (readIdentityFile: a warning on warn, or a refusal with strict, for a
+// file others can access).
+func loadApplyIdentity(path string, strict bool, warn io.Writer) (identity.Identity, string, error) {
 	if path == "" {
 		path = os.Getenv("ALP_IDENTITY")
 	}
 	if path == "" {
 		return nil, "", errors.New("no identity: give --identity key.pem or set $ALP_IDENTITY (alp keygen --out makes one)")
 	}
-	data, err := os.ReadFile(path)
+	data, err := readIdentityFile(path, strict, warn)
 	if err != nil {
 		return nil, "", fmt.Errorf("identity: %w", err)
 	}
@@ -338,7 +344,7 @@ func (a applyPreflight) Preflight(ctx context.Context, _ *proposal.Proposal) (*s
 	}
 	return &submit.Preflight{Verdict: string(r.Verdict), Render: func(w io.Writer) {
 		io.WriteString(w, "preflight: ")
-		r.Render(w, term.For(w))
+		_ = renderSafe(w, func(w io.Writer, paint term.Painter) error { r.Render(w, paint); return nil })
 	}}, nil
 }
 

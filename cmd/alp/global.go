@@ -21,6 +21,8 @@ type globals struct {
 	statePath  string
 	host       string
 	neuron     string
+	// maxConfigBytes bounds each configuration file read.
+	maxConfigBytes int64
 }
 
 func (g *globals) register(root *cobra.Command) {
@@ -29,10 +31,13 @@ func (g *globals) register(root *cobra.Command) {
 	f.StringVar(&g.statePath, "state", "state.json", "state file")
 	f.StringVar(&g.host, "host", "", "IC HTTP interface (governance host): flag > $ALP_HOST > provider.host > "+MainnetHost)
 	f.StringVar(&g.neuron, "neuron", "", "proposer neuron id: flag > $ALP_NEURON > provider.neuron")
+	f.Int64Var(&g.maxConfigBytes, "max-config-bytes", config.DefaultMaxFileBytes, "refuse a configuration file larger than this many bytes")
 }
 
+func (g *globals) limits() config.Limits { return config.Limits{MaxFileBytes: g.maxConfigBytes} }
+
 func (g *globals) loadConfig() (*config.Config, error) {
-	return config.Load(g.configPath)
+	return config.LoadWith(g.configPath, g.limits())
 }
 
 func (g *globals) loadState() (*state.State, error) {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
@@ -65,11 +64,11 @@ changes nothing.`,
 			}
 			dir := filepath.Dir(g.configPath)
 			path := filepath.Join(dir, "resources", "guestos.hcl")
-			old, err := readGuestosFile(path)
+			old, err := readGuestosFile(path, g.limits())
 			if err != nil {
 				return err
 			}
-			cfg, refs, cfgErr := guestosContext(g.configPath, dir)
+			cfg, refs, cfgErr := guestosContext(g.configPath, dir, g.limits())
 			if cfgErr != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; syncing without knowing what references each version\n", cfgErr)
 			}
@@ -113,7 +112,7 @@ changes nothing.`,
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
-			return renderGuestosSync(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), res)
+			return renderSafe(cmd.OutOrStdout(), func(w io.Writer, paint term.Painter) error { return renderGuestosSync(w, paint, res) })
 		},
 	}
 	outputFlag(cmd, &output)
@@ -152,17 +151,13 @@ func (s guestosSync) declares() bool {
 
 // readGuestosFile reads the blocks an existing guestos.hcl declares; a
 // missing file declares none.
-func readGuestosFile(path string) ([]guestosBlock, error) {
-	src, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+func readGuestosFile(path string, lim config.Limits) ([]guestosBlock, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("guestos sync: %w", err)
-	}
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	f, diags := config.ParseFile(path, lim)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("guestos sync: %s", diags.Error())
+		return nil, fmt.Errorf("guestos sync: %w", &config.Error{Diagnostics: diags})
 	}
 	var out []guestosBlock
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
@@ -193,15 +188,15 @@ func readGuestosFile(path string) ([]guestosBlock, error) {
 
 // guestosContext loads the config to learn which version ids nodes and
 // proposals reference; cfg is nil when it does not load.
-func guestosContext(configPath, dir string) (*config.Config, map[string]string, error) {
+func guestosContext(configPath, dir string, lim config.Limits) (*config.Config, map[string]string, error) {
 	var (
 		cfg *config.Config
 		err error
 	)
 	if _, serr := os.Stat(configPath); serr == nil {
-		cfg, err = config.Load(configPath)
+		cfg, err = config.LoadWith(configPath, lim)
 	} else {
-		cfg, err = config.LoadResources(dir)
+		cfg, err = config.LoadResourcesWith(dir, lim)
 	}
 	if err != nil {
 		return nil, nil, err

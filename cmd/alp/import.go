@@ -96,7 +96,7 @@ bytes) is recorded as uncompared, saying why.`,
 			for _, w := range []string{cmp.KindMismatch, cmp.PayloadDiffers, cmp.Uncompared} {
 				if w != "" {
 					warnings = append(warnings, w)
-					fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+w)
+					fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+term.Sanitize(w, false))
 				}
 			}
 			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,

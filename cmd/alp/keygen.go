@@ -15,7 +15,10 @@ import (
 )
 
 func newKeygenCmd() *cobra.Command {
-	var out, show, output string
+	var (
+		out, show, output string
+		strict            bool
+	)
 	cmd := &cobra.Command{
 		Use:   "keygen (--out key.pem | --show key.pem)",
 		Short: "Make an ed25519 identity, or print the principal of one",
@@ -35,12 +38,13 @@ keygen --show FILE prints the principal of an identity file: ed25519 PKCS#8
 			if out != "" {
 				return keygen(cmd.OutOrStdout(), out, output)
 			}
-			return showKey(cmd.OutOrStdout(), show, output)
+			return showKey(cmd.OutOrStdout(), cmd.ErrOrStderr(), show, output, strict)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write a new identity to this file")
 	cmd.Flags().StringVar(&show, "show", "", "print the principal of this identity file")
 	outputFlag(cmd, &output)
+	strictPermissionsFlag(cmd, &strict)
 	return cmd
 }
 
@@ -85,8 +89,8 @@ func writeNewFile(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-func showKey(w io.Writer, path, output string) error {
-	data, err := os.ReadFile(path)
+func showKey(w, warn io.Writer, path, output string, strict bool) error {
+	data, err := readIdentityFile(path, strict, warn)
 	if err != nil {
 		return fmt.Errorf("keygen --show: %w", err)
 	}

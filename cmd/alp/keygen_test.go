@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,50 @@ func TestOfTwoKeygensRacingForOnePathExactlyOneWins(t *testing.T) {
 		if err != nil || shown != outs[won].String() {
 			t.Fatalf("round %d: the file holds %q, the winner printed %q (%v)", round, shown, outs[won].String(), err)
 		}
+	}
+}
+
+func TestAnIdentityFileOthersCanReadIsWarnedAboutAndRefusedUnderStrictPermissions(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key.pem")
+	if _, _, err := runAlp(t, "", "keygen", "--out", key); err != nil {
+		t.Fatal(err)
+	}
+	principal, stderr, err := runAlp(t, "", "keygen", "--show", key)
+	if err != nil || stderr != "" {
+		t.Fatalf("a 0600 key: %v, stderr %q", err, stderr)
+	}
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runAlp(t, "", "keygen", "--show", key)
+	if err != nil || out != principal || !strings.Contains(stderr, "warning: permissions 0644 for identity "+key+" are too open") || !strings.Contains(stderr, "chmod 600 "+key) {
+		t.Fatalf("a 0644 key: %v, stdout %q, stderr %q", err, out, stderr)
+	}
+	out, _, err = runAlp(t, "", "keygen", "--show", key, "--strict-permissions")
+	if exitCode(err) != 1 || out != "" || !strings.Contains(err.Error(), "--strict-permissions refuses such a file") {
+		t.Fatalf("a 0644 key under --strict-permissions: exit %d, %v, stdout %q", exitCode(err), err, out)
+	}
+	if err := os.Chmod(key, 0o620); err != nil { // group may write it
+		t.Fatal(err)
+	}
+	if _, _, err := runAlp(t, "", "keygen", "--show", key, "--strict-permissions"); err == nil {
+		t.Fatal("a key its group may write was accepted under --strict-permissions")
+	}
+}
+
+func TestApplyRefusesAnOpenIdentityFileUnderStrictPermissions(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key.pem")
+	if _, _, err := runAlp(t, "", "keygen", "--out", key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(key, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadApplyIdentity(key, true, io.Discard); err == nil || !strings.Contains(err.Error(), "permissions 0640") {
+		t.Fatalf("strict: %v", err)
+	}
+	var warn strings.Builder
+	if _, _, err := loadApplyIdentity(key, false, &warn); err != nil || !strings.Contains(warn.String(), "warning: permissions 0640") {
+		t.Fatalf("not strict: %v, warned %q", err, warn.String())
 	}
 }

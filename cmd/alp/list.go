@@ -42,7 +42,7 @@ Exit status 2 when any proposal drifted.`,
 			if output == "json" {
 				err = writeJSON(cmd.OutOrStdout(), rows)
 			} else {
-				err = renderList(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), rows)
+				err = renderSafe(cmd.OutOrStdout(), func(w io.Writer, paint term.Painter) error { return renderList(w, paint, rows) })
 			}
 			if err != nil {
 				return err
@@ -115,7 +115,7 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 		if r.Note != "" {
 			sync += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.PayloadSHA256[:12], sync, id, status, submitted)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Printable(r.Name), r.Kind, r.PayloadSHA256[:12], sync, id, status, submitted)
 	}
 	return tw.Flush()
 }

@@ -6,12 +6,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"alpnib.dev/internal/term"
 	"alpnib.dev/internal/version"
 )
 
@@ -32,10 +35,26 @@ func run(args []string) int {
 		<-ctx.Done()
 		stop() // the next signal takes the default action
 	}()
-	root := newRootCmd()
+	return runRoot(ctx, newRootCmd(), args, os.Stderr)
+}
+
+// runRoot runs root with args and returns the exit code. A panic in the
+// command is a bug in alp, reported as an internal error with its stack,
+// and exits 1: Go's own exit status for a panic is 2, which alp's callers
+// read as "flagged" (drift, a refused plan), so a crash in a CI gate would
+// pass for a finding. The command's deferred cleanups (the state lock) run
+// before it is recovered.
+func runRoot(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "alp: internal error: %s\nThis is a bug in alp; please report it with what follows.\n%s",
+				term.Sanitize(fmt.Sprint(p), false), debug.Stack())
+			code = 1
+		}
+	}()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "alp:", err)
+		fmt.Fprintln(stderr, "alp:", term.Sanitize(err.Error(), false))
 		return exitCode(err)
 	}
 	return 0

@@ -95,7 +95,7 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 			if output == "json" {
 				err = writeJSON(stdout, planJSON{Proposals: reports})
 			} else {
-				err = renderPlan(stdout, term.For(stdout), reports)
+				err = renderSafe(stdout, func(w io.Writer, paint term.Painter) error { return renderPlan(w, paint, reports) })
 			}
 			if err != nil {
 				return err

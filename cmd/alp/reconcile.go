@@ -13,7 +13,6 @@ import (
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/nns"
-	"alpnib.dev/internal/term"
 )
 
 // reconcileTimeout bounds the whole of reconcile's live reads.
@@ -108,7 +107,7 @@ included.`,
 			if output == "json" {
 				err = writeJSON(stdout, report)
 			} else {
-				err = report.Render(stdout, term.For(stdout))
+				err = renderSafe(stdout, report.Render)
 			}
 			if err != nil {
 				return err

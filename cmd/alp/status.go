@@ -76,7 +76,7 @@ recorded).`,
 			if output == "json" {
 				err = writeJSON(cmd.OutOrStdout(), rows)
 			} else {
-				err = renderStatus(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), rows)
+				err = renderSafe(cmd.OutOrStdout(), func(w io.Writer, paint term.Painter) error { return renderStatus(w, paint, rows) })
 			}
 			if err != nil {
 				return err
@@ -191,7 +191,7 @@ func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
 		if r.Failure != "" {
 			notes = append(notes, "failure: "+r.Failure)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Name, r.ProposalID, paint.Paint(statusColor(r.Status), r.Status), tally, strings.Join(notes, "; "))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", term.Printable(r.Name), r.ProposalID, paint.Paint(statusColor(r.Status), r.Status), tally, term.Printable(strings.Join(notes, "; ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

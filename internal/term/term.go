@@ -41,6 +41,9 @@ func Always() Painter { return Painter{enabled: true} }
 // Plain never paints.
 func Plain() Painter { return Painter{} }
 
+// Enabled reports whether p paints.
+func (p Painter) Enabled() bool { return p.enabled }
+
 // Paint wraps s in c when enabled.
 func (p Painter) Paint(c Color, s string) string {
 	if !p.enabled || c == None {
