@@ -66,6 +66,18 @@ func Pruned(digest [32]byte) *Tree { return &Tree{kind: KindPruned, value: diges
 // Kind is the node type.
 func (t *Tree) Kind() Kind { return t.kind }
 
+// Left is a fork's left tree, or a labeled node's subtree; nil otherwise.
+func (t *Tree) Left() *Tree { return t.left }
+
+// Right is a fork's right tree; nil otherwise.
+func (t *Tree) Right() *Tree { return t.right }
+
+// Label is a labeled node's label; nil otherwise.
+func (t *Tree) Label() []byte { return t.label }
+
+// Value is a leaf's value or a pruned node's digest; nil otherwise.
+func (t *Tree) Value() []byte { return t.value }
+
 // Domain separators of the node hashes (interface spec, "Certificate").
 var (
 	sepEmpty   = []byte("\x11ic-hashtree-empty")

@@ -3,16 +3,10 @@ package localnet_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"alpnib.dev/ic/agent"
-	"alpnib.dev/ic/identity"
-	"alpnib.dev/ic/localnet"
-	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
 )
@@ -34,18 +28,7 @@ func TestALargeRecordTravelsInChunksAndComesBackWhole(t *testing.T) {
 		t.Fatalf("a %d-byte value was stored in %d chunks", len(value), len(e.ChunkKeys))
 	}
 
-	srv, err := localnet.New(localnet.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.InstallNNS(reg, governance.New(governance.Config{}, localnet.RegistryExecutor(reg)))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	me, _ := identity.GenerateEd25519(rand.Reader)
-	a, err := agent.New(agent.Config{URL: hs.URL, Identity: me, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, a := serveRegistry(t, reg)
 	r := nns.RegistryClient{Caller: a}
 
 	got, _, found, err := r.GetValue(ctx, key, 0)

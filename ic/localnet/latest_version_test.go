@@ -2,15 +2,9 @@ package localnet_test
 
 import (
 	"context"
-	"crypto/rand"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"alpnib.dev/ic/agent"
-	"alpnib.dev/ic/identity"
-	"alpnib.dev/ic/localnet"
-	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
 )
@@ -20,21 +14,7 @@ func TestTheRegistryLatestVersionMovesWithEveryMutation(t *testing.T) {
 	defer cancel()
 	reg := registry.New()
 	reg.AddDataCenter(registry.DataCenter{ID: "zh1", Region: "Europe,CH,Zurich"})
-	srv, err := localnet.New(localnet.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.InstallNNS(reg, governance.New(governance.Config{}, localnet.RegistryExecutor(reg)))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	me, err := identity.GenerateEd25519(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(agent.Config{URL: hs.URL, Identity: me, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, a := serveRegistry(t, reg)
 	r := nns.RegistryClient{Caller: a}
 	before, err := r.GetLatestVersion(ctx)
 	if err != nil || before != reg.Version() || before == 0 {

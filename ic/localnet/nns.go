@@ -2,11 +2,14 @@ package localnet
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
 	"alpnib.dev/ic/candid"
+	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
@@ -23,8 +26,68 @@ var (
 // InstallNNS hosts the registry and governance canisters over reg and gov at
 // their mainnet ids.
 func (s *Server) InstallNNS(reg *registry.Registry, gov *governance.Governance) {
-	s.Install(RegistryID, RegistryCanister(reg))
+	m := registryMethods(reg)
+	m["get_certified_changes_since"] = certifiedChangesSince(reg, s)
+	s.Install(RegistryID, m)
 	s.Install(GovernanceID, GovernanceCanister(gov))
+}
+
+// certifiedChangesSince is get_certified_changes_since: the registry's
+// certified tree (current_version, and every version's mutations under
+// delta), pruned to the versions after the one asked for, with a
+// certificate of its root hash as the registry's certified data.
+func certifiedChangesSince(reg *registry.Registry, s *Server) Method {
+	return protoMethod(func(req *registrypb.RegistryGetChangesSinceRequest) (*registrypb.CertifiedResponse, error) {
+		tree, latest, err := certifiedTree(reg)
+		if err != nil {
+			return nil, err
+		}
+		paths := [][][]byte{certificate.Path("current_version")}
+		for v := req.Version + 1; v <= latest; v++ {
+			paths = append(paths, [][]byte{[]byte("delta"), binary.BigEndian.AppendUint64(nil, v)})
+		}
+		root := tree.Digest()
+		cert, err := s.DataCertificate(RegistryID, root[:])
+		if err != nil {
+			return nil, err
+		}
+		return &registrypb.CertifiedResponse{HashTree: nns.MixedHashTreeOf(certificate.Prune(tree, paths...)), Certificate: cert}, nil
+	})
+}
+
+// certifiedTree builds the tree whose root hash the registry certifies
+// (rs/registry/canister/src/certification.rs): a write is an UPSERT and a
+// deletion a DELETE; a value of MinChunkableValueLen bytes or more is
+// carried by the keys of its chunks.
+func certifiedTree(reg *registry.Registry) (*certificate.Tree, uint64, error) {
+	b := certificate.NewBuilder()
+	latest := reg.Version()
+	if err := b.Insert(certificate.Path("current_version"), leb128.AppendUnsigned(nil, latest)); err != nil {
+		return nil, 0, err
+	}
+	for _, vc := range reg.Changelog() {
+		var req registrypb.HighCapacityRegistryAtomicMutateRequest
+		for _, c := range vc.Changes {
+			m := &registrypb.HighCapacityRegistryMutation{Key: []byte(c.Key), MutationType: registrypb.RegistryMutation_UPSERT}
+			switch {
+			case c.Value == nil:
+				m.MutationType = registrypb.RegistryMutation_DELETE
+			case c.ChunkKeys != nil:
+				m.Content = &registrypb.HighCapacityRegistryMutation_LargeValueChunkKeys{LargeValueChunkKeys: &registrypb.LargeValueChunkKeys{ChunkContentSha256S: c.ChunkKeys}}
+			default:
+				m.Content = &registrypb.HighCapacityRegistryMutation_Value{Value: c.Value}
+			}
+			req.Mutations = append(req.Mutations, m)
+		}
+		raw, err := proto.Marshal(&req)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := b.Insert([][]byte{[]byte("delta"), binary.BigEndian.AppendUint64(nil, vc.Version)}, raw); err != nil {
+			return nil, 0, err
+		}
+	}
+	return b.Build(), latest, nil
 }
 
 // protoMethod adapts a typed handler to a protobuf query method, as the
@@ -65,11 +128,14 @@ func candidMethod[A, R any](query bool, f func(ctx context.Context, caller princ
 	}}
 }
 
-// RegistryCanister is the registry's query interface over reg: get_subnet,
+// RegistryCanister is the registry's query interface over reg (InstallNNS
+// adds get_certified_changes_since, which needs the server's key): get_subnet,
 // get_node_operators_and_dcs_of_node_provider (Candid), and get_value,
 // get_latest_version and get_changes_since (protobuf, as on mainnet). Its mutations run through governance
 // proposals (RegistryExecutor), which is the only way they run on mainnet.
-func RegistryCanister(reg *registry.Registry) Canister {
+func RegistryCanister(reg *registry.Registry) Canister { return registryMethods(reg) }
+
+func registryMethods(reg *registry.Registry) Methods {
 	m := Methods{
 		"get_subnet": candidMethod(true, func(_ context.Context, _ principal.Principal, req nns.GetSubnetRequest) (nns.GetSubnetResponse, error) {
 			if req.SubnetID == nil {

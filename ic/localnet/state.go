@@ -29,9 +29,24 @@ func (s *Server) forgetLocked() {
 	}
 }
 
-// certify builds the state tree (time and every request status), prunes it
-// to paths and signs it with the root key.
-func (s *Server) certify(paths [][][]byte) ([]byte, error) {
+// leaf is one extra value of the state tree.
+type leaf struct {
+	path  [][]byte
+	value []byte
+}
+
+// DataCertificate certifies data as canister's certified data
+// (/canister/<id>/certified_data), as ic0.data_certificate_copy gives a
+// canister in a query: a certificate of the state tree pruned to the time
+// and that leaf.
+func (s *Server) DataCertificate(canister principal.Principal, data []byte) ([]byte, error) {
+	path := [][]byte{[]byte("canister"), canister.Bytes(), []byte("certified_data")}
+	return s.certify([][][]byte{certificate.Path("time"), path}, leaf{path, data})
+}
+
+// certify builds the state tree (time, every request status and extra),
+// prunes it to paths and signs it with the root key.
+func (s *Server) certify(paths [][][]byte, extra ...leaf) ([]byte, error) {
 	b := certificate.NewBuilder()
 	if err := b.Insert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(s.now().UnixNano()))); err != nil {
 		return nil, fmt.Errorf("build state tree: %w", err)
@@ -70,6 +85,9 @@ func (s *Server) certify(paths [][][]byte) ([]byte, error) {
 		}
 	}
 	s.mu.Unlock()
+	for _, l := range extra {
+		insert(l.path, l.value)
+	}
 	if insertErr != nil {
 		return nil, fmt.Errorf("build state tree: %w", insertErr)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"alpnib.dev/ic/certificate"
 	"alpnib.dev/ic/internal/leb128"
@@ -134,6 +135,24 @@ func treeOf(m *registrypb.MixedHashTree, depth int) (*certificate.Tree, error) {
 		return certificate.Pruned([32]byte(t.PrunedDigest)), nil
 	}
 	return nil, errors.New("a node with no tree")
+}
+
+// MixedHashTreeOf is treeOf's inverse: the protobuf form of a hash tree, as
+// the registry canister sends it.
+func MixedHashTreeOf(t *certificate.Tree) *registrypb.MixedHashTree {
+	switch t.Kind() {
+	case certificate.KindFork:
+		return &registrypb.MixedHashTree{TreeEnum: &registrypb.MixedHashTree_Fork_{Fork: &registrypb.MixedHashTree_Fork{
+			LeftTree: MixedHashTreeOf(t.Left()), RightTree: MixedHashTreeOf(t.Right())}}}
+	case certificate.KindLabeled:
+		return &registrypb.MixedHashTree{TreeEnum: &registrypb.MixedHashTree_Labeled_{Labeled: &registrypb.MixedHashTree_Labeled{
+			Label: t.Label(), Subtree: MixedHashTreeOf(t.Left())}}}
+	case certificate.KindLeaf:
+		return &registrypb.MixedHashTree{TreeEnum: &registrypb.MixedHashTree_LeafData{LeafData: t.Value()}}
+	case certificate.KindPruned:
+		return &registrypb.MixedHashTree{TreeEnum: &registrypb.MixedHashTree_PrunedDigest{PrunedDigest: t.Value()}}
+	}
+	return &registrypb.MixedHashTree{TreeEnum: &registrypb.MixedHashTree_Empty{Empty: &emptypb.Empty{}}}
 }
 
 // GetCertifiedChangesSince reads the changes after version from

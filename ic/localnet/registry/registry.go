@@ -238,3 +238,35 @@ func (r *Registry) ChangesSince(version uint64) (map[string][]Entry, []string, u
 	sort.Strings(keys)
 	return out, keys, r.version
 }
+
+// KeyEntry is one key's entry in a version of the change log.
+type KeyEntry struct {
+	Key string
+	Entry
+}
+
+// VersionChanges is what one registry version wrote, keys sorted.
+type VersionChanges struct {
+	Version uint64
+	Changes []KeyEntry
+}
+
+// Changelog returns every version's changes, oldest first: what the
+// registry canister certifies (its delta subtree).
+func (r *Registry) Changelog() []VersionChanges {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	byVersion := map[uint64][]KeyEntry{}
+	for k, h := range r.log {
+		for _, e := range h {
+			byVersion[e.Version] = append(byVersion[e.Version], KeyEntry{Key: k, Entry: e})
+		}
+	}
+	out := make([]VersionChanges, 0, len(byVersion))
+	for v, ch := range byVersion {
+		sort.Slice(ch, func(i, j int) bool { return ch[i].Key < ch[j].Key })
+		out = append(out, VersionChanges{Version: v, Changes: ch})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out
+}

@@ -1,0 +1,91 @@
+package localnet_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/localnet/registry"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// flippingCaller flips one byte in the middle of every reply to method.
+type flippingCaller struct {
+	nns.Caller
+	method string
+}
+
+func (f flippingCaller) Query(ctx context.Context, c principal.Principal, method string, arg []byte) ([]byte, error) {
+	raw, err := f.Caller.Query(ctx, c, method, arg)
+	if err == nil && method == f.method && len(raw) > 0 {
+		raw = bytes.Clone(raw)
+		raw[len(raw)/2] ^= 0x01
+	}
+	return raw, err
+}
+
+func TestTheLocalRegistryCertifiesItsChangeLogAsTheCanisterDoes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := registry.New()
+	reg.ChunkSize = 4096
+	big := make([]byte, 3*registry.MinChunkableValueLen)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	reg.Apply([]registry.Mutation{{Key: "small", Value: []byte("one")}, {Key: "big", Value: big}})
+	reg.Apply([]registry.Mutation{{Key: "small", Delete: true}})
+	reg.ElectVersion("v1", nns.ReplicaVersionRecordPB{})
+
+	srv, a := serveRegistry(t, reg)
+	v, err := certificate.NewVerifier(srv.RootKeyDER(), certificate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := nns.RegistryClient{Caller: a}
+
+	got, err := r.GetCertifiedChangesSince(ctx, 0, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LatestVersion != reg.Version() || len(got.Deltas) != int(reg.Version()) {
+		t.Fatalf("latest %d with %d deltas, want %d of each", got.LatestVersion, len(got.Deltas), reg.Version())
+	}
+	describe := func(d nns.CertifiedDelta) string {
+		s := fmt.Sprint(d.Version)
+		for _, m := range d.Mutations {
+			s += fmt.Sprintf(" %s:%s:%d", m.Key, m.MutationType, len(m.GetValue()))
+		}
+		return s
+	}
+	want := []string{"1 big:UPSERT:30000 small:UPSERT:3", "2 small:DELETE:0", "3 blessed_replica_versions:UPSERT:4 replica_version_v1:UPSERT:0"}
+	for i, d := range got.Deltas {
+		if describe(d) != want[i] {
+			t.Errorf("delta %d: %s, want %s", i, describe(d), want[i])
+		}
+	}
+	if !bytes.Equal(got.Deltas[0].Mutations[0].GetValue(), big) {
+		t.Error("the chunked value does not come back whole")
+	}
+
+	after, err := r.GetCertifiedChangesSince(ctx, 2, v)
+	if err != nil || len(after.Deltas) != 1 || after.Deltas[0].Version != 3 {
+		t.Fatalf("since 2: %v %+v", err, after)
+	}
+
+	other, _ := certificate.GenerateKey(rand.Reader)
+	wrong, _ := certificate.NewVerifier(other.PublicKey().DER(), certificate.Options{})
+	if _, err := r.GetCertifiedChangesSince(ctx, 0, wrong); !errors.Is(err, nns.ErrNotCertified) {
+		t.Errorf("under another root key: %v", err)
+	}
+	tampered := nns.RegistryClient{Caller: flippingCaller{Caller: a, method: "get_certified_changes_since"}}
+	if _, err := tampered.GetCertifiedChangesSince(ctx, 0, v); err == nil {
+		t.Error("a reply with a flipped byte verifies")
+	}
+}
