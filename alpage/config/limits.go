@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -272,17 +273,14 @@ func checkNames(body *hclsyntax.Body) hcl.Diagnostics {
 	var walk func(*hclsyntax.Body)
 	walk = func(b *hclsyntax.Body) {
 		for name, a := range b.Attributes {
-			if name != "id" || len(a.Expr.Variables()) > 0 {
+			if !isIDAttribute(name) {
 				continue
 			}
-			v, d := a.Expr.Value(nil)
-			if d.HasErrors() || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
-				continue
-			}
-			if bad, ok := invisible(v.AsString()); ok {
-				r := a.Expr.Range()
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid character in id",
-					Detail: fmt.Sprintf("the id holds %s; ids must be visible text", describeRune(bad)), Subject: &r})
+			for _, e := range literalStrings(a.Expr) {
+				if bad, ok := invisible(e.value); ok {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid character in id",
+						Detail: fmt.Sprintf("%s holds %s; ids must be visible text", name, describeRune(bad)), Subject: &e.at})
+				}
 			}
 		}
 		for _, blk := range b.Blocks {
@@ -298,6 +296,46 @@ func checkNames(body *hclsyntax.Body) hcl.Diagnostics {
 	}
 	walk(body)
 	return diags
+}
+
+// isIDAttribute is an attribute that holds ids: id, subnet_id,
+// node_provider_id, ..., and lists of them (node_ids, admins, operators,
+// nodes).
+func isIDAttribute(name string) bool {
+	switch name {
+	case "id", "admins", "operators", "nodes", "add", "remove":
+		return true
+	}
+	return strings.HasSuffix(name, "_id") || strings.HasSuffix(name, "_ids")
+}
+
+type literal struct {
+	value string
+	at    hcl.Range
+}
+
+// literalStrings are the strings written as literals in e: e itself, or
+// the elements of a list written out. References (node.a.id) are skipped:
+// what they name is checked where it is declared.
+func literalStrings(e hclsyntax.Expression) []literal {
+	switch e := e.(type) {
+	case *hclsyntax.TupleConsExpr:
+		var out []literal
+		for _, item := range e.Exprs {
+			out = append(out, literalStrings(item)...)
+		}
+		return out
+	case *hclsyntax.TemplateExpr, *hclsyntax.LiteralValueExpr:
+		if len(e.Variables()) > 0 {
+			return nil
+		}
+		v, d := e.Value(nil)
+		if d.HasErrors() || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+			return nil
+		}
+		return []literal{{value: v.AsString(), at: e.Range()}}
+	}
+	return nil
 }
 
 // invisible returns the first rune of s that checkNames refuses.

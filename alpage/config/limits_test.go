@@ -104,6 +104,10 @@ func TestLabelsAndIdsWithInvisibleCharactersAreRefusedWithFileAndLine(t *testing
 		{"a control character in a label", `proposal "a\u001bb" {}`, []string{"proposals.hcl:1:10:", "U+001B"}},
 		{"a zero-width joiner in a nested id", "proposal \"p\" {\n  membership {\n    remove { id = \"2vxsx\u200d-fae\" }\n  }\n}",
 			[]string{"proposals.hcl:3:19: Invalid character in id", "U+200D"}},
+		{"a bidi isolate in a literal subnet_id", "proposal \"p\" {\n  membership {\n    subnet_id = \"abc\u2067\"\n  }\n}",
+			[]string{"proposals.hcl:3:17: Invalid character in id", "subnet_id holds the invisible character U+2067"}},
+		{"a NUL in a list of operators", "proposal \"p\" {\n  remove_node_operators { operators = [\"2vxsx-fae\", \"a\\u0000\"] }\n}",
+			[]string{"proposals.hcl:2:53: Invalid character in id", "operators holds a NUL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustRefuse(t, loadProposals(t, tc.src, Limits{}), tc.want...)
