@@ -32,10 +32,11 @@ type DryRunner interface {
 	DryRun(ctx context.Context, p *proposal.Proposal, neuron uint64) (*dryrun.Result, error)
 }
 
-// NeuronChecker proves the identity may propose with neuron (a signed
-// get_full_neuron succeeds only for its controller or a hotkey).
+// NeuronChecker reads neuron as the identity (a signed get_full_neuron)
+// and says whether the identity is its controller or a hotkey
+// (ClassifyAccess); an error when it is neither or the read failed.
 type NeuronChecker interface {
-	CheckNeuron(ctx context.Context, neuron uint64) error
+	CheckNeuron(ctx context.Context, neuron uint64) (Access, error)
 }
 
 // Preflighter checks the proposal against live state.
@@ -214,10 +215,11 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 		fmt.Fprintln(progress, "warning: --force: going on although the dry run failed")
 	}
 
-	if err := s.Neuron.CheckNeuron(ctx, req.Neuron); err != nil {
+	access, err := s.Neuron.CheckNeuron(ctx, req.Neuron)
+	if err != nil {
 		return nil, fmt.Errorf("neuron access: %s may not propose with neuron %d: %w", req.Principal, req.Neuron, err)
 	}
-	fmt.Fprintf(progress, "neuron access: %s controls neuron %d or is its hotkey\n", req.Principal, req.Neuron)
+	fmt.Fprintf(progress, "neuron access: %s is the %s of neuron %d\n", req.Principal, access, req.Neuron)
 
 	pf, err := s.Preflight.Preflight(ctx, p)
 	if err != nil {

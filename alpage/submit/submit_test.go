@@ -41,9 +41,12 @@ func (f *fakes) DryRun(context.Context, *proposal.Proposal, uint64) (*dryrun.Res
 	return &dryrun.Result{Status: nns.StatusExecuted}, nil
 }
 
-func (f *fakes) CheckNeuron(context.Context, uint64) error {
+func (f *fakes) CheckNeuron(context.Context, uint64) (Access, error) {
 	f.calls = append(f.calls, "neuron")
-	return f.neuronErr
+	if f.neuronErr != nil {
+		return "", f.neuronErr
+	}
+	return Controller, nil
 }
 
 func (f *fakes) Preflight(context.Context, *proposal.Proposal) (*Preflight, error) {

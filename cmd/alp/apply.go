@@ -19,9 +19,9 @@ import (
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/alpage/submit"
-	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
 	"alpnib.dev/internal/term"
 )
 
@@ -194,7 +194,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		defer lock.Release()
 	}
 	fmt.Fprintf(stderr, "identity: %s (%s)\n", id.Sender(), idPath)
-	ag, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host)})
+	ag, _, err := g.newAgent(cfg, id, stderr)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	explorer := o.live.explorer()
 	steps := submit.Steps{
 		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
-		Neuron:    applyNeuron{gov},
+		Neuron:    applyNeuron{gov: gov, caller: id.Sender()},
 		Preflight: applyPreflight{decl: decl, force: o.force, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
 		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:    applySubmit{gov},
@@ -314,18 +314,24 @@ func (d applyDryRun) DryRun(ctx context.Context, p *proposal.Proposal, neuron ui
 	return dryrun.Run(ctx, seed, p, neuron)
 }
 
-// applyNeuron is the signed get_full_neuron.
-type applyNeuron struct{ gov nns.GovernanceClient }
+// applyNeuron is the signed get_full_neuron, as caller.
+type applyNeuron struct {
+	gov    nns.GovernanceClient
+	caller principal.Principal
+}
 
-func (n applyNeuron) CheckNeuron(ctx context.Context, neuron uint64) error {
+func (n applyNeuron) CheckNeuron(ctx context.Context, neuron uint64) (submit.Access, error) {
 	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
 	defer cancel()
-	_, err := n.gov.GetFullNeuron(ctx, neuron)
+	full, err := n.gov.GetFullNeuron(ctx, neuron)
 	var ge *nns.GovernanceError
-	if errors.As(err, &ge) && ge.ErrorType == nns.ErrorTypeNotAuthorized {
-		return fmt.Errorf("the identity is neither the neuron's controller nor one of its hotkeys (%w)", err)
+	switch {
+	case errors.As(err, &ge) && ge.ErrorType == nns.ErrorTypeNotAuthorized:
+		return "", fmt.Errorf("the identity is neither the neuron's controller nor one of its hotkeys (%w)", err)
+	case err != nil:
+		return "", err
 	}
-	return err
+	return submit.ClassifyAccess(n.caller, full)
 }
 
 // applyPreflight runs alp plan's checks in apply mode.

@@ -112,7 +112,7 @@ func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) 
 		if err != nil {
 			t.Fatalf("apply %s --yes: %v\n%s%s", name, err, out, errOut)
 		}
-		for _, s := range []string{"dry run: executed", "neuron access: " + d.Identity.String(), "preflight: " + name, "Type submit"} {
+		for _, s := range []string{"dry run: executed", "neuron access: " + d.Identity.String() + " is the controller of neuron 4242", "preflight: " + name, "Type submit"} {
 			if !strings.Contains(errOut, s) {
 				t.Errorf("apply %s: progress lacks %q:\n%s", name, s, errOut)
 			}
@@ -357,8 +357,12 @@ func TestAHotkeyMayProposeWithTheNeuron(t *testing.T) {
 	startApplyDevnet(t)
 	statePath := filepath.Join(t.TempDir(), "state.json")
 	// neuron 1 is controlled by the provider; the devnet identity is its hotkey
-	if out, errOut, err := runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes", "--neuron", "1"); err != nil {
+	out, errOut, err := runAlp(t, "submit\n", "apply", "add-node-08", "--config", applyConfig, "--state", statePath, "--yes", "--neuron", "1")
+	if err != nil {
 		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(errOut, "is the hotkey of neuron 1\n") {
+		t.Fatalf("apply did not say the identity is a hotkey:\n%s", errOut)
 	}
 	if rec := loadStateFile(t, statePath).Proposals["add-node-08"]; rec.Neuron != 1 {
 		t.Fatalf("recorded %+v", rec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 
@@ -9,6 +10,7 @@ import (
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/agent"
 )
 
 // MainnetHost is the IC HTTP interface alp talks to when nothing else is
@@ -23,6 +25,8 @@ type globals struct {
 	neuron     string
 	// maxConfigBytes bounds each configuration file read.
 	maxConfigBytes int64
+	// noVerifyQueries skips the check of query answers' node signatures.
+	noVerifyQueries bool
 }
 
 func (g *globals) register(root *cobra.Command) {
@@ -32,6 +36,7 @@ func (g *globals) register(root *cobra.Command) {
 	f.StringVar(&g.host, "host", "", "IC HTTP interface (governance host): flag > $ALP_HOST > provider.host > "+MainnetHost)
 	f.StringVar(&g.neuron, "neuron", "", "proposer neuron id: flag > $ALP_NEURON > provider.neuron")
 	f.Int64Var(&g.maxConfigBytes, "max-config-bytes", config.DefaultMaxFileBytes, "refuse a configuration file larger than this many bytes")
+	f.BoolVar(&g.noVerifyQueries, "no-verify-queries", false, "do not check the node signatures on query answers (every command says so when set)")
 }
 
 func (g *globals) limits() config.Limits { return config.Limits{MaxFileBytes: g.maxConfigBytes} }
@@ -92,10 +97,12 @@ func (g *globals) resolveNeuron(c *config.Config) (id uint64, ok bool, err error
 }
 
 // resolveFetchRootKey: $ALP_FETCH_ROOT_KEY, else provider.fetch_root_key,
-// else true for any host but mainnet. The environment comes first for the
-// same reason $ALP_HOST beats provider.host: `eval "$(alp devnet
+// else true for any host but mainnet (icp-api.io, ic0.app, icp0.io and
+// their subdomains, agent.IsMainnetHost). The environment comes first for
+// the same reason $ALP_HOST beats provider.host: `eval "$(alp devnet
 // --print-env)"` points alp at a local network whatever proposals.hcl says,
-// and that network's root key must be fetched.
+// and that network's root key must be fetched. For a mainnet host a true
+// here is refused by agent.New, naming the root key.
 func resolveFetchRootKey(c *config.Config, host string) bool {
 	if v, err := strconv.ParseBool(os.Getenv("ALP_FETCH_ROOT_KEY")); err == nil {
 		return v
@@ -103,7 +110,8 @@ func resolveFetchRootKey(c *config.Config, host string) bool {
 	if c != nil && c.Provider != nil && c.Provider.FetchRootKey != nil {
 		return *c.Provider.FetchRootKey
 	}
-	return host != MainnetHost
+	u, err := url.Parse(host)
+	return err != nil || !agent.IsMainnetHost(u.Hostname())
 }
 
 // outputFlag adds --output to a reporting command.

@@ -73,7 +73,7 @@ bytes) is recorded as uncompared, saying why.`,
 			if prev := st.Proposals[name]; prev != nil {
 				return fmt.Errorf("proposal %q is already recorded as proposal %d; remove that entry from %s first if it is wrong", name, prev.ProposalID, g.statePath)
 			}
-			ag, host, err := g.readAgent(cfg)
+			ag, host, err := g.readAgent(cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/internal/term"
 )
 
 // liveFlags point a command at the third-party services it reads besides
@@ -29,19 +34,36 @@ func (l liveFlags) dashboard() *source.Dashboard {
 	return source.NewDashboard(source.URL(l.dashboardURL, source.DashboardURLEnv, source.MainnetDashboardURL), nil)
 }
 
-// readAgent is an anonymous agent for queries against the resolved host,
-// with the root key fetched on any host but mainnet (resolveFetchRootKey).
-func (g *globals) readAgent(cfg *config.Config) (*agent.Agent, string, error) {
+// readAgent is an anonymous agent for queries against the resolved host
+// (newAgent says how it is trusted); progress is where a warning goes.
+func (g *globals) readAgent(cfg *config.Config, progress io.Writer) (*agent.Agent, string, error) {
+	return g.newAgent(cfg, nil, progress)
+}
+
+// newAgent is the agent every command talks to the IC through, as id (nil
+// for anonymous). The root key is fetched on any host but mainnet
+// (resolveFetchRootKey); for a mainnet host a fetched or foreign key is
+// refused by agent.New before anything is dialled, whatever
+// $ALP_FETCH_ROOT_KEY or provider.fetch_root_key say. Query answers are
+// verified against the subnet's certified node keys unless
+// --no-verify-queries, and then a warning on progress says so.
+func (g *globals) newAgent(cfg *config.Config, id identity.Identity, progress io.Writer) (*agent.Agent, string, error) {
 	host := g.resolveHost(cfg)
-	a, err := agent.New(agent.Config{URL: host, FetchRootKey: resolveFetchRootKey(cfg, host)})
-	return a, host, err
+	a, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host), SkipQuerySignatures: g.noVerifyQueries})
+	if err != nil {
+		return nil, host, err
+	}
+	if g.noVerifyQueries {
+		fmt.Fprintln(progress, term.For(progress).Paint(term.Yellow, "warning: ")+"query answers from "+host+" are not verified (--no-verify-queries): a boundary node or anyone on the path could change what is read")
+	}
+	return a, host, nil
 }
 
 // preflightFetcher wires the preflight's reads to the live services: the
 // registry and governance through an anonymous agent, the explorer and
 // dashboard through their HTTP clients.
-func (g *globals) preflightFetcher(cfg *config.Config, l liveFlags) (*preflight.Fetcher, string, error) {
-	a, host, err := g.readAgent(cfg)
+func (g *globals) preflightFetcher(cfg *config.Config, l liveFlags, progress io.Writer) (*preflight.Fetcher, string, error) {
+	a, host, err := g.readAgent(cfg, progress)
 	if err != nil {
 		return nil, "", err
 	}

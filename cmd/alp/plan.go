@@ -71,7 +71,7 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 				_, err := fmt.Fprintln(stdout, "nothing to plan: state.json records every declared proposal (name one to plan it anyway)")
 				return err
 			}
-			f, host, err := g.preflightFetcher(cfg, live)
+			f, host, err := g.preflightFetcher(cfg, live, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

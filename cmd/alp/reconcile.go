@@ -61,7 +61,7 @@ included.`,
 			if err != nil {
 				return err
 			}
-			a, host, err := g.readAgent(cfg)
+			a, host, err := g.readAgent(cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ node_<prefix> (longer where two members share a prefix), sorted by id.
 				return fmt.Errorf("subnet id %q: %w", args[0], err)
 			}
 			cfg, _ := g.loadConfig() // optional: only for provider.host
-			a, _, err := g.readAgent(cfg)
+			a, _, err := g.readAgent(cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -44,7 +44,7 @@ recorded).`,
 			if err != nil {
 				return err
 			}
-			ag, _, err := g.readAgent(cfg)
+			ag, _, err := g.readAgent(cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
