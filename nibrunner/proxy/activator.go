@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 
 	"alpnib.dev/nibrunner/route"
@@ -72,31 +71,33 @@ func (p *Proxy) start(app string) *wake {
 	return wk
 }
 
-// await waits for wk on behalf of r. A request that asks to upgrade (a
-// WebSocket, say) is not held: clients of those retry on their own, and
-// a held handshake would likely time out anyway, so it gets 503 with
-// Retry-After at once while the wake goes on.
-func (p *Proxy) await(w http.ResponseWriter, r *http.Request, wk *wake) bool {
-	if r.Header.Get("Upgrade") != "" {
+// await waits for wk on behalf of a request; false means v now holds the
+// answer. A request that asks to upgrade (a WebSocket, say) is not held:
+// clients of those retry on their own, and a held handshake would likely
+// time out anyway, so it gets 503 with Retry-After at once while the wake
+// goes on. ctx ending (the client left) ends the wait, not the wake.
+func (p *Proxy) await(ctx context.Context, wk *wake, upgrade bool, v *verdict) bool {
+	if upgrade {
 		select {
 		case <-wk.done:
 		default:
-			replyLater(w, starting, p.retryAt)
+			v.reply, v.later = starting, true
 			return false
 		}
 	}
 	select {
 	case <-wk.done:
-	case <-r.Context().Done():
-		return false // the client left
+	case <-ctx.Done():
+		v.reply = answer{status: statusClientLeft}
+		return false
 	}
 	switch {
 	case wk.err == nil:
 		return true
 	case errors.Is(wk.err, route.ErrNotRunning):
-		reply(w, notRunning)
+		v.reply = notRunning
 	default:
-		replyLater(w, wakeFailed(wk.err), p.retryAt)
+		v.reply, v.later = wakeFailed(wk.err), true
 	}
 	return false
 }

@@ -66,11 +66,13 @@ type countingBody struct {
 	io.ReadCloser
 	m   *meter
 	now func() time.Time
+	n   int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
+		b.n += int64(n)
 		b.m.touch(b.now())
 	}
 	return n, err

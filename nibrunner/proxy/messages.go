@@ -22,6 +22,10 @@ var (
 	starting    = answer{http.StatusServiceUnavailable, "This app is starting; try again in a moment."}
 )
 
+// statusClientLeft is the status logged for a request whose client went
+// away before it had an answer (nginx's 499); nothing is written.
+const statusClientLeft = 499
+
 // wakeFailed is the 503 for a wake that did not bring the app up.
 func wakeFailed(err error) answer {
 	return answer{http.StatusServiceUnavailable, "This app could not be woken: " + strings.TrimSuffix(err.Error(), ".") + "."}

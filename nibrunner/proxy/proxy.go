@@ -11,11 +11,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +62,12 @@ type Options struct {
 	Now func() time.Time
 	// Logf logs one line (default log.Printf).
 	Logf func(format string, args ...any)
+	// AccessLog, when set, gets one line per request: its id, app,
+	// client, method, host, target, status, body bytes each way and
+	// duration.
+	AccessLog *slog.Logger
+	// Recorder, when set, is told of every request (metrics).
+	Recorder Recorder
 }
 
 // Proxy routes requests to apps. It implements route.Router (Apply) and
@@ -67,8 +76,9 @@ type Proxy struct {
 	opts    Options
 	table   atomic.Pointer[table]
 	waker   atomic.Pointer[Waker]
-	rp      *httputil.ReverseProxy
-	meters  sync.Map // app → *meter
+	rp      *httputil.ReverseProxy // the HTTP/2 path
+	pools   pools                  // the HTTP/1.x path's app connections
+	meters  sync.Map               // app → *meter
 	wakes   activator
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -118,6 +128,7 @@ func New(opts Options) *Proxy {
 		p.SetWaker(opts.Waker)
 	}
 	p.wakes.inflight = map[string]*wake{}
+	p.pools.dialer = net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// Out keeps the inbound Host: the app sees the name it was
@@ -149,6 +160,7 @@ func (p *Proxy) SetWaker(w Waker) { p.waker.Store(&w) }
 func (p *Proxy) Close() {
 	p.cancel()
 	p.rp.Transport.(*http.Transport).CloseIdleConnections()
+	p.pools.closeIdle(true)
 }
 
 // Apply implements route.Router: it replaces the routing table whole.
@@ -185,35 +197,36 @@ func (p *Proxy) Apply(_ context.Context, routes []route.Route) error {
 
 type backendKey struct{}
 
-// ServeHTTP routes one request.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := normalHost(r.Host)
-	if host == "" {
-		reply(w, noHost)
-		return
+// verdict is where one request goes: to addr, or the answer the proxy
+// gives itself.
+type verdict struct {
+	app   string
+	m     *meter // the app's traffic; nil with no app
+	addr  string // "" with an answer
+	reply answer
+	later bool // the answer carries Retry-After
+}
+
+// decide routes a request for host (already normalHost'd) that arrived
+// over TLS for sni (normalHost'd, "" without). It may wait on a wake;
+// ctx ends the wait (not the wake) when the client leaves. The meter of
+// the app, when there is one, is begun: the caller ends it.
+func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade bool) verdict {
+	if len(host) == 0 {
+		return verdict{reply: noHost}
 	}
-	if r.TLS != nil && r.TLS.ServerName != "" && normalHost(r.TLS.ServerName) != host {
-		reply(w, misdirected)
-		return
+	if sni != "" && sni != string(host) {
+		return verdict{reply: misdirected}
 	}
 	t := p.table.Load()
-	rt, ok := t.routes[host]
+	rt, ok := t.routes[string(host)]
 	if !ok {
-		reply(w, unknownHost)
-		return
+		return verdict{reply: unknownHost}
 	}
-	m := p.meter(rt.AppID)
-	m.begin(p.opts.Now())
-	defer func() { m.end(p.opts.Now()) }()
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &countingBody{ReadCloser: r.Body, m: m, now: p.opts.Now}
-	}
-
+	v := verdict{app: rt.AppID, m: p.meter(rt.AppID)}
+	v.m.begin(p.opts.Now())
 	addr := rt.Addr
 	switch rt.State {
-	case route.Down:
-		reply(w, notRunning)
-		return
 	case route.Sleeping:
 		if at, awake := t.awake.Load(rt.AppID); awake {
 			if a := at.(string); a != "" {
@@ -221,8 +234,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		} else {
 			wk := p.start(rt.AppID)
-			if !p.await(w, r, wk) {
-				return
+			if !p.await(ctx, wk, upgrade, &v) {
+				return v
 			}
 			if wk.addr != "" {
 				addr = wk.addr
@@ -233,20 +246,78 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// running may already say up; a request that arrives then waits
 		// for that wake too.
 		if wk := p.wakes.running(rt.AppID); wk != nil {
-			if !p.await(w, r, wk) {
-				return
+			if !p.await(ctx, wk, upgrade, &v) {
+				return v
 			}
 		}
 	default:
-		reply(w, notRunning)
-		return
+		v.reply = notRunning
+		return v
 	}
 	if addr == "" {
 		addr = net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(rt.HostPort))
 	}
-	ctx := context.WithValue(r.Context(), backendKey{}, addr)
-	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	v.addr = addr
+	return v
 }
+
+// ServeHTTP routes one request that came through net/http: HTTP/2 (over
+// TLS, or h2c with prior knowledge). HTTP/1.x takes the lean path of
+// h1.go instead.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := p.opts.Now()
+	sni := ""
+	if r.TLS != nil {
+		sni = sniName(r.TLS.ServerName)
+	}
+	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "")
+	if v.m != nil {
+		defer func() { v.m.end(p.opts.Now()) }()
+	}
+	if v.addr == "" {
+		if v.later {
+			w.Header().Set("Retry-After", p.retryAt)
+		}
+		if v.reply.status != statusClientLeft {
+			reply(w, v.reply)
+		}
+		p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: v.reply.status, bytesOut: int64(len(v.reply.text) + 1), start: start})
+		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &countingBody{ReadCloser: r.Body, m: v.m, now: p.opts.Now}
+	}
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	ctx := context.WithValue(r.Context(), backendKey{}, v.addr)
+	p.rp.ServeHTTP(sw, r.WithContext(ctx))
+	in := int64(0)
+	if cb, ok := r.Body.(*countingBody); ok {
+		in = cb.n
+	}
+	p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: sw.status, bytesIn: in, bytesOut: sw.n, start: start})
+}
+
+// statusWriter remembers the status and counts the body bytes written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	n, err := s.ResponseWriter.Write(b)
+	s.n += int64(n)
+	return n, err
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // backendFailed answers 502 when the app cannot be reached or broke off.
 func (p *Proxy) backendFailed(w http.ResponseWriter, r *http.Request, err error) {
@@ -259,14 +330,40 @@ func (p *Proxy) backendFailed(w http.ResponseWriter, r *http.Request, err error)
 
 // normalHost is a Host header or SNI name as the table keys it: no port,
 // no brackets, no trailing dot, lower case.
-func normalHost(h string) string {
-	h = strings.TrimSpace(h)
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		h = host
+func normalHost(h string) string { return string(appendNormalHost(nil, []byte(h))) }
+
+// appendNormalHost appends normalHost(h) to dst without allocating when
+// dst has room.
+func appendNormalHost(dst, h []byte) []byte {
+	h = bytes.TrimSpace(h)
+	if len(h) > 0 && h[0] == '[' {
+		if i := bytes.IndexByte(h, ']'); i > 0 && (i == len(h)-1 || h[i+1] == ':') {
+			h = h[1:i]
+		}
+	} else if i := bytes.IndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[i+1:], ':') < 0 {
+		h = h[:i]
 	}
-	h = strings.TrimPrefix(strings.TrimSuffix(h, "]"), "[")
-	h = strings.TrimSuffix(h, ".")
-	return strings.ToLower(h)
+	h = bytes.TrimSuffix(h, []byte("."))
+	for _, c := range h {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// sniName is the TLS server name a request is checked against: normalised,
+// and none for an IP literal, which RFC 6066 §3 does not allow there but
+// some clients (wrk, given a URL with an address) send anyway.
+func sniName(s string) string {
+	if s == "" {
+		return ""
+	}
+	if _, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return ""
+	}
+	return normalHost(s)
 }
 
 // bufferPool lends ReverseProxy its 32 KiB copy buffers, which it would

@@ -1,14 +1,20 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
+
+var errTooManyFiles = syscall.EMFILE
 
 // ListenConfig is where the proxy listens ([proxy.http] in config.toml).
 type ListenConfig struct {
@@ -17,19 +23,36 @@ type ListenConfig struct {
 	// CertFile and KeyFile, both or neither, are PEM files; with them the
 	// proxy speaks TLS and offers h2.
 	CertFile, KeyFile string
-	// ReadHeaderTimeout bounds reading a request's headers (default 10 s):
-	// a client that trickles them cannot hold a connection for long.
+	// ReadHeaderTimeout bounds reading a request's headers, and a TLS
+	// handshake (default 10 s): a client that trickles them cannot hold a
+	// connection for long, and holds only its own goroutine meanwhile.
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection with no request (default
 	// 2 min).
 	IdleTimeout time.Duration
 }
 
-// Server is the proxy bound to its address, not yet serving.
+// Server is the proxy bound to its address, not yet serving. HTTP/1.x
+// (plain or over TLS) is served by the proxy's own forwarder (h1.go);
+// HTTP/2 over TLS and h2c with prior knowledge are handed to net/http.
 type Server struct {
-	srv *http.Server
+	p   *Proxy
+	cfg ListenConfig
 	l   net.Listener
-	tls bool
+	tls *tls.Config
+
+	h2  *http.Server
+	h2l *connListener
+
+	// ctx ends when the server gives up on open requests (it ends waits
+	// on wakes, not the wakes).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	closing atomic.Bool
+	mu      sync.Mutex
+	conns   map[net.Conn]*atomic.Bool // HTTP/1.x connections → idle
+	wg      sync.WaitGroup
 }
 
 // Listen binds the proxy's address (so a port in use fails at start,
@@ -41,18 +64,18 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 2 * time.Minute
 	}
-	s := &Server{srv: &http.Server{
+	s := &Server{p: p, cfg: cfg, conns: map[net.Conn]*atomic.Bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.h2 = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
-	}}
-	// HTTP/1.1 always; h2 over TLS; h2c with prior knowledge (the
-	// standard library's, no Upgrade dance) for clients that ask for it.
+	}
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)
 	protos.SetHTTP2(true)
 	protos.SetUnencryptedHTTP2(true)
-	s.srv.Protocols = protos
+	s.h2.Protocols = protos
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
 		return nil, errors.New("proxy TLS: give both a certificate and a key, or neither")
 	}
@@ -61,14 +84,14 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load the proxy's TLS certificate: %w", err)
 		}
-		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		s.tls = true
+		s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	}
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Address)
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen on %s: %w", cfg.Address, err)
 	}
 	s.l = noDelayListener{l}
+	s.h2l = newConnListener(l.Addr())
 	return s, nil
 }
 
@@ -78,28 +101,198 @@ func (s *Server) Addr() net.Addr { return s.l.Addr() }
 // Serve answers requests until ctx ends, then stops accepting and gives
 // open requests up to 10 s to finish.
 func (s *Server) Serve(ctx context.Context) error {
-	errc := make(chan error, 1)
-	go func() {
-		if s.tls {
-			errc <- s.srv.ServeTLS(s.l, "", "")
-		} else {
-			errc <- s.srv.Serve(s.l)
-		}
-	}()
+	h2done := make(chan error, 1)
+	go func() { h2done <- s.h2.Serve(s.h2l) }()
+	acceptDone := make(chan error, 1)
+	go func() { acceptDone <- s.accept() }()
+	var err error
 	select {
-	case err := <-errc:
-		return fmt.Errorf("proxy: %w", err)
+	case err = <-acceptDone:
+		err = fmt.Errorf("proxy: %w", err)
 	case <-ctx.Done():
 	}
+	s.closing.Store(true)
+	s.l.Close()
+	s.closeIdle()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := s.srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = s.srv.Close()
+	h2err := make(chan error, 1)
+	go func() {
+		e := s.h2.Shutdown(sctx)
+		if errors.Is(e, context.DeadlineExceeded) {
+			e = s.h2.Close()
+		}
+		h2err <- e
+	}()
+	h1done := make(chan struct{})
+	go func() { s.wg.Wait(); close(h1done) }()
+	select {
+	case <-h1done:
+	case <-sctx.Done():
+		s.cancel()
+		s.closeAll()
+		<-h1done
 	}
-	<-errc
+	s.cancel()
+	if e := <-h2err; err == nil {
+		err = e
+	}
+	<-h2done
+	if ctx.Err() != nil {
+		<-acceptDone
+	}
 	return err
 }
+
+// accept takes connections until the listener closes.
+func (s *Server) accept() error {
+	var delay time.Duration
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				// Out of file descriptors, say: back off as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.wg.Add(1)
+		go s.serveConn(c)
+	}
+}
+
+// serveConn tells the protocol and serves the connection.
+func (s *Server) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	idle := new(atomic.Bool)
+	idle.Store(true)
+	s.mu.Lock()
+	s.conns[c] = idle
+	s.mu.Unlock()
+	handedOff := false
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		if !handedOff {
+			c.Close()
+		}
+	}()
+	if s.closing.Load() {
+		return
+	}
+	rw, isTLS, sni := c, false, ""
+	if s.tls != nil {
+		tc := tls.Server(c, s.tls)
+		_ = c.SetDeadline(time.Now().Add(s.cfg.ReadHeaderTimeout))
+		if err := tc.HandshakeContext(s.ctx); err != nil {
+			return
+		}
+		_ = c.SetDeadline(time.Time{})
+		st := tc.ConnectionState()
+		if st.NegotiatedProtocol == "h2" {
+			handedOff = s.h2l.hand(tc)
+			return
+		}
+		rw, isTLS, sni = tc, true, sniName(st.ServerName)
+	}
+	r := readerPool.Get().(*bufio.Reader)
+	r.Reset(rw)
+	defer func() {
+		r.Reset(nil)
+		readerPool.Put(r)
+	}()
+	if !isTLS {
+		// h2c with prior knowledge opens with "PRI * HTTP/2.0"; every
+		// HTTP/1.x request line is longer than four bytes.
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if b, err := r.Peek(4); err != nil {
+			return
+		} else if string(b) == "PRI " {
+			_ = c.SetReadDeadline(time.Time{})
+			handedOff = s.h2l.hand(&peekedConn{Conn: c, r: r})
+			if handedOff {
+				r = bufio.NewReader(nil) // the handed connection keeps the pooled one
+			}
+			return
+		}
+	}
+	s.serveH1(rw, r, idle, isTLS, sni)
+}
+
+// closeIdle closes the connections waiting for a request.
+func (s *Server) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c, idle := range s.conns {
+		if idle.Load() {
+			c.Close()
+		}
+	}
+}
+
+// closeAll closes every connection.
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// connListener is a net.Listener fed by hand: the connections Server
+// gives net/http (HTTP/2).
+type connListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newConnListener(addr net.Addr) *connListener {
+	return &connListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// hand passes c to whoever accepts; false when the listener is closed.
+func (l *connListener) hand(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return l.addr }
+
+// peekedConn is a connection whose first bytes sit in r.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // noDelayListener sets TCP_NODELAY on every accepted connection: proxied
 // requests are small writes that must not wait on Nagle.

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# nibrunnerd's HTTP proxy against nginx, in front of the same backend.
+#
+# One `nibrunnerd serve --vmm fake` (a running app whose guest is a local
+# HTTP server on loopback) and one nginx (a single worker, an upstream
+# keepalive pool, access log on and buffered) proxy to that same guest.
+# wrk then alternates ours/nginx/ours/nginx (`wrk -t2 -c64 -d15s --latency`)
+# and hits the guest directly once, as the ceiling. Plain HTTP/1.1
+# keep-alive first, then HTTPS (a self-signed certificate; ours and nginx
+# both terminate TLS, the backend stays plain).
+#
+# Usage: bench/proxy-vs-nginx.sh [seconds per round] (default 15)
+# Needs root only for apt-get when nginx-light or wrk is missing. Everything
+# listens on 127.0.0.1. Leaves nothing running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+dur=${1:-15}
+conns=${BENCH_CONNECTIONS:-64}
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+for c in jq openssl mke2fs curl; do command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || need+=("$c"); done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}"
+  pkgs=()
+  for p in "${need[@]}"; do case $p in mke2fs) pkgs+=(e2fsprogs) ;; *) pkgs+=("$p") ;; esac; done
+  apt-get install -y "${pkgs[@]}" >/dev/null
+fi
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+work=$(mktemp -d /tmp/nibbench.XXXXXX)
+pids=()
+cleanup() {
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  # Guests outlive their daemon by design: stop them by their pidfiles.
+  for f in "$work"/*/run/nibrunner/*.pid; do
+    [ -e "$f" ] && kill "$(jq -r .pid "$f")" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+go build -o "$work/nibrunnerd" ./cmd/nibrunnerd
+mkdir -p "$work/artifacts/apps"
+cp /bin/true "$work/artifacts/apps/app"
+sum=$(sha256sum "$work/artifacts/apps/app" | cut -d' ' -f1)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench.example.com \
+  -addext subjectAltName=DNS:bench.example.com -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+
+# start_ours NAME PORT [tls]: a host of its own under $work/NAME, one running
+# app answering for bench.example.com; prints the guest's address.
+start_ours() {
+  local name=$1 port=$2 tls=${3:-} root="$work/$1"
+  "$work/nibrunnerd" install --root "$root" --no-guest-image >/dev/null
+  local cfg="$root/etc/nibrunner/config.toml"
+  sed -i -e "0,/^store_url = .*/s||store_url = \"$work/artifacts\"|" "$cfg"
+  printf '\n[proxy.http]\nlisten_address = "127.0.0.1"\nport = %d\n' "$port" >>"$cfg"
+  [ -n "$tls" ] && printf '\n[proxy.http.tls]\ncertificate = "%s"\nkey = "%s"\n' "$work/cert.pem" "$work/key.pem" >>"$cfg"
+  local desired="$root/var/lib/nibrunner/desired/desired.json"
+  mkdir -p "$(dirname "$desired")"
+  cat >"$desired" <<JSON
+{"hostId": "bench", "checkpoints": [], "exports": [],
+ "volumes": [{"volumeId": "v", "appId": "bench", "sizeBytes": 16777216, "desiredState": "present"}],
+ "instances": [{
+  "appId": "bench", "deploymentId": "d1", "volumeId": "v", "desiredState": "running",
+  "layers": [{"kind": "executable", "digest": "$sum", "objectKey": "apps/app", "destinationPath": "/app/app"}],
+  "config": {"httpPort": 8080,
+    "command": {"program": "/app/app", "args": [], "workingDirectory": "/data", "environment": {}},
+    "resources": {"vcpuCount": 1, "memoryMib": 64},
+    "healthCheck": {"kind": "tcp", "intervalMs": 1000, "timeoutMs": 1000, "gracePeriodMs": 10000, "healthyThreshold": 1, "unhealthyThreshold": 3},
+    "restartPolicy": {"maxRestarts": 1, "initialBackoffMs": 1000, "maxBackoffMs": 1000, "backoffFactor": 1, "resetAfterMs": 60000}},
+  "hostnames": [{"hostname": "bench.example.com", "kind": "platform"}]}]}
+JSON
+  "$work/nibrunnerd" serve --config "$cfg" --vmm fake --reserve-mib 0 >"$root.log" 2>&1 &
+  pids+=($!)
+  local report="$root/var/lib/nibrunner/reported.json"
+  for _ in $(seq 300); do
+    [ "$(jq -r '.instances[0].state // empty' "$report" 2>/dev/null)" = running ] && break
+    sleep 0.1
+  done
+  local scheme=http
+  [ -n "$tls" ] && scheme=https
+  for _ in $(seq 100); do
+    curl -ksf -o /dev/null --resolve "bench.example.com:$port:127.0.0.1" "$scheme://bench.example.com:$port/" && break
+    sleep 0.1
+  done
+  jq -r .endpoint "$root/run/nibrunner/bench.pid"
+}
+
+# start_nginx PORT BACKEND [tls]: one worker, keepalive upstream.
+start_nginx() {
+  local port=$1 backend=$2 tls=${3:-} listen
+  listen="listen 127.0.0.1:$port;"
+  [ -n "$tls" ] && listen="listen 127.0.0.1:$port ssl; ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;"
+  [ -f "$work/nginx.pid" ] && { kill "$(cat "$work/nginx.pid")"; sleep 0.5; }
+  cat >"$work/nginx.conf" <<NGINX
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log $work/nginx-access.log combined buffer=64k flush=1s;
+  client_body_temp_path $work/nginx-body;
+  proxy_temp_path $work/nginx-proxy;
+  upstream app { server $backend; keepalive 64; }
+  server {
+    $listen
+    server_name bench.example.com;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host \$host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto \$scheme;
+    }
+  }
+}
+NGINX
+  "$nginx_bin" -c "$work/nginx.conf" -p "$work"
+  for _ in $(seq 50); do curl -ksf -o /dev/null -H 'Host: bench.example.com' "${tls:+https}${tls:-http}://127.0.0.1:$port/" && break; sleep 0.1; done
+}
+
+# round LABEL URL: one wrk run; prints "LABEL req/s p50 p99".
+round() {
+  local out rps p50 p99
+  out=$(wrk -t2 -c"$conns" -d"${dur}s" --latency -H 'Host: bench.example.com' "$2")
+  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  printf '%-14s %12s req/s  p50 %8s  p99 %8s\n' "$1" "$rps" "$p50" "$p99"
+  echo "$1 $rps $p50 $p99" >>"$work/results"
+}
+
+# ms converts wrk's latency (e.g. 812.00us, 1.20ms, 1.01s) to milliseconds.
+ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; print n }'; }
+
+summary() {
+  local kind=$1
+  awk -v k="$kind" '$1 ~ "^"k"-" { print }' "$work/results" | while read -r label rps p50 p99; do
+    echo "$label $rps $(ms "$p50") $(ms "$p99")"
+  done | awk -v k="$kind" '
+    $1 == k"-ours" { or += $2; op = ($4 > op ? $4 : op); on++ }
+    $1 == k"-nginx" { nr += $2; np = ($4 > np ? $4 : np); nn++ }
+    END { if (on && nn) printf "%s: ours %.0f req/s (worst p99 %.2f ms), nginx %.0f req/s (worst p99 %.2f ms): throughput %.2fx nginx, p99 %.2fx nginx\n", k, or/on, op, nr/nn, np, (or/on)/(nr/nn), op/np }'
+}
+
+echo "machine: $(nproc) vCPU, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "command: wrk -t2 -c$conns -d${dur}s --latency -H 'Host: bench.example.com' URL"
+echo
+
+ours=$(free_port)
+backend=$(start_ours plain "$ours")
+ng=$(free_port)
+start_nginx "$ng" "$backend"
+echo "HTTP/1.1 keep-alive (backend $backend)"
+round http-ours "http://127.0.0.1:$ours/"
+round http-nginx "http://127.0.0.1:$ng/"
+round http-ours "http://127.0.0.1:$ours/"
+round http-nginx "http://127.0.0.1:$ng/"
+round http-direct "http://$backend/"
+
+ours_tls=$(free_port)
+backend_tls=$(start_ours tls "$ours_tls" tls)
+ng_tls=$(free_port)
+start_nginx "$ng_tls" "$backend_tls" tls
+echo
+echo "HTTPS, HTTP/1.1 keep-alive (backend $backend_tls)"
+round https-ours "https://127.0.0.1:$ours_tls/"
+round https-nginx "https://127.0.0.1:$ng_tls/"
+round https-ours "https://127.0.0.1:$ours_tls/"
+round https-nginx "https://127.0.0.1:$ng_tls/"
+echo
+summary http
+summary https

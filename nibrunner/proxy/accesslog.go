@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// requestLog is one access log line's fields.
+type requestLog struct {
+	id                string
+	app               string
+	method, host      string
+	target, proto     string
+	client            string
+	status            int
+	bytesIn, bytesOut int64
+	start             time.Time
+}
+
+// Recorder is told of every request the proxy answered (the Prometheus
+// metrics implement it): the app ("" when no app answers for the
+// hostname), the status sent, body bytes received from the client and
+// sent to it.
+type Recorder interface {
+	ProxyRequest(app string, status int, bytesIn, bytesOut int64)
+}
+
+// logRequest writes the access log line of one request and tells the
+// recorder.
+func (p *Proxy) logRequest(ctx context.Context, l requestLog) {
+	if p.opts.Recorder != nil {
+		p.opts.Recorder.ProxyRequest(l.app, l.status, l.bytesIn, l.bytesOut)
+	}
+	if p.opts.AccessLog == nil || !p.opts.AccessLog.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	p.opts.AccessLog.LogAttrs(ctx, slog.LevelInfo, "request",
+		slog.String("id", l.id),
+		slog.String("app", l.app),
+		slog.String("client", l.client),
+		slog.String("method", l.method),
+		slog.String("host", l.host),
+		slog.String("target", l.target),
+		slog.String("proto", l.proto),
+		slog.Int("status", l.status),
+		slog.Int64("bytes_in", l.bytesIn),
+		slog.Int64("bytes_out", l.bytesOut),
+		slog.Duration("duration", p.opts.Now().Sub(l.start)),
+	)
+}
+
+// requestIDs are this process's prefix and a counter: unique, cheap, and
+// in order within one run.
+var (
+	requestIDPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	requestCounter atomic.Uint64
+)
+
+// requestID names one request in the access log and, as X-Request-Id, to
+// the app (unless the client sent one).
+func (p *Proxy) requestID() string { return string(appendRequestID(nil)) }
+
+// appendRequestID appends a new request id to dst.
+func appendRequestID(dst []byte) []byte {
+	dst = append(dst, requestIDPrefix...)
+	dst = append(dst, '-')
+	return strconv.AppendUint(dst, requestCounter.Add(1), 36)
+}

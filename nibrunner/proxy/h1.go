@@ -1,0 +1,484 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTP/1.x is served by a lean forwarder of its own rather than
+// net/http's server and httputil.ReverseProxy: one goroutine per client
+// connection reads a request head into a reused buffer, writes it to a
+// kept-alive connection to the app with the hop-by-hop fields dropped and
+// the X-Forwarded ones added, and copies the response back, all without
+// per-request maps or goroutines (docs/bench.md has the measurements that
+// led here). Bodies pass as they came: fixed length, or chunked framing
+// copied verbatim, so the proxy never buffers one whole.
+
+// h1conn is one client connection on the HTTP/1.x path.
+type h1conn struct {
+	s      *Server
+	p      *Proxy
+	c      net.Conn
+	r      *bufio.Reader
+	w      *bufio.Writer
+	tls    bool
+	sni    string
+	client []byte // the client's address, without port
+	req    head
+	resp   head
+	key    []byte // scratch: the normalised host
+	id     []byte // scratch: the request id
+	xff    []byte // scratch: X-Forwarded-For
+}
+
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+)
+
+// serveH1 serves HTTP/1.x requests on c until the client closes it, a
+// request or response says close, or the server shuts down. r is c's
+// reader (it may hold bytes already peeked).
+func (s *Server) serveH1(c net.Conn, r *bufio.Reader, idle *atomic.Bool, isTLS bool, sni string) {
+	h := &h1conn{s: s, p: s.p, c: c, r: r, tls: isTLS, sni: sni}
+	h.w = writerPool.Get().(*bufio.Writer)
+	h.w.Reset(c)
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		h.client = a.AddrPort().Addr().Unmap().AppendTo(nil)
+	}
+	defer func() {
+		h.w.Reset(nil)
+		writerPool.Put(h.w)
+	}()
+	for {
+		idle.Store(true)
+		if s.closing.Load() {
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if _, err := r.Peek(1); err != nil {
+			return
+		}
+		idle.Store(false)
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.ReadHeaderTimeout))
+		err := h.req.read(r)
+		if err == nil {
+			err = h.req.parseRequest()
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, errHeadTooLarge):
+				h.refuse(answer{431, "The request's header is too large."})
+			case errors.Is(err, errMalformed):
+				h.refuse(answer{400, "This request is not valid HTTP/1.1."})
+			}
+			return // a timeout or a closed connection needs no answer
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		if !h.serveOne() {
+			return
+		}
+	}
+}
+
+// refuse answers a request the proxy could not read, and the connection
+// is closed after it.
+func (h *h1conn) refuse(a answer) {
+	_ = h.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	writeAnswer(h.w, a, "", true)
+	_ = h.w.Flush()
+}
+
+// writeAnswer writes one of the proxy's own answers.
+func writeAnswer(w *bufio.Writer, a answer, retryAfter string, closing bool) {
+	w.WriteString("HTTP/1.1 ")
+	w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(a.status), 10))
+	w.WriteString(" ")
+	w.WriteString(http.StatusText(a.status))
+	w.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nContent-Length: ")
+	w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(len(a.text)+1), 10))
+	if retryAfter != "" {
+		w.WriteString("\r\nRetry-After: ")
+		w.WriteString(retryAfter)
+	}
+	if closing {
+		w.WriteString("\r\nConnection: close")
+	}
+	w.WriteString("\r\n\r\n")
+	w.WriteString(a.text)
+	w.WriteString("\n")
+}
+
+// serveOne answers the request in h.req; false closes the connection.
+func (h *h1conn) serveOne() bool {
+	p := h.p
+	req := &h.req
+	start := p.opts.Now()
+	h.id = appendRequestID(h.id[:0])
+	hostField := req.bytes(req.host)
+	target := req.bytes(req.first[1])
+	if abs, host, path := absoluteForm(target); abs {
+		// A client that talks to us as to a forward proxy names the host
+		// in the target; that name wins over the Host field (RFC 9112
+		// §3.2.2), and the app is sent the origin form.
+		hostField, target = host, path
+	} else if req.hosts > 1 || (req.hosts == 0 && req.minor >= 1) {
+		h.refuse(answer{400, "This request must name exactly one Host."})
+		return false
+	}
+	h.key = appendNormalHost(h.key[:0], hostField)
+	hasBody := req.contentLength > 0 || req.chunked
+	v := p.decide(h.s.ctx, h.key, h.sni, req.upgrade)
+	lg := requestLog{app: v.app, status: v.reply.status, start: start}
+	if v.m != nil {
+		defer func() { v.m.end(p.opts.Now()) }()
+	}
+	keep := !req.close && !hasBody
+	if v.addr == "" {
+		// The proxy's own answer. A body the client sends with it is not
+		// read: the connection closes after the answer instead.
+		retry := ""
+		if v.later {
+			retry = p.retryAt
+		}
+		writeAnswer(h.w, v.reply, retry, !keep)
+		err := h.w.Flush()
+		lg.bytesOut = int64(len(v.reply.text) + 1)
+		h.log(&lg, target)
+		return keep && err == nil && !h.s.closing.Load()
+	}
+	keep, lg = h.forward(v, target, hostField, lg)
+	h.log(&lg, target)
+	return keep && !h.s.closing.Load()
+}
+
+// forward sends the request to the app at v.addr and its answer back.
+func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, requestLog) {
+	p, req, resp := h.p, &h.req, &h.resp
+	hasBody := req.contentLength > 0 || req.chunked
+	var bc *bconn
+	var err error
+	for attempt := 0; ; attempt++ {
+		bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now())
+		if err != nil {
+			break
+		}
+		h.writeRequestHead(bc.w, target, host)
+		if !hasBody || req.expect {
+			err = bc.w.Flush()
+		}
+		if err == nil && hasBody && !req.expect {
+			lg.bytesIn, err = h.sendBody(bc, v.m)
+			if err != nil && lg.bytesIn > 0 {
+				bc.Close()
+				return false, h.failed(lg, err, v.m != nil)
+			}
+		}
+		if err == nil {
+			err = resp.read(bc.r)
+		}
+		if err == nil {
+			err = resp.parseResponse()
+		}
+		if err == nil || !bc.reused || hasBody || attempt > 0 {
+			break
+		}
+		// A kept-alive connection the app had closed: once more on a new
+		// one, as browsers and net/http do for a request with no body.
+		bc.Close()
+	}
+	if err != nil {
+		if bc != nil {
+			bc.Close()
+		}
+		return false, h.failed(lg, err, true)
+	}
+	// Interim answers: 100 Continue lets an expecting client send its
+	// body; others (102, 103) are passed on as they come.
+	for resp.status >= 100 && resp.status < 200 && resp.status != 101 {
+		h.writeResponseHead(false)
+		if err = h.w.Flush(); err != nil {
+			bc.Close()
+			return false, lg
+		}
+		if resp.status == 100 && req.expect && hasBody {
+			req.expect = false
+			if lg.bytesIn, err = h.sendBody(bc, v.m); err != nil {
+				bc.Close()
+				return false, h.failed(lg, err, true)
+			}
+		}
+		if err = resp.read(bc.r); err == nil {
+			err = resp.parseResponse()
+		}
+		if err != nil {
+			bc.Close()
+			return false, h.failed(lg, err, true)
+		}
+	}
+	lg.status = resp.status
+	if resp.status == 101 {
+		if !req.upgrade {
+			bc.Close()
+			return false, h.failed(lg, errors.New("the app switched protocols unasked"), true)
+		}
+		h.writeResponseHead(false)
+		lg.bytesIn, lg.bytesOut = h.splice(bc, v.m)
+		return false, lg
+	}
+	// The app may answer before it read an expected body; then the body
+	// never crosses and neither connection can be reused.
+	bodyUnsent := req.expect && hasBody
+	noBody := string(req.bytes(req.first[0])) == "HEAD" || resp.status == 204 || resp.status == 304
+	untilEOF := !noBody && !resp.chunked && resp.contentLength < 0
+	closing := req.close || untilEOF || bodyUnsent || h.s.closing.Load()
+	h.writeResponseHead(closing)
+	out := flow{}
+	switch {
+	case noBody:
+		err = nil
+	case resp.chunked:
+		err = pumpChunked(h.w, bc.r, &out)
+	case resp.contentLength >= 0:
+		err = pump(h.w, bc.r, resp.contentLength, &out)
+	default:
+		err = pump(h.w, bc.r, -1, &out)
+	}
+	lg.bytesOut = out.n
+	if err == nil {
+		err = h.w.Flush()
+	}
+	reusable := err == nil && !resp.close && !untilEOF && !bodyUnsent && req.minor >= 1
+	if reusable {
+		p.pools.put(bc, p.opts.Now())
+	} else {
+		bc.Close()
+	}
+	return err == nil && !closing, lg
+}
+
+// failed answers 502 for an app that could not be reached or broke off,
+// when nothing of its answer was sent yet.
+func (h *h1conn) failed(lg requestLog, err error, answerIt bool) requestLog {
+	h.p.opts.Logf("nibrunnerd: proxy: %s %s: %v", h.req.bytes(h.req.host), h.req.bytes(h.req.first[1]), err)
+	lg.status = unreachable.status
+	if answerIt {
+		writeAnswer(h.w, unreachable, "", true)
+		_ = h.w.Flush()
+		lg.bytesOut = int64(len(unreachable.text) + 1)
+	}
+	return lg
+}
+
+// sendBody copies the request body to the app and flushes it.
+func (h *h1conn) sendBody(bc *bconn, m *meter) (int64, error) {
+	in := flow{m: m, now: h.p.opts.Now}
+	var err error
+	if h.req.chunked {
+		err = pumpChunked(bc.w, h.r, &in)
+	} else {
+		err = pump(bc.w, h.r, h.req.contentLength, &in)
+	}
+	if err == nil {
+		err = bc.w.Flush()
+	}
+	return in.n, err
+}
+
+// writeRequestHead writes the request line and fields the app gets:
+// the client's, less hop-by-hop ones, with Host kept, X-Forwarded-For
+// appended to, X-Forwarded-Host and -Proto set, and an X-Request-Id.
+func (h *h1conn) writeRequestHead(w *bufio.Writer, target, host []byte) {
+	req := &h.req
+	w.Write(req.bytes(req.first[0]))
+	w.WriteByte(' ')
+	w.Write(target)
+	w.WriteByte(' ')
+	w.Write(req.bytes(req.first[2]))
+	w.WriteString("\r\n")
+	h.xff = h.xff[:0]
+	sawID, sawHost := false, false
+	upgrade := req.copyFields(w, func(name, value []byte) bool {
+		switch {
+		case bytes.EqualFold(name, hdrXForwardedFor):
+			if len(h.xff) > 0 {
+				h.xff = append(h.xff, ", "...)
+			}
+			h.xff = append(h.xff, value...)
+			return false
+		case bytes.EqualFold(name, hdrXForwardedHost), bytes.EqualFold(name, hdrXForwardedProto):
+			return false
+		case bytes.EqualFold(name, hdrHost):
+			sawHost = true
+		case bytes.EqualFold(name, hdrXRequestID):
+			sawID = true
+		}
+		return true
+	})
+	if !sawHost && len(host) > 0 {
+		w.WriteString("Host: ")
+		w.Write(host)
+		w.WriteString("\r\n")
+	}
+	if req.upgrade && upgrade != nil {
+		w.WriteString("Connection: Upgrade\r\nUpgrade: ")
+		w.Write(upgrade)
+		w.WriteString("\r\n")
+	}
+	w.WriteString("X-Forwarded-For: ")
+	if len(h.xff) > 0 {
+		w.Write(h.xff)
+		w.WriteString(", ")
+	}
+	w.Write(h.client)
+	w.WriteString("\r\nX-Forwarded-Host: ")
+	w.Write(host)
+	if h.tls {
+		w.WriteString("\r\nX-Forwarded-Proto: https\r\n")
+	} else {
+		w.WriteString("\r\nX-Forwarded-Proto: http\r\n")
+	}
+	if !sawID {
+		w.WriteString("X-Request-Id: ")
+		w.Write(h.id)
+		w.WriteString("\r\n")
+	}
+	w.WriteString("\r\n")
+}
+
+// writeResponseHead writes the app's status line and fields less the
+// hop-by-hop ones, saying Connection: close when the proxy will close.
+func (h *h1conn) writeResponseHead(closing bool) {
+	resp, w := &h.resp, h.w
+	w.Write(resp.buf[:bytes.IndexByte(resp.buf, '\n')])
+	w.WriteString("\r\n")
+	upgrade := resp.copyFields(w, nil)
+	switch {
+	case resp.status == 101:
+		w.WriteString("Connection: Upgrade\r\nUpgrade: ")
+		w.Write(upgrade)
+		w.WriteString("\r\n")
+	case closing:
+		w.WriteString("Connection: close\r\n")
+	case h.req.minor == 0:
+		w.WriteString("Connection: keep-alive\r\n")
+	}
+	w.WriteString("\r\n")
+}
+
+// splice carries an upgraded connection both ways until either side
+// closes; bytes from the client count as the app's traffic.
+func (h *h1conn) splice(bc *bconn, m *meter) (in, out int64) {
+	if err := h.w.Flush(); err != nil {
+		bc.Close()
+		return 0, 0
+	}
+	done := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(bc.Conn, &touchReader{r: h.r, m: m, now: h.p.opts.Now})
+		// The client is done sending: tell the app, and give it a moment
+		// to finish its side before the stream is cut.
+		if cw, ok := bc.Conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_ = bc.Conn.SetReadDeadline(time.Now().Add(upgradeLinger))
+		done <- n
+	}()
+	out, _ = io.Copy(h.c, bc.r)
+	bc.Close()
+	_ = h.c.SetReadDeadline(time.Now()) // ends the other direction
+	return <-done, out
+}
+
+// upgradeLinger is how long an upgraded stream's app side may go on
+// sending once the client has closed its side.
+const upgradeLinger = 5 * time.Second
+
+// touchReader marks its app busy whenever bytes arrive.
+type touchReader struct {
+	r   io.Reader
+	m   *meter
+	now func() time.Time
+}
+
+func (t *touchReader) Read(b []byte) (int, error) {
+	n, err := t.r.Read(b)
+	if n > 0 && t.m != nil {
+		t.m.touch(t.now())
+	}
+	return n, err
+}
+
+// log writes the access log line of the request just answered.
+func (h *h1conn) log(lg *requestLog, target []byte) {
+	p := h.p
+	if p.opts.AccessLog != nil {
+		lg.id = string(h.id)
+		lg.method = string(h.req.bytes(h.req.first[0]))
+		lg.host = string(h.req.bytes(h.req.host))
+		lg.target = string(target)
+		lg.proto = string(h.req.bytes(h.req.first[2]))
+		lg.client = string(h.client)
+	}
+	p.logRequest(context.Background(), *lg)
+}
+
+// absoluteForm splits an absolute-form target (http://host/path) into
+// its host and origin-form path.
+func absoluteForm(t []byte) (ok bool, host, path []byte) {
+	var rest []byte
+	switch {
+	case len(t) > 7 && bytes.EqualFold(t[:7], []byte("http://")):
+		rest = t[7:]
+	case len(t) > 8 && bytes.EqualFold(t[:8], []byte("https://")):
+		rest = t[8:]
+	default:
+		return false, nil, nil
+	}
+	i := bytes.IndexAny(rest, "/?")
+	if i < 0 {
+		return true, rest, []byte("/")
+	}
+	if rest[i] == '?' {
+		return true, rest[:i], append([]byte("/"), rest[i:]...)
+	}
+	return true, rest[:i], rest[i:]
+}
+
+// copyFields writes h's fields to w, less the hop-by-hop ones (RFC 9110
+// §7.6.1: Connection, those it lists, Keep-Alive, Proxy-Connection, TE
+// other than "trailers", Upgrade) and those keep refuses, and returns
+// the Upgrade field's value for the caller to restate.
+func (h *head) copyFields(w *bufio.Writer, keep func(name, value []byte) bool) (upgrade []byte) {
+	for _, f := range h.fields {
+		name, value := h.bytes(f.name), h.bytes(f.value)
+		switch {
+		case bytes.EqualFold(name, hdrUpgrade):
+			upgrade = value
+			continue
+		case bytes.EqualFold(name, hdrTE):
+			if !bytes.EqualFold(value, tokTrailers) {
+				continue
+			}
+		case hopByHop(name), h.listedIn(name):
+			continue
+		}
+		if keep != nil && !keep(name, value) {
+			continue
+		}
+		w.Write(name)
+		w.WriteString(": ")
+		w.Write(value)
+		w.WriteString("\r\n")
+	}
+	return upgrade
+}

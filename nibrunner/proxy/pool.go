@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+	"time"
+)
+
+// Backend connections are kept alive between requests, like nginx's
+// upstream keepalive: a pool per app address, most recently used first,
+// at most maxIdlePerBackend idle, each closed after backendIdleTimeout
+// unused.
+const (
+	maxIdlePerBackend  = 128
+	backendIdleTimeout = 90 * time.Second
+	backendBufSize     = 16 << 10
+)
+
+// bconn is one connection to an app with its buffers.
+type bconn struct {
+	net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	idleAt  time.Time
+	reused  bool
+	backend *backendPool
+}
+
+// backendPool is the idle connections to one address.
+type backendPool struct {
+	addr string
+	mu   sync.Mutex
+	idle []*bconn
+	dead bool // dropped by closeIdle: connections given back are closed
+}
+
+// pools is every backend's pool, by address.
+type pools struct {
+	dialer net.Dialer
+	mu     sync.Mutex
+	byAddr map[string]*backendPool
+	closed bool
+}
+
+func (ps *pools) pool(addr string) *backendPool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	bp := ps.byAddr[addr]
+	if bp == nil && ps.closed {
+		return &backendPool{addr: addr, dead: true}
+	}
+	if bp == nil {
+		if ps.byAddr == nil {
+			ps.byAddr = map[string]*backendPool{}
+		}
+		bp = &backendPool{addr: addr}
+		ps.byAddr[addr] = bp
+	}
+	return bp
+}
+
+// get returns an idle connection to addr, or dials a new one.
+func (ps *pools) get(ctx context.Context, addr string, now time.Time) (*bconn, error) {
+	bp := ps.pool(addr)
+	bp.mu.Lock()
+	for n := len(bp.idle); n > 0; n = len(bp.idle) {
+		c := bp.idle[n-1]
+		bp.idle[n-1] = nil
+		bp.idle = bp.idle[:n-1]
+		if now.Sub(c.idleAt) < backendIdleTimeout {
+			bp.mu.Unlock()
+			c.reused = true
+			return c, nil
+		}
+		c.Conn.Close()
+	}
+	bp.mu.Unlock()
+	return ps.dial(ctx, bp)
+}
+
+// dial opens a new connection to bp's address.
+func (ps *pools) dial(ctx context.Context, bp *backendPool) (*bconn, error) {
+	nc, err := ps.dialer.DialContext(ctx, "tcp", bp.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &bconn{Conn: nc, r: bufio.NewReaderSize(nc, backendBufSize), w: bufio.NewWriterSize(nc, backendBufSize), backend: bp}, nil
+}
+
+// put returns c to its pool, or closes it when the pool is full or shut.
+func (ps *pools) put(c *bconn, now time.Time) {
+	bp := c.backend
+	c.idleAt = now
+	bp.mu.Lock()
+	if !bp.dead && len(bp.idle) < maxIdlePerBackend {
+		bp.idle = append(bp.idle, c)
+		bp.mu.Unlock()
+		return
+	}
+	bp.mu.Unlock()
+	c.Conn.Close()
+}
+
+// idleCount is how many idle connections the pools hold.
+func (ps *pools) idleCount() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	n := 0
+	for _, bp := range ps.byAddr {
+		bp.mu.Lock()
+		n += len(bp.idle)
+		bp.mu.Unlock()
+	}
+	return n
+}
+
+// closeIdle closes every idle connection and forgets the pools; with
+// shut, connections given back later are closed too.
+func (ps *pools) closeIdle(shut bool) {
+	ps.mu.Lock()
+	byAddr := ps.byAddr
+	ps.byAddr = nil
+	if shut {
+		ps.closed = true
+	}
+	ps.mu.Unlock()
+	for _, bp := range byAddr {
+		bp.mu.Lock()
+		for _, c := range bp.idle {
+			c.Conn.Close()
+		}
+		bp.idle, bp.dead = nil, true
+		bp.mu.Unlock()
+	}
+}
