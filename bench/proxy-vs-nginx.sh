@@ -10,6 +10,8 @@
 # both terminate TLS, the backend stays plain).
 #
 # Usage: bench/proxy-vs-nginx.sh [seconds per round] (default 15)
+# With BASE_REF=<git ref>, the proxy built from that ref runs too, in its
+# own rounds between ours and nginx (before/after a change, side by side).
 # Needs root only for apt-get when nginx-light or wrk is missing. Everything
 # listens on 127.0.0.1. Leaves nothing running.
 set -euo pipefail
@@ -46,17 +48,23 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 go build -o "$work/nibrunnerd" ./cmd/nibrunnerd
+if [ -n "${BASE_REF:-}" ]; then
+  mkdir -p "$work/base-src"
+  git archive "$BASE_REF" | tar -x -C "$work/base-src"
+  (cd "$work/base-src" && go build -o "$work/nibrunnerd-base" ./cmd/nibrunnerd)
+fi
 mkdir -p "$work/artifacts/apps"
 cp /bin/true "$work/artifacts/apps/app"
 sum=$(sha256sum "$work/artifacts/apps/app" | cut -d' ' -f1)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench.example.com \
   -addext subjectAltName=DNS:bench.example.com -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-# start_ours NAME PORT [tls]: a host of its own under $work/NAME, one running
+# start_ours NAME PORT [tls] (NAME base…: the BASE_REF build): a host of its own under $work/NAME, one running
 # app answering for bench.example.com; prints the guest's address.
 start_ours() {
-  local name=$1 port=$2 tls=${3:-} root="$work/$1"
-  "$work/nibrunnerd" install --root "$root" --no-guest-image >/dev/null
+  local name=$1 port=$2 tls=${3:-} root="$work/$1" bin="$work/nibrunnerd"
+  case $name in base*) bin="$work/nibrunnerd-base" ;; esac
+  "$bin" install --root "$root" --no-guest-image >/dev/null
   local cfg="$root/etc/nibrunner/config.toml"
   sed -i -e "0,/^store_url = .*/s||store_url = \"$work/artifacts\"|" "$cfg"
   printf '\n[proxy.http]\nlisten_address = "127.0.0.1"\nport = %d\n' "$port" >>"$cfg"
@@ -76,7 +84,7 @@ start_ours() {
     "restartPolicy": {"maxRestarts": 1, "initialBackoffMs": 1000, "maxBackoffMs": 1000, "backoffFactor": 1, "resetAfterMs": 60000}},
   "hostnames": [{"hostname": "bench.example.com", "kind": "platform"}]}]}
 JSON
-  "$work/nibrunnerd" serve --config "$cfg" --vmm fake --reserve-mib 0 >"$root.log" 2>&1 &
+  "$bin" serve --config "$cfg" --vmm fake --reserve-mib 0 >"$root.log" 2>&1 &
   pids+=($!)
   local report="$root/var/lib/nibrunner/reported.json"
   for _ in $(seq 300); do
@@ -147,34 +155,44 @@ summary() {
   done | awk -v k="$kind" '
     $1 == k"-ours" { or += $2; op = ($4 > op ? $4 : op); on++ }
     $1 == k"-nginx" { nr += $2; np = ($4 > np ? $4 : np); nn++ }
-    END { if (on && nn) printf "%s: ours %.0f req/s (worst p99 %.2f ms), nginx %.0f req/s (worst p99 %.2f ms): throughput %.2fx nginx, p99 %.2fx nginx\n", k, or/on, op, nr/nn, np, (or/on)/(nr/nn), op/np }'
+    $1 == k"-base" { br += $2; bp = ($4 > bp ? $4 : bp); bn++ }
+    END {
+      if (on && nn) printf "%s: ours %.0f req/s (worst p99 %.2f ms), nginx %.0f req/s (worst p99 %.2f ms): throughput %.2fx nginx, p99 %.2fx nginx\n", k, or/on, op, nr/nn, np, (or/on)/(nr/nn), op/np
+      if (bn && nn) printf "%s: base %.0f req/s (worst p99 %.2f ms): throughput %.2fx nginx, p99 %.2fx nginx; ours is %.2fx base\n", k, br/bn, bp, (br/bn)/(nr/nn), bp/np, (or/on)/(br/bn)
+    }'
 }
 
 echo "machine: $(nproc) vCPU, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: wrk -t2 -c$conns -d${dur}s --latency -H 'Host: bench.example.com' URL"
 echo
 
+# rounds KIND SCHEME: ours, (base,) nginx, twice, alternating.
+rounds() {
+  local kind=$1 scheme=$2 i
+  for i in 1 2; do
+    round "$kind-ours" "$scheme://127.0.0.1:$ours/"
+    [ -n "${BASE_REF:-}" ] && round "$kind-base" "$scheme://127.0.0.1:$base/"
+    round "$kind-nginx" "$scheme://127.0.0.1:$ng/"
+  done
+}
+
 ours=$(free_port)
 backend=$(start_ours plain "$ours")
+[ -n "${BASE_REF:-}" ] && base=$(free_port) && start_ours base "$base" >/dev/null
 ng=$(free_port)
 start_nginx "$ng" "$backend"
 echo "HTTP/1.1 keep-alive (backend $backend)"
-round http-ours "http://127.0.0.1:$ours/"
-round http-nginx "http://127.0.0.1:$ng/"
-round http-ours "http://127.0.0.1:$ours/"
-round http-nginx "http://127.0.0.1:$ng/"
+rounds http http
 round http-direct "http://$backend/"
 
-ours_tls=$(free_port)
-backend_tls=$(start_ours tls "$ours_tls" tls)
-ng_tls=$(free_port)
-start_nginx "$ng_tls" "$backend_tls" tls
+ours=$(free_port)
+backend=$(start_ours tls "$ours" tls)
+[ -n "${BASE_REF:-}" ] && base=$(free_port) && start_ours base-tls "$base" tls >/dev/null
+ng=$(free_port)
+start_nginx "$ng" "$backend" tls
 echo
-echo "HTTPS, HTTP/1.1 keep-alive (backend $backend_tls)"
-round https-ours "https://127.0.0.1:$ours_tls/"
-round https-nginx "https://127.0.0.1:$ng_tls/"
-round https-ours "https://127.0.0.1:$ours_tls/"
-round https-nginx "https://127.0.0.1:$ng_tls/"
+echo "HTTPS, HTTP/1.1 keep-alive (backend $backend)"
+rounds https https
 echo
 summary http
 summary https

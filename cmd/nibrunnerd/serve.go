@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -97,7 +98,10 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	// listens once the daemon that wakes its sleeping apps exists.
 	var px *proxy.Proxy
 	if cfg.Proxy.HTTP != nil {
-		px = proxy.New(proxy.Options{})
+		// One JSON line per request on stderr, written in batches.
+		accessLog := proxy.NewAccessLogWriter(os.Stderr, 200*time.Millisecond)
+		defer accessLog.Close()
+		px = proxy.New(proxy.Options{AccessLog: slog.New(slog.NewJSONHandler(accessLog, nil))})
 		defer px.Close()
 		deps.Router, deps.Traffic = px, px
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -74,4 +76,64 @@ func appendRequestID(dst []byte) []byte {
 	dst = append(dst, requestIDPrefix...)
 	dst = append(dst, '-')
 	return strconv.AppendUint(dst, requestCounter.Add(1), 36)
+}
+
+// AccessLogWriter buffers access log lines for w and writes them at most
+// every flushEvery (or when 64 KiB are waiting), as nginx's access_log
+// buffer= does: one write per line would cost a system call per request.
+// Lines are whole in every write. Close writes what is left.
+type AccessLogWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  []byte
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewAccessLogWriter starts the writer's flusher.
+func NewAccessLogWriter(w io.Writer, flushEvery time.Duration) *AccessLogWriter {
+	a := &AccessLogWriter{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		t := time.NewTicker(flushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				a.flush()
+			case <-a.stop:
+				a.flush()
+				return
+			}
+		}
+	}()
+	return a
+}
+
+// Write takes one or more whole lines.
+func (a *AccessLogWriter) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	a.buf = append(a.buf, p...)
+	full := len(a.buf) >= 64<<10
+	a.mu.Unlock()
+	if full {
+		a.flush()
+	}
+	return len(p), nil
+}
+
+func (a *AccessLogWriter) flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.buf) > 0 {
+		_, _ = a.w.Write(a.buf)
+		a.buf = a.buf[:0]
+	}
+}
+
+// Close writes what is buffered and stops the flusher.
+func (a *AccessLogWriter) Close() error {
+	close(a.stop)
+	<-a.done
+	return nil
 }
