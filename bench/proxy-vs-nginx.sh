@@ -36,6 +36,10 @@ work=$(mktemp -d /tmp/nibbench.XXXXXX)
 pids=()
 cleanup() {
   [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  # start_ours runs in a command substitution, so its pids are in files.
+  for f in "$work"/*.serve-pid; do
+    [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   # Guests outlive their daemon by design: stop them by their pidfiles.
   for f in "$work"/*/run/nibrunner/*.pid; do
@@ -86,6 +90,7 @@ start_ours() {
 JSON
   "$bin" serve --config "$cfg" --vmm fake --reserve-mib 0 >"$root.log" 2>&1 &
   pids+=($!)
+  echo $! >"$work/$name.serve-pid"
   local report="$root/var/lib/nibrunner/reported.json"
   for _ in $(seq 300); do
     [ "$(jq -r '.instances[0].state // empty' "$report" 2>/dev/null)" = running ] && break
@@ -134,31 +139,52 @@ NGINX
   for _ in $(seq 50); do curl -ksf -o /dev/null -H 'Host: bench.example.com' "${tls:+https}${tls:-http}://127.0.0.1:$port/" && break; sleep 0.1; done
 }
 
-# round LABEL URL: one wrk run; prints "LABEL req/s p50 p99".
+# ticks PID...: CPU time (user + system, clock ticks) the processes used.
+ticks() {
+  local t=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+
+# round LABEL URL [PID...]: one wrk run; prints req/s, p50, p99 and the
+# CPU the PIDs (the proxy under test) spent per request, which the other
+# builds on this shared machine disturb far less than throughput.
 round() {
-  local out rps p50 p99
-  out=$(wrk -t2 -c"$conns" -d"${dur}s" --latency -H 'Host: bench.example.com' "$2")
+  local label=$1 url=$2 out rps p50 p99 reqs t0 t1 cpu=- errs
+  shift 2
+  t0=$(ticks "$@")
+  out=$(wrk -t2 -c"$conns" -d"${dur}s" --latency -H 'Host: bench.example.com' "$url")
+  t1=$(ticks "$@")
   rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  printf '%-14s %12s req/s  p50 %8s  p99 %8s\n' "$1" "$rps" "$p50" "$p99"
-  echo "$1 $rps $p50 $p99" >>"$work/results"
+  reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+  errs=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  [ $# -gt 0 ] && [ "${reqs:-0}" -gt 0 ] && cpu=$(awk -v t=$((t1 - t0)) -v r="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t * 1e6 / hz / r }')
+  printf '%-14s %12s req/s  p50 %8s  p99 %8s  cpu %6s us/req%s\n' "$label" "$rps" "$p50" "$p99" "$cpu" "${errs:+  ($errs answers were not 2xx: this round does not count)}"
+  [ -z "$errs" ] && echo "$label $rps $p50 $p99 $cpu" >>"$work/results"
+  return 0
 }
+
+nginx_pids() { local m; m=$(cat "$work/nginx.pid"); echo "$m" $(pgrep -P "$m"); }
 
 # ms converts wrk's latency (e.g. 812.00us, 1.20ms, 1.01s) to milliseconds.
 ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; print n }'; }
 
 summary() {
+  [ -s "$work/results" ] || return 0
   local kind=$1
-  awk -v k="$kind" '$1 ~ "^"k"-" { print }' "$work/results" | while read -r label rps p50 p99; do
-    echo "$label $rps $(ms "$p50") $(ms "$p99")"
+  awk -v k="$kind" '$1 ~ "^"k"-" { print }' "$work/results" | while read -r label rps p50 p99 cpu; do
+    echo "$label $rps $(ms "$p50") $(ms "$p99") $cpu"
   done | awk -v k="$kind" '
-    $1 == k"-ours" { or += $2; op = ($4 > op ? $4 : op); on++ }
-    $1 == k"-nginx" { nr += $2; np = ($4 > np ? $4 : np); nn++ }
-    $1 == k"-base" { br += $2; bp = ($4 > bp ? $4 : bp); bn++ }
+    $1 == k"-ours" { or += $2; op = ($4 > op ? $4 : op); oc += $5; on++ }
+    $1 == k"-nginx" { nr += $2; np = ($4 > np ? $4 : np); nc += $5; nn++ }
+    $1 == k"-base" { br += $2; bp = ($4 > bp ? $4 : bp); bc += $5; bn++ }
     END {
-      if (on && nn) printf "%s: ours %.0f req/s (worst p99 %.2f ms), nginx %.0f req/s (worst p99 %.2f ms): throughput %.2fx nginx, p99 %.2fx nginx\n", k, or/on, op, nr/nn, np, (or/on)/(nr/nn), op/np
-      if (bn && nn) printf "%s: base %.0f req/s (worst p99 %.2f ms): throughput %.2fx nginx, p99 %.2fx nginx; ours is %.2fx base\n", k, br/bn, bp, (br/bn)/(nr/nn), bp/np, (or/on)/(br/bn)
+      if (on && nn) printf "%s: ours %.0f req/s (worst p99 %.2f ms, %.1f us CPU/req), nginx %.0f req/s (worst p99 %.2f ms, %.1f us CPU/req): throughput %.2fx nginx, p99 %.2fx nginx, CPU per request %.2fx nginx\n", k, or/on, op, oc/on, nr/nn, np, nc/nn, (or/on)/(nr/nn), op/np, (oc/on)/(nc/nn)
+      if (bn && nn) printf "%s: base %.0f req/s (worst p99 %.2f ms, %.1f us CPU/req): throughput %.2fx nginx, p99 %.2fx nginx; ours is %.2fx base throughput, %.2fx its CPU per request\n", k, br/bn, bp, bc/bn, (br/bn)/(nr/nn), bp/np, (or/on)/(br/bn), (oc/on)/(bc/bn)
     }'
 }
 
@@ -170,15 +196,16 @@ echo
 rounds() {
   local kind=$1 scheme=$2 i
   for i in 1 2; do
-    round "$kind-ours" "$scheme://127.0.0.1:$ours/"
-    [ -n "${BASE_REF:-}" ] && round "$kind-base" "$scheme://127.0.0.1:$base/"
-    round "$kind-nginx" "$scheme://127.0.0.1:$ng/"
+    round "$kind-ours" "$scheme://127.0.0.1:$ours/" "$ours_pid"
+    [ -n "${BASE_REF:-}" ] && round "$kind-base" "$scheme://127.0.0.1:$base/" "$base_pid"
+    round "$kind-nginx" "$scheme://127.0.0.1:$ng/" $(nginx_pids)
   done
 }
 
 ours=$(free_port)
 backend=$(start_ours plain "$ours")
-[ -n "${BASE_REF:-}" ] && base=$(free_port) && start_ours base "$base" >/dev/null
+ours_pid=$(cat "$work/plain.serve-pid")
+[ -n "${BASE_REF:-}" ] && base=$(free_port) && start_ours base "$base" >/dev/null && base_pid=$(cat "$work/base.serve-pid")
 ng=$(free_port)
 start_nginx "$ng" "$backend"
 echo "HTTP/1.1 keep-alive (backend $backend)"
@@ -187,7 +214,8 @@ round http-direct "http://$backend/"
 
 ours=$(free_port)
 backend=$(start_ours tls "$ours" tls)
-[ -n "${BASE_REF:-}" ] && base=$(free_port) && start_ours base-tls "$base" tls >/dev/null
+ours_pid=$(cat "$work/tls.serve-pid")
+[ -n "${BASE_REF:-}" ] && base=$(free_port) && start_ours base-tls "$base" tls >/dev/null && base_pid=$(cat "$work/base-tls.serve-pid")
 ng=$(free_port)
 start_nginx "$ng" "$backend" tls
 echo

@@ -24,6 +24,7 @@ import (
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/proxy"
 	"alpnib.dev/nibrunner/store"
@@ -94,6 +95,17 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		Exports:     exps,
 		Router:      &daemon.MemoryRouter{},
 	}
+	// With [metrics], /metrics is bound now (a port in use stops the
+	// start) and served once everything it reads exists.
+	var mx *metrics.Metrics
+	var mxServer *metrics.Server
+	if cfg.Metrics != nil {
+		mx = metrics.New()
+		mxServer, err = mx.Listen(ctx, net.JoinHostPort(cfg.Metrics.ListenAddress, strconv.Itoa(cfg.Metrics.Port)))
+		if err != nil {
+			return err
+		}
+	}
 	// With [proxy.http] the proxy is the router and measures traffic; it
 	// listens once the daemon that wakes its sleeping apps exists.
 	var px *proxy.Proxy
@@ -101,7 +113,11 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		// One JSON line per request on stderr, written in batches.
 		accessLog := proxy.NewAccessLogWriter(os.Stderr, 200*time.Millisecond)
 		defer accessLog.Close()
-		px = proxy.New(proxy.Options{AccessLog: slog.New(slog.NewJSONHandler(accessLog, nil))})
+		opts := proxy.Options{AccessLog: slog.New(slog.NewJSONHandler(accessLog, nil))}
+		if mx != nil {
+			opts.Recorder = mx
+		}
+		px = proxy.New(opts)
 		defer px.Close()
 		deps.Router, deps.Traffic = px, px
 	}
@@ -140,6 +156,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		return err
 	}
 	defer stopFleet()
+	if mx != nil {
+		deps.VMM = metrics.Instrument(deps.VMM, mx)
+	}
 	hostID, _ := os.Hostname()
 	d, err := daemon.Open(ctx, daemon.Config{
 		HostID:            hostID,
@@ -160,6 +179,13 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	defer d.Close()
 	go thawFrozen(ctx, deps.VMM)
 	go serveControl(ctx, cfg, d, deps.VMM)
+	if mxServer != nil {
+		go func() {
+			if err := mxServer.Serve(ctx); err != nil {
+				log.Printf("nibrunnerd: %v", err)
+			}
+		}()
+	}
 	if px != nil {
 		px.SetWaker(d)
 		h := cfg.Proxy.HTTP
@@ -249,7 +275,10 @@ func (h guestNetwork) Apply(ctx context.Context, slots []daemon.NetSlot) error {
 	return h.host.Apply(ctx, apps)
 }
 
-var _ vmm.VMM = (*qemu.VMM)(nil)
+var (
+	_ vmm.VMM        = (*qemu.VMM)(nil)
+	_ proxy.Recorder = (*metrics.Metrics)(nil)
+)
 
 // memTotalMiB reads the host's memory from /proc/meminfo.
 func memTotalMiB() uint64 {

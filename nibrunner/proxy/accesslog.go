@@ -24,12 +24,16 @@ type requestLog struct {
 	start             time.Time
 }
 
-// Recorder is told of every request the proxy answered (the Prometheus
-// metrics implement it): the app ("" when no app answers for the
-// hostname), the status sent, body bytes received from the client and
-// sent to it.
+// Recorder is told of what the proxy does (the Prometheus metrics
+// implement it).
 type Recorder interface {
+	// ProxyRequest is one request answered: the app ("" when no app
+	// answers for the hostname), the status sent, body bytes received
+	// from the client and sent to it.
 	ProxyRequest(app string, status int, bytesIn, bytesOut int64)
+	// WakeWaited is one wake the proxy began (via "http"), from the first
+	// request to the app answering its health check, or failing.
+	WakeWaited(via string, d time.Duration, err error)
 }
 
 // logRequest writes the access log line of one request and tells the

@@ -45,6 +45,7 @@ func (p *Proxy) start(app string) *wake {
 	go func() {
 		var err error
 		var addr string
+		began := p.opts.Now()
 		if w := p.waker.Load(); w == nil {
 			err = route.ErrNotRunning
 		} else {
@@ -54,6 +55,9 @@ func (p *Proxy) start(app string) *wake {
 			if l, ok := (*w).(Locator); ok && err == nil {
 				addr = l.Backend(app)
 			}
+		}
+		if p.opts.Recorder != nil {
+			p.opts.Recorder.WakeWaited("http", p.opts.Now().Sub(began), err)
 		}
 		if err == nil {
 			// Mark the table in force now: one applied while the wake ran
