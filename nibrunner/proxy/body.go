@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"alpnib.dev/nibrunner/proxy/meter"
 )
 
 var errBadChunk = errors.New("malformed chunked body")
@@ -13,14 +15,14 @@ var errBadChunk = errors.New("malformed chunked body")
 // by them when m is set (a client's upload keeps its app awake).
 type flow struct {
 	n   int64
-	m   *meter
+	m   *meter.Meter
 	now func() time.Time
 }
 
 func (f *flow) add(n int) {
 	f.n += int64(n)
 	if f.m != nil {
-		f.m.touch(f.now())
+		f.m.Touch(f.now())
 	}
 }
 

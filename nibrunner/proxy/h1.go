@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"alpnib.dev/nibrunner/proxy/meter"
 )
 
 // HTTP/1.x is served by a lean forwarder of its own rather than
@@ -140,7 +142,7 @@ func (h *h1conn) serveOne() bool {
 	v := p.decide(h.s.ctx, h.key, h.sni, req.upgrade)
 	lg := requestLog{app: v.app, status: v.reply.status, start: start}
 	if v.m != nil {
-		defer func() { v.m.end(p.opts.Now()) }()
+		defer func() { v.m.End(p.opts.Now()) }()
 	}
 	keep := !req.close && !hasBody
 	if v.addr == "" {
@@ -280,7 +282,7 @@ func (h *h1conn) failed(lg requestLog, err error, answerIt bool) requestLog {
 }
 
 // sendBody copies the request body to the app and flushes it.
-func (h *h1conn) sendBody(bc *bconn, m *meter) (int64, error) {
+func (h *h1conn) sendBody(bc *bconn, m *meter.Meter) (int64, error) {
 	in := flow{m: m, now: h.p.opts.Now}
 	var err error
 	if h.req.chunked {
@@ -377,7 +379,7 @@ func (h *h1conn) writeResponseHead(closing bool) {
 
 // splice carries an upgraded connection both ways until either side
 // closes; bytes from the client count as the app's traffic.
-func (h *h1conn) splice(bc *bconn, m *meter) (in, out int64) {
+func (h *h1conn) splice(bc *bconn, m *meter.Meter) (in, out int64) {
 	if err := h.w.Flush(); err != nil {
 		bc.Close()
 		return 0, 0
@@ -406,14 +408,14 @@ const upgradeLinger = 5 * time.Second
 // touchReader marks its app busy whenever bytes arrive.
 type touchReader struct {
 	r   io.Reader
-	m   *meter
+	m   *meter.Meter
 	now func() time.Time
 }
 
 func (t *touchReader) Read(b []byte) (int, error) {
 	n, err := t.r.Read(b)
 	if n > 0 && t.m != nil {
-		t.m.touch(t.now())
+		t.m.Touch(t.now())
 	}
 	return n, err
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/proxy/meter"
 	"alpnib.dev/nibrunner/route"
 )
 
@@ -78,7 +79,7 @@ type Proxy struct {
 	waker   atomic.Pointer[Waker]
 	rp      *httputil.ReverseProxy // the HTTP/2 path
 	pools   pools                  // the HTTP/1.x path's app connections
-	meters  sync.Map               // app → *meter
+	meters  meter.Set
 	wakes   activator
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -186,12 +187,7 @@ func (p *Proxy) Apply(_ context.Context, routes []route.Route) error {
 	for _, r := range t.routes {
 		apps[r.AppID] = true
 	}
-	p.meters.Range(func(k, v any) bool {
-		if !apps[k.(string)] && v.(*meter).open.Load() == 0 {
-			p.meters.Delete(k)
-		}
-		return true
-	})
+	p.meters.Keep(func(app string) bool { return apps[app] })
 	return nil
 }
 
@@ -201,8 +197,8 @@ type backendKey struct{}
 // gives itself.
 type verdict struct {
 	app   string
-	m     *meter // the app's traffic; nil with no app
-	addr  string // "" with an answer
+	m     *meter.Meter // the app's traffic; nil with no app
+	addr  string       // "" with an answer
 	reply answer
 	later bool // the answer carries Retry-After
 }
@@ -223,8 +219,8 @@ func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade boo
 	if !ok {
 		return verdict{reply: unknownHost}
 	}
-	v := verdict{app: rt.AppID, m: p.meter(rt.AppID)}
-	v.m.begin(p.opts.Now())
+	v := verdict{app: rt.AppID, m: p.meters.Of(rt.AppID)}
+	v.m.Begin(p.opts.Now())
 	addr := rt.Addr
 	switch rt.State {
 	case route.Sleeping:
@@ -272,7 +268,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "")
 	if v.m != nil {
-		defer func() { v.m.end(p.opts.Now()) }()
+		defer func() { v.m.End(p.opts.Now()) }()
 	}
 	if v.addr == "" {
 		if v.later {

@@ -164,7 +164,7 @@ func TestConcurrentCallersToASleepingAppShareOneWake(t *testing.T) {
 			results <- r
 		}()
 	}
-	waitFor(t, "every caller waits on the wake", func() bool { return p.meter("shop").open.Load() == callers })
+	waitFor(t, "every caller waits on the wake", func() bool { return p.meters.Of("shop").Open() == callers })
 	if n := w.calls.Load(); n != 1 {
 		t.Fatalf("%d wakes for %d concurrent callers, want 1", n, callers)
 	}
@@ -196,10 +196,10 @@ func TestAClientThatGivesUpDoesNotCancelTheWakeOthersWaitOn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() { _, err := askCtx(ctx, &http.Client{}, base, "shop.example.com"); first <- err }()
-	waitFor(t, "the first caller waits", func() bool { return p.meter("shop").open.Load() == 1 })
+	waitFor(t, "the first caller waits", func() bool { return p.meters.Of("shop").Open() == 1 })
 	second := make(chan result, 1)
 	go func() { second <- get(t, &http.Client{}, base, "shop.example.com") }()
-	waitFor(t, "the second caller waits", func() bool { return p.meter("shop").open.Load() == 2 })
+	waitFor(t, "the second caller waits", func() bool { return p.meters.Of("shop").Open() == 2 })
 	cancel()
 	if err := <-first; err == nil {
 		t.Fatal("the cancelled request succeeded")
@@ -247,7 +247,7 @@ func TestARequestToAnAppMarkedUpWaitsForTheWakeUnderWay(t *testing.T) {
 	apply(t, p, routeTo("shop.example.com", "shop", app, route.Up))
 	second := make(chan result, 1)
 	go func() { second <- get(t, &http.Client{}, base, "shop.example.com") }()
-	waitFor(t, "both callers wait", func() bool { return p.meter("shop").open.Load() == 2 })
+	waitFor(t, "both callers wait", func() bool { return p.meters.Of("shop").Open() == 2 })
 	close(w.release)
 	must(t, <-first, 200, "shop answers shop.example.com\n")
 	must(t, <-second, 200, "shop answers shop.example.com\n")
