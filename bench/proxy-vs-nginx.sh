@@ -12,8 +12,9 @@
 # Usage: bench/proxy-vs-nginx.sh [seconds per round] (default 15)
 # With BASE_REF=<git ref>, the proxy built from that ref runs too, in its
 # own rounds between ours and nginx (before/after a change, side by side).
-# Needs root only for apt-get when nginx-light or wrk is missing. Everything
-# listens on 127.0.0.1. Leaves nothing running.
+# Needs root for apt-get when nginx-light or wrk is missing, and for the
+# network guard it runs under (scripts/netguard.sh). Everything listens on
+# 127.0.0.1. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -31,6 +32,11 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y "${pkgs[@]}" >/dev/null
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+# The rest runs under the network guard, like every benchmark: a network
+# namespace with only loopback (scripts/netguard.sh).
+if [ "${NIB_NET_GUARD:-}" != 1 ] && [ -x scripts/netguard.sh ]; then
+  exec scripts/netguard.sh "$repo/bench/proxy-vs-nginx.sh" "$@"
+fi
 
 work=$(mktemp -d /tmp/nibbench.XXXXXX)
 pids=()
