@@ -37,15 +37,7 @@ func TestASevNodesChipIsReadBackThroughTheRegistry(t *testing.T) {
 	if chip == "" {
 		t.Fatalf("the fleet's first subnet member %s has no chip", member)
 	}
-	d, err := Start(ctx, Options{Fleet: f, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, a := startWithAgent(ctx, t, f)
 	r := nns.RegistryClient{Caller: a}
 	sub, ok, err := r.SubnetRecord(ctx, principal.MustDecode(f.Subnets[0].ID))
 	if err != nil || !ok || sub.Features == nil || sub.Features.SevEnabled == nil || !*sub.Features.SevEnabled {
@@ -67,6 +59,22 @@ func TestASevNodesChipIsReadBackThroughTheRegistry(t *testing.T) {
 	if field16 := fieldBytes(raw, 16); !bytes.Equal(field16, want) {
 		t.Fatalf("field 16 of the record holds %x, want the chip", field16)
 	}
+}
+
+// startWithAgent starts a devnet of f for the test and returns it with an
+// anonymous agent that trusts its root key.
+func startWithAgent(ctx context.Context, t *testing.T, f *Fleet) (*Devnet, *agent.Agent) {
+	t.Helper()
+	d, err := Start(ctx, Options{Fleet: f, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, a
 }
 
 // fieldBytes returns the last length-delimited value of field num in a

@@ -106,15 +106,7 @@ func TestAPurgedProposalIsOnlyOnTheDashboardAndNewIdsFollowIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Start(ctx, Options{Fleet: f, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, a := startWithAgent(ctx, t, f)
 	g := nns.GovernanceClient{Caller: a}
 	if info, err := g.GetProposalInfo(ctx, 120); err != nil || info != nil {
 		t.Fatalf("governance still has proposal 120: %v %+v", err, info)
