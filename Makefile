@@ -42,8 +42,11 @@ test: setup check
 	@set -o pipefail; $(GUARD) $(GO) test -count=1 -v -run '^TestEveryRegistryVectorDecodesToItsExpectedValues$$' ./ic/nns | grep -E ' passed, | failed|^(ok|FAIL|---)'
 	$(GUARD) $(GO) test -race -timeout 45m ./...
 
+# demo sets itself up first with the step `make test` runs (as root it
+# installs what is missing; otherwise it says what to install, and the demo
+# runs what it can and says what it skipped).
 demo: build
-	@scripts/prefetch.sh
+	@scripts/setup.sh --for-demo
 	@$(GUARD) scripts/demo.sh $(BIN)
 
 bench:

@@ -7,11 +7,23 @@
 #
 # Leaves nothing running: the guest is stopped through desired.json before
 # the daemon stops (guests outlive their daemon by design).
+#
+# Each part records what it did (ran, skipped and why, failed and why) in
+# $NIB_DEMO_SUMMARY (scripts/demo-summary.sh); scripts/demo.sh prints those
+# lines as the demo's closing summary. Run alone, this script prints them
+# itself at the end.
 set -uo pipefail
 bin=$(cd "${1:-bin}" && pwd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/demo-summary.sh
+. "$repo/scripts/demo-summary.sh"
 # QEMU's unix sockets need a short path, so not $TMPDIR's depths.
 work=$(mktemp -d /tmp/nibdemo.XXXXXX)
+standalone=""
+if [ -z "${NIB_DEMO_SUMMARY:-}" ]; then
+  export NIB_DEMO_SUMMARY="$work/summary.tsv"
+  standalone=1
+fi
 # The guest image (Debian's kernel, our initramfs and base) is kept across
 # demos: the first run downloads the kernel .deb, later ones reuse it.
 if [ "$(id -u)" = 0 ]; then cache=${NIBRUNNER_DEMO_CACHE:-/var/cache/nibrunner}; else cache=${NIBRUNNER_DEMO_CACHE:-$HOME/.cache/nibrunner}; fi
@@ -56,12 +68,17 @@ stop_guests() {
 cleanup() {
   stop_guests
   if [ -n "$daemon_pid" ]; then kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; fi
+  if [ -n "$standalone" ]; then
+    say "What ran"
+    print_summary
+  fi
 }
 trap cleanup EXIT
 
 # fail prints what there is to read about a failure and ends the demo.
 fail() {
   printf '\033[31mthe microVM demo failed: %s\033[0m\n' "$*"
+  if [ "${mode:-qemu}" = fake ]; then record failed "nibrunnerd on the fake VMM" "$*"; else record failed "nibrunnerd in a microVM" "$*"; fi
   for f in "$report" "$work/nibrunnerd.log" "$runtime/counter/console.log" "$runtime/counter/tenant.log" "$runtime/counter/qemu.log"; do
     [ -s "$f" ] && { echo "--- $f (last 40 lines)"; tail -n 40 "$f"; }
   done
@@ -105,8 +122,26 @@ JSON
   mv "$desired.tmp" "$desired"
 }
 
+# operator_view shows the day-two commands on the app the demo ran.
+operator_view() {
+  say "nibrunnerd ps, logs, events — what an operator reads on day two, over the same socket"
+  local ok=1
+  run "$bin/nibrunnerd" ps --config "$cfg" || ok=""
+  run "$bin/nibrunnerd" logs counter --tail 5 --config "$cfg" || ok=""
+  run "$bin/nibrunnerd" events --config "$cfg" || ok=""
+  if [ -n "$ok" ]; then
+    record ran "nibrunnerd ps, logs, events" "the app's row, the last lines of its logs, and what each pass did"
+  else
+    record failed "nibrunnerd ps, logs, events" "one of them exited non-zero (above)"
+  fi
+}
+
 say "nibrunnerd check — a desired.json is validated whole before the daemon acts on it"
-run "$bin/nibrunnerd" check "$repo/examples/desired.json"
+if run "$bin/nibrunnerd" check "$repo/examples/desired.json"; then
+  record ran "nibrunnerd check" "examples/desired.json is accepted"
+else
+  record failed "nibrunnerd check" "examples/desired.json was refused (exit $rc)"
+fi
 
 missing=()
 [ "$(id -u)" = 0 ] || missing+=("root")
@@ -116,13 +151,19 @@ done
 mode=qemu
 if [ ${#missing[@]} -gt 0 ]; then
   mode=fake
+  pkgs=$(debian_packages "${missing[@]}")
   say "No microVMs here: this host lacks ${missing[*]}"
+  install="make demo as root (it installs them)"
+  [ -n "$pkgs" ] && install="as root: apt-get install $pkgs, then make demo as root"
+  [ -n "$pkgs" ] && [ "$(id -u)" = 0 ] && install="apt-get install $pkgs (make demo's setup step installs them)"
   explain "A real microVM needs root, QEMU (qemu-system-x86), e2fsprogs, squashfs-tools, apt-get/dpkg-deb for
-the guest kernel, and jq/curl for this script (scripts/setup.sh installs them). Instead, the same
-daemon runs the app with --vmm fake: each guest is a local process answering HTTP."
+the guest kernel, and jq/curl for this script. To see it: $install.
+Instead, the same daemon runs the app with --vmm fake: each guest is a local process answering HTTP."
+  record skipped "nibrunnerd in a microVM" "this host lacks ${missing[*]}; $install"
   for c in mke2fs mksquashfs jq curl; do
     if ! command -v "$c" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$c" ] && [ ! -x "/sbin/$c" ]; then
       explain "(the fake VMM still needs $c for the app's volume, layer and this script; stopping here)"
+      record skipped "nibrunnerd on the fake VMM" "it needs $c too; install $(debian_packages "$c")"
       exit 0
     fi
   done
@@ -230,6 +271,8 @@ if [ "$mode" = fake ]; then
   wait_state idle 60
   run "$bin/nibrunnerd" wake counter --config "$cfg" || fail "wake"
   wait_state running 60
+  record ran "nibrunnerd on the fake VMM" "the counter's guest as a local process: it answered, slept and woke over the control socket"
+  operator_view
   explain "On a host with root and QEMU this demo does the same with a real microVM and its snapshot."
   exit 0
 fi
@@ -275,6 +318,8 @@ say "Times measured here ($(nproc) CPUs, QEMU accelerator ${accel:-unknown})"
 printf '  cold boot (QEMU start to a passing health check)  %s\n' "$(secs "$cold_ms")"
 printf '  sleep (nibrunnerd sleep, snapshot written)         %s\n' "$(secs "$sleep_ms")"
 printf '  wake (nibrunnerd wake, restored and healthy)       %s\n' "$(secs "$wake_ms")"
+record ran "nibrunnerd in a microVM" "the counter booted on QEMU (${accel:-?}) in $(secs "$cold_ms"), slept to a snapshot in $(secs "$sleep_ms") and woke in $(secs "$wake_ms") with its memory (request #3) and its volume (3 lines in visits.log)"
+operator_view
 
 say "Stop the guest, then the daemon — guests outlive their daemon, so an empty desired.json stops it first"
 write_desired '[]' "$vols"
@@ -286,5 +331,7 @@ done
 stop_guests
 kill "$daemon_pid" && wait "$daemon_pid" 2>/dev/null
 daemon_pid=""
-echo "processes left from this demo's runtime folder: $(pgrep -f "$runtime" | wc -l)"
+left=$(pgrep -f "$runtime" | wc -l)
+echo "processes left from this demo's runtime folder: $left"
+if [ "$left" = 0 ]; then record ran "stop" "an empty desired.json stopped the microVM, then the daemon; nothing is left running"; else record failed "stop" "$left processes are left running from $runtime"; fi
 echo "the demo's files are in $work"
