@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"alpnib.dev/alpage/config"
@@ -283,26 +282,7 @@ func (g *gatherer) deploy(ctx context.Context, pl nns.DeployGuestosToAllSubnetNo
 			return err
 		}
 	}
-	g.electSeededVersions()
 	return nil
-}
-
-// electSeededVersions writes the local registry's blessed_replica_versions
-// list from the replica_version_<id> records seeded. Elected means that
-// record exists — what reconcile, preflight and guestos sync read — and the
-// live list is not read, so the dry run cannot disagree with them about
-// one version (the local registry checks both).
-func (g *gatherer) electSeededVersions() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var list nns.BlessedReplicaVersionsPB
-	for key := range g.seed.Records {
-		if id, ok := strings.CutPrefix(key, nns.ReplicaVersionRecordKey("")); ok {
-			list.BlessedVersionIDs = append(list.BlessedVersionIDs, id)
-		}
-	}
-	slices.Sort(list.BlessedVersionIDs)
-	g.seed.Records[nns.BlessedReplicaVersionsKey] = list.Marshal()
 }
 
 func (g *gatherer) removeNodes(ctx context.Context, pl nns.RemoveNodesPayload) error {
