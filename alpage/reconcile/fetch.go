@@ -132,9 +132,9 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 		}
 		for _, o := range res.NodeOperators {
 			g.run(func(ctx context.Context) {
-				found, err := at.has(ctx, nns.NodeOperatorRecordKey(o.ID))
+				facts := at.operator(ctx, o.ID)
 				mu.Lock()
-				live.Operators[o.ID] = OperatorFacts{Found: found, Err: errText(err)}
+				live.Operators[o.ID] = facts
 				mu.Unlock()
 			})
 		}
@@ -338,6 +338,18 @@ func (at registryAt) dataCenter(ctx context.Context, id string) DataCenterFacts 
 		return DataCenterFacts{}
 	}
 	return DataCenterFacts{Found: true, Region: rec.Region}
+}
+
+func (at registryAt) operator(ctx context.Context, id string) OperatorFacts {
+	var rec nns.NodeOperatorRecordPB
+	found, err := at.record(ctx, nns.NodeOperatorRecordKey(id), &rec)
+	switch {
+	case err != nil:
+		return OperatorFacts{Err: err.Error()}
+	case !found:
+		return OperatorFacts{}
+	}
+	return OperatorFacts{Found: true, Provider: principalText(rec.NodeProviderPrincipalID), DC: rec.DcID}
 }
 
 func (at registryAt) node(ctx context.Context, id string) NodeFacts {

@@ -75,10 +75,13 @@ type DataCenterFacts struct {
 	Region string `json:"region,omitempty"`
 }
 
-// OperatorFacts is whether an operator's own record exists.
+// OperatorFacts is an operator's own record, read at the report's
+// registry version: whether it exists, its provider and its data center.
 type OperatorFacts struct {
-	Found bool   `json:"found"`
-	Err   string `json:"error,omitempty"`
+	Found    bool   `json:"found"`
+	Err      string `json:"error,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	DC       string `json:"dc,omitempty"`
 }
 
 // OperatorNodes is the node ids an operator owns, per the registry explorer.

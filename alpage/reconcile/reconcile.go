@@ -401,16 +401,18 @@ func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
 		row.Status, row.Detail, row.Unread = Unknown, "node provider unread: "+orText(pf.Err, "not fetched"), pf.errFrom()
 	case !pf.Known && len(pf.Operators) == 0:
 		row.Status, row.Detail = ProviderAbsent, "its node provider "+provider+" is not on-chain"
+	case !ownRead || own.Err != "":
+		row.Status, row.Detail, row.Unread = Unknown, "operator record unread: "+orText(own.Err, "not fetched"), ReadRegistry
+	case !own.Found:
+		row.Status, row.Detail = Gone, "no node operator record in the registry"
+	case own.Provider != o.Provider:
+		// The operator's own record names its provider: read at the
+		// report's version, like every record.
+		row.Status, row.Detail = NotOwned, fmt.Sprintf("node provider %s does not own it on-chain; its record names %s", provider, orText(n.providers[own.Provider], own.Provider))
+	case o.DC != "" && own.DC != o.DC:
+		row.Status, row.Detail = DCMismatch, fmt.Sprintf("declared=%s live=%s", o.DC, own.DC)
 	default:
-		dc, owned := pf.Operators[o.ID]
-		switch {
-		case !owned:
-			row.Status, row.Detail = NotOwned, "node provider "+provider+" does not own it on-chain"
-		case o.DC != "" && dc != o.DC:
-			row.Status, row.Detail = DCMismatch, fmt.Sprintf("declared=%s live=%s", o.DC, dc)
-		default:
-			row.Status, row.Detail = OK, "dc "+dc
-		}
+		row.Status, row.Detail = OK, "dc "+own.DC
 	}
 	return row
 }

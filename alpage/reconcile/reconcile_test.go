@@ -42,7 +42,7 @@ func fleet() (*config.Resources, *Live) {
 		Subnets:         map[string]SubnetFacts{"s1": {Found: true, Members: []string{"n1", "n2"}, Type: "application", CostSchedule: "normal"}},
 		DataCenters:     map[string]DataCenterFacts{"zh1": {Found: true, Region: "Europe,CH,Zurich"}},
 		Providers:       map[string]ProviderFacts{"p1": {Known: true, Operators: map[string]string{"op1": "zh1"}}},
-		Operators:       map[string]OperatorFacts{"op1": {Found: true}},
+		Operators:       map[string]OperatorFacts{"op1": {Found: true, Provider: "p1", DC: "zh1"}},
 		OperatorNodes:   map[string]OperatorNodes{"op1": {Nodes: []string{"n1", "n2", "n3"}}},
 		Nodes: map[string]NodeFacts{
 			"n1": {Found: true, Operator: "op1"},
@@ -181,11 +181,17 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 		// 2b. node providers and operators
 		{"an operator its provider owns in the declared dc is ok", nil, want{SectionOperators, "ops", "op1", OK, "dc zh1"}},
 		{"an operator in another dc is a dc mismatch", func(_ *config.Resources, l *Live) {
-			l.Providers["p1"].Operators["op1"] = "ge1"
+			l.Operators["op1"] = OperatorFacts{Found: true, Provider: "p1", DC: "ge1"}
 		}, want{SectionOperators, "ops", "op1", DCMismatch, "declared=zh1 live=ge1"}},
 		{"an operator its declared provider does not own is drift", func(_ *config.Resources, l *Live) {
-			delete(l.Providers["p1"].Operators, "op1")
-		}, want{SectionOperators, "ops", "op1", NotOwned, "does not own it"}},
+			l.Operators["op1"] = OperatorFacts{Found: true, Provider: "p9", DC: "zh1"}
+		}, want{SectionOperators, "ops", "op1", NotOwned, "does not own it on-chain; its record names p9"}},
+		{"an operator without a record is gone", func(_ *config.Resources, l *Live) {
+			l.Operators["op1"] = OperatorFacts{}
+		}, want{SectionOperators, "ops", "op1", Gone, "no node operator record"}},
+		{"an operator record that could not be read is unknown", func(_ *config.Resources, l *Live) {
+			l.Operators["op1"] = OperatorFacts{Err: "registry timeout"}
+		}, want{SectionOperators, "ops", "op1", Unknown, "registry timeout"}},
 		{"an operator whose provider is not on-chain is provider-absent", func(_ *config.Resources, l *Live) {
 			l.Providers["p1"] = ProviderFacts{}
 		}, want{SectionOperators, "ops", "op1", ProviderAbsent, "not on-chain"}},
@@ -446,7 +452,7 @@ func TestTheReportRendersAsGoldenTextAndJSON(t *testing.T) {
 	s.Members = []string{"n2", "stranger"}
 	s.SevEnabled = true
 	live.Subnets["s1"] = s
-	live.Providers["p1"].Operators["op1"] = "ge1"
+	live.Operators["op1"] = OperatorFacts{Found: true, Provider: "p1", DC: "ge1"}
 	live.OperatorNodes["op1"] = OperatorNodes{Nodes: []string{"n1", "n2", "n3", "n4"}}
 	live.DataCenters["zh1"] = DataCenterFacts{Found: true, Region: "Europe,CH,Geneva"}
 	live.Chips[hex.EncodeToString(chip(0xaa))] = ChipFacts{Asked: &source.Verdict{Inconclusive: true, Reason: "HTTP 429"}}
