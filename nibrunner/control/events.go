@@ -41,7 +41,6 @@ const (
 	VerbRestarted Verb = "restarted" // its VM was started again (restartCount grew)
 	VerbDeploying Verb = "deploying" // desired.json names a new deployment
 	VerbRemoved   Verb = "removed"   // no longer in the report
-	VerbSays      Verb = "says"      // same state, a new message
 	// Volumes, checkpoints and exports take their new state as the verb
 	// (ready, failed, deleted, preparing …).
 )
@@ -64,7 +63,10 @@ type Event struct {
 }
 
 // Diff is what changed from prev to next, in report order: the host, then
-// each instance, volume, checkpoint and export. prev may be nil (nothing
+// each instance, volume, checkpoint and export. A message that changes
+// without its state is not an event: the daemon's messages count down
+// ("it is restarted in 1.2s", "the next try in 4s"), and each pass would
+// be one; the message rides on the state change it explains. prev may be nil (nothing
 // was reported before). Events carry no Seq; the journal numbers them.
 func Diff(prev, next *reported.HostReportedState) []Event {
 	if next == nil {
@@ -104,11 +106,8 @@ func Diff(prev, next *reported.HostReportedState) []Event {
 		if had && in.RestartCount > old.RestartCount && old.DeploymentId == in.DeploymentId {
 			ev(SubjectInstance, app, VerbRestarted, "", "", in.Message)
 		}
-		switch {
-		case !had || old.State != in.State:
+		if !had || old.State != in.State {
 			ev(SubjectInstance, app, instanceVerb(old.State, in.State), string(old.State), string(in.State), in.Message)
-		case in.Message != "" && in.Message != old.Message:
-			ev(SubjectInstance, app, VerbSays, "", string(in.State), in.Message)
 		}
 	}
 	for _, in := range prev.Instances {
@@ -133,7 +132,7 @@ func Diff(prev, next *reported.HostReportedState) []Event {
 }
 
 // diffStates reports each item whose state changed (named for its new
-// state), whose message changed, or that is gone.
+// state) or that is gone.
 func diffStates[T any](prev, next []T, s Subject, key func(T) (id, state, msg string), ev func(Subject, string, Verb, string, string, string)) {
 	type was struct{ state, msg string }
 	before := map[string]was{}
@@ -146,11 +145,8 @@ func diffStates[T any](prev, next []T, s Subject, key func(T) (id, state, msg st
 		id, st, msg := key(x)
 		seen[id] = true
 		old, had := before[id]
-		switch {
-		case !had || old.state != st:
+		if !had || old.state != st {
 			ev(s, id, Verb(st), old.state, st, msg)
-		case msg != "" && msg != old.msg:
-			ev(s, id, VerbSays, "", st, msg)
 		}
 	}
 	for _, x := range prev {

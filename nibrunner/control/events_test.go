@@ -110,7 +110,6 @@ func TestARefusalItsEndANewDeploymentAndARestartAreEvents(t *testing.T) {
 	got := lines(append(Diff(a, b), Diff(b, c)...))
 	want := `host h1 refused: desired.json was refused: instances[0].appId is empty
 instance web restarted: restarted after exit 1
-instance web says →running: restarted after exit 1
 host h1 readable
 instance web deploying d1→d2
 instance web starting running→starting`
@@ -163,5 +162,13 @@ func TestAStartThatEndsAWakeIsAWakeInTheJournal(t *testing.T) {
 	}
 	if got := strings.Join(verbs, " "); got != "waking woke stopped starting started" {
 		t.Fatalf("verbs: %s", got)
+	}
+}
+
+func TestAMessageThatCountsDownIsNotAnEventOfItsOwn(t *testing.T) {
+	a := rep("", inst("web", reported.InstanceFailed, "exit 1; it is restarted in 2.4s"))
+	b := rep("", inst("web", reported.InstanceFailed, "exit 1; it is restarted in 0.4s"))
+	if evs := Diff(a, b); len(evs) != 0 {
+		t.Fatalf("a countdown made events: %s", lines(evs))
 	}
 }

@@ -33,11 +33,13 @@ type Poller struct {
 
 	etag    string
 	lastErr string
+	polled  bool
 }
 
 // Poll asks once and brings the mirror up to date. It says whether the
 // mirror changed.
 func (p *Poller) Poll(ctx context.Context) (bool, error) {
+	p.polled = true
 	ctx, cancel := context.WithTimeout(ctx, min(max(p.Interval, 5*time.Second), 30*time.Second))
 	defer cancel()
 	b, etag, err := p.Source.GetIfChanged(ctx, p.Key, p.etag, MaxDocument)
@@ -71,17 +73,21 @@ func (p *Poller) Poll(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Run polls every Interval until ctx ends.
+// Run polls every Interval until ctx ends, at once unless Poll was
+// called before.
 func (p *Poller) Run(ctx context.Context) error {
 	tick := time.NewTicker(p.Interval)
 	defer tick.Stop()
-	for {
+	if !p.polled {
 		p.Poll(ctx)
+	}
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
+		p.Poll(ctx)
 	}
 }
 
