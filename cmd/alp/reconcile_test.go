@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"alpnib.dev/alpage/devnet"
 	"alpnib.dev/alpage/state"
+	"alpnib.dev/ic/nns"
 )
 
 const exampleConfig = "../../examples/fleet/proposals.hcl"
@@ -148,5 +152,32 @@ func TestReconcileRefusesAnUnknownOutputFormat(t *testing.T) {
 	_, _, err := runSplit("reconcile", "--config", exampleConfig, "--output", "yaml")
 	if exitCode(err) != 1 || !strings.Contains(err.Error(), "yaml") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestAFailedGovernanceReadMeansTheGateDidNotRunAndExitsOneNamingIt(t *testing.T) {
+	d := startExampleDevnet(t)
+	// The IC endpoint as a proxy that fails every governance query
+	// (list_node_providers is reconcile's only one) and passes the rest.
+	target, err := url.Parse(d.ICURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v2/canister/"+nns.GovernanceCanisterID+"/query") {
+			http.Error(w, "governance is down", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	args := append(reconcileArgs(d, inSyncExample(t), noState(t)), "--host", srv.URL) // the last one given wins
+	out, errOut, err := runSplit(args...)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "reconcile did not run: 1 registry or governance read(s) failed: governance: node provider 2axfb") {
+		t.Fatalf("exit %d (%v), want 1 naming the governance read\n%s%s", exitCode(err), err, out, errOut)
+	}
+	if !strings.Contains(out, "reconcile did not run") || strings.Contains(out, "reconcile: in sync") {
+		t.Fatalf("report:\n%s", out)
 	}
 }
