@@ -19,7 +19,8 @@ import (
 
 // TestTwoHostsShareOneBucketEachConvergingOnItsOwnObjectAndReportingBesideIt
 // is the fleet without a control plane: two daemons (fake VMM), one
-// bucket, an object each for desired.json and one for reported.json.
+// bucket, an object each for desired.json and one for reported.json,
+// through a new deployment, an outage of the bucket and a refused document.
 func TestTwoHostsShareOneBucketEachConvergingOnItsOwnObjectAndReportingBesideIt(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
@@ -98,6 +99,25 @@ reported_state_url = "s3://fleet/hosts/`+name+`/reported.json"`, 1)
 	if r := get("hosts/host-b/reported.json"); r == nil || !runs("host-b-1")(r) {
 		t.Fatalf("host-b's report after host-a's change: %+v", r)
 	}
+
+	// The bucket unreachable: both hosts keep what they run; once it is
+	// back, a document written meanwhile is taken.
+	srv.Down()
+	// A report written well after the outage began (two polls of 200 ms
+	// failed by then) still shows the app running.
+	after := time.Now().Add(500 * time.Millisecond)
+	for _, h := range hosts {
+		r := waitReport(t, h.root, h.name+" reporting during the outage", 10*time.Second, func(r *reported.HostReportedState) bool {
+			return r.ReportedAt.After(after) && len(r.Instances) == 1
+		})
+		if r.Instances[0].State != reported.InstanceRunning || r.Message != "" {
+			t.Fatalf("%s with the bucket down: %+v, message %q", h.name, r.Instances[0], r.Message)
+		}
+	}
+	srv.Up(t)
+	a.in["deploymentId"] = "host-a-3"
+	put("hosts/host-a/desired.json", a.doc)
+	waitObject("hosts/host-a/reported.json", "host-a's third deployment running after the outage", runs("host-a-3"))
 
 	// A document the host refuses keeps the last good one running, and
 	// the refusal reaches the bucket.

@@ -103,6 +103,9 @@ func TestPsStatusLogsAndEventsShowWhatTheDaemonDid(t *testing.T) {
 			t.Fatalf("ps never reached serve: %v", err)
 		}
 	}
+	if fi, err := os.Stat(filepath.Join(root, "run", control.SocketName)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the control socket is not root's alone: %v %v", fi.Mode(), err)
+	}
 	evs := followEvents(t, cfgPath)
 	waitEvent(t, evs, app, control.VerbStarted, 30*time.Second)
 	waitReport(t, root, app+" running", 30*time.Second, appIs(app, reported.InstanceRunning))
