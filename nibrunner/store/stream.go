@@ -9,7 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -63,34 +66,95 @@ func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, e
 		if err != nil {
 			// Best effort on a context of its own: the caller's may be
 			// what ended. Left behind, AbortIncomplete finds it.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			_ = core.AbortMultipartUpload(actx, s.bucket, name, id)
 			cancel()
 		}
 	}()
-	buf := make([]byte, s.partSize)
-	var parts []minio.CompletePart
-	for num := 1; ; num++ {
-		m, rerr := io.ReadFull(r, buf)
-		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
-			return n, fmt.Errorf("put %q into %s: read what to upload: %w", key, s.url, rerr)
-		}
-		if m > 0 || num == 1 {
-			p, perr := core.PutObjectPart(ctx, s.bucket, name, id, num, bytes.NewReader(buf[:m]), int64(m), minio.PutObjectPartOptions{})
-			if perr != nil {
-				return n, s.wrap("put", key, perr)
-			}
-			parts = append(parts, minio.CompletePart{PartNumber: num, ETag: p.ETag})
-			n += int64(m)
-		}
-		if rerr != nil {
-			break
-		}
+	parts, n, err := s.putParts(ctx, core, key, name, id, r)
+	if err != nil {
+		return n, err
 	}
 	if _, err := core.CompleteMultipartUpload(ctx, s.bucket, name, id, parts, opts); err != nil {
 		return n, s.wrap("put", key, err)
 	}
 	return n, nil
+}
+
+// partsInFlight is how many parts of one stream are uploaded at once: while
+// one goes up the next is read (compressed, archived), so the producer and
+// the network overlap. Each holds a part-sized buffer.
+const partsInFlight = 2
+
+// putParts reads r part by part and uploads the parts, partsInFlight at a
+// time; it returns them in order for CompleteMultipartUpload.
+func (s *S3) putParts(ctx context.Context, core minio.Core, key, name, id string, r io.Reader) ([]minio.CompletePart, int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pool := make(chan []byte, partsInFlight)
+	for range partsInFlight {
+		pool <- nil
+	}
+	var (
+		mu    sync.Mutex
+		parts []minio.CompletePart
+		first error
+		wg    sync.WaitGroup
+		n     int64
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return first != nil }
+	for num := 1; !failed(); num++ {
+		var buf []byte
+		select {
+		case buf = <-pool:
+		case <-ctx.Done():
+			fail(ctx.Err())
+			continue
+		}
+		if buf == nil {
+			buf = make([]byte, s.partSize)
+		}
+		m, rerr := io.ReadFull(r, buf)
+		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+			fail(fmt.Errorf("put %q into %s: read what to upload: %w", key, s.url, rerr))
+			break
+		}
+		if m > 0 || num == 1 {
+			n += int64(m)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { pool <- buf }()
+				p, err := core.PutObjectPart(ctx, s.bucket, name, id, num, bytes.NewReader(buf[:m]), int64(m), minio.PutObjectPartOptions{})
+				if err != nil {
+					fail(s.wrap("put", key, err))
+					return
+				}
+				mu.Lock()
+				parts = append(parts, minio.CompletePart{PartNumber: num, ETag: p.ETag})
+				mu.Unlock()
+			}()
+		} else {
+			pool <- buf
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, n, first
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].PartNumber < parts[j].PartNumber })
+	return parts, n, nil
 }
 
 // AbortIncomplete implements Streamer.
