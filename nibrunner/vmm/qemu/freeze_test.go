@@ -32,9 +32,15 @@ func (f fixture) writerSpec(t testing.TB, app string) vmm.Spec {
 	return s
 }
 
-func written(t testing.TB, endpoint string) int {
+// written asks the tenant how many files it has written, waiting up to
+// wait for an answer (a TCG boot on a loaded machine is slow).
+func written(t testing.TB, endpoint string, wait ...time.Duration) int {
 	t.Helper()
-	n, err := strconv.Atoi(get(t, endpoint, "/written", 30*time.Second))
+	w := 30 * time.Second
+	if len(wait) > 0 {
+		w = wait[0]
+	}
+	n, err := strconv.Atoi(get(t, endpoint, "/written", w))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +53,7 @@ func waitWriting(t testing.TB, endpoint string, n int, within time.Duration) int
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		if m := written(t, endpoint); m > n {
+		if m := written(t, endpoint, within); m > n {
 			return m
 		}
 		if time.Now().After(deadline) {
