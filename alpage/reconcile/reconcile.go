@@ -80,6 +80,9 @@ type Report struct {
 	// UnknownFrom counts the unknowns per source that could not be read
 	// (rows, and the explorer's lists of operator nodes).
 	UnknownFrom map[ReadSource]int `json:"unknown_from,omitempty"`
+	// QueriesUnverified is set when the query answers this report rests on
+	// were not checked against the subnet's node keys (--no-verify-queries).
+	QueriesUnverified bool `json:"queries_unverified,omitempty"`
 	// FailedReads lists the registry and governance reads that failed.
 	// Any at all means the gate did not run: what the NNS says could not
 	// be compared, so neither "in sync" nor "drift" holds.

@@ -23,6 +23,9 @@ var statusWidth = func() int {
 func (r *Report) Render(w io.Writer, paint term.Painter) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "registry version %d\n", r.RegistryVersion)
+	if r.QueriesUnverified {
+		fmt.Fprintf(&b, "%s query answers were not verified (--no-verify-queries)\n", paint.Paint(term.Yellow, "warning:"))
+	}
 	for _, s := range r.Sections {
 		fmt.Fprintf(&b, "\n%s\n", s.Title)
 		if len(s.Rows) == 0 && len(s.Warnings) == 0 {

@@ -85,6 +85,7 @@ included.`,
 				return fmt.Errorf("reconcile: %w", err)
 			}
 			report := reconcile.Reconcile(&cfg.Resources, snap)
+			report.QueriesUnverified = g.noVerifyQueries
 			// The verdicts go into state.json as it is now, under its lock:
 			// an apply that recorded a proposal meanwhile keeps its entry.
 			// Nothing new to record (the usual run) takes no lock at all.

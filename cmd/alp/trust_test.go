@@ -68,7 +68,12 @@ func TestQueryVerificationIsOnUnlessTurnedOffAndTheOutputSaysWhenItIsOff(t *test
 		t.Fatalf("verified: %v\n%s%s", err, out, errOut)
 	}
 	out, errOut, err = runSplit(append(args, "--no-verify-queries")...)
-	if err != nil || !strings.Contains(errOut, "query answers from "+d.ICURL+" are not verified (--no-verify-queries)") {
+	if err != nil || !strings.Contains(errOut, "query answers from "+d.ICURL+" are not verified (--no-verify-queries)") ||
+		!strings.Contains(out, "warning: query answers were not verified (--no-verify-queries)") {
 		t.Fatalf("unverified: %v\n%s%s", err, out, errOut)
+	}
+	out, _, _ = runSplit(append(args, "--no-verify-queries", "--output", "json")...)
+	if !strings.Contains(out, `"queries_unverified": true`) {
+		t.Fatalf("the JSON report does not say its queries were unverified:\n%s", out)
 	}
 }
