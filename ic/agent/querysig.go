@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,7 +161,11 @@ func (a *Agent) nodeKeysFor(ctx context.Context, effective principal.Principal, 
 	if err != nil {
 		return nil, fmt.Errorf("node keys for %s: %w", effective, err)
 	}
-	k, err = nodeKeysFromCertificate(cert, effective)
+	root, err := a.RootKey(ctx) // set: the read above verified under it
+	if err != nil {
+		return nil, fmt.Errorf("node keys for %s: %w", effective, err)
+	}
+	k, err = nodeKeysFromCertificate(cert, effective, root)
 	if err != nil {
 		return nil, fmt.Errorf("node keys for %s: %w", effective, err)
 	}
@@ -177,9 +182,11 @@ func (a *Agent) nodeKeysFor(ctx context.Context, effective principal.Principal, 
 // nodeKeysFromCertificate finds the subnet serving effective in a verified
 // /subnet certificate and reads its nodes' keys. With a delegation the
 // subnet is the delegated one (the verifier has already checked its ranges);
-// without one the answering subnet is the root subnet, found as the one whose
-// certified canister_ranges hold the canister.
-func nodeKeysFromCertificate(cert *certificate.Certificate, effective principal.Principal) (*nodeKeys, error) {
+// without one it is the root subnet, whose id is the self-authenticating
+// principal of the root key (as dfinity/agent-rs fetch_subnet_by_canister
+// takes it, docs/decisions.md), and whose certified canister ranges (either
+// layout) must hold the canister.
+func nodeKeysFromCertificate(cert *certificate.Certificate, effective principal.Principal, rootKeyDER []byte) (*nodeKeys, error) {
 	subnetsTree, st := cert.Tree.Subtree([]byte("subnet"))
 	if st != certificate.Found {
 		return nil, fmt.Errorf("%w: /subnet is %s", ErrQuerySignature, st)
@@ -188,27 +195,13 @@ func nodeKeysFromCertificate(cert *certificate.Certificate, effective principal.
 	if cert.Delegation != nil {
 		subnet = cert.Delegation.SubnetID
 	} else {
-		found := false
-		for _, c := range subnetsTree.Children() {
-			leaf, st := c.Tree.Lookup([]byte("canister_ranges"))
-			if st != certificate.Found {
-				continue
-			}
-			ranges, err := certificate.DecodeRanges(leaf)
-			if err != nil {
-				return nil, fmt.Errorf("%w: subnet %x ranges: %v", ErrQuerySignature, c.Label, err)
-			}
-			for _, r := range ranges {
-				if r.Contains(effective) {
-					if subnet, err = principal.FromBytes(c.Label); err != nil {
-						return nil, fmt.Errorf("%w: %v", ErrQuerySignature, err)
-					}
-					found = true
-				}
-			}
+		subnet = principal.SelfAuthenticating(rootKeyDER)
+		ranges, err := certificate.SubnetRanges(cert.Tree, subnet.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("%w: root subnet %s: %v", ErrQuerySignature, subnet, err)
 		}
-		if !found {
-			return nil, fmt.Errorf("%w: no certified subnet lists canister %s", ErrQuerySignature, effective)
+		if !slices.ContainsFunc(ranges, func(r certificate.CanisterRange) bool { return r.Contains(effective) }) {
+			return nil, fmt.Errorf("%w: the root subnet %s does not list canister %s", ErrQuerySignature, subnet, effective)
 		}
 	}
 	nodes, st := subnetsTree.Subtree(subnet.Bytes(), []byte("node"))

@@ -302,6 +302,10 @@ func (f *fakeReplica) certify(paths [][][]byte) []byte {
 	}
 	f.mu.Unlock()
 	sid := f.subnetID.Bytes()
+	if f.rootSigned {
+		// The root subnet's id is its key's self-authenticating principal.
+		sid = principal.SelfAuthenticating(f.root.PublicKey().DER()).Bytes()
+	}
 	for _, n := range f.nodes {
 		b.MustInsert([][]byte{[]byte("subnet"), sid, []byte("node"), n.Sender().Bytes(), []byte("public_key")}, n.PublicKeyDER())
 	}

@@ -206,17 +206,17 @@ func (v *Verifier) verifyDelegation(d *Delegation) (*subnetAuthority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: subnet %s: %v", ErrDelegation, d.SubnetID, err)
 	}
-	ranges, err := delegatedRanges(c.Tree, sid)
+	ranges, err := SubnetRanges(c.Tree, sid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: subnet %s canister ranges: %v", ErrDelegation, d.SubnetID, err)
 	}
 	return &subnetAuthority{subnet: d.SubnetID, key: key, ranges: ranges}, nil
 }
 
-// delegatedRanges reads a subnet's canister ranges from either layout the IC
+// SubnetRanges reads a subnet's canister ranges from either layout the IC
 // has used: /subnet/<id>/canister_ranges (one leaf), or the sharded
 // /canister_ranges/<id>/<shard> leaves of newer certificates.
-func delegatedRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
+func SubnetRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
 	if leaf, st := t.Lookup([]byte("subnet"), subnetID, []byte("canister_ranges")); st == Found {
 		return DecodeRanges(leaf)
 	}
