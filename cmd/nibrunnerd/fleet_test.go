@@ -101,7 +101,7 @@ reported_state_url = "s3://fleet/hosts/`+name+`/reported.json"`, 1)
 	}
 
 	// The bucket unreachable: both hosts keep what they run; once it is
-	// back, a document written meanwhile is taken.
+	// back, the next document is taken.
 	srv.Down()
 	// A report written well after the outage began (two polls of 200 ms
 	// failed by then) still shows the app running.
