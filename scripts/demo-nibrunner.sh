@@ -152,14 +152,18 @@ mode=qemu
 if [ ${#missing[@]} -gt 0 ]; then
   mode=fake
   pkgs=$(debian_packages "${missing[@]}")
-  say "No microVMs here: this host lacks ${missing[*]}"
-  install="make demo as root (it installs them)"
+  tools=("${missing[@]/root/}")
+  why="this host lacks ${tools[*]}"
+  [ "${missing[0]}" = root ] && why="not run as root${tools[*]:+, and this host lacks ${tools[*]}}"
+  why=$(echo "$why" | tr -s ' ')
+  say "No microVMs here: $why"
+  install="run make demo as root"
   [ -n "$pkgs" ] && install="as root: apt-get install $pkgs, then make demo as root"
   [ -n "$pkgs" ] && [ "$(id -u)" = 0 ] && install="apt-get install $pkgs (make demo's setup step installs them)"
   explain "A real microVM needs root, QEMU (qemu-system-x86), e2fsprogs, squashfs-tools, apt-get/dpkg-deb for
 the guest kernel, and jq/curl for this script. To see it: $install.
 Instead, the same daemon runs the app with --vmm fake: each guest is a local process answering HTTP."
-  record skipped "nibrunnerd in a microVM" "this host lacks ${missing[*]}; $install"
+  record skipped "nibrunnerd in a microVM" "$why; $install"
   for c in mke2fs mksquashfs jq curl; do
     if ! command -v "$c" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$c" ] && [ ! -x "/sbin/$c" ]; then
       explain "(the fake VMM still needs $c for the app's volume, layer and this script; stopping here)"
