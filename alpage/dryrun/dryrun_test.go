@@ -28,7 +28,11 @@ var (
 
 type liveRegistry struct{ *registry.Registry }
 
-func (l liveRegistry) GetValue(_ context.Context, key string, _ uint64) ([]byte, uint64, bool, error) {
+func (l liveRegistry) GetValue(_ context.Context, key string, version uint64) ([]byte, uint64, bool, error) {
+	if version != 0 {
+		v, at, ok := l.GetAt(key, version)
+		return v, at, ok, nil
+	}
 	v, at, ok := l.Get(key)
 	return v, at, ok, nil
 }
@@ -166,6 +170,24 @@ func TestDeployingAnElectedVersionExecutes(t *testing.T) {
 		nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: s1, ReplicaVersionID: "v2"})
 	if res := dryRun(t, live, p); res.Failed() {
 		t.Fatalf("dry run failed: %s", res.FailureReason)
+	}
+}
+
+func TestTheSeedIsReadAtTheRegistryVersionGiven(t *testing.T) {
+	reg, live := liveNetwork(t)
+	before := reg.Version()
+	reg.ElectVersion("v9", nns.ReplicaVersionRecordPB{ReleasePackageSha256Hex: "00"})
+	p := registryProposal(t, config.KindDeployGuestOS, nns.FunctionDeployGuestosToAllSubnetNodes,
+		nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: s1, ReplicaVersionID: "v9"})
+	live.Version = before
+	res := dryRun(t, live, p)
+	wantFailure(t, res, `Replica version 'v9' is NOT blessed`)
+	if res.RegistryVersion != before {
+		t.Fatalf("result says registry version %d, want %d", res.RegistryVersion, before)
+	}
+	live.Version = 0
+	if res := dryRun(t, live, p); res.Failed() {
+		t.Fatalf("at the latest version: %s", res.FailureReason)
 	}
 }
 

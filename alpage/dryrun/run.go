@@ -30,6 +30,9 @@ type Result struct {
 	// Seeded counts the live records the local registry started from, and
 	// Providers the node providers local governance knew.
 	Seeded, Providers int
+	// RegistryVersion is the live registry version the records were read
+	// at (0: not pinned).
+	RegistryVersion uint64
 	// Changes are the registry records execution wrote, sorted by key.
 	Changes []Change
 	// Warnings are effects a person should know of although execution
@@ -59,6 +62,9 @@ func (r *Result) Err() error {
 // Render writes the result for a person.
 func (r *Result) Render(w io.Writer) {
 	seeded := plural(r.Seeded, "live registry record")
+	if r.RegistryVersion != 0 {
+		seeded += fmt.Sprintf(" (registry version %d)", r.RegistryVersion)
+	}
 	if r.Providers > 0 {
 		seeded += " and " + plural(r.Providers, "node provider")
 	}
@@ -124,7 +130,7 @@ func Run(ctx context.Context, seed *Seed, p *proposal.Proposal, neuron uint64) (
 	if err != nil {
 		// governance refused the proposal itself (title, action shape):
 		// mainnet would refuse it the same way
-		return &Result{Status: nns.StatusFailed, FailureReason: err.Error(), Seeded: len(seed.Records), Providers: len(seed.Providers), Notes: seed.Notes}, nil
+		return &Result{Status: nns.StatusFailed, FailureReason: err.Error(), Seeded: len(seed.Records), Providers: len(seed.Providers), RegistryVersion: seed.RegistryVersion, Notes: seed.Notes}, nil
 	}
 	info, err := gc.GetProposalInfo(ctx, id)
 	if err != nil {
@@ -133,7 +139,7 @@ func Run(ctx context.Context, seed *Seed, p *proposal.Proposal, neuron uint64) (
 	if info == nil {
 		return nil, fmt.Errorf("dry run: the local governance lost proposal %d", id)
 	}
-	res := &Result{Status: nns.ProposalStatus(info.Status), Seeded: len(seed.Records), Providers: len(seed.Providers), Notes: seed.Notes}
+	res := &Result{Status: nns.ProposalStatus(info.Status), Seeded: len(seed.Records), Providers: len(seed.Providers), RegistryVersion: seed.RegistryVersion, Notes: seed.Notes}
 	if info.FailureReason != nil {
 		res.FailureReason = info.FailureReason.ErrorMessage
 	}

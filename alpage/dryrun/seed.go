@@ -41,7 +41,10 @@ type Governance interface {
 
 // Live is where a seed is read from.
 type Live struct {
-	Registry   Registry
+	Registry Registry
+	// Version is the registry version every record is read at, so the
+	// seed is one registry state (0: the latest at each read).
+	Version    uint64
 	Governance Governance
 	// OperatorNodes lists the nodes an operator owns (the registry has no
 	// such index; the registry explorer has). Nil leaves remove_node_operators
@@ -60,6 +63,9 @@ type Seed struct {
 	// Notes say what could not be seeded, so the result is read with that
 	// in mind.
 	Notes []string
+	// RegistryVersion is the version the records were read at (0: not
+	// pinned).
+	RegistryVersion uint64
 }
 
 // parallel bounds concurrent reads of live records.
@@ -67,7 +73,7 @@ const parallel = 8
 
 // Gather reads the live records p touches.
 func Gather(ctx context.Context, live Live, p *proposal.Proposal) (*Seed, error) {
-	g := &gatherer{live: live, seed: &Seed{Records: map[string][]byte{}}, read: map[string]bool{}}
+	g := &gatherer{live: live, seed: &Seed{Records: map[string][]byte{}, RegistryVersion: live.Version}, read: map[string]bool{}}
 	var err error
 	switch p.Kind {
 	case config.KindMembership:
@@ -155,7 +161,7 @@ func (g *gatherer) fetch(ctx context.Context, keys ...string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			v, _, ok, err := g.live.Registry.GetValue(ctx, k, 0)
+			v, _, ok, err := g.live.Registry.GetValue(ctx, k, g.live.Version)
 			if err != nil {
 				errs[i] = err
 				return

@@ -202,7 +202,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	gov := nns.GovernanceClient{Caller: ag}
 	explorer := o.live.explorer()
 	steps := submit.Steps{
-		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
+		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}, reg: reg},
 		Neuron:    applyNeuron{gov: gov, caller: id.Sender()},
 		Preflight: applyPreflight{decl: decl, force: o.force, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
 		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
@@ -301,13 +301,23 @@ func loadApplyIdentity(path string, strict bool, warn io.Writer) (identity.Ident
 	return id, path, nil
 }
 
-// applyDryRun gathers the seed from live state and runs the dry run.
-type applyDryRun struct{ live dryrun.Live }
+// applyDryRun gathers the seed from live state, every record at the
+// registry's latest version, and runs the dry run.
+type applyDryRun struct {
+	live dryrun.Live
+	reg  nns.RegistryClient
+}
 
 func (d applyDryRun) DryRun(ctx context.Context, p *proposal.Proposal, neuron uint64) (*dryrun.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, applyDryRunTimeout)
 	defer cancel()
-	seed, err := dryrun.Gather(ctx, d.live, p)
+	v, err := d.reg.GetLatestVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	live := d.live
+	live.Version = v
+	seed, err := dryrun.Gather(ctx, live, p)
 	if err != nil {
 		return nil, err
 	}
