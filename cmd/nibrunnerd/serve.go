@@ -228,7 +228,7 @@ func openBackground(ctx context.Context, cfg *hostconfig.Config) (*checkpoint.St
 	}
 	exps, err := export.Open(ctx, export.Options{
 		Objects: expObjects, StagingDir: cfg.Exports.StagingDir,
-		RecordDir: filepath.Join(cfg.Paths.StateDir, "exports"), FreezeTimeout: freeze,
+		RecordDir: filepath.Join(cfg.Paths.StateDir, "export-records"), FreezeTimeout: freeze,
 	})
 	if err != nil {
 		return nil, nil, err

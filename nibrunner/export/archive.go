@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/volume"
@@ -128,7 +129,8 @@ func WriteTar(ctx context.Context, w io.Writer, root string, env desired.TenantE
 	}
 	if env != nil {
 		b := []byte(DotEnv(env))
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: EnvFile, Mode: 0o600, Size: int64(len(b)), Format: tar.FormatPAX}); err != nil {
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: EnvFile, Mode: 0o600, Size: int64(len(b)), ModTime: time.Now().Truncate(time.Second), Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
 			return st, err
 		}
 		if _, err := tw.Write(b); err != nil {
