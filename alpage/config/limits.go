@@ -131,8 +131,10 @@ func advance(p hcl.Pos, r rune, n int) hcl.Pos {
 
 // checkNesting scans src as the HCL lexer would, just enough to count
 // nesting: brackets, braces and parentheses in expressions, quoted strings
-// and heredocs, and the ${ } and %{ } templates inside them; comments are
-// skipped. It refuses the file at the first place deeper than max. It
+// and heredocs, the ${ } and %{ } templates inside them, runs of the
+// unary operators ! and -, and chains of full splats [*] (the parser
+// recurses once per operator and per splat, so "x = !!!…!true" and
+// "a[*][*]…" nest as deep as they are long); comments are skipped. It refuses the file at the first place deeper than max. It
 // never recurses, so it runs in constant stack on any input.
 func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 	type frame struct {
@@ -148,12 +150,10 @@ func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 	}
 	pos := hcl.InitialPos
 	atLineStart := true
+	unary := 0  // the run of ! and - just before, in an expression
+	splats := 0 // the [*] in the traversal being read
 	for i := 0; i < len(src); {
-		c := src[i]
-		r, n := rune(c), 1
-		if c >= utf8.RuneSelf {
-			r, n = utf8.DecodeRune(src[i:])
-		}
+		c, n := src[i], 1
 		at := pos
 		push := func(f frame) bool {
 			stack = append(stack, f)
@@ -176,7 +176,20 @@ func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 				stack = stack[:len(stack)-1]
 			}
 		default:
+			if c != '!' && c != '-' && c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				unary = 0
+			}
+			if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == '=' || c == '(' || c == ')' || c == '{' || c == '}' || c == ':' || c == '?' {
+				splats = 0
+			}
 			switch {
+			case c == '!' || c == '-':
+				unary++
+				deeper = len(stack)+unary > max
+			case c == '[' && splatAt(src[i:]) > 0:
+				n = splatAt(src[i:])
+				splats++
+				deeper = len(stack)+splats > max
 			case c == '#' || (c == '/' && i+1 < len(src) && src[i+1] == '/'):
 				for n < len(src)-i && src[i+n] != '\n' {
 					n++
@@ -206,7 +219,7 @@ func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 		}
 		if deeper {
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Nesting too deep",
-				Detail:  fmt.Sprintf("blocks, brackets, strings and templates nest more than %d deep here; alp refuses the file rather than recurse that far", max),
+				Detail:  fmt.Sprintf("blocks, brackets, strings, templates, unary operators and splats nest more than %d deep here; alp refuses the file rather than recurse that far", max),
 				Subject: &hcl.Range{Filename: path, Start: at, End: at}}}
 		}
 		// Advance over the n bytes taken, keeping line and column.
@@ -219,9 +232,28 @@ func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 			atLineStart = r == '\n'
 			i += m
 		}
-		_ = r
 	}
 	return nil
+}
+
+// splatAt is the length of the full splat "[*]" (spaces allowed inside)
+// that src starts with, or 0.
+func splatAt(src []byte) int {
+	i := 1
+	for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+		i++
+	}
+	if i >= len(src) || src[i] != '*' {
+		return 0
+	}
+	i++
+	for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+		i++
+	}
+	if i >= len(src) || src[i] != ']' {
+		return 0
+	}
+	return i + 1
 }
 
 // heredocStart reads "-?IDENT\n" after "<<"; it returns the identifier and

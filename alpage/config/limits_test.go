@@ -65,6 +65,9 @@ func TestNestingDeeperThan256IsRefusedWithFileAndLine(t *testing.T) {
 		{"100,000 nested objects", "x = " + deep("{a = ", "1", "}", 100_000) + "\n", "proposals.hcl:1:"},
 		{"100,000 nested lists", "x = " + deep("[", "1", "]", 100_000) + "\n", "proposals.hcl:1:261:"},
 		{"nested template interpolations", "x = " + deep(`"${`, "1", `}"`, 200) + "\n", "proposals.hcl:1:"},
+		{"a million ! operators", "x = " + strings.Repeat("!", 1_000_000) + "true\n", "proposals.hcl:1:261:"},
+		{"a million - operators, spaced", "x = " + strings.Repeat("- ", 1_000_000) + "1\n", "proposals.hcl:1:517:"},
+		{"300,000 chained splats", "x = a" + strings.Repeat("[*].b", 300_000) + "\n", "proposals.hcl:1:1286:"},
 		{"257 levels exactly", "x = " + deep("[", "1", "]", 257) + "\n", "proposals.hcl:1:261:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,6 +82,8 @@ func TestNestingOf256AndBracketsInsideStringsCommentsAndHeredocsAreNotCounted(t 
 	}
 	for _, tc := range []struct{ name, src string }{
 		{"256 levels", "x = " + in("[", "1", "]", 256) + "\n"},
+		{"splats in many expressions", strings.Repeat("x = a[*].b[ * ].c\n", 1000)},
+		{"a long subtraction and identifiers with dashes", "x = " + strings.Repeat("a-b - 1 - -2 - ", 1000) + "1\n"},
 		{"braces in a string", `x = "` + strings.Repeat("{[(", 1000) + `"` + "\n"},
 		{"escaped quotes and literal templates", `x = "\"{{{ $${ %%{ ` + strings.Repeat("{", 300) + `"` + "\n"},
 		{"comments", "# " + strings.Repeat("{", 300) + "\n// " + strings.Repeat("[", 300) + "\n/* " + strings.Repeat("(", 300) + " */\n"},
