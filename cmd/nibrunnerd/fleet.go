@@ -26,16 +26,18 @@ func desiredFile(cfg *hostconfig.Config) string {
 // the uploader that puts reported.json to reported_state_url, when the
 // configuration names them, until stop is called or ctx ends. The first
 // poll is made before it returns, so a new host starts on its document.
-func startFleet(ctx context.Context, cfg *hostconfig.Config) (stop func(), err error) {
+// Its goroutines are started with spawn, which serve joins before it
+// closes the daemon.
+func startFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (stop func(), err error) {
 	ctx, stop = context.WithCancel(ctx)
-	if err := runFleet(ctx, cfg); err != nil {
+	if err := runFleet(ctx, cfg, spawn); err != nil {
 		stop()
 		return nil, err
 	}
 	return stop, nil
 }
 
-func runFleet(ctx context.Context, cfg *hostconfig.Config) error {
+func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) error {
 	logf := func(format string, args ...any) { log.Printf("nibrunnerd: "+format, args...) }
 	if err := os.MkdirAll(cfg.Paths.StateDir, 0o755); err != nil {
 		return fmt.Errorf("state folder: %w", err)
@@ -48,7 +50,7 @@ func runFleet(ctx context.Context, cfg *hostconfig.Config) error {
 		p := &fleet.Poller{Source: obj.Store, Key: obj.Key, URL: url, Mirror: desiredFile(cfg),
 			Interval: time.Duration(cfg.Paths.DesiredStatePollMs) * time.Millisecond, Logf: logf}
 		p.Poll(ctx)
-		go p.Run(ctx)
+		spawn(func() { p.Run(ctx) })
 	}
 	if url := cfg.Paths.ReportedStateURL; url != "" {
 		obj, err := fleet.Open(ctx, url)
@@ -56,11 +58,11 @@ func runFleet(ctx context.Context, cfg *hostconfig.Config) error {
 			return fmt.Errorf("paths.reported_state_url: %w", err)
 		}
 		u := &fleet.Uploader{Dest: obj.Store, Key: obj.Key, URL: url, Report: filepath.Join(cfg.Paths.StateDir, daemon.ReportName), Logf: logf}
-		go func() {
+		spawn(func() {
 			if err := u.Run(ctx); err != nil {
 				logf("fleet: %v", err)
 			}
-		}()
+		})
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -72,6 +73,15 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if err != nil {
 		return err
 	}
+	// Every goroutine serve starts is joined before the daemon closes (see
+	// the deferred shutdown below), so none calls into a closed daemon.
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	spawn := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	defer func() { cancel(); wg.Wait() }()
 	artifacts, err := store.Open(ctx, cfg.Artifacts.StoreURL)
 	if err != nil {
 		return fmt.Errorf("open the artifact store: %w", err)
@@ -151,7 +161,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
 	}
-	stopFleet, err := startFleet(ctx, cfg)
+	stopFleet, err := startFleet(ctx, cfg, spawn)
 	if err != nil {
 		return err
 	}
@@ -172,19 +182,32 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		Limits:            cfg.Limits(),
 		UserNetwork:       userNetwork || vmmKind == "fake",
 		BackgroundJobs:    cfg.Checkpoints.MaxConcurrent,
+		// 0 (not set) is one per CPU: the daemon's default.
+		MaxConcurrentVMStarts: cfg.MaxConcurrentVMStarts,
 	}, deps)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	go thawFrozen(ctx, deps.VMM)
-	go serveControl(ctx, cfg, d, deps.VMM)
+	// Shutdown, in order: no new request (the proxy closes, abandoning
+	// wakes under way), every goroutine serve started ends, then the
+	// daemon closes. Closing the daemon first let a late request wake a
+	// closed daemon.
+	defer func() {
+		cancel()
+		if px != nil {
+			px.Close()
+		}
+		wg.Wait()
+		d.Close()
+	}()
+	spawn(func() { thawFrozen(ctx, deps.VMM) })
+	spawn(func() { serveControl(ctx, cfg, d, deps.VMM) })
 	if mxServer != nil {
-		go func() {
+		spawn(func() {
 			if err := mxServer.Serve(ctx); err != nil {
 				log.Printf("nibrunnerd: %v", err)
 			}
-		}()
+		})
 	}
 	if px != nil {
 		px.SetWaker(d)
@@ -197,11 +220,11 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		if err != nil {
 			return err
 		}
-		go func() {
+		spawn(func() {
 			if err := front.Serve(ctx); err != nil {
 				log.Printf("nibrunnerd: %v", err)
 			}
-		}()
+		})
 	}
 	return d.Run(ctx)
 }

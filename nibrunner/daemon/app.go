@@ -4,13 +4,15 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/db"
+	"alpnib.dev/nibrunner/vmm"
 )
 
 // app is everything the daemon knows about one app: what it remembers
 // across restarts (its record, slot and meters) and what it holds only for
-// this run (its prober, this pass's note, the last measurement, a scheduled
-// restart, a failed sleep's retry). One value per app: forgetting an app is
-// deleting its entry from Daemon.apps.
+// this run (its guest as last seen, its prober, this pass's note, the last
+// measurement, a scheduled restart, a failed sleep's retry, and its
+// worker's state). One value per app: forgetting an app is deleting its
+// entry from Daemon.apps. Every field is read and written under Daemon.mu.
 type app struct {
 	id string
 	// rec is nil until the app was started or its guest observed.
@@ -23,18 +25,58 @@ type app struct {
 	// meters only ever grow; metered says the database or a pass has some.
 	meters  db.Meters
 	metered bool
+	// vm is the app's guest as last seen by a pass or left by its worker;
+	// hasVM is false when it has none.
+	vm    vmm.Status
+	hasVM bool
 	// prober runs the health check while the guest is up.
 	prober *prober
-	// note says why a start is held back, this pass; noteFails says the
-	// note fails the instance (a layer that cannot be made ready, a start
-	// the VMM refused) rather than keep it pending.
-	note      string
-	noteFails bool
-	measured  measurement
+	// note says why a start is held back, this pass.
+	note string
+	// failure is why the worker's last start failed (layers that cannot be
+	// made ready, a start the VMM refused), for failureDep: it fails the
+	// instance until a start of that deployment succeeds.
+	failure, failureDep string
+	measured            measurement
 	// restartAt is when a scheduled restart comes due (zero: none).
 	restartAt time.Time
 	// sleepRetry holds back a sleep that failed.
 	sleepRetry retry
+
+	// busy: an action is in flight on the app's worker; nothing else is
+	// started for the app until it commits.
+	busy bool
+	// reservedMiB is the memory a start in flight holds (admission counts
+	// it beside every guest up).
+	reservedMiB uint64
+	// wantAwake: a request waits for the app (Wake); wantAsleep: an
+	// operator asked it to sleep (Sleep). The planner reads both.
+	wantAwake, wantAsleep bool
+	// changedAt is the daemon's sequence number of the app's last commit: a
+	// pass that observed the host before it does not act on the app.
+	changedAt uint64
+	// changed is closed, and replaced, whenever the app's state changes:
+	// what a Wake or Sleep waits on.
+	changed chan struct{}
+}
+
+// up reports whether the app's guest runs.
+func (a *app) up() bool { return a.hasVM && a.vm.State == vmm.Running }
+
+// signal wakes everyone waiting on the app's state.
+func (a *app) signal() {
+	if a.changed != nil {
+		close(a.changed)
+	}
+	a.changed = make(chan struct{})
+}
+
+// wait returns the channel closed at the app's next change.
+func (a *app) wait() <-chan struct{} {
+	if a.changed == nil {
+		a.changed = make(chan struct{})
+	}
+	return a.changed
 }
 
 // appOf returns app id's entry, made empty if there is none.
@@ -76,7 +118,16 @@ func (d *Daemon) slots() map[string]int {
 }
 
 // note says why app id's start is held back this pass.
-func (d *Daemon) note(id, why string, fails bool) {
-	a := d.appOf(id)
-	a.note, a.noteFails = why, fails
+func (d *Daemon) note(id, why string) { d.appOf(id).note = why }
+
+// inUseMiB is the memory of every guest up and every start in flight.
+func (d *Daemon) inUseMiB() uint64 {
+	var n uint64
+	for _, a := range d.apps {
+		if a.up() && a.rec != nil {
+			n += a.rec.MemoryMiB
+		}
+		n += a.reservedMiB
+	}
+	return n
 }

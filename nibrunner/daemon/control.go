@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"alpnib.dev/nibrunner/desired"
-	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/plan"
 )
 
 // ErrCannotSleep is returned by Sleep for an app that is not an up
@@ -18,21 +18,13 @@ var ErrCannotSleep = errors.New("only a running on-request app can be put to sle
 // fired: the same snapshot path the idle pass takes (so the next request's
 // Wake restores it), without waiting for the idle timeout. It is for an
 // operator or a caller outside the process (the control socket); an app
-// already asleep is not an error. A sleep the VMM refuses (no room for the
-// snapshot) leaves the guest up and says why.
+// already asleep is not an error. It marks the app wanted asleep and the
+// planner decides, as for a wake; it returns once the app's worker has
+// slept it. A sleep the VMM refuses (no room for the snapshot) leaves the
+// guest up and says why.
 func (d *Daemon) Sleep(ctx context.Context, app string) error {
 	d.mu.Lock()
-	err := d.sleepNow(ctx, app)
-	d.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	// The next pass persists the record and reports the app idle.
-	d.Kick()
-	return nil
-}
-
-func (d *Daemon) sleepNow(ctx context.Context, app string) error {
+	defer d.mu.Unlock()
 	in := d.instance(app)
 	if in == nil {
 		return fmt.Errorf("sleep %s: desired.json does not list it: %w", app, ErrCannotSleep)
@@ -40,24 +32,50 @@ func (d *Daemon) sleepNow(ctx context.Context, app string) error {
 	if in.DesiredState != desired.StateOnRequest {
 		return fmt.Errorf("sleep %s: desired.json asks it %s: %w", app, in.DesiredState, ErrCannotSleep)
 	}
-	rec := d.record(app)
-	if rec != nil && rec.Sleeping {
+	a := d.apps[app]
+	if a != nil && a.rec != nil && a.rec.Sleeping && !a.busy {
 		return nil
 	}
-	list, err := d.deps.VMM.List(ctx)
-	if err != nil {
-		return fmt.Errorf("sleep %s: listing guests: %w", app, err)
-	}
-	vms := map[string]vmm.Status{}
-	for _, st := range list {
-		vms[st.AppID] = st
-	}
-	if st, ok := vms[app]; !ok || st.State != vmm.Running || rec == nil {
+	if a == nil || a.rec == nil || !a.up() {
 		return fmt.Errorf("sleep %s: it has no running guest: %w", app, ErrCannotSleep)
 	}
-	d.sleep(ctx, d.cfg.Now().UTC(), []string{app}, vms)
-	if !rec.Sleeping {
-		return fmt.Errorf("sleep %s: %s", app, rec.Message)
+	a.wantAsleep = true
+	asked := false
+	for {
+		if d.workCtx.Err() != nil {
+			return fmt.Errorf("sleep %s: %w", app, ErrClosed)
+		}
+		if !a.busy {
+			if asked || !a.wantAsleep {
+				break
+			}
+			o, _ := d.observedApp(a)
+			x, ok := plan.App(d.doc, in, plan.Observed{Now: d.cfg.Now().UTC(), Instances: map[string]plan.Instance{app: o}, Volumes: map[string]plan.Volume{string(in.VolumeId): {}}})
+			if !ok || x.Kind != plan.Sleep {
+				a.wantAsleep = false
+				return fmt.Errorf("sleep %s: the planner does not put it to sleep now (%s): %w", app, x.Kind, ErrCannotSleep)
+			}
+			d.dispatch(x, nil, 0)
+			asked = true
+		}
+		ch := a.wait()
+		d.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			d.mu.Lock()
+			a.wantAsleep = false
+			return fmt.Errorf("sleep %s: %w", app, ctx.Err())
+		case <-d.workCtx.Done():
+		case <-ch:
+		}
+		d.mu.Lock()
+	}
+	if a.rec == nil || !a.rec.Sleeping {
+		msg := "it did not go to sleep"
+		if a.rec != nil && a.rec.Message != "" {
+			msg = a.rec.Message
+		}
+		return fmt.Errorf("sleep %s: %s", app, msg)
 	}
 	return nil
 }

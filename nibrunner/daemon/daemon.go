@@ -19,6 +19,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,10 @@ type Config struct {
 	// BackgroundJobs bounds the checkpoints and exports running at once
 	// (default 2).
 	BackgroundJobs int
+	// MaxConcurrentVMStarts bounds the VMM operations (starts, wakes,
+	// stops, sleeps) in flight at once (default: the host's CPUs, see
+	// DefaultMaxConcurrentVMStarts).
+	MaxConcurrentVMStarts int
 	// Resync is the longest time between two passes (default 2 s).
 	Resync time.Duration
 	// Backstop and Debounce tune the watcher (defaults in package watch).
@@ -85,12 +90,22 @@ type Deps struct {
 }
 
 // Daemon is one host's converge loop.
+//
+// A pass observes the host holding no lock, then decides under mu (the
+// pure planner over what it observed and what the daemon remembers), then
+// acts: each app's actions run on that app's worker, a goroutine that holds
+// no daemon-wide lock while it calls the VMM or fetches layers, and commits
+// what happened under mu, briefly. The request path takes no lock at all:
+// it reads the published route table (table).
 type Daemon struct {
 	cfg  Config
 	deps Deps
 	db   *db.DB
 
-	// mu is held for a whole pass, and by Wake while it starts a guest.
+	// passMu lets one pass run at a time; nothing else takes it.
+	passMu sync.Mutex
+	// mu guards everything below; it is never held across I/O that can
+	// take long (the VMM, layers, volumes, the network).
 	mu       sync.Mutex
 	doc      *desired.HostDesiredState
 	digest   string
@@ -114,6 +129,28 @@ type Daemon struct {
 	volApps map[string]string
 	// byApp indexes the accepted document's instances.
 	byApp map[string]*desired.DesiredInstance
+	// vols is the last volume listing.
+	vols map[string]VolumeInfo
+	// seq numbers commits (app.changedAt).
+	seq uint64
+
+	// table is what the request path reads: routes and backends.
+	table route.Published
+	// routeMu orders the router's Apply calls; applied is the table it
+	// was last given.
+	routeMu sync.Mutex
+	applied *route.Table
+
+	// vmGate bounds VMM operations in flight; fetches bounds layer
+	// preparations.
+	vmGate  *gate
+	fetches chan struct{}
+	// workCtx ends when the daemon closes; workers and probers count the
+	// goroutines Close waits for.
+	workCtx  context.Context
+	stopWork context.CancelFunc
+	workers  sync.WaitGroup
+	probers  sync.WaitGroup
 
 	kick chan struct{}
 
@@ -165,15 +202,21 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxConcurrentVMStarts <= 0 {
+		cfg.MaxConcurrentVMStarts = DefaultMaxConcurrentVMStarts()
+	}
 	d := &Daemon{
 		cfg: cfg, deps: deps, db: store,
+		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
 		apps:   map[string]*app{},
 		volErr: map[string]string{},
 		usage:  map[string]volume.Usage{},
 		kick:   make(chan struct{}, 1),
 	}
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, OnEnd: func(string, jobs.Status) { d.Kick() }})
+	d.workCtx, d.stopWork = context.WithCancel(context.Background())
 	if err := d.load(ctx); err != nil {
+		d.stopWork()
 		d.jobs.Close()
 		store.Close()
 		return nil, err
@@ -249,24 +292,42 @@ func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
 	}
 }
 
+// layerFetches bounds the layer preparations in flight (each may download
+// an object of gigabytes); they run on the apps' workers, outside the VM
+// gate, so a slow fetch never holds back another app's start or wake.
+const layerFetches = 4
+
+// DefaultMaxConcurrentVMStarts is max_concurrent_vm_starts when the host
+// configuration does not set it: one per CPU. A software-emulated (TCG)
+// boot keeps a core busy for its whole ~10 s, so more boots than cores in
+// flight only make each one slower (and late for its health check's grace
+// period); under KVM a boot is short and the bound is rarely reached.
+func DefaultMaxConcurrentVMStarts() int { return max(runtime.NumCPU(), 1) }
+
 // Close cancels the checkpoints and exports in flight (a frozen guest is
-// thawed first), stops the probers and closes the database. Guests keep
-// running.
+// thawed first), ends the workers (an action in flight is abandoned; the
+// next daemon's first pass repairs it), stops the probers and closes the
+// database. Guests keep running.
 func (d *Daemon) Close() error {
 	d.jobs.Close()
+	d.stopWork()
+	d.workers.Wait()
 	d.mu.Lock()
 	for _, a := range d.apps {
 		if a.prober != nil {
 			a.prober.stop()
 			a.prober = nil
 		}
+		a.signal()
 	}
 	// The caller's context is usually over by now; the last meters still
 	// get a bounded moment to reach the database.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d.flushMeters(ctx, true)
+	meters := d.metersToFlush()
 	d.mu.Unlock()
+	d.probers.Wait()
+	d.writeMeters(ctx, meters)
 	return d.db.Close()
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -12,20 +13,21 @@ import (
 	"alpnib.dev/nibrunner/vmm"
 )
 
-// opTimeout bounds one adapter call inside a pass, so one stuck guest
-// cannot hold up the host.
+// opTimeout bounds one adapter call, so one stuck guest cannot hold up the
+// host.
 const opTimeout = 60 * time.Second
 
-// Pass runs one observe → plan → apply → persist → report cycle.
+// Pass runs one observe → plan → act → persist → report cycle. It does not
+// wait for the actions it hands to the apps' workers: each commits on its
+// own and asks for another pass, which reports it.
 func (d *Daemon) Pass(ctx context.Context) error {
+	d.passMu.Lock()
+	defer d.passMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := d.cfg.Now().UTC()
-	for _, a := range d.apps {
-		a.note, a.noteFails = "", false
-	}
+	seen := d.seq
+	d.mu.Unlock()
 
-	// Observe.
+	// Observe, holding no lock.
 	list, err := d.deps.VMM.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list guests: %w", err)
@@ -47,40 +49,79 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list exports: %w", err)
 	}
-	d.observeGuests(now, vms)
 
-	// Plan and apply. With no accepted document the host changes nothing:
-	// an empty instance list would forget every app.
-	if d.doc != nil {
-		acts := plan.Plan(d.doc, d.observed(now, vms, vols, cps, exps))
-		d.apply(ctx, now, acts, vms, vols, cps, exps)
+	// Decide, under the lock: nothing here does I/O.
+	d.mu.Lock()
+	now := d.cfg.Now().UTC()
+	for _, a := range d.apps {
+		a.note = ""
+	}
+	d.vols = maps.Clone(vols)
+	d.observeGuests(now, vms, seen)
+	doc := d.doc
+	var acts plan.Actions
+	if doc != nil {
+		// With no accepted document the host changes nothing: an empty
+		// instance list would forget every app.
+		acts = plan.Plan(doc, d.observed(now, vols, cps, exps))
+	}
+	d.mu.Unlock()
+
+	// Act.
+	if doc != nil {
+		d.act(ctx, now, doc, acts, vols, cps, exps)
 		if len(acts.Volumes) > 0 {
 			// Report the volumes as they are now, not as apply thinks.
 			if vols, err = d.deps.Volumes.List(ctx); err != nil {
 				return fmt.Errorf("list volumes: %w", err)
 			}
+			d.mu.Lock()
+			d.vols = vols
+			d.mu.Unlock()
 		}
 	}
-	d.routeAndNetwork(ctx, vms)
-	d.account(ctx, now, vms)
+	d.routeAndNetwork(ctx)
+	d.account(ctx, now)
 	d.measureVolumes(ctx, now, vols)
 
 	// Persist, then report.
 	perr := d.persist(ctx, now)
-	rep := d.report(now, vms, vols, cps, exps)
+	d.mu.Lock()
+	rep := d.report(now, vols, cps, exps)
+	d.mu.Unlock()
 	if err := d.writeReport(rep); err != nil {
 		return err
 	}
+	d.mu.Lock()
 	d.lastPass = now
+	d.mu.Unlock()
 	return perr
 }
 
+// stale reports whether what a pass that began at seq seen observed of a
+// is out of date: its worker is busy, or committed since.
+func (a *app) stale(seen uint64) bool { return a.busy || a.changedAt > seen }
+
 // observeGuests brings records up to date with the guests the VMM shows:
 // a guest without a record (started just before a crash, or by an older
-// daemon) is adopted as it is; an exit is noted once.
-func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
+// daemon) is adopted as it is; an exit is noted once. An app whose worker
+// acted since the listing keeps what its worker committed.
+func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen uint64) {
+	for app, a := range d.apps {
+		if a.stale(seen) {
+			continue
+		}
+		a.vm, a.hasVM = vms[app]
+	}
 	for app, st := range vms {
-		a := d.appOf(app)
+		a := d.apps[app]
+		if a == nil {
+			a = d.appOf(app)
+			a.vm, a.hasVM = st, true
+		}
+		if a.stale(seen) {
+			continue
+		}
 		rec := a.rec
 		if rec == nil || rec.DeploymentID != st.DeploymentID {
 			rec = &record{AppID: app, DeploymentID: st.DeploymentID, Booted: true,
@@ -99,7 +140,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 		case vmm.Running:
 			rec.Sleeping = false
 			if a.prober == nil {
-				d.startProber(app, rec, st)
+				d.startProber(a, st)
 			}
 			if p := a.prober; p != nil {
 				rec.Health = p.record()
@@ -114,7 +155,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 				}
 			}
 		case vmm.Exited:
-			d.stopProber(app)
+			d.stopProber(a)
 			if rec.FailedAt.IsZero() {
 				rec.FailedAt = now
 				rec.LastExitCode = st.ExitCode
@@ -123,9 +164,9 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status) {
 			}
 		}
 	}
-	for app, a := range d.apps {
-		if st, ok := vms[app]; a.prober != nil && (!ok || st.State != vmm.Running) {
-			d.stopProber(app)
+	for _, a := range d.apps {
+		if a.prober != nil && !a.stale(seen) && !a.up() {
+			d.stopProber(a)
 		}
 	}
 }
@@ -144,7 +185,9 @@ func (d *Daemon) instance(app string) *desired.DesiredInstance {
 	return d.byApp[app]
 }
 
-func (d *Daemon) observed(now time.Time, vms map[string]vmm.Status, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
+// observed is the planner's view of the host: what a pass listed, and what
+// the daemon remembers of each app.
+func (d *Daemon) observed(now time.Time, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
 	obs := plan.Observed{
 		Now:         now,
 		Instances:   make(map[string]plan.Instance, len(d.apps)),
@@ -154,27 +197,9 @@ func (d *Daemon) observed(now time.Time, vms map[string]vmm.Status, vols map[str
 		Problems:    d.problems,
 	}
 	for app, a := range d.apps {
-		rec := a.rec
-		if rec == nil {
-			continue
+		if o, ok := d.observedApp(a); ok {
+			obs.Instances[app] = o
 		}
-		o := plan.Instance{
-			DeploymentID: rec.DeploymentID, Health: rec.Health.State, Sleeping: rec.Sleeping,
-			Booted: rec.Booted, VolumeID: rec.VolumeID, StartedAt: rec.StartedAt,
-			OutOfRestarts: rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID,
-		}
-		if st, ok := vms[app]; ok {
-			o.DeploymentID = st.DeploymentID
-			if st.State == vmm.Running {
-				o.VM = plan.Up
-			} else {
-				o.VM = plan.Exited
-			}
-		}
-		if d.deps.Traffic != nil {
-			o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(app)
-		}
-		obs.Instances[app] = o
 	}
 	for id, v := range vols {
 		obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes}
@@ -186,4 +211,30 @@ func (d *Daemon) observed(now time.Time, vms map[string]vmm.Status, vols map[str
 		obs.Exports[id] = true
 	}
 	return obs
+}
+
+// observedApp is what the planner is told of one app.
+func (d *Daemon) observedApp(a *app) (plan.Instance, bool) {
+	rec := a.rec
+	if rec == nil {
+		return plan.Instance{}, false
+	}
+	o := plan.Instance{
+		DeploymentID: rec.DeploymentID, Health: rec.Health.State, Sleeping: rec.Sleeping,
+		Booted: rec.Booted, VolumeID: rec.VolumeID, StartedAt: rec.StartedAt,
+		OutOfRestarts: rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID,
+		WantAwake:     a.wantAwake, WantAsleep: a.wantAsleep,
+	}
+	if a.hasVM {
+		o.DeploymentID = a.vm.DeploymentID
+		if a.vm.State == vmm.Running {
+			o.VM = plan.Up
+		} else {
+			o.VM = plan.Exited
+		}
+	}
+	if d.deps.Traffic != nil {
+		o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(a.id)
+	}
+	return o, true
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // prober runs one up guest's health check in its own goroutine and keeps
-// the state machine's record; the pass reads it. A change of state kicks
-// a pass, so a guest becoming healthy (or failing) is reported at once.
+// the state machine's record; the pass reads it. A change of state is
+// published at once (the route of a guest that became healthy goes up, a
+// wake waiting on it returns) and kicks a pass, which reports it.
 type prober struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -41,8 +42,10 @@ var probeClient = &http.Client{
 	},
 }
 
-func (d *Daemon) startProber(app string, rec *record, st vmm.Status) {
-	d.stopProber(app)
+// startProber starts a's prober for its guest st (mu held).
+func (d *Daemon) startProber(a *app, st vmm.Status) {
+	d.stopProber(a)
+	app, rec := a.id, a.rec
 	p := &prober{
 		kind:     desired.HealthTCP,
 		endpoint: st.Endpoint,
@@ -73,20 +76,40 @@ func (d *Daemon) startProber(app string, rec *record, st vmm.Status) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	d.appOf(app).prober = p
-	go p.run(ctx, d.Kick)
+	a.prober = p
+	d.probers.Add(1)
+	go func() {
+		defer d.probers.Done()
+		p.run(ctx, func() { d.proberChanged(app, p) })
+	}()
 }
 
-func (d *Daemon) stopProber(app string) {
-	if a := d.apps[app]; a != nil && a.prober != nil {
+// stopProber stops a's prober (mu held). It does not wait for the
+// goroutine, which may be waiting for mu to report a change: a change from
+// a prober that is no longer the app's is ignored (proberChanged), and
+// Close waits for every prober to end.
+func (d *Daemon) stopProber(a *app) {
+	if a.prober != nil {
 		a.prober.stop()
 		a.prober = nil
 	}
 }
 
-func (p *prober) stop() {
-	p.cancel()
-	<-p.done
+func (p *prober) stop() { p.cancel() }
+
+// proberChanged publishes a change of app's health as p saw it.
+func (d *Daemon) proberChanged(app string, p *prober) {
+	d.mu.Lock()
+	a := d.apps[app]
+	if a == nil || a.prober != p {
+		d.mu.Unlock()
+		return
+	}
+	a.signal()
+	d.publishLocked()
+	d.mu.Unlock()
+	d.applyRoutes(d.workCtx)
+	d.Kick()
 }
 
 func (p *prober) record() health.Record {

@@ -14,7 +14,6 @@ import (
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/slot"
-	"alpnib.dev/nibrunner/vmm"
 )
 
 // ReportName is the report's file name in the state folder.
@@ -22,7 +21,7 @@ const ReportName = "reported.json"
 
 // report says what the host is, after this pass, in sentences a person
 // can act on.
-func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
+func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
 	r := &reported.HostReportedState{
 		HostId:     desired.HostId(d.cfg.HostID),
 		ReportedAt: now,
@@ -36,11 +35,11 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 	}
 	var usedMiB uint64
 	var usedCPU uint32
-	for app, st := range vms {
-		if st.State != vmm.Running {
+	for app, a := range d.apps {
+		if !a.up() {
 			continue
 		}
-		if rec := d.record(app); rec != nil {
+		if rec := a.rec; rec != nil {
 			usedMiB += rec.MemoryMiB
 		}
 		if in := d.instance(app); in != nil {
@@ -56,7 +55,7 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 		r.HostId = d.doc.HostId
 	}
 	for i := range d.doc.Instances {
-		r.Instances = append(r.Instances, d.instanceReport(now, &d.doc.Instances[i], vms))
+		r.Instances = append(r.Instances, d.instanceReport(now, &d.doc.Instances[i]))
 	}
 	r.Volumes = d.volumeReports(vols)
 	for _, c := range d.doc.Checkpoints {
@@ -81,7 +80,7 @@ func (d *Daemon) report(now time.Time, vms map[string]vmm.Status, vols map[strin
 	return r
 }
 
-func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms map[string]vmm.Status) reported.Instance {
+func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance) reported.Instance {
 	app := string(in.AppId)
 	ri := reported.Instance{AppId: in.AppId, DeploymentId: in.DeploymentId}
 	a := d.known(app)
@@ -95,7 +94,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 		// the slot's: QEMU's user network forwards the slot's port (the
 		// same number), but the fake VMM's guest listens on a port of its
 		// own, so its report names that one.
-		if st, ok := vms[app]; ok && st.State == vmm.Running {
+		if st := a.vm; a.up() {
 			if ap, err := netip.ParseAddrPort(st.Endpoint); err == nil && ap.Addr().IsLoopback() {
 				ri.HostPort = ap.Port()
 			}
@@ -108,15 +107,15 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 	if rec != nil && rec.DeploymentID != string(in.DeploymentId) {
 		rec = nil // the old deployment's record says nothing of this one
 	}
-	st, hasVM := vms[app]
-	up := hasVM && st.State == vmm.Running && st.DeploymentID == string(in.DeploymentId)
+	st := a.vm
+	up := a.up() && st.DeploymentID == string(in.DeploymentId)
 	var state health.State
 	var msg string
 	switch {
 	case d.problems[app] != "":
 		state, msg = health.Failed, "this host cannot run it: "+d.problems[app]
-	case a.noteFails:
-		state, msg = health.Failed, a.note
+	case a.failure != "" && a.failureDep == string(in.DeploymentId) && in.DesiredState != desired.StateStopped:
+		state, msg = health.Failed, a.failure
 	case rec != nil && rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID && !up && in.DesiredState != desired.StateStopped:
 		state = health.Failed
 		msg = fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again", rec.Budget.Total, in.Config.RestartPolicy.MaxRestarts, rec.FailReason)
@@ -137,6 +136,9 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance, vms 
 		if at := a.restartAt; !at.IsZero() {
 			msg += fmt.Sprintf("; restart %d of %d in %s", rec.Budget.Window+1, in.Config.RestartPolicy.MaxRestarts, roundDur(at.Sub(now)))
 		}
+	case a.busy && !up && in.DesiredState != desired.StateStopped:
+		// Its worker is starting or waking it.
+		state = health.Starting
 	default:
 		waiting := a.note != ""
 		booted := rec != nil && rec.Booted

@@ -12,71 +12,120 @@ import (
 	"alpnib.dev/nibrunner/vmm"
 )
 
-// routeAndNetwork hands the router and the network their whole tables,
-// only when they changed.
-func (d *Daemon) routeAndNetwork(ctx context.Context, vms map[string]vmm.Status) {
-	var nets []NetSlot
-	var routes []route.Route
-	if d.doc != nil {
-		for i := range d.doc.Instances {
-			in := &d.doc.Instances[i]
-			app := string(in.AppId)
-			a := d.apps[app]
-			if a == nil || !a.hasSlot {
-				continue
-			}
-			n := a.slot
-			st, up := vms[app]
-			up = up && st.State == vmm.Running
-			nets = append(nets, NetSlot{AppID: app, Slot: n, Network: slot.Network(n), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, n), Forward: up})
-			state := route.Down
-			rec := a.rec
-			var addr string
-			if up {
-				addr = st.Endpoint
-			}
-			switch {
-			case up && d.answering(app):
-				state = route.Up
-			case up && in.DesiredState != desired.StateStopped:
-				// Booting: the activator waits on Wake, which joins this
-				// boot's prober, rather than proxying to a guest that does
-				// not listen yet (a 502).
-				state = route.Sleeping
-			case in.DesiredState == desired.StateOnRequest && rec != nil && rec.Booted:
-				state = route.Sleeping
-			}
-			for _, h := range in.Hostnames {
-				routes = append(routes, route.Route{Hostname: string(h.Hostname), AppID: app, HostPort: slot.HostPort(n), Addr: addr, State: state})
-			}
-		}
-	}
-	sort.Slice(routes, func(i, j int) bool { return routes[i].Hostname < routes[j].Hostname })
-	if !d.netReady || !reflect.DeepEqual(nets, d.lastNet) {
+// routeAndNetwork publishes the routes and hands the network its whole
+// ruleset when the slots changed. The tables are made under the lock; the
+// network and the router are called outside it.
+func (d *Daemon) routeAndNetwork(ctx context.Context) {
+	d.mu.Lock()
+	nets := d.netSlots()
+	stale := !d.netReady || !reflect.DeepEqual(nets, d.lastNet)
+	d.publishLocked()
+	d.mu.Unlock()
+	if stale {
 		cctx, cancel := context.WithTimeout(ctx, opTimeout)
 		err := d.deps.Network.Apply(cctx, nets)
 		cancel()
+		d.mu.Lock()
 		if err != nil {
 			d.netErr = err.Error()
 			d.cfg.Logf("nibrunnerd: apply the network rules: %v", err)
 		} else {
 			d.netReady, d.netErr, d.lastNet = true, "", nets
 		}
+		d.mu.Unlock()
 	}
-	if !reflect.DeepEqual(routes, d.lastRoute) {
-		if err := d.deps.Router.Apply(ctx, routes); err != nil {
-			d.cfg.Logf("nibrunnerd: apply the routes: %v", err)
-		} else {
-			d.lastRoute = routes
+	d.applyRoutes(ctx)
+}
+
+// netSlots is the network's table: every listed app with a slot, its
+// ports forwarded while its guest is up (mu held).
+func (d *Daemon) netSlots() []NetSlot {
+	var nets []NetSlot
+	if d.doc == nil {
+		return nets
+	}
+	for i := range d.doc.Instances {
+		in := &d.doc.Instances[i]
+		a := d.apps[string(in.AppId)]
+		if a == nil || !a.hasSlot {
+			continue
 		}
+		nets = append(nets, NetSlot{AppID: a.id, Slot: a.slot, Network: slot.Network(a.slot), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, a.slot), Forward: a.up()})
+	}
+	return nets
+}
+
+// publishLocked makes the table the request path reads from what the
+// daemon knows now, and swaps it in if it differs (mu held). It is the one
+// place routes are made; applyRoutes hands them to the router.
+func (d *Daemon) publishLocked() {
+	var routes []route.Route
+	backends := map[string]string{}
+	for app, a := range d.apps {
+		if a.prober != nil && a.prober.endpoint != "" {
+			backends[app] = a.prober.endpoint
+		}
+	}
+	if d.doc != nil {
+		for i := range d.doc.Instances {
+			in := &d.doc.Instances[i]
+			a := d.apps[string(in.AppId)]
+			if a == nil || !a.hasSlot {
+				continue
+			}
+			up := a.up()
+			state := route.Down
+			var addr string
+			if up {
+				addr = a.vm.Endpoint
+			}
+			switch {
+			case up && answering(a):
+				state = route.Up
+			case up && in.DesiredState != desired.StateStopped:
+				// Booting: the activator waits on Wake, which waits for
+				// this boot's prober, rather than proxying to a guest that
+				// does not listen yet (a 502).
+				state = route.Sleeping
+			case in.DesiredState == desired.StateOnRequest && a.rec != nil && a.rec.Booted:
+				state = route.Sleeping
+			}
+			for _, h := range in.Hostnames {
+				routes = append(routes, route.Route{Hostname: string(h.Hostname), AppID: a.id, HostPort: slot.HostPort(a.slot), Addr: addr, State: state})
+			}
+		}
+	}
+	sort.Slice(routes, func(i, j int) bool { return routes[i].Hostname < routes[j].Hostname })
+	t := route.NewTable(routes, backends)
+	if !t.Same(d.table.Load()) {
+		d.table.Store(t)
 	}
 }
 
-// answering tells whether app's guest has passed its health check: its
+// applyRoutes gives the router the published routes if it has not had
+// them yet. Calls are ordered (routeMu), and the newest table wins.
+func (d *Daemon) applyRoutes(ctx context.Context) {
+	d.routeMu.Lock()
+	defer d.routeMu.Unlock()
+	t := d.table.Load()
+	if t == d.applied {
+		return
+	}
+	if d.applied != nil && t.SameRoutes(d.applied) {
+		d.applied = t // only the backends changed
+		return
+	}
+	if err := d.deps.Router.Apply(ctx, t.Routes()); err != nil {
+		d.cfg.Logf("nibrunnerd: apply the routes: %v", err)
+		return
+	}
+	d.applied = t
+}
+
+// answering tells whether a's guest has passed its health check: its
 // prober says running, or unhealthy (it answered once and may still).
-func (d *Daemon) answering(app string) bool {
-	a := d.apps[app]
-	if a == nil || a.prober == nil {
+func answering(a *app) bool {
+	if a.prober == nil {
 		return false
 	}
 	s := a.prober.record().State

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -14,42 +13,41 @@ import (
 	"alpnib.dev/nibrunner/vmm"
 )
 
-// bringUp starts (or wakes) one app's guest if everything it needs is in
-// place: the network rules, its volume, room in memory, a slot, its layers.
-// Whatever is missing is noted for the report and the start waits for a
-// later pass. It returns the memory the guest now holds.
-func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceAction, in *desired.DesiredInstance, vms map[string]vmm.Status, vols map[string]VolumeInfo, inUse uint64) (uint64, bool) {
-	app := a.AppID
-	dep := string(in.DeploymentId)
-	x := d.appOf(app)
-	rec := x.rec
-	if rec == nil || rec.DeploymentID != dep {
-		// A new app, or a new deployment: a fresh record and budget.
-		rec = &record{AppID: app, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
-		x.rec = rec
+// bringUp starts (or wakes) app's guest on its worker: it makes the
+// layers ready (bounded by layerFetches, outside the VM gate, so a slow
+// fetch holds back no other app), then takes a turn at the VM gate (a wake
+// that a request waits on goes first) and boots. The result is committed
+// under the lock.
+func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
+	id, dep := x.AppID, string(in.DeploymentId)
+	images, err := d.prepareLayers(ctx, in)
+	if err != nil {
+		d.commit(id, func(a *app) {
+			a.wantAwake = false
+			a.failure, a.failureDep = "its layers could not be made ready: "+err.Error(), dep
+		})
+		return
 	}
-	rec.VolumeID = string(in.VolumeId)
-	if !d.netReady {
-		d.note(app, "waiting to be started: the host network rules are not in place yet ("+d.netErr+")", false)
-		return 0, false
+	spec := d.spec(in, n, images)
+	if err := d.vmGate.acquire(ctx, urgent); err != nil {
+		d.commit(id, func(a *app) { a.wantAwake = false })
+		return
 	}
-	if _, ok := vols[string(in.VolumeId)]; !ok {
-		why := "it is not made yet"
-		if e := d.volErr[string(in.VolumeId)]; e != "" {
-			why = e
-		}
-		d.note(app, fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, why), false)
-		return 0, false
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	var st vmm.Status
+	if x.Kind == plan.Wake {
+		st, err = d.deps.VMM.Wake(cctx, spec)
+	} else {
+		st, err = d.deps.VMM.Start(cctx, spec)
 	}
-	need := uint64(in.Config.Resources.MemoryMib)
-	if short := slot.Shortfall(d.cfg.CapacityMiB, inUse, need); short > 0 {
-		d.note(app, slot.WaitingMessage(short), false)
-		return 0, false
-	}
-	n, ok := d.ensureSlot(ctx, app)
-	if !ok {
-		return 0, false
-	}
+	cancel()
+	d.vmGate.release()
+	now := d.cfg.Now().UTC()
+	d.commit(id, func(a *app) { d.started(a, x, in, st, err, now) })
+}
+
+// prepareLayers makes in's layers ready to attach.
+func (d *Daemon) prepareLayers(ctx context.Context, in *desired.DesiredInstance) ([]layer.Image, error) {
 	specs := make([]layer.Spec, len(in.Layers))
 	for i, l := range in.Layers {
 		specs[i] = layer.Spec{Index: i, Kind: layer.Kind(l.Kind), Digest: string(l.Digest), ObjectKey: string(l.ObjectKey), DestinationPath: string(l.DestinationPath)}
@@ -58,39 +56,44 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 			specs[i].SizeBytes = &sz
 		}
 	}
+	select {
+	case d.fetches <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-d.fetches }()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	images, err := d.deps.Layers.PrepareAll(lctx, specs)
-	cancel()
-	if err != nil {
-		d.note(app, "its layers could not be made ready: "+err.Error(), true)
-		return 0, false
+	defer cancel()
+	return d.deps.Layers.PrepareAll(lctx, specs)
+}
+
+// started records a start's outcome in a (mu held).
+func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
+	a.wantAwake = false
+	dep := string(in.DeploymentId)
+	rec := a.rec
+	if rec == nil || rec.DeploymentID != dep {
+		rec = &record{AppID: a.id, DeploymentID: dep, VolumeID: string(in.VolumeId), Budget: backoff.Budget{DeploymentID: dep}}
+		a.rec = rec
 	}
-	spec := d.spec(in, n, images)
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
-	var st vmm.Status
-	if a.Kind == plan.Wake {
-		st, err = d.deps.VMM.Wake(cctx, spec)
-	} else {
-		st, err = d.deps.VMM.Start(cctx, spec)
-	}
-	cancel()
-	if a.Kind == plan.Restart {
+	if x.Kind == plan.Restart {
 		// A restart that fails to boot still spends one restart, so a
 		// guest that cannot start backs off instead of spinning.
 		dec := policyOf(in).Next(rec.Budget, rec.FailedAt, now)
 		rec.Budget = rec.Budget.Restarted(dec, now)
 	}
 	if err != nil {
-		d.note(app, "the microVM could not be started: "+err.Error(), true)
-		return 0, false
+		a.failure, a.failureDep = "the microVM could not be started: "+err.Error(), dep
+		return
 	}
-	switch a.Kind {
+	switch x.Kind {
 	case plan.Restart, plan.Wake:
 	default:
 		rec.Budget = rec.Budget.ForDeployment(dep).Started(now)
 	}
+	a.failure, a.failureDep = "", ""
 	rec.Booted, rec.Sleeping = true, false
-	rec.MemoryMiB = need
+	rec.MemoryMiB = uint64(in.Config.Resources.MemoryMib)
 	rec.Health = health.Started(now)
 	rec.StartedAt = now // the daemon's clock, which the sleep policy reads
 	rec.FailedAt, rec.FailReason, rec.Message = time.Time{}, "", ""
@@ -99,29 +102,8 @@ func (d *Daemon) bringUp(ctx context.Context, now time.Time, a plan.InstanceActi
 	for _, l := range in.Layers {
 		rec.LayerDigests = append(rec.LayerDigests, string(l.Digest))
 	}
-	vms[app] = st
-	d.startProber(app, rec, st)
-	return need, true
-}
-
-// ensureSlot gives app a slot if it has none, persisting it before
-// anything relies on it; a note says why when none is left.
-func (d *Daemon) ensureSlot(ctx context.Context, app string) (int, bool) {
-	a := d.appOf(app)
-	if a.hasSlot {
-		return a.slot, true
-	}
-	added, full := slot.Assign(d.slots(), []string{app}, d.cfg.MaxApps)
-	if len(full) > 0 {
-		d.note(app, fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps), false)
-		return 0, false
-	}
-	if err := d.db.PutSlots(ctx, added); err != nil {
-		d.note(app, "waiting to be started: its slot could not be recorded: "+err.Error(), false)
-		return 0, false
-	}
-	a.slot, a.hasSlot = added[app], true
-	return a.slot, true
+	a.vm, a.hasVM = st, true
+	d.startProber(a, st)
 }
 
 func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {

@@ -2,97 +2,167 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/route"
-	"alpnib.dev/nibrunner/vmm"
 )
 
+// ErrClosed is what a wake or sleep of a daemon that is closing answers.
+var ErrClosed = errors.New("the daemon is closing")
+
 // Wake brings an on-request app up for a request and returns once its
-// health check passes, so the activator can hand the caller on. Callers
-// that arrive while a wake is under way share it: they find the guest up
-// and wait on the same health check. A wake never spends the restart
-// budget, and waits (pending) like any start when memory is short.
+// health check passes, so the activator can hand the caller on. It marks
+// the app wanted awake and asks the planner about that one app; the app's
+// worker acts at once, whatever a pass is doing, and its wake takes the
+// next turn at the VM gate. Callers that arrive while a wake (or a boot)
+// is under way share it: they wait on the same app's signal. A wake never
+// spends the restart budget, and is refused (the activator answers 503)
+// while memory is short.
 func (d *Daemon) Wake(ctx context.Context, app string) error {
-	p, err := d.wakeLocked(ctx, app)
-	if err != nil {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.wakeable(app); err != nil {
 		return err
 	}
-	d.Kick()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
+	a := d.appOf(app)
+	a.wantAwake = true
 	for {
-		switch s := p.record().State; s {
-		case health.Running:
-			return nil
-		case health.Failed, health.Unhealthy:
-			return fmt.Errorf("wake %s: %s", app, p.failureMessage())
+		if d.workCtx.Err() != nil {
+			return fmt.Errorf("wake %s: %w", app, ErrClosed)
 		}
+		if err := d.wakeable(app); err != nil {
+			a.wantAwake = false
+			return err
+		}
+		if done, err := d.wakeDone(a); done {
+			return err
+		}
+		ch := a.wait()
+		d.mu.Unlock()
 		select {
 		case <-ctx.Done():
+			d.mu.Lock()
 			return fmt.Errorf("wake %s: %w", app, ctx.Err())
-		case <-p.done:
-			return fmt.Errorf("wake %s: the guest went down while waking", app)
-		case <-tick.C:
+		case <-d.workCtx.Done():
+		case <-ch:
 		}
+		d.mu.Lock()
 	}
 }
 
-func (d *Daemon) wakeLocked(ctx context.Context, app string) (*prober, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// wakeable refuses a wake of an app the document does not ask up (mu held).
+func (d *Daemon) wakeable(app string) error {
 	in := d.instance(app)
 	if in == nil || in.DesiredState == desired.StateStopped || d.problems[app] != "" {
-		return nil, fmt.Errorf("wake %s: %w", app, route.ErrNotRunning)
+		return fmt.Errorf("wake %s: %w", app, route.ErrNotRunning)
 	}
-	if p := d.appOf(app).prober; p != nil {
-		return p, nil
+	return nil
+}
+
+// wakeDone says whether a wake of a is over, and how (mu held). While it is
+// not, it makes sure the planner was asked: when the app's worker is free
+// and no guest is up, the planner decides for the app and its worker acts.
+func (d *Daemon) wakeDone(a *app) (bool, error) {
+	app := a.id
+	if a.prober != nil {
+		// Up, or booting: the wake is this guest's health check.
+		a.wantAwake = false
+		switch a.prober.record().State {
+		case health.Running:
+			return true, nil
+		case health.Failed, health.Unhealthy:
+			return true, fmt.Errorf("wake %s: %s", app, a.prober.failureMessage())
+		}
+		return false, nil
 	}
-	if rec := d.record(app); rec != nil && rec.DeploymentID == string(in.DeploymentId) && rec.Budget.Exhausted {
-		return nil, fmt.Errorf("wake %s: it is out of restarts until a new deploymentId", app)
+	if a.busy {
+		return false, nil
 	}
-	list, err := d.deps.VMM.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("wake %s: %w", app, err)
+	if a.up() {
+		// Up without a prober (a sleep that failed, before the next pass
+		// probes it again): the wake is its health check.
+		d.startProber(a, a.vm)
+		return false, nil
 	}
-	vms := map[string]vmm.Status{}
-	var inUse uint64
-	for _, st := range list {
-		vms[st.AppID] = st
-		if st.State == vmm.Running {
-			if rec := d.record(st.AppID); rec != nil {
-				inUse += rec.MemoryMiB
-			}
+	if !a.wantAwake {
+		// The wake's start committed without a guest.
+		why := a.failure
+		if why == "" {
+			why = "the guest went down while waking"
+		}
+		return true, fmt.Errorf("wake %s: %s", app, why)
+	}
+	if why := d.decide(a); why != "" {
+		a.wantAwake = false
+		return true, fmt.Errorf("wake %s: %s", app, why)
+	}
+	return false, nil
+}
+
+// decide plans app a alone, from what the daemon knows now, and hands the
+// action to its worker (mu held). It returns why nothing could be done.
+func (d *Daemon) decide(a *app) string {
+	in := d.instance(a.id)
+	o, _ := d.observedApp(a)
+	obs := plan.Observed{Now: d.cfg.Now().UTC(), Instances: map[string]plan.Instance{}, Volumes: map[string]plan.Volume{}, Problems: d.problems}
+	if a.rec != nil {
+		obs.Instances[a.id] = o
+	}
+	for id, v := range d.vols {
+		if id == string(in.VolumeId) {
+			obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes}
 		}
 	}
-	if st, ok := vms[app]; ok && st.State == vmm.Exited {
-		return nil, fmt.Errorf("wake %s: it failed and waits for its restart", app)
+	x, ok := plan.App(d.doc, in, obs)
+	if !ok {
+		switch {
+		case a.rec != nil && a.rec.Budget.Exhausted && a.rec.DeploymentID == string(in.DeploymentId):
+			return "it is out of restarts until a new deploymentId"
+		case a.hasVM && !a.up():
+			return "it failed and waits for its restart"
+		}
+		return "nothing to wake: " + d.notOrPending(a)
 	}
-	vols, err := d.deps.Volumes.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("wake %s: %w", app, err)
+	switch x.Kind {
+	case plan.Start, plan.Wake, plan.Replace, plan.Recover:
+	case plan.Restart:
+		if !d.restartDue(a.id, obs.Now) {
+			return "it failed and waits for its restart"
+		}
+	default:
+		return fmt.Sprintf("the planner asks %s first", x.Kind)
 	}
-	d.note(app, "", false)
-	if _, ok := d.bringUp(ctx, d.cfg.Now().UTC(), plan.InstanceAction{Kind: plan.Wake, AppID: app}, in, vms, vols, inUse); !ok {
-		return nil, fmt.Errorf("wake %s: %s", app, d.apps[app].note)
+	if !a.hasSlot {
+		// Its first boot: the pass gives it a slot and starts it.
+		d.Kick()
+		return ""
 	}
-	return d.apps[app].prober, nil
+	a.note = ""
+	need, ok := d.admit(x, in, d.vols, d.inUseMiB())
+	if !ok {
+		return a.note
+	}
+	d.dispatch(x, in, need)
+	return ""
+}
+
+func (d *Daemon) notOrPending(a *app) string {
+	if a.note != "" {
+		return a.note
+	}
+	return "its volume is not ready"
 }
 
 // Backend is host:port where app's guest answers now (the VMM's endpoint,
 // as its health check reaches it), or "" when no guest is up or the VMM
 // names none. The proxy asks after a wake: the route it holds was made
 // while the app slept, and a woken guest may answer somewhere new (the
-// fake VMM's guests listen on a fresh loopback port each start).
+// fake VMM's guests listen on a fresh loopback port each start). It reads
+// the published table and takes no lock.
 func (d *Daemon) Backend(app string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if a := d.apps[app]; a != nil && a.prober != nil {
-		return a.prober.endpoint
-	}
-	return ""
+	return d.table.Load().Backend(app)
 }

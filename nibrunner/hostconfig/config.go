@@ -34,11 +34,15 @@ const MaxApps = (65535 - 21000 + 1) / 8
 // Config is config.toml. Fields tagged toml:"-" are parsed from the raw
 // ones by Load.
 type Config struct {
-	MaxApps   int       `toml:"max_apps"`
-	Paths     Paths     `toml:"paths"`
-	Artifacts Artifacts `toml:"artifacts"`
-	Volumes   Volumes   `toml:"volumes"`
-	Exports   Exports   `toml:"exports"`
+	MaxApps int `toml:"max_apps"`
+	// MaxConcurrentVMStarts bounds the guest starts, wakes, stops and
+	// sleeps in flight at once (ours; optional, 1 to 256). Absent (or 0):
+	// one per CPU, since a software-emulated boot keeps a core busy.
+	MaxConcurrentVMStarts int       `toml:"max_concurrent_vm_starts,omitempty"`
+	Paths                 Paths     `toml:"paths"`
+	Artifacts             Artifacts `toml:"artifacts"`
+	Volumes               Volumes   `toml:"volumes"`
+	Exports               Exports   `toml:"exports"`
 	// Checkpoints holds only settings with defaults, so it may be absent.
 	Checkpoints Checkpoints `toml:"checkpoints"`
 	Network     Network     `toml:"network"`
@@ -221,6 +225,9 @@ func Load(path string) (*Config, error) {
 func (c *Config) validate(v *validator) {
 	if c.MaxApps < 1 || c.MaxApps > MaxApps {
 		v.fail("max_apps is %d; it must be 1 to %d (each app owns 8 host ports from 21000)", c.MaxApps, MaxApps)
+	}
+	if n := c.MaxConcurrentVMStarts; n < 0 || n > 256 {
+		v.fail("max_concurrent_vm_starts is %d; it must be 1 to 256 (or absent: one per CPU)", n)
 	}
 	v.absolute("paths.state_dir", c.Paths.StateDir)
 	v.absolute("paths.runtime_dir", c.Paths.RuntimeDir)

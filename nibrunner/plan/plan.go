@@ -59,6 +59,9 @@ type Instance struct {
 	LastTrafficAt time.Time
 	// Busy: a request or stream is open right now.
 	Busy bool
+	// WantAwake: a request waits for the app (a wake); WantAsleep: an
+	// operator asked it to sleep now.
+	WantAwake, WantAsleep bool
 }
 
 // Volume is what the host observed of one volume.
@@ -89,7 +92,8 @@ const (
 	// Restart boots again a guest that exited or failed its health check;
 	// it spends the restart budget and waits for backoff.
 	Restart InstanceKind = "restart"
-	// Wake restores a sleeping app; it never spends the budget.
+	// Wake restores a sleeping app (or boots it cold when its snapshot
+	// cannot be used); it never spends the budget.
 	Wake InstanceKind = "wake"
 	// Replace takes down a guest (or snapshot) of another deployment and
 	// starts the new one.
@@ -192,6 +196,20 @@ func Plan(doc *desired.HostDesiredState, obs Observed) Actions {
 	return a
 }
 
+// App is Plan for one instance of doc: the action it needs now, if any.
+// A wake asks it, so that the planner decides a wake as it decides
+// everything else, without planning the whole host.
+func App(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs Observed) (InstanceAction, bool) {
+	wantVol := map[string]desired.DesiredVolume{}
+	for _, v := range doc.Volumes {
+		if v.VolumeId == in.VolumeId {
+			wantVol[string(v.VolumeId)] = v
+		}
+	}
+	act, ok := planInstance(in, obs, wantVol)
+	return InstanceAction{Kind: act, AppID: string(in.AppId)}, ok
+}
+
 func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]desired.DesiredVolume) (InstanceKind, bool) {
 	app := string(in.AppId)
 	o, seen := obs.Instances[app]
@@ -236,7 +254,7 @@ func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]
 		}
 		return Restart, true
 	case up:
-		if in.DesiredState == desired.StateOnRequest && sleepDue(in.EffectiveSleepPolicy(), o, obs.Now) {
+		if in.DesiredState == desired.StateOnRequest && !o.WantAwake && (o.WantAsleep || sleepDue(in.EffectiveSleepPolicy(), o, obs.Now)) {
 			return Sleep, true
 		}
 		return "", false
@@ -246,15 +264,19 @@ func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]
 		}
 		return Restart, true
 	case seen && o.Sleeping:
-		if in.DesiredState == desired.StateRunning {
+		if in.DesiredState == desired.StateRunning || o.WantAwake {
 			return Wake, true
 		}
-		return "", false // on-request: the activator wakes it
+		return "", false // on-request: it waits for a request
 	case outOfRestarts:
 		return "", false
 	case in.DesiredState == desired.StateOnRequest && booted:
 		// Booted once and now down without a snapshot (slept and the
-		// snapshot was discarded): it waits for a request like a sleeper.
+		// snapshot was discarded): it waits for a request like a sleeper,
+		// and a request wakes it (cold).
+		if o.WantAwake {
+			return Wake, true
+		}
 		return "", false
 	default:
 		return Start, true

@@ -8,6 +8,7 @@ package route
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 )
 
 // ErrNotRunning is what a wake answers for an app the document asks
@@ -46,3 +47,82 @@ type Route struct {
 type Router interface {
 	Apply(ctx context.Context, routes []Route) error
 }
+
+// Table is one published routing table and where each app answers now. It
+// is immutable once made: the daemon makes a new one on every change and
+// swaps it in whole (Published), so a reader on the request path takes no
+// lock and never sees half a change.
+type Table struct {
+	routes   []Route
+	backends map[string]string
+}
+
+// NewTable makes a table of routes (kept in the order given) and backends
+// (host:port where each app's guest answers, by app id). It keeps both as
+// given: the caller must not change them afterwards.
+func NewTable(routes []Route, backends map[string]string) *Table {
+	return &Table{routes: routes, backends: backends}
+}
+
+// Routes returns a copy of the table's routes.
+func (t *Table) Routes() []Route {
+	if t == nil {
+		return nil
+	}
+	return append([]Route(nil), t.routes...)
+}
+
+// Backend is host:port where app's guest answers now, or "" when none is
+// up or the VMM names none.
+func (t *Table) Backend(app string) string {
+	if t == nil {
+		return ""
+	}
+	return t.backends[app]
+}
+
+// SameRoutes reports whether t and u hold the same routes in the same
+// order.
+func (t *Table) SameRoutes(u *Table) bool {
+	if t == nil || u == nil {
+		return t == u
+	}
+	if len(t.routes) != len(u.routes) {
+		return false
+	}
+	for i := range t.routes {
+		if t.routes[i] != u.routes[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Same reports whether t and u hold the same routes and name the same
+// backends.
+func (t *Table) Same(u *Table) bool {
+	if !t.SameRoutes(u) || len(t.backends) != len(u.backends) {
+		return false
+	}
+	for app, addr := range t.backends {
+		if other, ok := u.backends[app]; !ok || other != addr {
+			return false
+		}
+	}
+	return true
+}
+
+// Published is the current Table, swapped atomically. The zero value holds
+// an empty table.
+type Published struct{ p atomic.Pointer[Table] }
+
+// Load returns the current table (never nil).
+func (p *Published) Load() *Table {
+	if t := p.p.Load(); t != nil {
+		return t
+	}
+	return &Table{}
+}
+
+// Store publishes t.
+func (p *Published) Store(t *Table) { p.p.Store(t) }

@@ -1,0 +1,366 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"alpnib.dev/nibrunner/backoff"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/slot"
+)
+
+// act carries out a plan: take-downs and sleeps go to the apps' workers at
+// once; then the pass converges volumes, gives every app about to start a
+// slot and the network its rules, admits starts into memory and hands them
+// to the workers; then checkpoints and exports. It does not wait for the
+// workers: each commits its result and asks for a pass.
+func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) {
+	var ups, sleeps []plan.InstanceAction
+	d.mu.Lock()
+	for _, x := range acts.Instances {
+		a := d.apps[x.AppID]
+		if a != nil && a.busy {
+			continue // its worker is at it; the next pass plans again
+		}
+		switch x.Kind {
+		case plan.Stop, plan.Forget:
+			d.dispatch(x, nil, 0)
+		case plan.Sleep:
+			if a != nil && (a.wantAsleep || !now.Before(a.sleepRetry.next)) {
+				sleeps = append(sleeps, x)
+			}
+		case plan.Restart:
+			if d.restartDue(x.AppID, now) {
+				ups = append(ups, x)
+			}
+		default:
+			ups = append(ups, x)
+		}
+	}
+	// The longest idle sleeps first.
+	lastActive := func(app string) time.Time {
+		t := d.record(app).StartedAt
+		if d.deps.Traffic != nil {
+			if last, _ := d.deps.Traffic.Activity(app); last.After(t) {
+				t = last
+			}
+		}
+		return t
+	}
+	sort.SliceStable(sleeps, func(i, j int) bool { return lastActive(sleeps[i].AppID).Before(lastActive(sleeps[j].AppID)) })
+	for _, x := range sleeps {
+		d.dispatch(x, nil, 0)
+	}
+	d.mu.Unlock()
+
+	for _, v := range acts.Volumes {
+		d.applyVolume(ctx, now, doc, v, vols)
+	}
+	// Every app about to start holds its slot, and the network has its
+	// tap and rules, before the first guest boots.
+	if len(ups) > 0 {
+		d.ensureSlots(ctx, ups)
+		d.routeAndNetwork(ctx)
+	}
+	d.mu.Lock()
+	if d.doc == doc {
+		inUse := d.inUseMiB()
+		for _, x := range ups {
+			if in := d.instance(x.AppID); in != nil {
+				if need, ok := d.admit(x, in, vols, inUse); ok {
+					inUse += need
+					d.dispatch(x, in, need)
+				}
+			}
+		}
+	} // else a new document arrived: the next pass plans for it
+	d.mu.Unlock()
+
+	d.apply(acts)
+}
+
+// ensureSlots gives every app in ups that has none a slot, persisting them
+// before anything relies on them; a note says why when none is left.
+func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
+	d.mu.Lock()
+	var need []string
+	for _, x := range ups {
+		if a := d.apps[x.AppID]; a == nil || !a.hasSlot {
+			need = append(need, x.AppID)
+		}
+	}
+	added, full := slot.Assign(d.slots(), need, d.cfg.MaxApps)
+	for _, app := range full {
+		d.note(app, fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps))
+	}
+	d.mu.Unlock()
+	if len(added) == 0 {
+		return
+	}
+	err := d.db.PutSlots(ctx, added)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for app, n := range added {
+		if err != nil {
+			d.note(app, "waiting to be started: its slot could not be recorded: "+err.Error())
+			continue
+		}
+		a := d.appOf(app)
+		a.slot, a.hasSlot = n, true
+	}
+}
+
+// admit says whether app's start may go ahead now: the network rules, its
+// volume, room in memory beside inUse, a slot. Whatever is missing is
+// noted for the report and the start waits for a later pass. It returns
+// the memory the guest will hold. Called with mu held.
+func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols map[string]VolumeInfo, inUse uint64) (uint64, bool) {
+	app := x.AppID
+	dep := string(in.DeploymentId)
+	a := d.appOf(app)
+	if a.rec == nil || a.rec.DeploymentID != dep {
+		// A new app, or a new deployment: a fresh record and budget.
+		a.rec = &record{AppID: app, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
+	}
+	a.rec.VolumeID = string(in.VolumeId)
+	if !d.netReady {
+		d.note(app, "waiting to be started: the host network rules are not in place yet ("+d.netErr+")")
+		return 0, false
+	}
+	if _, ok := vols[string(in.VolumeId)]; !ok {
+		why := "it is not made yet"
+		if e := d.volErr[string(in.VolumeId)]; e != "" {
+			why = e
+		}
+		d.note(app, fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, why))
+		return 0, false
+	}
+	need := uint64(in.Config.Resources.MemoryMib)
+	if short := slot.Shortfall(d.cfg.CapacityMiB, inUse, need); short > 0 {
+		d.note(app, slot.WaitingMessage(short))
+		return 0, false
+	}
+	if !a.hasSlot {
+		if a.note == "" {
+			d.note(app, "waiting to be started: it has no slot yet")
+		}
+		return 0, false
+	}
+	return need, true
+}
+
+// dispatch hands x to app's worker. Called with mu held; in is the
+// instance for actions that start a guest, need the memory it holds.
+func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, need uint64) {
+	a := d.appOf(x.AppID)
+	a.busy, a.reservedMiB = true, need
+	switch x.Kind {
+	case plan.Start, plan.Wake:
+	default:
+		// The guest goes down (or to sleep): its health no longer counts.
+		d.stopProber(a)
+	}
+	urgent := a.wantAwake
+	n := a.slot
+	a.signal()
+	d.workers.Add(1)
+	go d.work(x, in, n, urgent)
+}
+
+// work is one action on one app's worker. It holds no daemon-wide lock
+// while it calls the VMM or fetches layers; what happened is committed
+// under the lock at the end (commit).
+func (d *Daemon) work(x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
+	defer d.workers.Done()
+	ctx := d.workCtx
+	id := x.AppID
+	switch x.Kind {
+	case plan.Stop:
+		err := d.takeDown(ctx, id, true)
+		d.commit(id, func(a *app) {
+			a.tookDown(err)
+			if err == nil && a.rec != nil {
+				a.rec.Sleeping = false
+			}
+		})
+	case plan.Forget:
+		err := d.takeDown(ctx, id, true)
+		if err == nil {
+			// The record goes with the next persist.
+			err = d.db.ReleaseSlot(ctx, id)
+		}
+		d.commit(id, func(a *app) {
+			if err != nil {
+				d.cfg.Logf("nibrunnerd: forget %s: %v", id, err)
+				a.tookDown(err)
+				return
+			}
+			delete(d.apps, id)
+			d.forgotten = append(d.forgotten, id)
+		})
+	case plan.Sleep:
+		err := d.sleepGuest(ctx, id)
+		d.commit(id, func(a *app) { a.slept(err, d.cfg.Now().UTC()) })
+	case plan.Replace, plan.Recover, plan.Restart:
+		// A restart keeps the snapshot-less guest's state; a replacement
+		// or recovery drops any snapshot of the old one.
+		err := d.takeDown(ctx, id, x.Kind != plan.Restart)
+		if err != nil {
+			d.commit(id, func(a *app) { a.tookDown(err) })
+			return
+		}
+		d.update(id, func(a *app) {
+			a.tookDown(nil)
+			if a.rec != nil && x.Kind != plan.Restart {
+				a.rec.Sleeping = false
+			}
+		})
+		d.bringUp(ctx, x, in, n, urgent)
+	default:
+		d.bringUp(ctx, x, in, n, urgent)
+	}
+}
+
+// update changes app's state under the lock and publishes it, its worker
+// still busy.
+func (d *Daemon) update(app string, fn func(*app)) { d.change(app, fn, false) }
+
+// commit records what app's worker did, frees the worker, publishes the
+// routes and asks for a pass, which persists and reports it.
+func (d *Daemon) commit(app string, fn func(*app)) { d.change(app, fn, true) }
+
+func (d *Daemon) change(app string, fn func(*app), done bool) {
+	d.mu.Lock()
+	if a := d.apps[app]; a != nil {
+		fn(a)
+		if done {
+			a.busy, a.reservedMiB = false, 0
+		}
+		d.seq++
+		a.changedAt = d.seq
+		a.signal()
+	}
+	d.publishLocked()
+	d.mu.Unlock()
+	d.applyRoutes(d.workCtx)
+	if done {
+		d.Kick()
+	}
+}
+
+// takeDown stops app's guest (and, when discard, drops its snapshot),
+// taking a turn at the VM gate.
+func (d *Daemon) takeDown(ctx context.Context, app string, discard bool) error {
+	if err := d.vmGate.acquire(ctx, false); err != nil {
+		return err
+	}
+	defer d.vmGate.release()
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := d.deps.VMM.Stop(cctx, app); err != nil {
+		d.cfg.Logf("nibrunnerd: stop %s: %v", app, err)
+		return err
+	}
+	if discard {
+		if err := d.deps.VMM.Discard(cctx, app); err != nil {
+			d.cfg.Logf("nibrunnerd: discard the snapshot of %s: %v", app, err)
+		}
+	}
+	return nil
+}
+
+// tookDown records a take-down's outcome.
+func (a *app) tookDown(err error) {
+	if err != nil {
+		if a.rec != nil {
+			a.rec.Message = "could not be stopped: " + err.Error()
+		}
+		return
+	}
+	a.hasVM = false
+	if a.rec != nil {
+		a.rec.Message = ""
+	}
+}
+
+// sleepBackoff spaces the retries of a sleep that failed: 1 s, doubling,
+// at most five minutes apart, for as long as it fails.
+var sleepBackoff = backoff.Policy{Initial: time.Second, Factor: 2, Max: 5 * time.Minute}
+
+type retry struct {
+	n    int
+	next time.Time
+}
+
+// sleepGuest snapshots app's guest, taking a turn at the VM gate.
+func (d *Daemon) sleepGuest(ctx context.Context, app string) error {
+	if err := d.vmGate.acquire(ctx, false); err != nil {
+		return err
+	}
+	defer d.vmGate.release()
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return d.deps.VMM.Sleep(cctx, app)
+}
+
+// slept records a sleep's outcome. A failed sleep leaves the guest up and
+// is retried after sleepBackoff.
+func (a *app) slept(err error, now time.Time) {
+	a.wantAsleep = false
+	if err != nil {
+		r := &a.sleepRetry
+		r.n++
+		r.next = now.Add(sleepBackoff.Delay(r.n))
+		if a.rec != nil {
+			a.rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", roundDur(r.next.Sub(now)), err)
+		}
+		return
+	}
+	a.sleepRetry = retry{}
+	a.hasVM = false
+	if a.rec != nil {
+		a.rec.Sleeping, a.rec.Message = true, ""
+	}
+}
+
+// restartDue consults the restart budget of a failed app: it marks the app
+// out of restarts when the budget is spent, schedules a pass for when the
+// backoff ends, and says whether the restart may happen now.
+func (d *Daemon) restartDue(app string, now time.Time) bool {
+	a := d.apps[app]
+	in := d.instance(app)
+	if a == nil || a.rec == nil || in == nil {
+		return false
+	}
+	rec := a.rec
+	if rec.FailedAt.IsZero() {
+		rec.FailedAt = now
+	}
+	rec.Budget = rec.Budget.ForDeployment(rec.DeploymentID)
+	dec := policyOf(in).Next(rec.Budget, rec.FailedAt, now)
+	if dec.OutOfRestarts {
+		rec.Budget = rec.Budget.Exhaust()
+		a.restartAt = time.Time{}
+		return false
+	}
+	if now.Before(dec.At) {
+		a.restartAt = dec.At
+		return false
+	}
+	a.restartAt = time.Time{}
+	return true
+}
+
+func policyOf(in *desired.DesiredInstance) backoff.Policy {
+	p := in.Config.RestartPolicy
+	return backoff.Policy{
+		MaxRestarts: int(p.MaxRestarts),
+		Initial:     time.Duration(p.InitialBackoffMs) * time.Millisecond,
+		Max:         time.Duration(p.MaxBackoffMs) * time.Millisecond,
+		Factor:      p.BackoffFactor,
+		ResetAfter:  time.Duration(p.ResetAfterMs) * time.Millisecond,
+	}
+}
