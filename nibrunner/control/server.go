@@ -1,9 +1,9 @@
 // Package control is nibrunnerd's local control interface: a small HTTP
 // API on a unix socket (runtime_dir/nibrunnerd.sock, mode 0600, so only
-// root reaches it) that lets a process outside the daemon read its report
-// and ask for an app to sleep or wake now. It is the seam a later proxy or
-// an operator's `nibrunnerd sleep|wake` uses; the daemon's own loops do not
-// need it.
+// root reaches it) that lets a process outside the daemon read its report,
+// an app's logs and what each pass did, and ask for an app to sleep or
+// wake now. The operator's `nibrunnerd ps|status|logs|events|sleep|wake`
+// use it; the daemon's own loops do not need it.
 //
 //	GET  /v1/report            reported.json as the daemon last wrote it
 //	GET  /v1/apps/<app>        the app's part of it (AppStatus)
