@@ -150,7 +150,7 @@ func registryMethods(reg *registry.Registry) Methods {
 				msg := fmt.Sprintf("Subnet %s not found in the registry", *req.SubnetID)
 				return nns.GetSubnetResponse{Err: &msg}, nil
 			}
-			out := subnetCandid(rec)
+			out := rec.Candid()
 			return nns.GetSubnetResponse{Ok: &out}, nil
 		}),
 		"get_node_operators_and_dcs_of_node_provider": candidMethod(true, func(_ context.Context, _ principal.Principal, provider principal.Principal) (nns.GetNodeOperatorsAndDcsOfNodeProviderResponse, error) {
@@ -254,59 +254,6 @@ func typeCounts(m map[string]uint32) []nns.NodeTypeCount {
 		out = append(out, nns.NodeTypeCount{NodeType: k, Count: v})
 	}
 	return out
-}
-
-func subnetCandid(rec nns.SubnetRecordPB) nns.SubnetRecord {
-	st, _ := nns.SubnetTypeOfRecord(rec.SubnetType)
-	out := nns.SubnetRecord{
-		Membership:                 rec.Membership,
-		MaxIngressBytesPerMessage:  rec.MaxIngressBytesPerMessage,
-		UnitDelayMillis:            rec.UnitDelayMillis,
-		InitialNotaryDelayMillis:   rec.InitialNotaryDelayMillis,
-		ReplicaVersionID:           rec.ReplicaVersionID,
-		DkgIntervalLength:          rec.DkgIntervalLength,
-		StartAsNns:                 rec.StartAsNns,
-		SubnetType:                 st,
-		DkgDealingsPerBlock:        rec.DkgDealingsPerBlock,
-		IsHalted:                   rec.IsHalted,
-		MaxIngressMessagesPerBlock: rec.MaxIngressMessagesPerBlock,
-		MaxIngressBytesPerBlock:    rec.MaxIngressBytesPerBlock,
-		MaxBlockPayloadSize:        rec.MaxBlockPayloadSize,
-		MaxNumberOfCanisters:       rec.MaxNumberOfCanisters,
-		SSHReadonlyAccess:          nonNilStrings(rec.SSHReadonlyAccess),
-		SSHBackupAccess:            nonNilStrings(rec.SSHBackupAccess),
-		HaltAtCupHeight:            rec.HaltAtCupHeight,
-		RecalledReplicaVersionIDs:  nonNilStrings(rec.RecalledReplicaVersionIDs),
-		SubnetAdmins:               []principal.Principal{},
-	}
-	if out.Membership == nil {
-		out.Membership = [][]byte{}
-	}
-	if f := rec.Features; f != nil {
-		out.Features = &nns.SubnetFeatures{CanisterSandboxing: f.CanisterSandboxing, HTTPRequests: f.HTTPRequests, SevEnabled: f.SevEnabled}
-	}
-	// As get_subnet.rs: Free is Free, Normal and Unspecified are Normal.
-	if rec.CanisterCyclesCostSchedule == nns.CostScheduleFree {
-		out.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
-	} else {
-		out.CanisterCyclesCostSchedule = nns.CostSchedule{Normal: &struct{}{}}
-	}
-	for _, a := range rec.SubnetAdmins {
-		if p, err := principal.FromBytes(a); err == nil {
-			out.SubnetAdmins = append(out.SubnetAdmins, p)
-		}
-	}
-	if l := rec.ResourceLimits; l != nil {
-		out.ResourceLimits = &nns.ResourceLimits{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta}
-	}
-	return out
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // GovernanceCanister is governance's interface over gov: manage_neuron

@@ -48,8 +48,21 @@ type RegistryClient struct {
 	Version uint64
 }
 
-// GetSubnet reads a subnet's record (get_subnet).
+// GetSubnet reads a subnet's record (get_subnet). get_subnet answers at the
+// latest version only, so a client pinned by At reads subnet_record_<id> at
+// its version instead and renders it as get_subnet would.
 func (r RegistryClient) GetSubnet(ctx context.Context, subnet principal.Principal) (*SubnetRecord, error) {
+	if r.Version != 0 {
+		rec, ok, err := r.SubnetRecord(ctx, subnet)
+		if err != nil {
+			return nil, fmt.Errorf("get_subnet %s at version %d: %w", subnet, r.Version, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("get_subnet %s at version %d: registry: Subnet %s not found in the Registry", subnet, r.Version, subnet)
+		}
+		out := rec.Candid()
+		return &out, nil
+	}
 	resp, err := query[GetSubnetResponse](ctx, r.Caller, registryID, "get_subnet", GetSubnetRequest{SubnetID: &subnet})
 	if err != nil {
 		return nil, fmt.Errorf("get_subnet %s: %w", subnet, err)
