@@ -40,9 +40,3 @@ func reply(w http.ResponseWriter, a answer) {
 	w.WriteHeader(a.status)
 	_, _ = w.Write([]byte(a.text + "\n"))
 }
-
-// replyLater is reply with a Retry-After for an answer that will change.
-func replyLater(w http.ResponseWriter, a answer, retryAfter string) {
-	w.Header().Set("Retry-After", retryAfter)
-	reply(w, a)
-}
