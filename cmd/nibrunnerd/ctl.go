@@ -41,7 +41,9 @@ func logFiles(v vmm.VMM) func(app string) []control.LogFile {
 			files = append(files, control.LogFile{Source: "console", Path: c.ConsolePath(app)})
 		}
 		if t, ok := v.(interface{ TenantLogPath(string) string }); ok {
-			files = append(files, control.LogFile{Source: "tenant", Path: t.TenantLogPath(app)})
+			// The QEMU VMM rotates the tenant's log to .1 (vmm/qemu).
+			p := t.TenantLogPath(app)
+			files = append(files, control.LogFile{Source: "tenant", Path: p, Rotated: p + ".1"})
 		}
 		return files
 	}

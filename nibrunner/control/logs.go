@@ -18,6 +18,9 @@ type LogFile struct {
 	// guest's serial console).
 	Source string
 	Path   string
+	// Rotated is where Path's older lines went when it was rotated
+	// (optional); a tail that Path alone cannot fill reads on into it.
+	Rotated string
 }
 
 // LogLine is one line of an app's log.
@@ -156,6 +159,15 @@ func streamLogs(ctx context.Context, files []LogFile, n int, follow bool, send f
 			continue
 		}
 		read++
+		if lf.Rotated != "" && (n < 0 || len(lines) < n) {
+			want := n
+			if n >= 0 {
+				want = n - len(lines)
+			}
+			if older, _, err := lastLines(lf.Rotated, want); err == nil {
+				lines = append(older, lines...)
+			}
+		}
 		if fi, err := os.Stat(lf.Path); err == nil {
 			tails[i].ino = inode(fi)
 		}

@@ -168,3 +168,24 @@ func TestEventsFollowTheReportsTheDaemonWrites(t *testing.T) {
 		t.Fatalf("kept events: %v", seen)
 	}
 }
+
+func TestATailLongerThanTheLogReadsOnIntoItsRotatedFile(t *testing.T) {
+	var tenant string
+	c, _, report := serveWith(t, func(dir string) *Server {
+		tenant = filepath.Join(dir, "tenant.log")
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"),
+			Logs: func(string) []LogFile { return []LogFile{{Source: "tenant", Path: tenant, Rotated: tenant + ".1"}} }}
+	})
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	os.WriteFile(tenant+".1", []byte("old 1\nold 2\nold 3\n"), 0o644)
+	os.WriteFile(tenant, []byte("new 1\n"), 0o644)
+	for n, want := range map[int]string{1: "new 1", 3: "old 2,old 3,new 1", -1: "old 1,old 2,old 3,new 1"} {
+		var got []string
+		if err := c.Logs(context.Background(), "web", n, false, func(l LogLine) error { got = append(got, l.Line); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("tail %d: %s, want %s", n, strings.Join(got, ","), want)
+		}
+	}
+}
