@@ -145,7 +145,7 @@ func newLogsCmd() *cobra.Command {
 source: "tenant" is what the app wrote (stdout and stderr), "console" is
 its microVM's serial console since its last start (QEMU guests only).
 With -f it keeps printing lines as they are written, until interrupted.
---output json prints one {"source","line"} object a line.` + askLong,
+--output json prints one {"source","line"} object a line; each carries its seq, which --after takes to resume.` + askLong,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return printStream(cmd, &f, follow, logLine, func(ctx context.Context, c *control.Client, each func(control.LogLine) error) error {
@@ -162,6 +162,7 @@ With -f it keeps printing lines as they are written, until interrupted.
 func newEventsCmd() *cobra.Command {
 	var f daemonFlags
 	var follow bool
+	var after uint64
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Print what each converge pass did: started, slept, woke, failed, and why",
@@ -177,12 +178,13 @@ object a line.` + askLong,
 			p := term.For(cmd.OutOrStdout())
 			text := func(e control.Event) string { return eventLine(p, e) }
 			return printStream(cmd, &f, follow, text, func(ctx context.Context, c *control.Client, each func(control.Event) error) error {
-				return c.Events(ctx, 0, follow, each)
+				return c.Events(ctx, after, follow, each)
 			})
 		},
 	}
 	f.register(cmd, true)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events as they happen")
+	cmd.Flags().Uint64Var(&after, "after", 0, "print only the events numbered above this seq")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,11 @@ func TestPsStatusLogsAndEventsShowWhatTheDaemonDid(t *testing.T) {
 	out, err = ctl("events", "--config", cfgPath)
 	if err != nil || !strings.Contains(out, " slept      running → idle") || !strings.Contains(out, " woke       ") {
 		t.Fatalf("events: %v\n%s", err, out)
+	}
+
+	out, err = ctl("events", "--after", fmt.Sprint(e.Seq), "--output", "json", "--config", cfgPath)
+	if err != nil || strings.Contains(out, `"verb":"slept"`) || !strings.Contains(out, `"verb":"woke"`) {
+		t.Fatalf("events after the sleep's seq %d: %v\n%s", e.Seq, err, out)
 	}
 
 	if _, err := ctl("status", "nope", "--config", cfgPath); err == nil || !strings.Contains(err.Error(), `no app "nope" on this host`) {
