@@ -54,6 +54,27 @@ func encode[M proto.Message](rest []byte, m M, fill func(M)) []byte {
 	return b
 }
 
+// unknownOnly returns a message of m's type holding only m's unknown fields,
+// or nil when m is nil or has none: what a view keeps of a nested message
+// once it has copied the named fields out.
+func unknownOnly[M proto.Message](m M) M {
+	var none M
+	if !m.ProtoReflect().IsValid() || len(m.ProtoReflect().GetUnknown()) == 0 {
+		return none
+	}
+	out := m.ProtoReflect().New()
+	out.SetUnknown(m.ProtoReflect().GetUnknown())
+	return out.Interface().(M)
+}
+
+// orNew is cur when rest brought one (with unknown fields), else a new M.
+func orNew[M proto.Message](cur M) M {
+	if cur.ProtoReflect().IsValid() {
+		return cur
+	}
+	return cur.ProtoReflect().Type().New().Interface().(M)
+}
+
 // Marshal encodes the subnet record.
 func (r *SubnetRecordPB) Marshal() []byte {
 	return encode(r.rest, &registrypb.SubnetRecord{}, func(m *registrypb.SubnetRecord) {
@@ -69,9 +90,11 @@ func (r *SubnetRecordPB) Marshal() []byte {
 		m.IsHalted = r.IsHalted
 		m.MaxIngressMessagesPerBlock = r.MaxIngressMessagesPerBlock
 		m.MaxBlockPayloadSize = r.MaxBlockPayloadSize
-		m.Features = nil
 		if f := r.Features; f != nil {
-			m.Features = &registrypb.SubnetFeatures{CanisterSandboxing: f.CanisterSandboxing, HttpRequests: f.HTTPRequests, SevEnabled: f.SevEnabled}
+			m.Features = orNew(m.Features)
+			m.Features.CanisterSandboxing, m.Features.HttpRequests, m.Features.SevEnabled = f.CanisterSandboxing, f.HTTPRequests, f.SevEnabled
+		} else {
+			m.Features = nil
 		}
 		m.MaxNumberOfCanisters = r.MaxNumberOfCanisters
 		m.SshReadonlyAccess = r.SSHReadonlyAccess
@@ -84,9 +107,11 @@ func (r *SubnetRecordPB) Marshal() []byte {
 		}
 		m.MaxIngressBytesPerBlock = r.MaxIngressBytesPerBlock
 		m.RecalledReplicaVersionIds = r.RecalledReplicaVersionIDs
-		m.ResourceLimits = nil
 		if l := r.ResourceLimits; l != nil {
-			m.ResourceLimits = &registrypb.ResourceLimits{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta}
+			m.ResourceLimits = orNew(m.ResourceLimits)
+			m.ResourceLimits.MaximumStateSize, m.ResourceLimits.MaximumStateDelta = l.MaximumStateSize, l.MaximumStateDelta
+		} else {
+			m.ResourceLimits = nil
 		}
 	})
 }
@@ -121,13 +146,6 @@ func (r *SubnetRecordPB) Unmarshal(b []byte) error {
 	}
 	if f := m.Features; f != nil {
 		r.Features = &SubnetFeaturesRecord{CanisterSandboxing: f.CanisterSandboxing, HTTPRequests: f.HttpRequests, SevEnabled: f.SevEnabled}
-		// The view names every field of SubnetFeatures but unknown ones.
-		if len(f.ProtoReflect().GetUnknown()) > 0 {
-			m.Features = &registrypb.SubnetFeatures{}
-			m.Features.ProtoReflect().SetUnknown(f.ProtoReflect().GetUnknown())
-		} else {
-			m.Features = nil
-		}
 	}
 	for _, a := range m.SubnetAdmins {
 		r.SubnetAdmins = append(r.SubnetAdmins, a.GetRaw())
@@ -140,16 +158,20 @@ func (r *SubnetRecordPB) Unmarshal(b []byte) error {
 	m.DkgDealingsPerBlock, m.IsHalted, m.MaxIngressMessagesPerBlock, m.MaxBlockPayloadSize = 0, false, 0, 0
 	m.MaxNumberOfCanisters, m.SshReadonlyAccess, m.SshBackupAccess, m.HaltAtCupHeight = 0, nil, nil, false
 	m.CanisterCyclesCostSchedule, m.SubnetAdmins, m.MaxIngressBytesPerBlock = 0, nil, 0
-	m.RecalledReplicaVersionIds, m.ResourceLimits = nil, nil
+	m.RecalledReplicaVersionIds = nil
+	m.Features, m.ResourceLimits = unknownOnly(m.Features), unknownOnly(m.ResourceLimits)
 	r.rest = restOf(&m)
 	return nil
 }
 
-func endpointPB(c *ConnectionEndpoint) *registrypb.ConnectionEndpoint {
+// endpointPB sets the view's endpoint on cur (kept from rest), or clears it.
+func endpointPB(cur *registrypb.ConnectionEndpoint, c *ConnectionEndpoint) *registrypb.ConnectionEndpoint {
 	if c == nil {
 		return nil
 	}
-	return &registrypb.ConnectionEndpoint{IpAddr: c.IPAddr, Port: c.Port}
+	cur = orNew(cur)
+	cur.IpAddr, cur.Port = c.IPAddr, c.Port
+	return cur
 }
 
 func endpointOf(c *registrypb.ConnectionEndpoint) *ConnectionEndpoint {
@@ -162,7 +184,7 @@ func endpointOf(c *registrypb.ConnectionEndpoint) *ConnectionEndpoint {
 // Marshal encodes the node record.
 func (r *NodeRecordPB) Marshal() []byte {
 	return encode(r.rest, &registrypb.NodeRecord{}, func(m *registrypb.NodeRecord) {
-		m.Xnet, m.Http = endpointPB(r.Xnet), endpointPB(r.HTTP)
+		m.Xnet, m.Http = endpointPB(m.Xnet, r.Xnet), endpointPB(m.Http, r.HTTP)
 		m.NodeOperatorId = r.NodeOperatorID
 		m.ChipId = r.ChipID
 	})
@@ -176,7 +198,7 @@ func (r *NodeRecordPB) Unmarshal(b []byte) error {
 		return err
 	}
 	*r = NodeRecordPB{Xnet: endpointOf(m.Xnet), HTTP: endpointOf(m.Http), NodeOperatorID: m.NodeOperatorId, ChipID: m.ChipId}
-	m.Xnet, m.Http, m.NodeOperatorId, m.ChipId = nil, nil, nil, nil
+	m.Xnet, m.Http, m.NodeOperatorId, m.ChipId = unknownOnly(m.Xnet), unknownOnly(m.Http), nil, nil
 	r.rest = restOf(&m)
 	return nil
 }
@@ -214,9 +236,11 @@ func (r *NodeOperatorRecordPB) Unmarshal(b []byte) error {
 func (r *DataCenterRecordPB) Marshal() []byte {
 	return encode(r.rest, &registrypb.DataCenterRecord{}, func(m *registrypb.DataCenterRecord) {
 		m.Id, m.Region, m.Owner = r.ID, r.Region, r.Owner
-		m.Gps = nil
 		if r.Gps != nil {
-			m.Gps = &registrypb.Gps{Latitude: r.Gps.Latitude, Longitude: r.Gps.Longitude}
+			m.Gps = orNew(m.Gps)
+			m.Gps.Latitude, m.Gps.Longitude = r.Gps.Latitude, r.Gps.Longitude
+		} else {
+			m.Gps = nil
 		}
 	})
 }
@@ -232,7 +256,7 @@ func (r *DataCenterRecordPB) Unmarshal(b []byte) error {
 	if g := m.Gps; g != nil {
 		r.Gps = &Gps{Latitude: g.Latitude, Longitude: g.Longitude}
 	}
-	m.Id, m.Region, m.Owner, m.Gps = "", "", "", nil
+	m.Id, m.Region, m.Owner, m.Gps = "", "", "", unknownOnly(m.Gps)
 	r.rest = restOf(&m)
 	return nil
 }

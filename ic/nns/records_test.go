@@ -99,3 +99,33 @@ func TestFieldsTheViewDoesNotNameSurviveReEncoding(t *testing.T) {
 		t.Fatalf("re-encoded record lost fields: %v", &out)
 	}
 }
+
+func TestUnknownFieldsOfNestedMessagesSurviveReEncoding(t *testing.T) {
+	unknown := func(m proto.Message, num protowire.Number) {
+		m.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), 7))
+	}
+	size := uint64(1 << 30)
+	subnet := &registrypb.SubnetRecord{ReplicaVersionId: "v", Features: &registrypb.SubnetFeatures{HttpRequests: true}, ResourceLimits: &registrypb.ResourceLimits{MaximumStateSize: &size}}
+	unknown(subnet.Features, 10)
+	unknown(subnet.ResourceLimits, 3) // a ResourceLimits field newer than ours
+	node := &registrypb.NodeRecord{Http: &registrypb.ConnectionEndpoint{IpAddr: "::1", Port: 8080}}
+	unknown(node.Http, 4) // ConnectionEndpoint.protocol of older records
+	dc := &registrypb.DataCenterRecord{Id: "zh1", Gps: &registrypb.Gps{Latitude: 47}}
+	unknown(dc.Gps, 3)
+	for _, c := range []struct {
+		in   proto.Message
+		view record
+	}{{subnet, &SubnetRecordPB{}}, {node, &NodeRecordPB{}}, {dc, &DataCenterRecordPB{}}} {
+		raw, err := proto.Marshal(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.view.Unmarshal(raw); err != nil {
+			t.Fatal(err)
+		}
+		out := c.in.ProtoReflect().New().Interface()
+		if err := proto.Unmarshal(c.view.Marshal(), out); err != nil || !proto.Equal(c.in, out) {
+			t.Errorf("%T re-encodes to %v, want %v", c.in, out, c.in)
+		}
+	}
+}
