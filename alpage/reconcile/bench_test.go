@@ -30,7 +30,7 @@ func BenchmarkReconcile(b *testing.B) {
 		id := fmt.Sprintf("op%02d", o)
 		res.NodeOperators = append(res.NodeOperators, &config.NodeOperator{Name: id, ID: id, Provider: "p", DC: "dc"})
 		live.Providers["p"].Operators[id] = "dc"
-		live.Operators[id] = OperatorFacts{Found: true}
+		live.Operators[id] = OperatorFacts{Found: true, Provider: "p", DC: "dc"}
 	}
 	for s := 0; s < 40; s++ {
 		sid := fmt.Sprintf("s%02d", s)
