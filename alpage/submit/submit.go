@@ -136,6 +136,9 @@ type Result struct {
 	ProposalID uint64
 	// Message says what happened, for the person.
 	Message string
+	// Access is how the identity may use the neuron (empty when apply
+	// ended before the check: nothing to do).
+	Access Access
 }
 
 // StoppedError is a check that stopped the apply before anything was sent
@@ -241,7 +244,7 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 
 	writeSummary(out, req)
 	if !req.Yes {
-		return &Result{Outcome: DryRunOnly, Message: "dry run only; run again with --yes to submit"}, nil
+		return &Result{Outcome: DryRunOnly, Message: "dry run only; run again with --yes to submit", Access: access}, nil
 	}
 	prompt := fmt.Sprintf("Type submit to make proposal %q from neuron %d on %s: ", p.Name, req.Neuron, req.Host)
 	if err := s.Confirm.Confirm(ctx, prompt); err != nil {
@@ -263,7 +266,7 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	if err := record(s.Store, p.Name, entry); err != nil {
 		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}
 	}
-	return &Result{Outcome: Submitted, ProposalID: id, Message: fmt.Sprintf("submitted proposal %q as proposal %d; recorded in state.json", p.Name, id)}, nil
+	return &Result{Outcome: Submitted, ProposalID: id, Message: fmt.Sprintf("submitted proposal %q as proposal %d; recorded in state.json", p.Name, id), Access: access}, nil
 }
 
 // record re-reads state.json (another apply may have recorded something

@@ -76,7 +76,7 @@ registry version moved since the plan.
 With --output json the summary joins the progress on stderr and stdout gets one
 JSON object: name, kind, payload_sha256, outcome (submitted, dry-run-only,
 nothing-to-do, stopped, submitted-not-recorded), proposal_id, reason, principal,
-neuron, host.
+neuron, neuron_access (controller or hotkey), host.
 
 Exit status: 0 done (or dry run only, or nothing to do), 1 error, 2 a check stopped
 it (nothing was submitted), 3 the proposal WAS submitted but state.json could not
@@ -123,7 +123,9 @@ type applyJSON struct {
 	Reason     string `json:"reason,omitempty"`
 	Principal  string `json:"principal"`
 	Neuron     uint64 `json:"neuron"`
-	Host       string `json:"host"`
+	// NeuronAccess is controller or hotkey, once the check ran.
+	NeuronAccess submit.Access `json:"neuron_access,omitempty"`
+	Host         string        `json:"host"`
 }
 
 // The outcomes apply reports beyond submit.Outcome's.
@@ -238,7 +240,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		return nil
 	}
 	printSafe(stderr, res.Message)
-	report.Outcome, report.ProposalID = res.Outcome.String(), res.ProposalID
+	report.Outcome, report.ProposalID, report.NeuronAccess = res.Outcome.String(), res.ProposalID, res.Access
 	if res.Outcome != submit.Submitted {
 		report.Reason = res.Message
 	}

@@ -34,7 +34,7 @@ func TestApplyJSONReportsEachOutcomeWithTheSummaryOnStderr(t *testing.T) {
 	var dry applyJSON
 	decodeOne(t, stdout, &dry)
 	if err != nil || dry.Outcome != "dry-run-only" || dry.Name != "add-node-08" || dry.Kind != "membership" ||
-		dry.PayloadSHA256 != declaredHash(t, "add-node-08") || dry.Principal != d.Identity.String() || dry.Neuron != 4242 || dry.Host != d.ICURL {
+		dry.PayloadSHA256 != declaredHash(t, "add-node-08") || dry.Principal != d.Identity.String() || dry.Neuron != 4242 || dry.NeuronAccess != "controller" || dry.Host != d.ICURL {
 		t.Fatalf("dry run: %v %+v", err, dry)
 	}
 	if !strings.Contains(stderr, "payload:  sha256 "+dry.PayloadSHA256) {
@@ -45,7 +45,7 @@ func TestApplyJSONReportsEachOutcomeWithTheSummaryOnStderr(t *testing.T) {
 	var sub applyJSON
 	decodeOne(t, stdout, &sub)
 	rec := loadStateFile(t, statePath).Proposals["add-node-08"]
-	if err != nil || sub.Outcome != "submitted" || rec == nil || sub.ProposalID != rec.ProposalID {
+	if err != nil || sub.Outcome != "submitted" || rec == nil || sub.ProposalID != rec.ProposalID || sub.NeuronAccess != "controller" {
 		t.Fatalf("submit: %v %+v, recorded %+v", err, sub, rec)
 	}
 
