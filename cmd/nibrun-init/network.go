@@ -87,7 +87,13 @@ func configureNetwork(root string) error {
 // tenant's volume is not written with a host detail that may change.
 func bindResolvConf(root, dns string) error {
 	src := "/run/resolv.conf"
-	if err := os.WriteFile(src, []byte("nameserver "+dns+"\n"), 0o644); err != nil {
+	var conf strings.Builder
+	for _, s := range strings.Split(dns, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			conf.WriteString("nameserver " + s + "\n")
+		}
+	}
+	if err := os.WriteFile(src, []byte(conf.String()), 0o644); err != nil {
 		return err
 	}
 	dst := filepath.Join(root, "etc", "resolv.conf")

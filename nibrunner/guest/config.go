@@ -168,7 +168,8 @@ const (
 	ParamIP = "nibrun.ip"
 	// ParamGateway is the guest's default gateway.
 	ParamGateway = "nibrun.gw"
-	// ParamDNS is a name server the guest's resolv.conf names.
+	// ParamDNS is the name servers the guest's resolv.conf names, in
+	// order, separated by commas.
 	ParamDNS = "nibrun.dns"
 	// ParamTime is the host's clock at boot in Unix seconds (microvm runs
 	// without an RTC).

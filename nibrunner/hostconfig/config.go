@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"alpnib.dev/nibrunner/desired"
@@ -122,12 +123,52 @@ const (
 	DefaultMaxConcurrentJobs = 2
 )
 
-// Network holds what guests may not reach besides the fixed fence.
+// Network holds what guests may not reach besides the fixed fence, and
+// the name servers they are given.
 type Network struct {
 	DeniedEgressV4 []string       `toml:"denied_egress_addresses_v4"`
 	DeniedEgressV6 []string       `toml:"denied_egress_addresses_v6"`
 	DeniedV4       []netip.Prefix `toml:"-"`
 	DeniedV6       []netip.Prefix `toml:"-"`
+	// DNSServers are the name servers every guest is given (and may
+	// reach through the fence, on port 53). Absent: the host's own
+	// resolvers from /etc/resolv.conf other than loopback ones, else
+	// DefaultDNS. An empty list gives guests none.
+	DNSServers []string     `toml:"dns_servers,omitempty"`
+	DNS        []netip.Addr `toml:"-"`
+}
+
+// DefaultDNS are the name servers guests get when the host has none to
+// lend them: Cloudflare's and Quad9's, two operators that publish a
+// no-logging policy, so one being down does not leave guests without.
+var DefaultDNS = []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("9.9.9.9")}
+
+// ResolvConf is where the host's own name servers are read from.
+var ResolvConf = "/etc/resolv.conf"
+
+// HostDNS is the name servers a resolv.conf names, less loopback ones (a
+// local stub such as systemd-resolved's 127.0.0.53 answers the host, not a
+// guest) and link-local ones (not reachable from a guest's /30), at most
+// three as the resolver reads; DefaultDNS when none is left.
+func HostDNS(resolvConf []byte) []netip.Addr {
+	var out []netip.Addr
+	for _, line := range strings.Split(string(resolvConf), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		a, err := netip.ParseAddr(f[1])
+		if err != nil || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || slices.Contains(out, a) {
+			continue
+		}
+		if out = append(out, a.Unmap()); len(out) == 3 {
+			break
+		}
+	}
+	if len(out) == 0 {
+		return DefaultDNS
+	}
+	return out
 }
 
 // Proxy holds the two optional front doors.
@@ -273,6 +314,20 @@ func (c *Config) validate(v *validator) {
 	}
 	c.Network.DeniedV4 = v.prefixes("network.denied_egress_addresses_v4", c.Network.DeniedEgressV4, true)
 	c.Network.DeniedV6 = v.prefixes("network.denied_egress_addresses_v6", c.Network.DeniedEgressV6, false)
+	if c.Network.DNSServers == nil {
+		b, _ := os.ReadFile(ResolvConf) // unreadable: as if it named none
+		c.Network.DNS = HostDNS(b)
+	} else {
+		c.Network.DNS = []netip.Addr{}
+		for i, s := range c.Network.DNSServers {
+			a, err := netip.ParseAddr(s)
+			if err != nil || a.Zone() != "" || a.IsUnspecified() {
+				v.fail("network.dns_servers[%d] is %q; it must be an IP address of a name server", i, s)
+				continue
+			}
+			c.Network.DNS = append(c.Network.DNS, a.Unmap())
+		}
+	}
 	type listener struct {
 		key  string
 		addr netip.Addr

@@ -87,6 +87,9 @@ type Network struct {
 	// HostPort is the first of the slot's eight host ports (the HTTP one);
 	// raw ports follow it.
 	HostPort int
+	// DNS are the name servers the guest's resolv.conf names ([network]
+	// dns_servers), in order; none leaves the guest without.
+	DNS []netip.Addr
 }
 
 // Spec is everything needed to boot one app's guest. It is complete: a VMM

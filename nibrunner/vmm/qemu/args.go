@@ -59,6 +59,13 @@ func (m machine) kernelCmdline() string {
 	switch {
 	case n.Tap != "":
 		p = append(p, fmt.Sprintf("%s=%s/%d", guest.ParamIP, n.GuestIPv4, n.PrefixLen), guest.ParamGateway+"="+n.HostIPv4.String())
+		if len(n.DNS) > 0 {
+			servers := make([]string, len(n.DNS))
+			for i, a := range n.DNS {
+				servers[i] = a.String()
+			}
+			p = append(p, guest.ParamDNS+"="+strings.Join(servers, ","))
+		}
 	case m.UserNet:
 		p = append(p, guest.ParamIP+"="+userNetGuest, guest.ParamGateway+"="+userNetGW, guest.ParamDNS+"="+userNetDNS)
 	}

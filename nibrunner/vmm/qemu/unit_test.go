@@ -344,3 +344,14 @@ Rss:              131072 kB
 		t.Fatal("a guest of 512 MiB was found in a process with no such mapping")
 	}
 }
+
+func TestAGuestOnATapIsGivenItsNameServersOnTheCommandLine(t *testing.T) {
+	m := testMachine()
+	if strings.Contains(m.kernelCmdline(), "nibrun.dns") {
+		t.Fatalf("no name servers, yet %s", m.kernelCmdline())
+	}
+	m.Spec.Network.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53"), netip.MustParseAddr("2001:db8::53")}
+	if !strings.Contains(m.kernelCmdline(), " nibrun.dns=192.0.2.53,2001:db8::53") {
+		t.Fatalf("command line %s lacks the name servers", m.kernelCmdline())
+	}
+}
