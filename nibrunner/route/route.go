@@ -126,3 +126,23 @@ func (p *Published) Load() *Table {
 
 // Store publishes t.
 func (p *Published) Store(t *Table) { p.p.Store(t) }
+
+// Port is one raw port of an app: what the relay in front of the host
+// ([proxy.raw]) listens on and where it carries what arrives. Raw ports
+// carry tcp and udp alike, unread.
+type Port struct {
+	AppID string
+	// Index is the port's place in the app's ports, from 1: the relay
+	// listens on the slot's HTTP host port + Index.
+	Index    int
+	HostPort int
+	// Addr is host:port where the guest answers this port: its address
+	// on its tap, which does not change while it sleeps.
+	Addr  string
+	State State
+}
+
+// PortRouter holds the raw relay's table; ApplyPorts replaces it whole.
+type PortRouter interface {
+	ApplyPorts(ctx context.Context, ports []Port) error
+}

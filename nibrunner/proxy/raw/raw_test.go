@@ -1,0 +1,341 @@
+package raw
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/route"
+)
+
+// echoGuest is a guest port on loopback that echoes TCP lines and UDP
+// datagrams, and remembers the datagrams in the order they came.
+type echoGuest struct {
+	addr string
+	mu   sync.Mutex
+	got  []string
+}
+
+func (g *echoGuest) datagrams() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.got...)
+}
+
+// listenEcho starts an echo guest on addr ("127.0.0.1:0" for any port).
+func listenEcho(t *testing.T, addr string) *echoGuest {
+	t.Helper()
+	tl, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul, err := net.ListenPacket("udp", tl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tl.Close(); ul.Close() })
+	g := &echoGuest{addr: tl.Addr().String()}
+	go func() {
+		for {
+			c, err := tl.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := ul.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			g.got = append(g.got, string(buf[:n]))
+			g.mu.Unlock()
+			ul.WriteTo(buf[:n], from)
+		}
+	}()
+	return g
+}
+
+// freePort is a loopback port free for TCP and UDP alike.
+func freePort(t testing.TB) int {
+	t.Helper()
+	for range 20 {
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := tl.Addr().(*net.TCPAddr).Port
+		ul, err := net.ListenPacket("udp", tl.Addr().String())
+		tl.Close()
+		if err == nil {
+			ul.Close()
+			return port
+		}
+	}
+	t.Fatal("no port free for tcp and udp")
+	return 0
+}
+
+// gatedWaker wakes once release is closed; onWake runs first (to start
+// the guest, say).
+type gatedWaker struct {
+	calls   atomic.Int64
+	release chan struct{}
+	onWake  func()
+	err     error
+}
+
+func (w *gatedWaker) Wake(ctx context.Context, app string) error {
+	w.calls.Add(1)
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if w.onWake != nil {
+		w.onWake()
+	}
+	return w.err
+}
+
+func newRelay(t *testing.T, o Options) *Relay {
+	t.Helper()
+	o.ListenAddress = "127.0.0.1"
+	o.Logf = t.Logf
+	r := New(o)
+	t.Cleanup(r.Close)
+	return r
+}
+
+func applyPort(t *testing.T, r *Relay, p route.Port) string {
+	t.Helper()
+	if err := r.ApplyPorts(context.Background(), []route.Port{p}); err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.HostPort))
+}
+
+func echoOverTCP(t *testing.T, addr, line string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprint(c, line)
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || got != line {
+		t.Fatalf("tcp echo %q, %v; want %q", got, err, line)
+	}
+}
+
+func echoOverUDP(t *testing.T, addr, msg string) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c.Write([]byte(msg))
+	buf := make([]byte, 1500)
+	n, err := c.Read(buf)
+	if err != nil || string(buf[:n]) != msg {
+		t.Fatalf("udp echo %q, %v; want %q", buf[:n], err, msg)
+	}
+}
+
+func TestTCPAndUDPAreCarriedToTheGuestPort(t *testing.T) {
+	g := listenEcho(t, "127.0.0.1:0")
+	r := newRelay(t, Options{})
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
+	echoOverTCP(t, addr, "hello over tcp\n")
+	echoOverUDP(t, addr, "hello over udp")
+}
+
+func TestTheFirstTCPConnectionWakesASleepingAppAndIsHeldUntilItAnswers(t *testing.T) {
+	guestAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	// The guest listens only once the wake has brought it up.
+	w := &gatedWaker{release: make(chan struct{})}
+	w.onWake = func() { listenEcho(t, guestAddr) }
+	r := newRelay(t, Options{})
+	r.SetWaker(w)
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: guestAddr, State: route.Sleeping})
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "sent while it slept\n")
+	waitFor(t, "the connection wakes the app", func() bool { return w.calls.Load() == 1 })
+	if _, busy := r.Activity("game"); !busy {
+		t.Fatal("a connection held for a wake does not keep its app busy")
+	}
+	close(w.release)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || got != "sent while it slept\n" {
+		t.Fatalf("after the wake the connection read %q, %v", got, err)
+	}
+	// Woken: the next connection goes straight through, with no new wake.
+	echoOverTCP(t, addr, "again\n")
+	if n := w.calls.Load(); n != 1 {
+		t.Fatalf("%d wakes, want 1", n)
+	}
+}
+
+func TestAUDPBurstDuringAWakeIsDeliveredInOrderUpToTheBound(t *testing.T) {
+	guestAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	var guest atomic.Pointer[echoGuest]
+	w := &gatedWaker{release: make(chan struct{})}
+	w.onWake = func() { guest.Store(listenEcho(t, guestAddr)) }
+	dropped := &countingRecorder{}
+	r := newRelay(t, Options{QueueDatagrams: 10, QueueBytes: 1 << 20, Recorder: dropped})
+	r.SetWaker(w)
+	addr := applyPort(t, r, route.Port{AppID: "dns", Index: 1, HostPort: freePort(t), Addr: guestAddr, State: route.Sleeping})
+
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 15 {
+		fmt.Fprintf(c, "datagram %02d", i)
+	}
+	waitFor(t, "the burst wakes the app once", func() bool { return w.calls.Load() == 1 })
+	waitFor(t, "the datagrams past the bound are dropped", func() bool { return dropped.dropped.Load() == 5 })
+	close(w.release)
+	waitFor(t, "the queue is delivered", func() bool { g := guest.Load(); return g != nil && len(g.datagrams()) == 10 })
+	g := guest.Load()
+	for i, d := range g.datagrams() {
+		if want := fmt.Sprintf("datagram %02d", i); d != want {
+			t.Fatalf("the guest got %q as datagram %d, want %q (in order): %q", d, i, want, g.datagrams())
+		}
+	}
+	// And the answers come back to the client, from the port's address.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 100)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "datagram 00" {
+		t.Fatalf("the first answer %q, %v", buf[:n], err)
+	}
+}
+
+func TestAStoppedAppsPortRefusesTCPWithAResetAndUDPWithPortUnreachable(t *testing.T) {
+	g := listenEcho(t, "127.0.0.1:0")
+	r := newRelay(t, Options{})
+	hp := freePort(t)
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: hp, Addr: g.addr, State: route.Up})
+	echoOverTCP(t, addr, "up\n")
+	applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: hp, Addr: g.addr, State: route.Down})
+
+	if _, err := net.Dial("tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a TCP connect to a stopped app's port: %v, want connection refused", err)
+	}
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("anyone?"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 10)); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a UDP datagram to a stopped app's port: %v, want port unreachable (connection refused)", err)
+	}
+}
+
+func TestAWakeThatFailsResetsTheHeldConnection(t *testing.T) {
+	w := &gatedWaker{release: make(chan struct{}), err: errors.New("out of memory")}
+	close(w.release)
+	r := newRelay(t, Options{})
+	r.SetWaker(w)
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: "127.0.0.1:1", State: route.Sleeping})
+	c, err := net.Dial("tcp", addr)
+	if err == nil {
+		// The reset may come before the client's connect returns, or after.
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+	}
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("%v, want a reset", err)
+	}
+}
+
+func TestRawBytesInAndOpenConnectionsAreTheAppsTraffic(t *testing.T) {
+	g := listenEcho(t, "127.0.0.1:0")
+	r := newRelay(t, Options{})
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
+	if last, busy := r.Activity("game"); !last.IsZero() || busy {
+		t.Fatalf("traffic before any: %v %v", last, busy)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the open connection is busy", func() bool { _, busy := r.Activity("game"); return busy })
+	c.Close()
+	waitFor(t, "the closed connection is not", func() bool { _, busy := r.Activity("game"); return !busy })
+	before, _ := r.Activity("game")
+	time.Sleep(2 * time.Millisecond) // the clock must move for the next mark to be later
+	echoOverUDP(t, addr, "ping")
+	if after, _ := r.Activity("game"); !after.After(before) {
+		t.Fatalf("a datagram in did not count: %v then %v", before, after)
+	}
+}
+
+func TestClosingTheRelayLeavesNoGoroutineBehind(t *testing.T) {
+	g := listenEcho(t, "127.0.0.1:0")
+	r := New(Options{ListenAddress: "127.0.0.1", Logf: t.Logf})
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	echoOverUDP(t, addr, "flow")
+	done := make(chan struct{})
+	go func() { r.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end an open connection and a flow")
+	}
+}
+
+// countingRecorder counts dropped datagrams.
+type countingRecorder struct{ dropped atomic.Int64 }
+
+func (c *countingRecorder) RawConnection(app, proto, outcome string, in, out int64) {}
+func (c *countingRecorder) RawOpen(app, proto string, delta int)                    {}
+func (c *countingRecorder) RawDropped(app string, n int)                            { c.dropped.Add(int64(n)) }
+func (c *countingRecorder) WakeWaited(via string, d time.Duration, err error)       {}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -1,0 +1,202 @@
+package raw
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// flow is one UDP client of a port. What it sends goes to the guest over
+// a connected socket of the flow's own, so the guest's answers come back
+// to the flow and leave from the port's address, as the client expects.
+type flow struct {
+	pt     *port
+	client netip.AddrPort
+	app    string
+	last   atomic.Int64 // unix nanoseconds of the last datagram either way
+
+	mu      sync.Mutex
+	guest   *net.UDPConn // nil until the app is ready
+	queue   [][]byte
+	qbytes  int
+	ended   bool
+	in, out int64
+}
+
+// readUDP takes the port's datagrams until it is closed.
+func (pt *port) readUDP() {
+	r := pt.r
+	defer r.wg.Done()
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := pt.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if pt.closing() {
+				return
+			}
+			continue // an ICMP error for an earlier send, say
+		}
+		p := pt.route()
+		r.meters.Of(p.AppID).Touch(r.opts.Now())
+		pt.flowFor(from, p.AppID).send(buf[:n])
+	}
+}
+
+// flowFor is the flow of client, begun on its first datagram.
+func (pt *port) flowFor(client netip.AddrPort, app string) *flow {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if f := pt.flows[client]; f != nil {
+		return f
+	}
+	f := &flow{pt: pt, client: client, app: app}
+	if len(pt.flows) >= pt.r.opts.MaxFlows {
+		// Too many clients at once: this one's datagrams are dropped, as
+		// a full conntrack table would.
+		f.ended = true
+		return f
+	}
+	pt.flows[client] = f
+	f.touch()
+	if rec := pt.r.opts.Recorder; rec != nil {
+		rec.RawOpen(app, "udp", 1)
+	}
+	pt.r.wg.Add(1)
+	go f.run()
+	return f
+}
+
+func (f *flow) touch() { f.last.Store(f.pt.r.opts.Now().UnixNano()) }
+
+// send passes one datagram on, or queues it while the app wakes: at most
+// QueueDatagrams and QueueBytes, and the rest is dropped.
+func (f *flow) send(b []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		f.dropped(1)
+		return
+	}
+	f.touch()
+	f.in += int64(len(b))
+	if f.guest != nil {
+		_, _ = f.guest.Write(b)
+		return
+	}
+	o := f.pt.r.opts
+	if len(f.queue) >= o.QueueDatagrams || f.qbytes+len(b) > o.QueueBytes {
+		f.dropped(1)
+		return
+	}
+	f.queue = append(f.queue, append([]byte(nil), b...))
+	f.qbytes += len(b)
+}
+
+func (f *flow) dropped(n int) {
+	if rec := f.pt.r.opts.Recorder; rec != nil {
+		rec.RawDropped(f.app, n)
+	}
+}
+
+// run waits for the app, delivers the queue in order, then carries the
+// guest's answers back until the flow goes idle or its port closes.
+func (f *flow) run() {
+	pt, r := f.pt, f.pt.r
+	defer r.wg.Done()
+	outcome := "relayed"
+	defer func() { f.end(outcome) }()
+	p := pt.route()
+	if err := r.ready(r.ctx, p, "udp"); err != nil {
+		outcome = "refused"
+		return
+	}
+	ga, err := net.ResolveUDPAddr("udp", pt.route().Addr)
+	var g *net.UDPConn
+	if err == nil {
+		g, err = net.DialUDP("udp", nil, ga)
+	}
+	if err != nil {
+		r.opts.Logf("nibrunnerd: raw relay: app %s port %d: %v", p.AppID, p.Index, err)
+		outcome = "failed"
+		return
+	}
+	f.mu.Lock()
+	if f.ended {
+		f.mu.Unlock()
+		g.Close()
+		return
+	}
+	for _, b := range f.queue {
+		_, _ = g.Write(b)
+	}
+	f.queue, f.qbytes, f.guest = nil, 0, g
+	f.mu.Unlock()
+
+	buf := make([]byte, 64<<10)
+	idle := r.opts.FlowIdle
+	for {
+		_ = g.SetReadDeadline(time.Now().Add(idle))
+		n, err := g.Read(buf)
+		if n > 0 {
+			f.touch()
+			f.mu.Lock()
+			f.out += int64(n)
+			f.mu.Unlock()
+			_, _ = pt.udp.WriteToUDPAddrPort(buf[:n], f.client)
+			continue
+		}
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			if since := time.Duration(r.opts.Now().UnixNano() - f.last.Load()); since < idle {
+				idle = r.opts.FlowIdle - since
+				continue
+			}
+			return
+		case errors.Is(err, syscall.ECONNREFUSED):
+			// The guest answered a datagram with port unreachable: it does
+			// not listen on udp here. Later ones may still find it.
+			continue
+		case err != nil:
+			return
+		}
+	}
+}
+
+// end forgets the flow and closes its socket (once).
+func (f *flow) end(outcome ...string) {
+	f.mu.Lock()
+	if f.ended {
+		f.mu.Unlock()
+		return
+	}
+	f.ended = true
+	g, in, out := f.guest, f.in, f.out
+	dropped := len(f.queue)
+	f.queue = nil
+	f.mu.Unlock()
+	if g != nil {
+		g.Close()
+	}
+	pt := f.pt
+	pt.mu.Lock()
+	if pt.flows[f.client] == f {
+		delete(pt.flows, f.client)
+	}
+	pt.mu.Unlock()
+	if rec := pt.r.opts.Recorder; rec != nil {
+		o := "relayed"
+		if len(outcome) > 0 {
+			o = outcome[0]
+		}
+		if dropped > 0 {
+			rec.RawDropped(f.app, dropped)
+		}
+		rec.RawConnection(f.app, "udp", o, in, out)
+		rec.RawOpen(f.app, "udp", -1)
+	}
+}
