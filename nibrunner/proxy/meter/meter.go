@@ -82,19 +82,23 @@ func (s *Set) Keep(keep func(app string) bool) {
 	})
 }
 
-// Merge is the activity of several front doors as one: the latest
-// traffic of any, busy when any is.
-func Merge(sources ...interface {
-	Activity(app string) (time.Time, bool)
-}) func(app string) (time.Time, bool) {
-	return func(app string) (last time.Time, busy bool) {
-		for _, s := range sources {
-			l, b := s.Activity(app)
-			if l.After(last) {
-				last = l
-			}
-			busy = busy || b
+// Source is anything that tells an app's traffic (the proxy, the relay).
+type Source interface {
+	Activity(app string) (last time.Time, busy bool)
+}
+
+// Merged is the traffic of several front doors as one: the latest of any,
+// busy when any is.
+type Merged []Source
+
+// Activity implements Source.
+func (ms Merged) Activity(app string) (last time.Time, busy bool) {
+	for _, s := range ms {
+		l, b := s.Activity(app)
+		if l.After(last) {
+			last = l
 		}
-		return last, busy
+		busy = busy || b
 	}
+	return last, busy
 }
