@@ -15,6 +15,7 @@ type Host struct {
 	Firewall Firewall
 	DeniedV4 []netip.Prefix
 	DeniedV6 []netip.Prefix
+	DNS      []netip.Addr // [network] dns_servers
 }
 
 // Apply makes the network match apps, which must list every app holding a
@@ -30,7 +31,7 @@ func (h Host) Apply(ctx context.Context, apps []App) error {
 		}
 		held[a.Slot] = true
 	}
-	if err := h.Firewall.Apply(ctx, Rules{Apps: apps, DeniedV4: h.DeniedV4, DeniedV6: h.DeniedV6}); err != nil {
+	if err := h.Firewall.Apply(ctx, Rules{Apps: apps, DeniedV4: h.DeniedV4, DeniedV6: h.DeniedV6, DNS: h.DNS}); err != nil {
 		return err
 	}
 	slots, err := Taps()

@@ -211,6 +211,7 @@ func (tp *topology) apply(t *testing.T, webRunning bool) {
 			{Slot: 1, AppID: "api", Running: true, HTTPPort: 8080},
 		},
 		DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
+		DNS:      []netip.Addr{netip.MustParseAddr("172.16.5.5")},
 	}
 	if err := inNetns(tp.host, func() error { return Firewall{}.Apply(context.Background(), r) }); err != nil {
 		t.Fatal(err)
@@ -252,6 +253,9 @@ func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 	serveUDP(t, tp.g0, "0.0.0.0:5000", "web-udp")
 	serve(t, tp.g1, "0.0.0.0:8080", "api")
 	serve(t, tp.out, "0.0.0.0:80", "outside")
+	serve(t, tp.out, "0.0.0.0:53", "dns-tcp")
+	// Bound to the address, so its answers leave from it (a resolver does).
+	serveUDP(t, tp.out, "172.16.5.5:53", "dns-udp")
 
 	t.Run("AGuestReachesAnAllowedOutsideAddressAsTheHost", func(t *testing.T) {
 		mustReach(t, tp.g0, "192.0.2.2:80", "outside from 192.0.2.1")
@@ -273,6 +277,13 @@ func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 			mustBeRejected(t, tp.g0, addr)
 		}
 	})
+	t.Run("AGuestReachesItsNameServerOnPort53Only", func(t *testing.T) {
+		mustReach(t, tp.g0, "172.16.5.5:53", "dns-tcp from 192.0.2.1")
+		if got, err := exchangeUDP(tp.g0, "172.16.5.5:53"); err != nil || got != "dns-udp from 192.0.2.1" {
+			t.Fatalf("udp to the name server: %q, %v", got, err)
+		}
+		mustBeRejected(t, tp.g0, "172.16.5.5:80")
+	})
 	t.Run("NothingOutsideReachesAGuestDirectly", func(t *testing.T) {
 		mustBeRejected(t, tp.out, "10.201.0.2:8080")
 	})
@@ -284,9 +295,12 @@ func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 	t.Run("ARunningAppsHostPortsReachItsGuest", func(t *testing.T) {
 		tp.apply(t, true)
 		mustReach(t, tp.out, "192.0.2.1:21000", "web from 192.0.2.2")
-		mustReach(t, tp.out, "192.0.2.1:21001", "web-raw from 192.0.2.2")
-		if got, err := exchangeUDP(tp.out, "192.0.2.1:21001"); err != nil || got != "web-udp from 192.0.2.2" {
-			t.Fatalf("udp to the raw host port: %q, %v", got, err)
+		// A raw port is the relay's to listen on (none here): no DNAT
+		// carries it past the relay. The relay reaches the guest itself.
+		mustBeRejected(t, tp.out, "192.0.2.1:21001")
+		mustReach(t, tp.host, "10.201.0.2:5000", "web-raw from 10.201.0.1")
+		if got, err := exchangeUDP(tp.host, "10.201.0.2:5000"); err != nil || got != "web-udp from 10.201.0.1" {
+			t.Fatalf("udp from the host to the guest's raw port: %q, %v", got, err)
 		}
 		mustReach(t, tp.host, "192.0.2.1:21000", "web from 192.0.2.1")
 		mustReach(t, tp.host, "127.0.0.1:21000", "web from 10.201.0.1")

@@ -12,12 +12,17 @@ import (
 type App struct {
 	Slot  int
 	AppID string
-	// Running publishes the host ports. While an app is asleep or stopped
-	// its host port is left to whatever listens on the host (the wake-on-
-	// request activator), and nothing reaches its guest from outside.
+	// Running publishes the HTTP host port. While an app is asleep or
+	// stopped its host port is left to whatever listens on the host (the
+	// wake-on-request activator), and nothing reaches its guest from
+	// outside.
 	Running  bool
-	HTTPPort int   // guest port behind host port 21000+8N
-	Ports    []int // guest ports behind host ports 21000+8N+1, +2, …
+	HTTPPort int // guest port behind host port 21000+8N
+	// Ports are the guest's raw ports. They are not published here: the
+	// raw relay (nibrunner/proxy/raw) listens on host ports 21000+8N+1, +2,
+	// … at [proxy.raw] listen_address and connects to the guest itself,
+	// which the rules allow as they allow the host anything.
+	Ports []int
 }
 
 // Rules is everything the nibrun table is a function of.
@@ -25,6 +30,11 @@ type Rules struct {
 	Apps     []App
 	DeniedV4 []netip.Prefix // [network] denied_egress_addresses_v4
 	DeniedV6 []netip.Prefix // [network] denied_egress_addresses_v6
+	// DNS are the name servers guests are given ([network] dns_servers):
+	// guests may reach them on port 53, tcp and udp, even where the fence
+	// would refuse the address (a resolver in a private range, or one on
+	// the host itself).
+	DNS []netip.Addr
 }
 
 // Table is the nftables table this package owns, and the only one it
@@ -105,8 +115,33 @@ func Render(r Rules) (string, error) {
 	w("\t\telements = { %s }", strings.Join(v6, ", "))
 	w("\t}")
 	w("")
-	w("\t# Host ports of running apps, to their guests. Anything addressed to")
-	w("\t# one of the host's own addresses, from outside or from the host.")
+	dns4, dns6 := dnsSets(r.DNS)
+	if len(dns4) > 0 {
+		w("\t# The name servers guests are given.")
+		w("\tset dns_v4 {")
+		w("\t\ttype ipv4_addr")
+		w("\t\telements = { %s }", strings.Join(dns4, ", "))
+		w("\t}")
+		w("")
+	}
+	if len(dns6) > 0 {
+		w("\tset dns_v6 {")
+		w("\t\ttype ipv6_addr")
+		w("\t\telements = { %s }", strings.Join(dns6, ", "))
+		w("\t}")
+		w("")
+	}
+	allowDNS := func(indent string) {
+		if len(dns4) > 0 {
+			w("%siifname \"%s\" ip daddr @dns_v4 meta l4proto { tcp, udp } th dport 53 accept comment \"name servers\"", indent, tap)
+		}
+		if len(dns6) > 0 {
+			w("%siifname \"%s\" ip6 daddr @dns_v6 meta l4proto { tcp, udp } th dport 53 accept comment \"name servers\"", indent, tap)
+		}
+	}
+	w("\t# HTTP host ports of running apps, to their guests. Anything addressed")
+	w("\t# to one of the host's own addresses, from outside or from the host.")
+	w("\t# Raw ports are the raw relay's: it listens on the host and connects.")
 	w("\tchain publish {")
 	for _, a := range apps {
 		if !a.Running {
@@ -114,9 +149,6 @@ func Render(r Rules) (string, error) {
 		}
 		guest := GuestAddr(a.Slot).Addr()
 		w("\t\ttcp dport %d dnat ip to %s:%d comment \"%s http\"", HostPort(a.Slot), guest, a.HTTPPort, a.AppID)
-		for i, p := range a.Ports {
-			w("\t\tmeta l4proto { tcp, udp } th dport %d dnat ip to %s:%d comment \"%s port %d\"", HostPort(a.Slot)+1+i, guest, p, a.AppID, i+1)
-		}
 	}
 	w("\t}")
 	w("")
@@ -151,6 +183,7 @@ func Render(r Rules) (string, error) {
 	w("\t\ttype filter hook forward priority filter; policy accept;")
 	w("\t\tct state established,related accept")
 	w("\t\tiifname \"%s\" oifname \"%s\" %s comment \"guest to guest\"", tap, tap, reject)
+	allowDNS("\t\t")
 	w("\t\tiifname \"%s\" ip daddr @blocked_v4 %s", tap, reject)
 	w("\t\tiifname \"%s\" ip6 daddr @blocked_v6 %s", tap, reject)
 	w("\t\tiifname \"%s\" accept", tap)
@@ -161,10 +194,31 @@ func Render(r Rules) (string, error) {
 	w("\tchain input {")
 	w("\t\ttype filter hook input priority filter; policy accept;")
 	w("\t\tiifname \"%s\" ct state established,related accept", tap)
+	allowDNS("\t\t")
 	w("\t\tiifname \"%s\" %s comment \"guests cannot reach the host\"", tap, reject)
 	w("\t}")
 	w("}")
 	return b.String(), nil
+}
+
+// dnsSets splits the name servers by family, in a stable order, once each.
+func dnsSets(servers []netip.Addr) (v4, v6 []string) {
+	seen := map[netip.Addr]bool{}
+	for _, a := range servers {
+		a = a.Unmap()
+		if !a.IsValid() || seen[a] {
+			continue
+		}
+		seen[a] = true
+		if a.Is4() {
+			v4 = append(v4, a.String())
+		} else {
+			v6 = append(v6, a.WithZone("").String())
+		}
+	}
+	sort.Strings(v4)
+	sort.Strings(v6)
+	return v4, v6
 }
 
 func prefixes(fixed []string, extra []netip.Prefix, v4 bool) ([]string, error) {

@@ -37,6 +37,7 @@ func sampleRules() Rules {
 		},
 		DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("10.9.0.0/16")},
 		DeniedV6: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")},
+		DNS:      []netip.Addr{netip.MustParseAddr("10.0.0.53"), netip.MustParseAddr("2001:4860:4860::8888"), netip.MustParseAddr("10.0.0.53")},
 	}
 }
 
@@ -58,7 +59,7 @@ func TestTheRulesetDependsOnlyOnTheSlotsNotTheirOrder(t *testing.T) {
 	}
 }
 
-func TestOnlyARunningAppIsPublished(t *testing.T) {
+func TestOnlyARunningAppsHTTPPortIsPublishedAndRawPortsAreTheRelays(t *testing.T) {
 	r := Rules{Apps: []App{{Slot: 5, AppID: "a", HTTPPort: 80, Ports: []int{53}}}}
 	off, _ := Render(r)
 	r.Apps[0].Running = true
@@ -66,10 +67,33 @@ func TestOnlyARunningAppIsPublished(t *testing.T) {
 	if strings.Contains(off, "dnat ip to") {
 		t.Fatalf("a stopped app has a DNAT rule:\n%s", off)
 	}
-	for _, want := range []string{"tcp dport 21040 dnat ip to 10.201.0.22:80", "meta l4proto { tcp, udp } th dport 21041 dnat ip to 10.201.0.22:53"} {
-		if !strings.Contains(on, want) {
-			t.Errorf("running app's ruleset lacks %q", want)
+	if !strings.Contains(on, "tcp dport 21040 dnat ip to 10.201.0.22:80") {
+		t.Errorf("running app's ruleset does not publish its HTTP port:\n%s", on)
+	}
+	if strings.Contains(on, "21041") {
+		t.Errorf("a raw port is DNATed past the relay:\n%s", on)
+	}
+}
+
+func TestGuestsMayReachTheirNameServersAndOnlyOnPort53(t *testing.T) {
+	none, _ := Render(Rules{})
+	if strings.Contains(none, "dns_v4") {
+		t.Fatalf("no name servers, yet a rule for them:\n%s", none)
+	}
+	got, _ := Render(sampleRules())
+	for _, want := range []string{
+		"elements = { 10.0.0.53 }",
+		"elements = { 2001:4860:4860::8888 }",
+		`iifname "nbr*" ip daddr @dns_v4 meta l4proto { tcp, udp } th dport 53 accept`,
+		`iifname "nbr*" ip6 daddr @dns_v6 meta l4proto { tcp, udp } th dport 53 accept`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the ruleset lacks %q", want)
 		}
+	}
+	// Before the fence: 10.0.0.53 is in a private range.
+	if strings.Index(got, "@dns_v4") > strings.Index(got, "@blocked_v4") {
+		t.Error("the name servers are allowed only after the private ranges are refused")
 	}
 }
 
