@@ -28,6 +28,8 @@ import (
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/proxy"
+	"alpnib.dev/nibrunner/proxy/meter"
+	"alpnib.dev/nibrunner/proxy/raw"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/fake"
@@ -131,6 +133,26 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		defer px.Close()
 		deps.Router, deps.Traffic = px, px
 	}
+	// With [proxy.raw] the relay carries raw ports; it binds each as the
+	// daemon publishes it, and wakes through the daemon.
+	var relay *raw.Relay
+	if cfg.Proxy.Raw != nil {
+		ro := raw.Options{ListenAddress: cfg.Proxy.Raw.ListenAddress}
+		if mx != nil {
+			ro.Recorder = mx
+		}
+		relay = raw.New(ro)
+		defer relay.Close()
+		deps.Ports = relay
+		if px != nil {
+			deps.Traffic = meter.Merged{px, relay}
+		} else {
+			deps.Traffic = relay
+		}
+	}
+	if mx != nil {
+		deps.Metrics = mx
+	}
 	guestImage := "none"
 	switch vmmKind {
 	case "fake":
@@ -154,7 +176,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 			return err
 		}
 		deps.VMM = v
-		deps.Network = guestNetwork{network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6}}
+		deps.Network = guestNetwork{network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}}
 		if userNetwork {
 			deps.Network = daemon.NoNetwork{}
 		}
@@ -184,18 +206,22 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		BackgroundJobs:    cfg.Checkpoints.MaxConcurrent,
 		// 0 (not set) is one per CPU: the daemon's default.
 		MaxConcurrentVMStarts: cfg.MaxConcurrentVMStarts,
+		DNS:                   cfg.Network.DNS,
 	}, deps)
 	if err != nil {
 		return err
 	}
-	// Shutdown, in order: no new request (the proxy closes, abandoning
-	// wakes under way), every goroutine serve started ends, then the
+	// Shutdown, in order: no new request (the proxy and the raw relay
+	// close, abandoning wakes under way), every goroutine serve started ends, then the
 	// daemon closes. Closing the daemon first let a late request wake a
 	// closed daemon.
 	defer func() {
 		cancel()
 		if px != nil {
 			px.Close()
+		}
+		if relay != nil {
+			relay.Close()
 		}
 		wg.Wait()
 		d.Close()
@@ -208,6 +234,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 				log.Printf("nibrunnerd: %v", err)
 			}
 		})
+	}
+	if relay != nil {
+		relay.SetWaker(d)
 	}
 	if px != nil {
 		px.SetWaker(d)
@@ -299,8 +328,10 @@ func (h guestNetwork) Apply(ctx context.Context, slots []daemon.NetSlot) error {
 }
 
 var (
-	_ vmm.VMM        = (*qemu.VMM)(nil)
-	_ proxy.Recorder = (*metrics.Metrics)(nil)
+	_ vmm.VMM          = (*qemu.VMM)(nil)
+	_ proxy.Recorder   = (*metrics.Metrics)(nil)
+	_ raw.Recorder     = (*metrics.Metrics)(nil)
+	_ metrics.Recorder = (*metrics.Metrics)(nil)
 )
 
 // memTotalMiB reads the host's memory from /proc/meminfo.

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm"
@@ -54,6 +57,9 @@ denied_egress_addresses_v6 = []
 [proxy.http]
 listen_address = "127.0.0.1"
 port = 18080
+[metrics]
+listen_address = "127.0.0.1"
+port = 18091
 `, root)
 	cfgPath := filepath.Join(root, "config.toml")
 	os.WriteFile(cfgPath, []byte(config), 0o644)
@@ -91,6 +97,16 @@ port = 18080
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// /metrics serves what the daemon, the VMM and the proxy did.
+	if resp, err := http.Get("http://127.0.0.1:18080/"); err == nil {
+		resp.Body.Close()
+	}
+	scrapeMetrics(t, "http://127.0.0.1:18091/metrics", map[string]string{
+		"nibrunner_app_state":                 `app="blog",state="running"`,
+		"nibrunner_pass_duration_seconds":     "",
+		"nibrunner_vm_start_duration_seconds": `kind="cold"`,
+		"nibrunner_proxy_requests_total":      `code="404"`,
+	})
 	if v := r.Volumes[0]; v.State != reported.VolumeReady || !strings.HasSuffix(v.DevicePath, ".ext4") || v.Usage == nil || v.Usage.TotalBytes == 0 || v.Usage.UsedBytes == 0 {
 		t.Fatalf("volume %+v", r.Volumes[0])
 	}
@@ -109,4 +125,40 @@ port = 18080
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+// scrapeMetrics GETs url, parses it as the Prometheus text format and
+// wants a series of each family whose labels include the given text.
+func scrapeMetrics(t *testing.T, url string, want map[string]string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("%s does not parse: %v", url, err)
+	}
+	for name, labels := range want {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("no %s in %s", name, url)
+			continue
+		}
+		found := false
+		for _, m := range f.Metric {
+			var parts []string
+			for _, l := range m.Label {
+				parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			if strings.Contains(strings.Join(parts, ","), labels) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no %s{%s} in %s: %v", name, labels, url, f.Metric)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,6 +28,7 @@ import (
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
+	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -58,6 +60,9 @@ type Config struct {
 	// network, which forwards the slot's host ports on loopback (hosts
 	// without root networking, tests). The report then shows no guestIpv4.
 	UserNetwork bool
+	// DNS are the name servers guests on a tap are given ([network]
+	// dns_servers).
+	DNS []netip.Addr
 	// BackgroundJobs bounds the checkpoints and exports running at once
 	// (default 2).
 	BackgroundJobs int
@@ -87,6 +92,12 @@ type Deps struct {
 	// Traffic is optional; without it an app's traffic is unknown and a
 	// traffic-idle policy counts from the guest's start.
 	Traffic Traffic
+	// Ports is optional: the raw relay ([proxy.raw]), given the apps' raw
+	// ports whenever they change (not on the user network, where QEMU
+	// forwards them itself).
+	Ports route.PortRouter
+	// Metrics is optional: told of each pass and each refused document.
+	Metrics metrics.Recorder
 }
 
 // Daemon is one host's converge loop.
@@ -140,6 +151,10 @@ type Daemon struct {
 	// was last given.
 	routeMu sync.Mutex
 	applied *route.Table
+	// rawPorts are the raw ports last published (mu); lastPorts what the
+	// relay took (routeMu), nil until it took a table.
+	rawPorts  []route.Port
+	lastPorts []route.Port
 
 	// vmGate bounds VMM operations in flight; fetches bounds layer
 	// preparations.
@@ -352,6 +367,9 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	parsed, err := desired.Decode(doc.Data)
 	if err != nil {
 		d.refusal = reported.Truncate(fmt.Sprintf("desired.json was refused: %s; %s", reasons(err), d.keeping()))
+		if d.deps.Metrics != nil {
+			d.deps.Metrics.DocumentRefused()
+		}
 		d.cfg.Logf("nibrunnerd: %s", d.refusal)
 		return nil
 	}

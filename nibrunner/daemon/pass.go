@@ -23,6 +23,7 @@ const opTimeout = 60 * time.Second
 func (d *Daemon) Pass(ctx context.Context) error {
 	d.passMu.Lock()
 	defer d.passMu.Unlock()
+	began := time.Now()
 	d.mu.Lock()
 	seen := d.seq
 	d.mu.Unlock()
@@ -91,6 +92,9 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.mu.Unlock()
 	if err := d.writeReport(rep); err != nil {
 		return err
+	}
+	if d.deps.Metrics != nil {
+		d.deps.Metrics.Pass(time.Since(began), rep)
 	}
 	d.mu.Lock()
 	d.lastPass = now

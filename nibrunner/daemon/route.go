@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"net/netip"
 	"reflect"
 	"sort"
 
@@ -60,6 +61,7 @@ func (d *Daemon) netSlots() []NetSlot {
 // place routes are made; applyRoutes hands them to the router.
 func (d *Daemon) publishLocked() {
 	var routes []route.Route
+	var raw []route.Port
 	backends := map[string]string{}
 	for app, a := range d.apps {
 		if a.prober != nil && a.prober.endpoint != "" {
@@ -93,9 +95,20 @@ func (d *Daemon) publishLocked() {
 			for _, h := range in.Hostnames {
 				routes = append(routes, route.Route{Hostname: string(h.Hostname), AppID: a.id, HostPort: slot.HostPort(a.slot), Addr: addr, State: state})
 			}
+			if !d.cfg.UserNetwork {
+				// The relay reaches a raw port at the guest's tap address,
+				// which holds while it sleeps. (On QEMU's user network,
+				// QEMU forwards raw ports on loopback itself.)
+				guest := slot.Network(a.slot).GuestIPv4
+				for i, p := range in.Config.Ports {
+					raw = append(raw, route.Port{AppID: a.id, Index: i + 1, HostPort: slot.HostPort(a.slot) + 1 + i,
+						Addr: netip.AddrPortFrom(guest, uint16(p.GuestPort)).String(), State: state})
+				}
+			}
 		}
 	}
 	sort.Slice(routes, func(i, j int) bool { return routes[i].Hostname < routes[j].Hostname })
+	d.rawPorts = raw
 	t := route.NewTable(routes, backends)
 	if !t.Same(d.table.Load()) {
 		d.table.Store(t)
@@ -107,6 +120,7 @@ func (d *Daemon) publishLocked() {
 func (d *Daemon) applyRoutes(ctx context.Context) {
 	d.routeMu.Lock()
 	defer d.routeMu.Unlock()
+	defer d.applyPorts(ctx)
 	t := d.table.Load()
 	if t == d.applied {
 		return
@@ -120,6 +134,26 @@ func (d *Daemon) applyRoutes(ctx context.Context) {
 		return
 	}
 	d.applied = t
+}
+
+// applyPorts gives the raw relay, when there is one, the raw ports last
+// published if it has not taken them yet (routeMu held). A port that could
+// not be bound is tried again the next time.
+func (d *Daemon) applyPorts(ctx context.Context) {
+	if d.deps.Ports == nil {
+		return
+	}
+	d.mu.Lock()
+	raw := d.rawPorts
+	d.mu.Unlock()
+	if d.lastPorts != nil && reflect.DeepEqual(raw, d.lastPorts) {
+		return
+	}
+	if err := d.deps.Ports.ApplyPorts(ctx, raw); err != nil {
+		d.cfg.Logf("nibrunnerd: apply the raw ports: %v", err)
+		return
+	}
+	d.lastPorts = append([]route.Port{}, raw...)
 }
 
 // answering tells whether a's guest has passed its health check: its

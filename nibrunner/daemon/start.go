@@ -133,6 +133,7 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 	}
 	rp := c.RestartPolicy
 	network := slot.Network(n)
+	network.DNS = d.cfg.DNS
 	if d.cfg.UserNetwork {
 		network = vmm.Network{HostPort: slot.HostPort(n)}
 	}
