@@ -57,4 +57,3 @@ func nonNilStrings(s []string) []string {
 	}
 	return s
 }
-
