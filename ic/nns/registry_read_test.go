@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"alpnib.dev/ic/candid"
@@ -137,5 +138,47 @@ func TestChangesAreReadPageByPageUpToThePinnedVersion(t *testing.T) {
 	all, err := RegistryClient{Caller: &pagedChanges{latest: 7, page: 3}}.ElectedVersions(context.Background())
 	if err != nil || !slices.Equal(all, []string{"v1", "v3", "v5", "v6", "v7"}) {
 		t.Fatalf("elected at the latest version: %v %v", all, err)
+	}
+}
+
+// legacyChanges answers get_changes_since in the older
+// RegistryGetChangesSinceResponse form, whose RegistryValue carries
+// timestamp_nanoseconds as field 4 (a varint), where the high-capacity form
+// has large_value_chunk_keys (a message).
+type legacyChanges struct{}
+
+func (legacyChanges) Query(context.Context, principal.Principal, string, []byte) ([]byte, error) {
+	value := func(v []byte, version uint64, deleted bool) []byte {
+		var b []byte
+		if len(v) > 0 {
+			b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), v)
+		}
+		b = protowire.AppendVarint(protowire.AppendTag(b, 2, protowire.VarintType), version)
+		if deleted {
+			b = protowire.AppendVarint(protowire.AppendTag(b, 3, protowire.VarintType), 1)
+		}
+		return protowire.AppendVarint(protowire.AppendTag(b, 4, protowire.VarintType), 1786014092906939149)
+	}
+	delta := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("replica_version_a"))
+	delta = protowire.AppendBytes(protowire.AppendTag(delta, 2, protowire.BytesType), value([]byte{0x32, 0x01, 'x'}, 1, false))
+	delta = protowire.AppendBytes(protowire.AppendTag(delta, 2, protowire.BytesType), value(nil, 2, true))
+	resp := protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 2)
+	return protowire.AppendBytes(protowire.AppendTag(resp, 3, protowire.BytesType), delta), nil
+}
+
+func (legacyChanges) Call(context.Context, principal.Principal, string, []byte) ([]byte, error) {
+	return nil, errors.New("no update calls here")
+}
+
+func TestTheOlderChangesSinceFormReadsTheSame(t *testing.T) {
+	changes, latest, err := RegistryClient{Caller: legacyChanges{}}.GetChangesSince(context.Background(), 0)
+	if err != nil || latest != 2 || len(changes) != 2 {
+		t.Fatalf("%v at %d: %+v", err, latest, changes)
+	}
+	if c := changes[0]; c.Version != 1 || c.Deleted || string(c.Value) != "\x32\x01x" {
+		t.Errorf("first change %+v", c)
+	}
+	if c := changes[1]; c.Version != 2 || !c.Deleted {
+		t.Errorf("second change %+v", c)
 	}
 }
