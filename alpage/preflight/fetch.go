@@ -78,10 +78,15 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 	}
 	live := &Snapshot{RegistryVersion: v}
 	// Every record is read at v, the version the report prints and a plan
-	// file pins. (get_subnet, get_node_operators_and_dcs_of_node_provider
-	// and list_node_providers are Candid methods without a version: they
-	// read the latest.)
-	f = &Fetcher{Registry: registryAt{f.Registry, v}, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard}
+	// file pins: the subnet record too, when the registry client can render
+	// it at a version as get_subnet would (nns.RegistryClient.At).
+	// get_node_operators_and_dcs_of_node_provider and list_node_providers
+	// are Candid methods without a version: they read the latest.
+	var reg Registry = registryAt{f.Registry, v}
+	if p, ok := f.Registry.(pinner); ok {
+		reg = p.At(v)
+	}
+	f = &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard}
 	switch p.Kind {
 	case config.KindMembership:
 		if live.Subnet, err = f.subnet(ctx, p.Membership.SubnetID); err != nil || live.Subnet == nil {
@@ -113,6 +118,12 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 		live.Provider, err = f.provider(ctx, p.RemoveNodeProvider.NodeProviderID)
 	}
 	return live, err
+}
+
+// pinner is a registry client that reads everything at one version;
+// nns.RegistryClient is one.
+type pinner interface {
+	At(version uint64) nns.RegistryClient
 }
 
 // registryAt reads records at one registry version: a get_value that

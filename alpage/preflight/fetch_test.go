@@ -12,7 +12,9 @@ import (
 	"alpnib.dev/alpage/devnet"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
 )
 
 // fleet: subnet app (n1) on v1; n2 free; operator op owns both; v2 elected, v3 not.
@@ -118,6 +120,34 @@ func TestEveryRecordIsReadAtTheVersionTheReportPrints(t *testing.T) {
 	}
 	if v := d.Registry.Version(); r.RegistryVersion != v || len(reads.seen) != 1 || reads.seen[v] == 0 {
 		t.Fatalf("report at %d, get_value versions %v", r.RegistryVersion, reads.seen)
+	}
+}
+
+// behind reports an older latest version than the registry has, as if
+// the registry moved while preflight was reading.
+type behind struct {
+	nns.RegistryClient
+	version uint64
+}
+
+func (b behind) GetLatestVersion(context.Context) (uint64, error) { return b.version, nil }
+
+func TestTheSubnetRecordIsReadAtTheVersionTheReportPrintsToo(t *testing.T) {
+	d, f := startDevnet(t)
+	before := d.Registry.Version()
+	// n2 joins the subnet after the version was read
+	rec, _, _ := d.Registry.Subnet(principal.MustDecode(subnet))
+	members := append(rec.Membership, principal.MustDecode(n2).Bytes())
+	rec.Membership = members
+	d.Registry.Apply([]registry.Mutation{{Key: nns.SubnetRecordKey(subnet), Value: rec.Marshal()}})
+	f.Registry = behind{RegistryClient: f.Registry.(nns.RegistryClient), version: before}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2)}}
+	r, err := f.Run(context.Background(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RegistryVersion != before || r.Verdict != VerdictReady {
+		t.Fatalf("at version %d (report %d) n2 is not yet a member, so adding it is ready:\n%s", before, r.RegistryVersion, dump(r))
 	}
 }
 
