@@ -115,6 +115,25 @@ func Check(t *testing.T, root *cobra.Command, path string, update bool) {
 		t.Fatalf("%v; write it with go generate", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: the commands' help changed; rewrite it with go generate ./cmd/%s", path, root.Name())
+		t.Fatalf("%s is stale: the commands' help changed; rewrite it with go generate ./cmd/%s\n%s", path, root.Name(), firstDifference(want, got))
 	}
+}
+
+// firstDifference names the first line where the page on disk (want) and
+// the one the commands give (got) part.
+func firstDifference(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d is\n\t%q\nand the commands give\n\t%q", i+1, a, b)
+		}
+	}
+	return ""
 }

@@ -41,3 +41,10 @@ func TestTheReferenceIsTheSameEachTime(t *testing.T) {
 		t.Fatal("two renderings differ")
 	}
 }
+
+func TestAStalePageIsNamedByItsFirstDifferentLine(t *testing.T) {
+	got := firstDifference([]byte("a\nb\nc"), []byte("a\nB\nc"))
+	if got != "line 2 is\n\t\"b\"\nand the commands give\n\t\"B\"" {
+		t.Fatalf("%q", got)
+	}
+}
