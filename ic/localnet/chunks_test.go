@@ -76,3 +76,23 @@ func TestAPinnedClientReadsTheSubnetAsItWasAtItsVersion(t *testing.T) {
 		t.Fatal("a missing subnet read at a version gave no error")
 	}
 }
+
+func TestTheElectedSetIsTheReplicaVersionRecordsForTheRegistryAndTheClientAlike(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := registry.New()
+	reg.ElectVersion("a", nns.ReplicaVersionRecordPB{})
+	reg.ElectVersion("b", nns.ReplicaVersionRecordPB{})
+	// A blessed list that disagrees: it names c (no record) and not b.
+	stale := nns.BlessedReplicaVersionsPB{BlessedVersionIDs: []string{"a", "c"}}
+	reg.Apply([]registry.Mutation{{Key: nns.BlessedReplicaVersionsKey, Value: stale.Marshal()}})
+	_, a := serveRegistry(t, reg)
+
+	got, err := nns.RegistryClient{Caller: a}.ElectedVersions(ctx)
+	if err != nil || !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("client: %v %v", got, err)
+	}
+	if local := reg.ElectedVersions(); !reflect.DeepEqual(local, got) || !reg.Elected("b") || reg.Elected("c") {
+		t.Fatalf("local registry: %v, b %t, c %t", local, reg.Elected("b"), reg.Elected("c"))
+	}
+}
