@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -292,5 +293,61 @@ func TestACheckpointLandsInS3AndItsObjectRestoresTheVolume(t *testing.T) {
 	back := filepath.Join(dir, "back")
 	if _, err := ReadSparse(r, back); err != nil || digest(t, back) != digest(t, src) {
 		t.Fatalf("the object does not restore the volume: %v", err)
+	}
+}
+
+func TestACopyOfAVolumeAtRestWhoseGuestStartedDuringItFailsAndLeavesNoCopy(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "vol"), filepath.Join(dir, "copy")
+	sparseFile(t, src, 1<<20, 4096, 0)
+	started := func(context.Context) error { return errors.New("app a's guest started during the copy") }
+	_, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, AtRest: started}, dst, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "started during the copy") {
+		t.Fatalf("Snapshot = %v, want the copy refused", err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Error("a torn copy was left")
+	}
+}
+
+// exclusive refuses a second freeze while one holds, as FIFREEZE does.
+type exclusive struct {
+	mu     sync.Mutex
+	frozen bool
+}
+
+func (e *exclusive) Freeze(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.frozen {
+		return errors.New("device or resource busy")
+	}
+	e.frozen = true
+	return nil
+}
+
+func (e *exclusive) Thaw(context.Context) error {
+	e.mu.Lock()
+	e.frozen = false
+	e.mu.Unlock()
+	return nil
+}
+
+func TestSnapshotsOfOneVolumeTakeTurnsSoNoneThawsAnothersFreeze(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "vol")
+	sparseFile(t, src, 32<<20, 1<<20, 0, 8<<20, 16<<20, 31<<20)
+	f := &exclusive{}
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			_, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, Freezer: f}, filepath.Join(dir, fmt.Sprint("copy", i)), 5*time.Second)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("a snapshot beside others failed: %v", err)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"time"
 )
 
@@ -34,8 +36,17 @@ func Snapshot(ctx context.Context, vol Volume, dst string, bound time.Duration) 
 	if bound <= 0 {
 		bound = DefaultFreezeTimeout
 	}
+	// One freeze of a volume at a time from this process: a second
+	// FIFREEZE would be refused, and its thaw would end the first one's.
+	unlock := lockVolume(vol.Path)
+	defer unlock()
 	if vol.Freezer == nil {
 		st, err := CopySparse(ctx, vol.Path, dst)
+		if err == nil && vol.AtRest != nil {
+			if err = vol.AtRest(ctx); err != nil {
+				os.Remove(dst)
+			}
+		}
 		if err != nil {
 			return SnapshotStats{CopyStats: st}, fmt.Errorf("copy volume %s: %w", vol.ID, err)
 		}
@@ -62,6 +73,24 @@ func Snapshot(ctx context.Context, vol Volume, dst string, bound time.Duration) 
 		return out, fmt.Errorf("copy volume %s: %w", vol.ID, cerr)
 	}
 	return out, nil
+}
+
+var (
+	volumesMu sync.Mutex
+	volumes   = map[string]*sync.Mutex{}
+)
+
+// lockVolume serialises snapshots of the volume file at path.
+func lockVolume(path string) (unlock func()) {
+	volumesMu.Lock()
+	m := volumes[path]
+	if m == nil {
+		m = &sync.Mutex{}
+		volumes[path] = m
+	}
+	volumesMu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 func thaw(ctx context.Context, vol Volume) error {

@@ -26,4 +26,9 @@ type Volume struct {
 	// when none has (its app sleeps, is stopped, or has no guest): the
 	// file is then at rest and needs no freeze.
 	Freezer Freezer
+	// AtRest, when set beside a nil Freezer, is asked after the copy
+	// whether the volume stayed at rest through it: an error (its app's
+	// guest started meanwhile) fails the copy, which may be torn, and the
+	// next try freezes the guest instead.
+	AtRest func(ctx context.Context) error
 }

@@ -91,25 +91,48 @@ func (d *Daemon) submit(id string, fn jobs.Func) {
 
 // volumeToRead names volume id's file and, when the guest of app (the one
 // that mounts it) is running now and the VMM can freeze it, that guest's
-// freezer. It runs in the job, just before the copy, so it sees the guest
-// as it is then, not as the pass that asked for the job saw it.
+// freezer; otherwise a check that the guest did not start during the copy.
+// It runs in the job, just before the copy, so it sees the guest as it is
+// then, not as the pass that asked for the job saw it.
 func (d *Daemon) volumeToRead(ctx context.Context, id, app string) checkpoint.Volume {
 	v := checkpoint.Volume{ID: id, Path: d.deps.Volumes.Path(id)}
-	f, can := d.deps.VMM.(vmm.Freezer)
-	if app == "" || !can {
+	if app == "" {
 		return v
 	}
-	list, err := d.deps.VMM.List(ctx)
-	if err != nil {
+	running := func(ctx context.Context) (bool, error) {
+		list, err := d.deps.VMM.List(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, st := range list {
+			if st.AppID == app && st.State == vmm.Running {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	up, err := running(ctx)
+	f, can := d.deps.VMM.(vmm.Freezer)
+	switch {
+	case (up || err != nil) && can:
 		// Unknown is treated as running: a freeze of a guest that is not
 		// there fails the job, which is retried, rather than copying a
 		// volume that may be in use.
 		v.Freezer = guestFreezer{vmm: f, app: app}
-		return v
-	}
-	for _, st := range list {
-		if st.AppID == app && st.State == vmm.Running {
-			v.Freezer = guestFreezer{vmm: f, app: app}
+	case up:
+		v.AtRest = func(context.Context) error {
+			return fmt.Errorf("app %s's guest runs and this host's VMM cannot freeze its filesystem for a consistent copy", app)
+		}
+	default:
+		v.AtRest = func(ctx context.Context) error {
+			up, err := running(ctx)
+			switch {
+			case err != nil:
+				return fmt.Errorf("cannot tell whether app %s's guest started during the copy: %w", app, err)
+			case up:
+				return fmt.Errorf("app %s's guest started during the copy, which may be torn; the next try freezes it", app)
+			}
+			return nil
 		}
 	}
 	return v
