@@ -226,7 +226,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		wg.Wait()
 		d.Close()
 	}()
-	spawn(func() { thawFrozen(ctx, deps.VMM) })
+	// Before the first pass: a checkpoint that pass starts must not have
+	// its fresh freeze ended by this thaw.
+	thawFrozen(ctx, deps.VMM)
 	spawn(func() { serveControl(ctx, cfg, d, deps.VMM) })
 	if mxServer != nil {
 		spawn(func() {
@@ -301,13 +303,15 @@ func openStreamer(ctx context.Context, key, url string) (store.Streamer, error) 
 }
 
 // thawFrozen thaws the volumes of the running guests a killed daemon may
-// have left frozen mid-checkpoint (checkpoint.ThawRunning).
+// have left frozen mid-checkpoint (checkpoint.ThawRunning), all at once,
+// waiting at most 10 s for a guest's answer (one that never answers thaws
+// by itself at its freeze's bound).
 func thawFrozen(ctx context.Context, v vmm.VMM) {
 	g, ok := v.(checkpoint.Guests)
 	if !ok {
 		return
 	}
-	for app, err := range checkpoint.ThawRunning(ctx, g, 30*time.Second) {
+	for app, err := range checkpoint.ThawRunning(ctx, g, 10*time.Second) {
 		log.Printf("nibrunnerd: thaw the volume of %s as the daemon starts: %v", app, err)
 	}
 }
