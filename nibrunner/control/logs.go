@@ -91,12 +91,20 @@ func splitLines(b []byte) []string {
 
 // tail follows one file from an offset: new whole lines as they are
 // written, from the start again when the file is truncated or replaced.
+// A file truncated and written past the old offset between two looks (a
+// guest that restarts and prints its boot) keeps its size and inode
+// growing; the bytes just before the offset, held as seen, tell it.
 type tail struct {
 	path    string
 	off     int64
 	ino     uint64
 	partial []byte
+	seen    []byte // the file's last bytes before off, as read
 }
+
+// seenLen is how many bytes before the offset a tail keeps to notice a
+// rewrite.
+const seenLen = 64
 
 func inode(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -112,7 +120,7 @@ func (t *tail) more() []string {
 		return nil // not there (yet, or between a rotate and its new file)
 	}
 	if ino := inode(fi); ino != t.ino || fi.Size() < t.off {
-		t.ino, t.off, t.partial = ino, 0, nil
+		t.ino, t.off, t.partial, t.seen = ino, 0, nil, nil
 	}
 	if fi.Size() == t.off {
 		return nil
@@ -122,9 +130,16 @@ func (t *tail) more() []string {
 		return nil
 	}
 	defer f.Close()
+	if len(t.seen) > 0 {
+		now := make([]byte, len(t.seen))
+		if _, err := f.ReadAt(now, t.off-int64(len(t.seen))); err != nil || !bytes.Equal(now, t.seen) {
+			t.off, t.partial, t.seen = 0, nil, nil // rewritten from its start
+		}
+	}
 	b := make([]byte, min(fi.Size()-t.off, 4<<20))
 	n, _ := f.ReadAt(b, t.off)
 	t.off += int64(n)
+	t.remember(b[:n])
 	data := append(t.partial, b[:n]...)
 	cut := bytes.LastIndexByte(data, '\n')
 	if cut < 0 {
@@ -133,6 +148,14 @@ func (t *tail) more() []string {
 	}
 	t.partial = cutLine(append([]byte(nil), data[cut+1:]...))
 	return splitLines(data[:cut+1])
+}
+
+// remember keeps the last bytes read, up to seenLen of them.
+func (t *tail) remember(b []byte) {
+	t.seen = append(t.seen, b...)
+	if len(t.seen) > seenLen {
+		t.seen = append([]byte(nil), t.seen[len(t.seen)-seenLen:]...)
+	}
 }
 
 func cutLine(b []byte) []byte {
@@ -172,6 +195,13 @@ func streamLogs(ctx context.Context, files []LogFile, n int, follow bool, send f
 			tails[i].ino = inode(fi)
 		}
 		tails[i].off = end
+		if f, err := os.Open(lf.Path); err == nil {
+			seen := make([]byte, min(end, seenLen))
+			if _, err := f.ReadAt(seen, end-int64(len(seen))); err == nil {
+				tails[i].seen = seen
+			}
+			f.Close()
+		}
 		for _, l := range lines {
 			if err := send(LogLine{Source: lf.Source, Line: l}); err != nil {
 				return err

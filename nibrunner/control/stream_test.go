@@ -103,6 +103,10 @@ func TestLogsGiveTheTailOfEachThenFollowAcrossATruncation(t *testing.T) {
 	// A new start truncates the console: it is read from its start.
 	os.WriteFile(console, []byte("boot again\n"), 0o644)
 	next("console boot again")
+	// Even when the new boot has written past where the old one ended by
+	// the next look.
+	os.WriteFile(console, []byte("the third boot prints a longer first line\n"), 0o644)
+	next("console the third boot prints a longer first line")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("a follow ended by its caller: %v", err)
@@ -187,5 +191,19 @@ func TestATailLongerThanTheLogReadsOnIntoItsRotatedFile(t *testing.T) {
 		if strings.Join(got, ",") != want {
 			t.Errorf("tail %d: %s, want %s", n, strings.Join(got, ","), want)
 		}
+	}
+}
+
+func TestAFollowedFileRewrittenPastItsOldEndIsReadFromItsStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "console.log")
+	os.WriteFile(path, []byte("boot 1 line a\n"), 0o644)
+	tl := &tail{path: path}
+	if got := tl.more(); len(got) != 1 || got[0] != "boot 1 line a" {
+		t.Fatalf("first look: %q", got)
+	}
+	// Truncated and written longer than before, between two looks.
+	os.WriteFile(path, []byte("boot 2 line a\nboot 2 line b\n"), 0o644)
+	if got := strings.Join(tl.more(), ","); got != "boot 2 line a,boot 2 line b" {
+		t.Fatalf("after the rewrite: %q", got)
 	}
 }
