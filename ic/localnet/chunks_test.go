@@ -10,6 +10,7 @@ import (
 
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
 )
 
 func TestALargeRecordTravelsInChunksAndComesBackWhole(t *testing.T) {
@@ -94,5 +95,39 @@ func TestTheElectedSetIsTheReplicaVersionRecordsForTheRegistryAndTheClientAlike(
 	}
 	if local := reg.ElectedVersions(); !reflect.DeepEqual(local, got) || !reg.Elected("b") || reg.Elected("c") {
 		t.Fatalf("local registry: %v, b %t, c %t", local, reg.Elected("b"), reg.Elected("c"))
+	}
+}
+
+// countingCaller counts the queries of one method.
+type countingCaller struct {
+	nns.Caller
+	method string
+	n      *int
+}
+
+func (c countingCaller) Query(ctx context.Context, canister principal.Principal, method string, arg []byte) ([]byte, error) {
+	if method == c.method {
+		*c.n++
+	}
+	return c.Caller.Query(ctx, canister, method, arg)
+}
+
+func TestALongChangeLogIsReadPageByPageToTheEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := registry.New()
+	reg.MaxChangesBytes = 200
+	for i := range 20 {
+		reg.Apply([]registry.Mutation{{Key: fmt.Sprintf("key_%02d", i), Value: bytes.Repeat([]byte{byte(i)}, 50)}})
+	}
+	_, a := serveRegistry(t, reg)
+	pages := 0
+	r := nns.RegistryClient{Caller: countingCaller{Caller: a, method: "get_changes_since", n: &pages}}
+	changes, latest, err := r.GetChangesSince(ctx, 0)
+	if err != nil || latest != 20 || len(changes) != 20 {
+		t.Fatalf("%d changes up to %d: %v", len(changes), latest, err)
+	}
+	if pages < 5 {
+		t.Fatalf("read in %d pages; with 200-byte pages of 56-byte versions it takes at least 5", pages)
 	}
 }

@@ -47,6 +47,9 @@ type Registry struct {
 	// ChunkSize is the largest chunk a large value is split into; set it
 	// before the first write.
 	ChunkSize int
+	// MaxChangesBytes bounds a get_changes_since page
+	// (DefaultMaxChangesBytes when zero).
+	MaxChangesBytes int
 
 	mu      sync.RWMutex
 	version uint64
@@ -218,16 +221,43 @@ func (v view) get(key string) ([]byte, bool) {
 
 func (v view) keys(prefix string) []string { return v.r.keysLocked(prefix) }
 
+// DefaultMaxChangesBytes bounds one get_changes_since page: two thirds of
+// the 2 MiB a reply may carry, as the canister's MAX_REGISTRY_DELTAS_SIZE.
+const DefaultMaxChangesBytes = 2 * (2 << 20) / 3
+
 // ChangesSince returns, for every key written after version, the entries
-// written after it (oldest first), keys sorted; and the latest version.
+// written after it (oldest first), keys sorted; and the latest version. Like
+// the canister it answers a page: whole versions, oldest first, until their
+// keys and values reach MaxChangesBytes (at least one version), so a reader
+// asks again from the last version it got.
 func (r *Registry) ChangesSince(version uint64) (map[string][]Entry, []string, uint64) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	limit := r.MaxChangesBytes
+	if limit <= 0 {
+		limit = DefaultMaxChangesBytes
+	}
+	size := map[uint64]int{}
+	for k, h := range r.log {
+		for _, e := range h {
+			if e.Version > version {
+				size[e.Version] += len(k) + len(e.Value)
+			}
+		}
+	}
+	last, total := version, 0
+	for v := version + 1; v <= r.version; v++ {
+		if total > 0 && total+size[v] > limit {
+			break
+		}
+		total += size[v]
+		last = v
+	}
 	out := map[string][]Entry{}
 	var keys []string
 	for k, h := range r.log {
 		for _, e := range h {
-			if e.Version > version {
+			if e.Version > version && e.Version <= last {
 				out[k] = append(out[k], e)
 			}
 		}
