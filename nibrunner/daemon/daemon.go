@@ -131,7 +131,6 @@ type Daemon struct {
 	netReady  bool
 	netErr    string
 	lastNet   []NetSlot
-	lastRoute []route.Route
 	lastPass  time.Time
 	lastFlush time.Time
 	forgotten []string
