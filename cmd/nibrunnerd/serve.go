@@ -176,7 +176,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 			return err
 		}
 		deps.VMM = v
-		deps.Network = guestNetwork{network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}}
+		deps.Network = daemon.HostNetwork{Host: network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}}
 		if userNetwork {
 			deps.Network = daemon.NoNetwork{}
 		}
@@ -314,21 +314,6 @@ func thawFrozen(ctx context.Context, v vmm.VMM) {
 	for app, err := range checkpoint.ThawRunning(ctx, g, 10*time.Second) {
 		log.Printf("nibrunnerd: thaw the volume of %s as the daemon starts: %v", app, err)
 	}
-}
-
-// guestNetwork adapts network.Host to the daemon's Network port.
-type guestNetwork struct{ host network.Host }
-
-func (h guestNetwork) Apply(ctx context.Context, slots []daemon.NetSlot) error {
-	apps := make([]network.App, len(slots))
-	for i, s := range slots {
-		ports := make([]int, len(s.Ports))
-		for j, p := range s.Ports {
-			ports[j] = p.GuestPort
-		}
-		apps[i] = network.App{Slot: s.Slot, AppID: s.AppID, Running: s.Forward, HTTPPort: s.HTTPPort, Ports: ports}
-	}
-	return h.host.Apply(ctx, apps)
 }
 
 var (

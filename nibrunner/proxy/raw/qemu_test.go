@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"alpnib.dev/internal/testenv"
-	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/daemon/daemontest"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -79,22 +79,11 @@ func TestARealGuestIsReachedOverRawTCPAndUDPAndWokenFromSleepByEach(t *testing.T
 	testenv.RequireNetGuard(t)
 	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb")
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "nbr") // QEMU's unix sockets need a short path
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	img, err := guestimage.Build(bctx, testenv.GuestImageDir())
-	if err != nil {
-		t.Fatalf("build the guest image: %v", err)
-	}
+	dir := daemontest.RunDir(t, "nbr") // QEMU's unix sockets need a short path
+	img := daemontest.GuestImage(t)
 	echo := filepath.Join(dir, "echo")
-	build := exec.Command("go", "build", "-trimpath", "-o", echo, "alpnib.dev/examples/apps/echo")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the echo app: %v\n%s", err, out)
+	if _, err := daemontest.Tenant("alpnib.dev/examples/apps/echo", echo); err != nil {
+		t.Fatal(err)
 	}
 	volume := filepath.Join(dir, "vol.ext4")
 	if out, err := exec.Command(testenv.RequireCommand(t, "mke2fs"), "-q", "-F", "-t", "ext4", volume, "32M").CombinedOutput(); err != nil {

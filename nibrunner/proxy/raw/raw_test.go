@@ -153,7 +153,8 @@ func echoOverUDP(t *testing.T, addr, msg string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
+	// Long enough for a wake under software emulation on a loaded machine.
+	c.SetDeadline(time.Now().Add(3 * time.Minute))
 	c.Write([]byte(msg))
 	buf := make([]byte, 1500)
 	n, err := c.Read(buf)
