@@ -63,12 +63,18 @@ func VerifyCertifiedTree(cert []byte, mixed *registrypb.MixedHashTree, v *certif
 	if st != certificate.Found {
 		return nil, fmt.Errorf("%w: the certificate's /canister/%s/certified_data is %s", ErrNotCertified, registryID, st)
 	}
+	return readCertifiedTree(mixed, data)
+}
+
+// readCertifiedTree checks the tree's root hash against the certified data
+// and reads the latest version and the deltas from it.
+func readCertifiedTree(mixed *registrypb.MixedHashTree, certified []byte) (*CertifiedChanges, error) {
 	tree, err := treeOf(mixed, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: hash tree: %v", ErrNotCertified, err)
 	}
-	if root := tree.Digest(); !bytes.Equal(root[:], data) {
-		return nil, fmt.Errorf("%w: the hash tree's root %x is not the certified data %x", ErrNotCertified, root, data)
+	if root := tree.Digest(); !bytes.Equal(root[:], certified) {
+		return nil, fmt.Errorf("%w: the hash tree's root %x is not the certified data %x", ErrNotCertified, root, certified)
 	}
 	out := &CertifiedChanges{}
 	leaf, st := tree.Lookup([]byte("current_version"))
