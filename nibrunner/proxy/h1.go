@@ -473,6 +473,10 @@ func (h *head) copyFields(w *bufio.Writer, keep func(name, value []byte) bool) (
 			}
 		case hopByHop(name), h.listedIn(name):
 			continue
+		case h.chunked && bytes.EqualFold(name, hdrContentLength):
+			// Chunked framing wins (RFC 9112 §6.3); a length beside it is
+			// how requests are smuggled past proxies, so it stops here.
+			continue
 		}
 		if keep != nil && !keep(name, value) {
 			continue
