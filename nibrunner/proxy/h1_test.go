@@ -401,3 +401,20 @@ func TestAChunkedRequestReachesTheAppWithoutTheLengthBesideIt(t *testing.T) {
 		t.Fatalf("the app saw %s", got)
 	}
 }
+
+func TestABigCookieCrossesAndAHeadOver64KiBIsRefused(t *testing.T) {
+	p := newProxy(t, &fakeWaker{})
+	addr := serve(t, p, ListenConfig{})
+	seen := make(chan int, 1)
+	app := httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen <- len(r.Header.Get("Cookie")) }))
+	apply(t, p, routeTo("shop.example.com", "shop", app, route.Up))
+	cookie := strings.Repeat("c", 12<<10) // three times the read buffer
+	resp, _ := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: shop.example.com\r\nCookie: "+cookie+"\r\n\r\n")
+	if resp.StatusCode != 200 || <-seen != len(cookie) {
+		t.Fatalf("a 12 KiB cookie: %d", resp.StatusCode)
+	}
+	resp, body := rawExchange(t, addr, "GET / HTTP/1.1\r\nHost: shop.example.com\r\nCookie: "+strings.Repeat("c", 70<<10)+"\r\n\r\n")
+	if resp.StatusCode != 431 {
+		t.Fatalf("a 70 KiB header: %d %q", resp.StatusCode, body)
+	}
+}

@@ -49,27 +49,43 @@ type head struct {
 func (h *head) bytes(s span) []byte { return h.buf[s.from:s.to] }
 
 // read reads one head from r: the start line, the fields, the empty line.
-// Blank lines before a request are skipped, as RFC 9112 §2.2 allows.
+// Blank lines before a request are skipped, as RFC 9112 §2.2 allows. A
+// line may be longer than r's buffer (a big Cookie, say); the whole head
+// is bounded by maxHead.
 func (h *head) read(r *bufio.Reader) error {
 	h.buf = h.buf[:0]
 	h.fields = h.fields[:0]
 	for {
-		line, err := readLine(r, len(h.buf))
-		if err != nil {
-			return err
+		from := len(h.buf)
+		for {
+			frag, err := r.ReadSlice('\n')
+			if len(h.buf)+len(frag) > maxHead {
+				return errHeadTooLarge
+			}
+			h.buf = append(h.buf, frag...)
+			if err == nil {
+				break
+			}
+			if err != bufio.ErrBufferFull {
+				if len(h.buf) > 0 {
+					return errMalformed // cut off mid-head
+				}
+				return err
+			}
 		}
+		end := len(h.buf) - 1 // the LF
+		if end > from && h.buf[end-1] == '\r' {
+			end--
+		}
+		line := h.buf[from:end]
 		if len(line) == 0 {
-			if len(h.buf) == 0 {
+			h.buf = h.buf[:from]
+			if from == 0 {
 				continue // leading CRLF
 			}
 			return nil
 		}
-		if len(h.buf)+len(line)+2 > maxHead {
-			return errHeadTooLarge
-		}
-		from := int32(len(h.buf))
-		h.buf = append(h.buf, line...)
-		h.buf = append(h.buf, '\n')
+		h.buf = append(h.buf[:end], '\n') // kept with a bare LF
 		if from == 0 {
 			continue
 		}
@@ -87,7 +103,8 @@ func (h *head) read(r *bufio.Reader) error {
 		for ve > vs && (line[ve-1] == ' ' || line[ve-1] == '\t') {
 			ve--
 		}
-		h.fields = append(h.fields, field{span{from, from + int32(colon)}, span{from + int32(vs), from + int32(ve)}})
+		f := int32(from)
+		h.fields = append(h.fields, field{span{f, f + int32(colon)}, span{f + int32(vs), f + int32(ve)}})
 	}
 }
 
