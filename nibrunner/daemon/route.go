@@ -58,61 +58,115 @@ func (d *Daemon) netSlots() []NetSlot {
 
 // publishLocked makes the table the request path reads from what the
 // daemon knows now, and swaps it in if it differs (mu held). It is the one
-// place routes are made; applyRoutes hands them to the router.
+// place routes are made (buildRoutes); applyRoutes hands them to the
+// router.
 func (d *Daemon) publishLocked() {
-	var routes []route.Route
-	var raw []route.Port
 	backends := map[string]string{}
+	facts := map[string]routeFacts{}
 	for app, a := range d.apps {
 		if a.prober != nil && a.prober.endpoint != "" {
 			backends[app] = a.prober.endpoint
 		}
-	}
-	if d.doc != nil {
-		for i := range d.doc.Instances {
-			in := &d.doc.Instances[i]
-			a := d.apps[string(in.AppId)]
-			if a == nil || !a.hasSlot {
-				continue
-			}
-			up := a.up()
-			state := route.Down
-			var addr string
-			if up {
-				addr = a.vm.Endpoint
-			}
-			switch {
-			case up && answering(a):
-				state = route.Up
-			case up && in.DesiredState != desired.StateStopped:
-				// Booting: the activator waits on Wake, which waits for
-				// this boot's prober, rather than proxying to a guest that
-				// does not listen yet (a 502).
-				state = route.Sleeping
-			case in.DesiredState == desired.StateOnRequest && a.rec != nil && a.rec.Booted:
-				state = route.Sleeping
-			}
-			for _, h := range in.Hostnames {
-				routes = append(routes, route.Route{Hostname: string(h.Hostname), AppID: a.id, HostPort: slot.HostPort(a.slot), Addr: addr, State: state})
-			}
-			if !d.cfg.UserNetwork {
-				// The relay reaches a raw port at the guest's tap address,
-				// which holds while it sleeps. (On QEMU's user network,
-				// QEMU forwards raw ports on loopback itself.)
-				guest := slot.Network(a.slot).GuestIPv4
-				for i, p := range in.Config.Ports {
-					raw = append(raw, route.Port{AppID: a.id, Index: i + 1, HostPort: slot.HostPort(a.slot) + 1 + i,
-						Addr: netip.AddrPortFrom(guest, uint16(p.GuestPort)).String(), State: state})
-				}
-			}
+		f := routeFacts{Slot: a.slot, HasSlot: a.hasSlot, Up: a.up(), Answering: answering(a), Booted: a.rec != nil && a.rec.Booted}
+		if f.Up {
+			f.Addr = a.vm.Endpoint
 		}
+		facts[app] = f
 	}
-	sort.Slice(routes, func(i, j int) bool { return routes[i].Hostname < routes[j].Hostname })
+	routes, raw := buildRoutes(d.doc, facts, d.table.Load().Routes(), d.cfg.UserNetwork)
 	d.rawPorts = raw
 	t := route.NewTable(routes, backends)
 	if !t.Same(d.table.Load()) {
 		d.table.Store(t)
 	}
+}
+
+// routeFacts is what the route builder needs to know of one app the daemon
+// holds.
+type routeFacts struct {
+	Slot    int
+	HasSlot bool
+	// Up: its guest runs; Answering: and has passed its health check;
+	// Booted: this deployment was booted at least once.
+	Up, Answering, Booted bool
+	Addr                  string // where its guest answers, while up
+}
+
+// buildRoutes is the routing table and the raw ports of doc, given what
+// the daemon holds of each app (by app id) and the routes it published
+// last. It is pure.
+//
+// Every hostname the document lists has a route, whether or not its app
+// was ever given a slot: an app stopped from its first document answers
+// 503 "This app is not running.", never 404. An app the document no longer
+// lists but the daemon still holds is being deleted: the hostnames it had
+// (in last) keep answering 503 until it is forgotten, unless an app of the
+// document names them now. Raw ports are published only for apps with a
+// slot, and not on a user network (QEMU forwards them on loopback itself).
+func buildRoutes(doc *desired.HostDesiredState, apps map[string]routeFacts, last []route.Route, userNetwork bool) ([]route.Route, []route.Port) {
+	var routes []route.Route
+	var raw []route.Port
+	listed := map[string]bool{}
+	named := map[string]bool{}
+	if doc != nil {
+		for i := range doc.Instances {
+			in := &doc.Instances[i]
+			id := string(in.AppId)
+			listed[id] = true
+			f := apps[id]
+			state := hostnameState(in.DesiredState, f)
+			hostPort := 0
+			if f.HasSlot {
+				hostPort = slot.HostPort(f.Slot)
+			}
+			var addr string
+			if f.HasSlot && f.Up {
+				addr = f.Addr
+			}
+			for _, h := range in.Hostnames {
+				named[string(h.Hostname)] = true
+				routes = append(routes, route.Route{Hostname: string(h.Hostname), AppID: id, HostPort: hostPort, Addr: addr, State: state})
+			}
+			if f.HasSlot && !userNetwork {
+				// The relay reaches a raw port at the guest's tap address,
+				// which holds while it sleeps.
+				guest := slot.Network(f.Slot).GuestIPv4
+				for i, p := range in.Config.Ports {
+					raw = append(raw, route.Port{AppID: id, Index: i + 1, HostPort: hostPort + 1 + i,
+						Addr: netip.AddrPortFrom(guest, uint16(p.GuestPort)).String(), State: state})
+				}
+			}
+		}
+	}
+	for _, rt := range last {
+		if _, held := apps[rt.AppID]; !held || listed[rt.AppID] || named[rt.Hostname] {
+			continue
+		}
+		named[rt.Hostname] = true
+		routes = append(routes, route.Route{Hostname: rt.Hostname, AppID: rt.AppID, HostPort: rt.HostPort, State: route.Down})
+	}
+	sort.Slice(routes, func(i, j int) bool { return routes[i].Hostname < routes[j].Hostname })
+	return routes, raw
+}
+
+// hostnameState is what a listed app's hostnames do.
+func hostnameState(want desired.DesiredInstanceState, f routeFacts) route.State {
+	switch {
+	case !f.HasSlot:
+		// Never started yet (or stopped from its first document): not
+		// running, as for any app whose guest is not up.
+		return route.Down
+	case f.Up && f.Answering:
+		return route.Up
+	case f.Up && want != desired.StateStopped:
+		// Booting: the activator waits on Wake, which waits for this
+		// boot's prober, rather than proxying to a guest that does not
+		// listen yet (a 502).
+		return route.Sleeping
+	case want == desired.StateOnRequest && f.Booted:
+		return route.Sleeping
+	}
+	return route.Down
 }
 
 // applyRoutes gives the router the published routes if it has not had

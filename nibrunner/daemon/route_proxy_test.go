@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,4 +165,21 @@ func TestARequestToASleepingFakeGuestWakesItAndReachesItWhereverItNowListens(t *
 		return rt.State == route.Up && rt.Addr != first.Addr
 	})
 	t.Logf("the guest answered at %s, then at %s once woken", first.Addr, again.Addr)
+}
+
+func TestAnAppStoppedInItsFirstDocumentAnswersNotRunningRatherThanUnknown(t *testing.T) {
+	h, rr, _, base := routedHost(t)
+	const hostname = "quiet.apps.example.net"
+	app := h.App("quiet", "quiet-1")
+	app.DesiredState = desired.StateStopped
+	h.Write(t, app)
+	h.WaitFor(t, "quiet reported stopped", func(r *reported.HostReportedState) bool {
+		return len(r.Instances) == 1 && r.Instances[0].State == reported.InstanceStopped
+	})
+	waitRoute(t, rr, hostname, "quiet's route", func(rt route.Route) bool { return rt.State == route.Down })
+
+	status, body := askHost(t, base, hostname)
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "This app is not running.") {
+		t.Fatalf("a stopped app answered %d %q, want 503 \"This app is not running.\"", status, body)
+	}
 }
