@@ -148,6 +148,11 @@ func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 		}
 		return stack[len(stack)-1].kind
 	}
+	// push opens a frame and reports whether that is one too deep.
+	push := func(f frame) bool {
+		stack = append(stack, f)
+		return len(stack) > max
+	}
 	pos := hcl.InitialPos
 	atLineStart := true
 	unary := 0  // the run of ! and - just before, in an expression
@@ -155,10 +160,6 @@ func checkNesting(path string, src []byte, max int) hcl.Diagnostics {
 	for i := 0; i < len(src); {
 		c, n := src[i], 1
 		at := pos
-		push := func(f frame) bool {
-			stack = append(stack, f)
-			return len(stack) > max
-		}
 		deeper := false
 		switch top() {
 		case '"', '<':
