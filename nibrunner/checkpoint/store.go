@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,8 +117,9 @@ func (s *Store) CreateStats(ctx context.Context, id string, vol Volume) (Info, S
 }
 
 func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, SnapshotStats, error) {
-	tmp := filepath.Join(s.opt.Dir, ".tmp-"+id+".img")
-	os.Remove(tmp)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(s.opt.Dir, ".tmp-"+id+"-"+hex.EncodeToString(rnd[:])+".img")
 	defer os.Remove(tmp)
 	snap, err := Snapshot(ctx, vol, tmp, s.opt.FreezeTimeout)
 	if err != nil {
@@ -127,9 +130,15 @@ func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, Snapsh
 	}
 	key := s.key(id)
 	pr, pw := io.Pipe()
-	go func() { _, err := WriteSparse(ctx, pw, s.local(id)); pw.CloseWithError(err) }()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, err := WriteSparse(ctx, pw, s.local(id))
+		pw.CloseWithError(err)
+	}()
 	_, err = s.opt.Objects.PutStream(ctx, key, pr)
 	pr.CloseWithError(errors.New("the upload ended"))
+	<-written
 	if err != nil {
 		return Info{}, snap, fmt.Errorf("checkpoint %s: upload: %w", id, err)
 	}

@@ -14,6 +14,8 @@ package export
 import (
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,8 +81,15 @@ func Open(ctx context.Context, opt Options) (*Writer, error) {
 				return nil, fmt.Errorf("exports: abort the upload a stopped daemon left at %q: %w", key, err)
 			}
 		}
-		id := strings.TrimSuffix(filepath.Base(n), ".uploading")
-		w.cleanStaging(id)
+	}
+	// Nobody else writes here: whatever is left is a dead daemon's.
+	left, _ := os.ReadDir(opt.StagingDir)
+	for _, e := range left {
+		if base, ok := strings.CutSuffix(e.Name(), ".img"); ok {
+			w.cleanStaging(base)
+		}
+	}
+	for _, n := range notes {
 		os.Remove(n)
 	}
 	return w, nil
@@ -117,16 +126,20 @@ func (w *Writer) Forget(ctx context.Context, id string) error {
 	return nil
 }
 
-func (w *Writer) image(id string) string { return filepath.Join(w.opt.StagingDir, id+".img") }
-func (w *Writer) mount(id string) string { return filepath.Join(w.opt.StagingDir, id+".mnt") }
-func (w *Writer) note(id string) string  { return filepath.Join(w.opt.StagingDir, id+".uploading") }
+// An export in flight stages under a base name of its own, <id>-<random>:
+// the copy (.img), its mount (.mnt) and a note of the key it uploads to
+// (.uploading). A run that was cancelled may still be cleaning up while
+// the next one of the same export starts.
+func (w *Writer) image(base string) string { return filepath.Join(w.opt.StagingDir, base+".img") }
+func (w *Writer) mount(base string) string { return filepath.Join(w.opt.StagingDir, base+".mnt") }
+func (w *Writer) note(base string) string  { return filepath.Join(w.opt.StagingDir, base+".uploading") }
 
-// cleanStaging unmounts and removes export id's staging files and frees
-// the loop device the copy is attached to.
-func (w *Writer) cleanStaging(id string) {
+// cleanStaging unmounts and removes the staging files of base and frees
+// the loop device its copy is attached to.
+func (w *Writer) cleanStaging(base string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mnt, img := w.mount(id), w.image(id)
+	mnt, img := w.mount(base), w.image(base)
 	if _, err := os.Stat(mnt); err == nil {
 		_, _ = run(ctx, "umount", mnt)
 		os.Remove(mnt)
@@ -151,39 +164,61 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 	return s, nil
 }
 
-// Write writes export e of vol and records it.
+// Write writes export e of vol and records it, once its staging files are
+// gone.
 func (w *Writer) Write(ctx context.Context, e desired.DesiredExport, vol checkpoint.Volume) (Info, error) {
 	id, key := string(e.ExportId), string(e.ObjectKey)
-	fail := func(err error) (Info, error) { return Info{}, fmt.Errorf("export %s: %w", id, err) }
-	w.cleanStaging(id)
-	defer w.cleanStaging(id)
-	if _, err := checkpoint.Snapshot(ctx, vol, w.image(id), w.opt.FreezeTimeout); err != nil {
-		return fail(err)
+	n, err := w.upload(ctx, e, vol)
+	if err != nil {
+		return Info{}, fmt.Errorf("export %s: %w", id, err)
 	}
-	mnt := w.mount(id)
+	info := Info{SizeBytes: uint64(n), ReadyAt: time.Now().UTC(), Key: key}
+	b, _ := json.Marshal(info)
+	if err := atomicfile.WriteFile(filepath.Join(w.opt.RecordDir, id+".json"), b, 0o600); err != nil {
+		return Info{}, fmt.Errorf("export %s: record it: %w", id, err)
+	}
+	return info, nil
+}
+
+// upload stages a copy of vol, streams the archive of e from it to the
+// store and removes what it staged; it returns the object's size.
+func (w *Writer) upload(ctx context.Context, e desired.DesiredExport, vol checkpoint.Volume) (int64, error) {
+	id, key := string(e.ExportId), string(e.ObjectKey)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	base := id + "-" + hex.EncodeToString(rnd[:])
+	// The note first: a daemon killed at any point after it leaves what
+	// the next one needs to abort the upload and clean the staging.
+	if err := atomicfile.WriteFile(w.note(base), []byte(key), 0o600); err != nil {
+		return 0, err
+	}
+	defer os.Remove(w.note(base))
+	defer w.cleanStaging(base)
+	if _, err := checkpoint.Snapshot(ctx, vol, w.image(base), w.opt.FreezeTimeout); err != nil {
+		return 0, err
+	}
+	mnt := w.mount(base)
 	if err := os.Mkdir(mnt, 0o700); err != nil {
-		return fail(err)
+		return 0, err
 	}
 	// The loop device is writable and the mount read-only: a copy of a
 	// volume at rest may carry a journal to replay, which ext4 does on
 	// mounting (into the copy, which is ours); the files are not changed.
-	dev, err := run(ctx, "losetup", "--find", "--show", w.image(id))
+	dev, err := run(ctx, "losetup", "--find", "--show", w.image(base))
 	if err != nil {
-		return fail(fmt.Errorf("attach the copy of volume %s to a loop device: %w", vol.ID, err))
+		return 0, fmt.Errorf("attach the copy of volume %s to a loop device: %w", vol.ID, err)
 	}
 	if _, err := run(ctx, "mount", "-t", "ext4", "-o", "ro", dev, mnt); err != nil {
-		return fail(fmt.Errorf("mount the copy of volume %s read-only: %w", vol.ID, err))
+		return 0, fmt.Errorf("mount the copy of volume %s read-only: %w", vol.ID, err)
 	}
 	root := filepath.Join(mnt, guest.VolumeUpperDir)
 	if _, err := os.Stat(root); err != nil {
-		return fail(fmt.Errorf("volume %s holds no %s/ folder, so it is not an app's volume: %w", vol.ID, guest.VolumeUpperDir, err))
+		return 0, fmt.Errorf("volume %s holds no %s/ folder, so it is not an app's volume: %w", vol.ID, guest.VolumeUpperDir, err)
 	}
-	if err := atomicfile.WriteFile(w.note(id), []byte(key), 0o600); err != nil {
-		return fail(err)
-	}
-	defer os.Remove(w.note(id))
 	pr, pw := io.Pipe()
+	archived := make(chan struct{})
 	go func() {
+		defer close(archived)
 		gz, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
 		_, err := WriteTar(ctx, gz, root, e.Environment)
 		if cerr := gz.Close(); err == nil {
@@ -192,14 +227,12 @@ func (w *Writer) Write(ctx context.Context, e desired.DesiredExport, vol checkpo
 		pw.CloseWithError(err)
 	}()
 	n, err := w.opt.Objects.PutStream(ctx, key, pr)
+	// The archiver stops at its next write and lets go of the mount
+	// before it is unmounted.
 	pr.CloseWithError(errors.New("the upload ended"))
+	<-archived
 	if err != nil {
-		return fail(err)
+		return 0, err
 	}
-	info := Info{SizeBytes: uint64(n), ReadyAt: time.Now().UTC(), Key: key}
-	b, _ := json.Marshal(info)
-	if err := atomicfile.WriteFile(filepath.Join(w.opt.RecordDir, id+".json"), b, 0o600); err != nil {
-		return fail(fmt.Errorf("record it: %w", err))
-	}
-	return info, nil
+	return n, nil
 }
