@@ -131,20 +131,45 @@ port = 18091
 // wants a series of each family whose labels include the given text.
 func scrapeMetrics(t *testing.T, url string, want map[string]string) {
 	t.Helper()
+	// A request's series is recorded once its answer has gone out, so a
+	// client can read the answer a moment before the counter moves:
+	// scrape again until every series is there, within a bound.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		missing, err := missingSeries(url, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, m := range missing {
+				t.Error(m)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// missingSeries scrapes url once and says which of want it lacks.
+func missingSeries(url string, want map[string]string) ([]string, error) {
 	resp, err := http.Get(url)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		t.Fatalf("%s does not parse: %v", url, err)
+		return nil, fmt.Errorf("%s does not parse: %w", url, err)
 	}
+	var missing []string
 	for name, labels := range want {
 		f, ok := fams[name]
 		if !ok {
-			t.Errorf("no %s in %s", name, url)
+			missing = append(missing, fmt.Sprintf("no %s in %s", name, url))
 			continue
 		}
 		found := false
@@ -158,7 +183,8 @@ func scrapeMetrics(t *testing.T, url string, want map[string]string) {
 			}
 		}
 		if !found {
-			t.Errorf("no %s{%s} in %s: %v", name, labels, url, f.Metric)
+			missing = append(missing, fmt.Sprintf("no %s{%s} in %s: %v", name, labels, url, f.Metric))
 		}
 	}
+	return missing, nil
 }
