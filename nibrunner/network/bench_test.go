@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 
@@ -37,14 +36,10 @@ func fullHost() Rules {
 func BenchmarkApply1000Apps(b *testing.B) {
 	testenv.RequireRoot(b)
 	testenv.RequireCommand(b, "ip", "nft")
-	ns := fmt.Sprintf("nbb%d-%d", os.Getpid()%100000, b.N)
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		b.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	ns := testenv.Netns(b, fmt.Sprintf("nbb%d-%d", os.Getpid()%100000, b.N))
 	r := fullHost()
 	b.ResetTimer()
-	err := inNetns(ns, func() error {
+	err := testenv.InNetns(ns, func() error {
 		for i := 0; i < b.N; i++ {
 			r.Apps[i%len(r.Apps)].Running = !r.Apps[i%len(r.Apps)].Running
 			if err := (Firewall{}).Apply(context.Background(), r); err != nil {

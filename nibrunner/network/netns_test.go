@@ -4,45 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"alpnib.dev/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
-
-// inNetns runs f on an OS thread moved into the named network namespace.
-// The thread is never handed back to the scheduler (the goroutine exits
-// still locked, so Go retires the thread): nothing else ever runs in a
-// namespace it did not ask for.
-func inNetns(name string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		fd, err := unix.Open("/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- fmt.Errorf("open netns %s: %w", name, err)
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("enter netns %s: %w", name, err)
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
-}
 
 // topology is a host namespace with two guests behind veths named like
 // taps, and an outside namespace holding an allowed address, a denied one,
@@ -54,13 +24,6 @@ type topology struct {
 
 var topologies int
 
-func ipCmd(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(testenv.RequireCommand(t, "ip"), args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-}
-
 func newTopology(t *testing.T) *topology {
 	testenv.RequireRoot(t)
 	testenv.RequireCommand(t, "ip", "nft")
@@ -68,30 +31,30 @@ func newTopology(t *testing.T) *topology {
 	id := fmt.Sprintf("nbt%d-%d", os.Getpid()%100000, topologies)
 	tp := &topology{host: id + "-h", g0: id + "-g0", g1: id + "-g1", out: id + "-o"}
 	for _, ns := range []string{tp.host, tp.g0, tp.g1, tp.out} {
-		ipCmd(t, "netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-		ipCmd(t, "-n", ns, "link", "set", "lo", "up")
+		testenv.Netns(t, ns)
 	}
-	ipCmd(t, "-n", tp.host, "link", "add", "nbr0", "type", "veth", "peer", "name", "eth0", "netns", tp.g0)
-	ipCmd(t, "-n", tp.host, "link", "add", "nbr1", "type", "veth", "peer", "name", "eth0", "netns", tp.g1)
-	ipCmd(t, "-n", tp.host, "link", "add", "up0", "type", "veth", "peer", "name", "uplink", "netns", tp.out)
+	testenv.IP(t, "-n", tp.host, "link", "add", "nbr0", "type", "veth", "peer", "name", "eth0", "netns", tp.g0)
+	testenv.IP(t, "-n", tp.host, "link", "add", "nbr1", "type", "veth", "peer", "name", "eth0", "netns", tp.g1)
+	testenv.IP(t, "-n", tp.host, "link", "add", "up0", "type", "veth", "peer", "name", "uplink", "netns", tp.out)
 	for i, g := range []string{tp.g0, tp.g1} {
-		ipCmd(t, "-n", g, "addr", "add", GuestAddr(i).String(), "dev", "eth0")
-		ipCmd(t, "-n", g, "link", "set", "eth0", "up")
-		ipCmd(t, "-n", g, "route", "add", "default", "via", HostAddr(i).Addr().String())
+		testenv.IP(t, "-n", g, "addr", "add", GuestAddr(i).String(), "dev", "eth0")
+		testenv.IP(t, "-n", g, "link", "set", "eth0", "up")
+		testenv.IP(t, "-n", g, "route", "add", "default", "via", HostAddr(i).Addr().String())
 	}
-	ipCmd(t, "-n", tp.host, "addr", "add", "192.0.2.1/24", "dev", "up0")
-	ipCmd(t, "-n", tp.host, "link", "set", "up0", "up")
-	ipCmd(t, "-n", tp.host, "route", "add", "default", "via", "192.0.2.2")
-	ipCmd(t, "-n", tp.out, "addr", "add", "192.0.2.2/24", "dev", "uplink")
-	ipCmd(t, "-n", tp.out, "link", "set", "uplink", "up")
+	testenv.IP(t, "-n", tp.host, "addr", "add", "192.0.2.1/24", "dev", "up0")
+	testenv.IP(t, "-n", tp.host, "addr", "add", "2001:db8::1/64", "dev", "up0", "nodad")
+	testenv.IP(t, "-n", tp.host, "link", "set", "up0", "up")
+	testenv.IP(t, "-n", tp.host, "route", "add", "default", "via", "192.0.2.2")
+	testenv.IP(t, "-n", tp.out, "addr", "add", "192.0.2.2/24", "dev", "uplink")
+	testenv.IP(t, "-n", tp.out, "addr", "add", "2001:db8::2/64", "dev", "uplink", "nodad")
+	testenv.IP(t, "-n", tp.out, "link", "set", "uplink", "up")
 	for _, a := range []string{"198.51.100.7/32", "172.16.5.5/32", "169.254.169.254/32"} {
-		ipCmd(t, "-n", tp.out, "addr", "add", a, "dev", "lo")
+		testenv.IP(t, "-n", tp.out, "addr", "add", a, "dev", "lo")
 	}
 	// Outside knows the way to the guests' subnet, so that a direct
 	// attempt is refused by the rules, not by a missing route.
-	ipCmd(t, "-n", tp.out, "route", "add", Subnet.String(), "via", "192.0.2.1")
-	err := inNetns(tp.host, func() error {
+	testenv.IP(t, "-n", tp.out, "route", "add", Subnet.String(), "via", "192.0.2.1")
+	err := testenv.InNetns(tp.host, func() error {
 		if err := SetSysctls(HostSysctls); err != nil {
 			return err
 		}
@@ -111,98 +74,6 @@ func newTopology(t *testing.T) *topology {
 	return tp
 }
 
-// serve answers every connection on addr inside ns with "<name> from <the
-// peer address it saw>", then closes it.
-func serve(t *testing.T, ns, addr, name string) {
-	t.Helper()
-	var l net.Listener
-	if err := inNetns(ns, func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			fmt.Fprintf(c, "%s from %s", name, host)
-			c.Close()
-		}
-	}()
-}
-
-// serveUDP answers every datagram on addr inside ns with "<name> from
-// <the peer address it saw>".
-func serveUDP(t *testing.T, ns, addr, name string) {
-	t.Helper()
-	var pc net.PacketConn
-	if err := inNetns(ns, func() (err error) { pc, err = net.ListenPacket("udp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(from.String())
-			_, _ = pc.WriteTo([]byte(name+" from "+host), from)
-		}
-	}()
-}
-
-// exchangeUDP sends one datagram from ns to addr and returns the answer.
-func exchangeUDP(ns, addr string) (string, error) {
-	var got string
-	err := inNetns(ns, func() error {
-		c, err := net.Dial("udp", addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		buf := make([]byte, 1500)
-		for try := 0; try < 3; try++ {
-			if _, err := c.Write([]byte("ping")); err != nil {
-				return err
-			}
-			_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-			n, err := c.Read(buf)
-			if err == nil {
-				got = string(buf[:n])
-				return nil
-			}
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				return err
-			}
-		}
-		return errors.New("no answer to three datagrams")
-	})
-	return got, err
-}
-
-// dial connects from ns to addr and returns what the server said.
-func dial(ns, addr string) (string, time.Duration, error) {
-	var got string
-	start := time.Now()
-	err := inNetns(ns, func() error {
-		d := net.Dialer{Timeout: 3 * time.Second}
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		b, err := io.ReadAll(c)
-		got = string(b)
-		return err
-	})
-	return got, time.Since(start), err
-}
-
 func (tp *topology) apply(t *testing.T, webRunning bool) {
 	t.Helper()
 	r := Rules{
@@ -213,111 +84,100 @@ func (tp *topology) apply(t *testing.T, webRunning bool) {
 		DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
 		DNS:      []netip.Addr{netip.MustParseAddr("172.16.5.5")},
 	}
-	if err := inNetns(tp.host, func() error { return Firewall{}.Apply(context.Background(), r) }); err != nil {
+	if err := testenv.InNetns(tp.host, func() error { return Firewall{}.Apply(context.Background(), r) }); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// mustReach wants what the server at addr says to ns.
 func mustReach(t *testing.T, ns, addr, want string) {
 	t.Helper()
-	got, _, err := dial(ns, addr)
+	got, _, err := testenv.DialTCP(ns, addr, "")
 	if err != nil || got != want {
 		t.Fatalf("from %s to %s: got %q, %v; want %q", ns, addr, got, err, want)
-	}
-}
-
-// mustBeRejected wants the connection refused at once: a reject answers,
-// a drop would leave the dial to time out.
-func mustBeRejected(t *testing.T, ns, addr string) {
-	t.Helper()
-	got, took, err := dial(ns, addr)
-	if err == nil {
-		t.Fatalf("from %s to %s: connected, and the server said %q", ns, addr, got)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Fatalf("from %s to %s: %v (took %s); want it refused outright, not %T", ns, addr, err, took, err)
-	}
-	// A drop would run into the 3 s dial timeout and fail with a timeout,
-	// not ECONNREFUSED; the bound leaves room for a loaded machine.
-	if took > 2500*time.Millisecond {
-		t.Fatalf("from %s to %s: refused only after %s; a reject answers at once", ns, addr, took)
 	}
 }
 
 func TestGuestsAreFencedInAndPublishedOnlyWhileRunning(t *testing.T) {
 	tp := newTopology(t)
 	tp.apply(t, false)
-	serve(t, tp.host, "0.0.0.0:9999", "host")
-	serve(t, tp.g0, "0.0.0.0:8080", "web")
-	serve(t, tp.g0, "0.0.0.0:5000", "web-raw")
-	serveUDP(t, tp.g0, "0.0.0.0:5000", "web-udp")
-	serve(t, tp.g1, "0.0.0.0:8080", "api")
-	serve(t, tp.out, "0.0.0.0:80", "outside")
-	serve(t, tp.out, "0.0.0.0:53", "dns-tcp")
+	testenv.ServeTCP(t, tp.host, "0.0.0.0:9999", "host")
+	testenv.ServeTCP(t, tp.g0, "0.0.0.0:8080", "web")
+	testenv.ServeTCP(t, tp.g0, "0.0.0.0:5000", "web-raw")
+	testenv.ServeUDP(t, tp.g0, "0.0.0.0:5000", "web-udp")
+	testenv.ServeTCP(t, tp.g1, "0.0.0.0:8080", "api")
+	testenv.ServeTCP(t, tp.out, "0.0.0.0:80", "outside")
+	testenv.ServeTCP(t, tp.out, "0.0.0.0:53", "dns-tcp")
 	// Bound to the address, so its answers leave from it (a resolver does).
-	serveUDP(t, tp.out, "172.16.5.5:53", "dns-udp")
+	testenv.ServeUDP(t, tp.out, "172.16.5.5:53", "dns-udp")
 
 	t.Run("AGuestReachesAnAllowedOutsideAddressAsTheHost", func(t *testing.T) {
 		mustReach(t, tp.g0, "192.0.2.2:80", "outside from 192.0.2.1")
 	})
 	t.Run("AGuestCannotReachTheHost", func(t *testing.T) {
 		mustReach(t, tp.out, "192.0.2.1:9999", "host from 192.0.2.2") // the host does answer others
-		mustBeRejected(t, tp.g0, "10.201.0.1:9999")
-		mustBeRejected(t, tp.g0, "192.0.2.1:9999")
-		mustBeRejected(t, tp.g0, "10.201.0.5:9999")
+		testenv.MustBeRefused(t, tp.g0, "10.201.0.1:9999")
+		testenv.MustBeRefused(t, tp.g0, "192.0.2.1:9999")
+		testenv.MustBeRefused(t, tp.g0, "10.201.0.5:9999")
 	})
 	t.Run("AGuestCannotReachAnotherGuest", func(t *testing.T) {
 		mustReach(t, tp.host, "10.201.0.6:8080", "api from 10.201.0.5") // the host can
-		mustBeRejected(t, tp.g0, "10.201.0.6:8080")
-		mustBeRejected(t, tp.g1, "10.201.0.2:8080")
+		testenv.MustBeRefused(t, tp.g0, "10.201.0.6:8080")
+		testenv.MustBeRefused(t, tp.g1, "10.201.0.2:8080")
 	})
 	t.Run("AGuestCannotReachAPrivateRangeTheMetadataAddressOrADeniedCIDR", func(t *testing.T) {
 		for _, addr := range []string{"172.16.5.5:80", "169.254.169.254:80", "198.51.100.7:80"} {
 			mustReach(t, tp.host, addr, "outside from 192.0.2.1") // routable: the rules, not routing, refuse
-			mustBeRejected(t, tp.g0, addr)
+			testenv.MustBeRefused(t, tp.g0, addr)
 		}
 	})
 	t.Run("AGuestReachesItsNameServerOnPort53Only", func(t *testing.T) {
 		mustReach(t, tp.g0, "172.16.5.5:53", "dns-tcp from 192.0.2.1")
-		if got, err := exchangeUDP(tp.g0, "172.16.5.5:53"); err != nil || got != "dns-udp from 192.0.2.1" {
+		if got, err := testenv.ExchangeUDP(tp.g0, "172.16.5.5:53"); err != nil || got != "dns-udp from 192.0.2.1" {
 			t.Fatalf("udp to the name server: %q, %v", got, err)
 		}
-		mustBeRejected(t, tp.g0, "172.16.5.5:80")
+		testenv.MustBeRefused(t, tp.g0, "172.16.5.5:80")
 	})
 	t.Run("NothingOutsideReachesAGuestDirectly", func(t *testing.T) {
-		mustBeRejected(t, tp.out, "10.201.0.2:8080")
+		testenv.MustBeRefused(t, tp.out, "10.201.0.2:8080")
 	})
 	t.Run("AStoppedAppsHostPortDoesNotReachItsGuest", func(t *testing.T) {
-		mustBeRejected(t, tp.out, "192.0.2.1:21000")
-		mustBeRejected(t, tp.out, "192.0.2.1:21001")
-		mustReach(t, tp.out, "192.0.2.1:21008", "api from 192.0.2.2")
+		testenv.MustBeRefused(t, tp.host, "127.0.0.1:21000")
+		mustReach(t, tp.host, "127.0.0.1:21008", "api from 10.201.0.5")
 	})
-	t.Run("ARunningAppsHostPortsReachItsGuest", func(t *testing.T) {
+	t.Run("ARunningAppsHostPortReachesItsGuestFromTheHostsLoopbackOnly", func(t *testing.T) {
 		tp.apply(t, true)
-		mustReach(t, tp.out, "192.0.2.1:21000", "web from 192.0.2.2")
+		mustReach(t, tp.host, "127.0.0.1:21000", "web from 10.201.0.1")
+		// From another namespace, on any of the host's addresses, over
+		// either family: nothing. The host's own other address neither.
+		for _, addr := range []string{"192.0.2.1:21000", "[2001:db8::1]:21000", "192.0.2.1:21008", "10.201.0.1:21000"} {
+			testenv.MustBeRefused(t, tp.out, addr)
+		}
+		testenv.MustBeRefused(t, tp.host, "192.0.2.1:21000")
+		// A guest cannot reach another's host port through the host.
+		testenv.MustBeRefused(t, tp.g1, "10.201.0.5:21000")
+		for _, addr := range []string{"192.0.2.1:21000", "192.0.2.1:21001", "[2001:db8::1]:21001"} {
+			if got, err := testenv.ExchangeUDP(tp.out, addr); err == nil {
+				t.Fatalf("udp from outside to %s reached %q", addr, got)
+			}
+		}
 		// A raw port is the relay's to listen on (none here): no DNAT
 		// carries it past the relay. The relay reaches the guest itself.
-		mustBeRejected(t, tp.out, "192.0.2.1:21001")
+		testenv.MustBeRefused(t, tp.out, "192.0.2.1:21001")
 		mustReach(t, tp.host, "10.201.0.2:5000", "web-raw from 10.201.0.1")
-		if got, err := exchangeUDP(tp.host, "10.201.0.2:5000"); err != nil || got != "web-udp from 10.201.0.1" {
+		if got, err := testenv.ExchangeUDP(tp.host, "10.201.0.2:5000"); err != nil || got != "web-udp from 10.201.0.1" {
 			t.Fatalf("udp from the host to the guest's raw port: %q, %v", got, err)
 		}
-		mustReach(t, tp.host, "192.0.2.1:21000", "web from 192.0.2.1")
-		mustReach(t, tp.host, "127.0.0.1:21000", "web from 10.201.0.1")
 	})
 	t.Run("StoppingTheAppUnpublishesItAgain", func(t *testing.T) {
 		tp.apply(t, false)
-		mustBeRejected(t, tp.out, "192.0.2.1:21000")
-		mustBeRejected(t, tp.host, "127.0.0.1:21000")
-		if got, err := exchangeUDP(tp.out, "192.0.2.1:21001"); err == nil {
-			t.Fatalf("udp reached the stopped app: %q", got)
-		}
+		testenv.MustBeRefused(t, tp.host, "127.0.0.1:21000")
 	})
 }
 
 func TestATapIsMadeWithTheSlotsHostAddressAndRemoved(t *testing.T) {
 	tp := newTopology(t)
-	err := inNetns(tp.host, func() error {
+	err := testenv.InNetns(tp.host, func() error {
 		for i := 0; i < 2; i++ { // twice: idempotent
 			if err := EnsureTap(7); err != nil {
 				return err
@@ -355,9 +215,9 @@ func TestATapIsMadeWithTheSlotsHostAddressAndRemoved(t *testing.T) {
 
 func TestABrokenRulesetIsRefusedWholeAndTheLastOneStays(t *testing.T) {
 	tp := newTopology(t)
-	serve(t, tp.g1, "0.0.0.0:8080", "api")
+	testenv.ServeTCP(t, tp.g1, "0.0.0.0:8080", "api")
 	tp.apply(t, true)
-	err := inNetns(tp.host, func() error {
+	err := testenv.InNetns(tp.host, func() error {
 		fw := Firewall{}
 		if err := fw.Load(context.Background(), "table inet nibrun\ndelete table inet nibrun\ntable inet nibrun {\n\tchain x {\n\t\tnot a rule\n\t}\n}\n"); err == nil {
 			return errors.New("a broken ruleset loaded")
@@ -371,8 +231,8 @@ func TestABrokenRulesetIsRefusedWholeAndTheLastOneStays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustReach(t, tp.out, "192.0.2.1:21008", "api from 192.0.2.2") // the previous rules still publish
-	if err := inNetns(tp.host, func() error {
+	mustReach(t, tp.host, "127.0.0.1:21008", "api from 10.201.0.5") // the previous rules still publish
+	if err := testenv.InNetns(tp.host, func() error {
 		if err := (Firewall{}).Remove(context.Background()); err != nil {
 			return err
 		}
@@ -388,7 +248,7 @@ func TestABrokenRulesetIsRefusedWholeAndTheLastOneStays(t *testing.T) {
 func TestTheHostMakesATapPerSlotAppliesTheTableAndRemovesStaleTaps(t *testing.T) {
 	tp := newTopology(t)
 	h := Host{DeniedV4: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}}
-	err := inNetns(tp.host, func() error {
+	err := testenv.InNetns(tp.host, func() error {
 		apps := []App{{Slot: 3, AppID: "a", Running: true, HTTPPort: 80}, {Slot: 4, AppID: "b", HTTPPort: 80}}
 		if err := h.Apply(context.Background(), apps); err != nil {
 			return err

@@ -12,10 +12,9 @@ import (
 type App struct {
 	Slot  int
 	AppID string
-	// Running publishes the HTTP host port. While an app is asleep or
-	// stopped its host port is left to whatever listens on the host (the
-	// wake-on-request activator), and nothing reaches its guest from
-	// outside.
+	// Running publishes the HTTP host port to the host itself: a
+	// connection the host makes to 127.0.0.1:21000+8N reaches the guest.
+	// Nothing from outside the host reaches it, running or not.
 	Running  bool
 	HTTPPort int // guest port behind host port 21000+8N
 	// Ports are the guest's raw ports. They are not published here: the
@@ -139,9 +138,12 @@ func Render(r Rules) (string, error) {
 			w("%siifname \"%s\" ip6 daddr @dns_v6 meta l4proto { tcp, udp } th dport 53 accept comment \"name servers\"", indent, tap)
 		}
 	}
-	w("\t# HTTP host ports of running apps, to their guests. Anything addressed")
-	w("\t# to one of the host's own addresses, from outside or from the host.")
-	w("\t# Raw ports are the raw relay's: it listens on the host and connects.")
+	w("\t# HTTP host ports of running apps, to their guests, for the host alone:")
+	w("\t# only what the host itself sends to a loopback address is published")
+	w("\t# (the output hook; there is no prerouting DNAT). Nothing arriving from")
+	w("\t# outside, and no other address of the host, reaches a guest. The proxy")
+	w("\t# dials guests at their tap addresses; raw ports are the raw relay's,")
+	w("\t# which listens on the host and connects itself.")
 	w("\tchain publish {")
 	for _, a := range apps {
 		if !a.Running {
@@ -152,14 +154,9 @@ func Render(r Rules) (string, error) {
 	}
 	w("\t}")
 	w("")
-	w("\tchain prerouting {")
-	w("\t\ttype nat hook prerouting priority dstnat; policy accept;")
-	w("\t\tfib daddr type local jump publish")
-	w("\t}")
-	w("")
 	w("\tchain output {")
 	w("\t\ttype nat hook output priority -100; policy accept;")
-	w("\t\tfib daddr type local jump publish")
+	w("\t\tip daddr 127.0.0.0/8 jump publish")
 	w("\t}")
 	w("")
 	w("\tchain postrouting {")
@@ -187,8 +184,7 @@ func Render(r Rules) (string, error) {
 	w("\t\tiifname \"%s\" ip daddr @blocked_v4 %s", tap, reject)
 	w("\t\tiifname \"%s\" ip6 daddr @blocked_v6 %s", tap, reject)
 	w("\t\tiifname \"%s\" accept", tap)
-	w("\t\toifname \"%s\" ct status dnat accept comment \"published ports\"", tap)
-	w("\t\toifname \"%s\" %s comment \"nothing else reaches a guest\"", tap, reject)
+	w("\t\toifname \"%s\" %s comment \"nothing from outside reaches a guest\"", tap, reject)
 	w("\t}")
 	w("")
 	w("\tchain input {")
