@@ -321,6 +321,9 @@ var (
 	_ proxy.Recorder   = (*metrics.Metrics)(nil)
 	_ raw.Recorder     = (*metrics.Metrics)(nil)
 	_ metrics.Recorder = (*metrics.Metrics)(nil)
+	// The proxy measures the daemon's traffic; nibrunner/proxy does not
+	// import the daemon (route is the seam), so the check lives here.
+	_ daemon.Traffic = (*proxy.Proxy)(nil)
 )
 
 // memTotalMiB reads the host's memory from /proc/meminfo.

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,5 +233,17 @@ func TestAWakeOfAClosedDaemonIsRefused(t *testing.T) {
 	stop()
 	if err := d.Wake(context.Background(), "a"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a wake after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestTheProxyDoesNotDependOnTheDaemon(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "alpnib.dev/nibrunner/proxy").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "alpnib.dev/nibrunner/daemon" {
+			t.Fatal("nibrunner/proxy depends on nibrunner/daemon; the request path must depend only on nibrunner/route")
+		}
 	}
 }

@@ -25,7 +25,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/proxy/meter"
 	"alpnib.dev/nibrunner/route"
 )
@@ -96,9 +95,8 @@ type table struct {
 }
 
 var (
-	_ route.Router   = (*Proxy)(nil)
-	_ daemon.Traffic = (*Proxy)(nil)
-	_ http.Handler   = (*Proxy)(nil)
+	_ route.Router = (*Proxy)(nil)
+	_ http.Handler = (*Proxy)(nil)
 )
 
 // New returns a proxy with an empty routing table: every hostname answers
