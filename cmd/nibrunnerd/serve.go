@@ -102,10 +102,10 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	}
 	deps := daemon.Deps{
 		Layers:      cache,
-		Volumes:     daemon.LocalVolumes{Local: local},
+		Volumes:     local,
 		Checkpoints: cps,
 		Exports:     exps,
-		Router:      &daemon.MemoryRouter{},
+		Router:      daemon.NoRouter{},
 	}
 	// With [metrics], /metrics is bound now (a port in use stops the
 	// start) and served once everything it reads exists.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
@@ -22,27 +20,7 @@ type FileVolumes struct{ Dir string }
 
 // List implements Volumes.
 func (f FileVolumes) List(ctx context.Context) (map[string]VolumeInfo, error) {
-	return listFiles(f.Dir, ".img")
-}
-
-func listFiles(dir, ext string) (map[string]VolumeInfo, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("list volumes in %s: %w", dir, err)
-	}
-	out := make(map[string]VolumeInfo, len(entries))
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ext)
-		if !ok || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		out[id] = VolumeInfo{SizeBytes: uint64(info.Size()), Path: filepath.Join(dir, e.Name())}
-	}
-	return out, nil
+	return volume.ListFiles(f.Dir, ".img")
 }
 
 // Path implements Volumes.
@@ -92,15 +70,6 @@ func (f FileVolumes) Converge(ctx context.Context, spec volume.Spec) (volume.Vol
 	return v, nil
 }
 
-// LocalVolumes is volume.Local (sparse ext4 files) with the listing the
-// daemon observes through.
-type LocalVolumes struct{ *volume.Local }
-
-// List implements Volumes.
-func (l LocalVolumes) List(ctx context.Context) (map[string]VolumeInfo, error) {
-	return listFiles(l.Dir, ".ext4")
-}
-
 // NoNetwork applies nothing: for the fake VMM, whose guests listen on
 // loopback, and for hosts where the network package is not wired yet.
 type NoNetwork struct{}
@@ -125,24 +94,9 @@ func (h HostNetwork) Apply(ctx context.Context, slots []NetSlot) error {
 	return h.Host.Apply(ctx, apps)
 }
 
-// MemoryRouter keeps the routing table in memory, for a host without an
-// HTTP proxy and for tests that check what the proxy would be told.
-type MemoryRouter struct {
-	mu     sync.Mutex
-	routes []route.Route
-}
+// NoRouter applies no routes, for a host without an HTTP proxy: the
+// daemon still publishes its table (Backend reads it).
+type NoRouter struct{}
 
 // Apply implements Router.
-func (m *MemoryRouter) Apply(_ context.Context, routes []route.Route) error {
-	m.mu.Lock()
-	m.routes = append([]route.Route(nil), routes...)
-	m.mu.Unlock()
-	return nil
-}
-
-// Routes returns the last table applied.
-func (m *MemoryRouter) Routes() []route.Route {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]route.Route(nil), m.routes...)
-}
+func (NoRouter) Apply(context.Context, []route.Route) error { return nil }

@@ -40,7 +40,7 @@ func backgroundFromEnv(deps *Deps, dir string) error {
 		if err != nil {
 			return err
 		}
-		deps.Volumes = LocalVolumes{vols}
+		deps.Volumes = vols
 	}
 	if url := os.Getenv(exportsURLEnv); url != "" {
 		objects, err := store.NewS3(context.Background(), url)

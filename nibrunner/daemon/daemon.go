@@ -201,7 +201,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		deps.Network = NoNetwork{}
 	}
 	if deps.Router == nil {
-		deps.Router = &MemoryRouter{}
+		deps.Router = NoRouter{}
 	}
 	if deps.VMM == nil || deps.Layers == nil || deps.Volumes == nil || deps.Checkpoints == nil || deps.Exports == nil {
 		return nil, errors.New("daemon: VMM, Layers, Volumes, Checkpoints and Exports are required")

@@ -123,7 +123,7 @@ func (h *host) deps(inProcess bool) (Deps, *fake.VMM, error) {
 		VMM: v, Layers: layers,
 		Volumes:     FileVolumes{Dir: filepath.Join(h.dir, "volumes")},
 		Checkpoints: cps, Exports: exps,
-		Router: &MemoryRouter{},
+		Router: NoRouter{},
 	}, v, nil
 }
 

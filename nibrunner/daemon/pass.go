@@ -163,7 +163,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 			if rec.FailedAt.IsZero() {
 				rec.FailedAt = now
 				rec.LastExitCode = st.ExitCode
-				rec.FailReason = exitMessage(st.ExitCode)
+				rec.FailReason = exitMessage(st.ExitCode, st.Message)
 				rec.Health.State = health.Failed
 			}
 		}
@@ -175,7 +175,15 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 	}
 }
 
-func exitMessage(code *int) string {
+// exitMessage says why a guest stopped: its own word when it gave one
+// (nibrun-init's exit report), else what its exit code tells.
+func exitMessage(code *int, said string) string {
+	if said != "" {
+		if code != nil {
+			return fmt.Sprintf("%s (exit code %d)", said, *code)
+		}
+		return said
+	}
 	if code == nil {
 		return "the guest stopped on its own and its exit code is unknown"
 	}

@@ -24,12 +24,9 @@ type Layers interface {
 }
 
 // VolumeInfo is a volume as it is on the host.
-type VolumeInfo struct {
-	SizeBytes uint64
-	Path      string
-}
+type VolumeInfo = volume.Info
 
-// Volumes keeps apps' writable disks.
+// Volumes keeps apps' writable disks (*volume.Local).
 type Volumes interface {
 	// List returns every volume on the host by id.
 	List(ctx context.Context) (map[string]VolumeInfo, error)

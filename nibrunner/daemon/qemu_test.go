@@ -241,7 +241,7 @@ func openQEMUDaemonWith(ctx context.Context, dir string, img guestimage.Image, n
 		HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: filepath.Join(dir, "state"),
 		MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
 		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: logf, UserNetwork: true, Now: now,
-	}, Deps{VMM: v, Layers: cache, Volumes: LocalVolumes{vols}, Checkpoints: cps, Exports: exps})
+	}, Deps{VMM: v, Layers: cache, Volumes: vols, Checkpoints: cps, Exports: exps})
 	if err != nil {
 		v.Close()
 		return nil, nil, err

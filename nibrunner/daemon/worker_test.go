@@ -247,3 +247,41 @@ func TestTheProxyDoesNotDependOnTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// sayingVMM is the fake VMM whose exited guests say why, as nibrun-init's
+// exit report does.
+type sayingVMM struct {
+	*fake.VMM
+	said string
+}
+
+func (v sayingVMM) List(ctx context.Context) ([]vmm.Status, error) {
+	l, err := v.VMM.List(ctx)
+	for i := range l {
+		if l[i].State == vmm.Exited {
+			l[i].Message = v.said
+		}
+	}
+	return l, err
+}
+
+func TestTheGuestsOwnFailureReasonReachesTheReport(t *testing.T) {
+	h := newHost(t)
+	deps, fv, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const said = "out of restarts: /app/server exited with code 3 after 2 restarts"
+	deps.VMM = sayingVMM{VMM: fv, said: said}
+	h.run(t, deps)
+	app := h.app("a", "a1", withEnv("FAKE_EXIT_AFTER_MS", "150", "FAKE_EXIT_CODE", "3"))
+	app.Config.RestartPolicy.MaxRestarts = 0
+	h.write(t, doc(app))
+	r := h.waitFor(t, "a out of restarts", func(r *reported.HostReportedState) bool {
+		a := instance(r, "a")
+		return a != nil && strings.HasPrefix(a.Message, "out of restarts")
+	})
+	if msg := instance(r, "a").Message; !strings.Contains(msg, said+" (exit code 3)") {
+		t.Fatalf("the report says %q, not what the guest said", msg)
+	}
+}

@@ -33,7 +33,9 @@ const (
 	// LayerFilesystem is a squashfs or ext4 image attached read-only as is.
 	LayerFilesystem LayerKind = "filesystem"
 	// LayerExecutable is one program that is packed into an image at
-	// DestinationPath with mode 0755.
+	// DestinationPath with mode 0755. The daemon's layer cache packs it
+	// before a start, so a VMM is handed filesystem layers only (QEMU
+	// refuses an executable one).
 	LayerExecutable LayerKind = "executable"
 )
 
@@ -135,6 +137,10 @@ type Status struct {
 	// ExitCode is set for an Exited guest whose exit is known: the tenant
 	// program's code, 128+signal for a signal.
 	ExitCode *int
+	// Message is, for an Exited guest, its own word on why it stopped when
+	// it gave one (nibrun-init's report: a setup that failed, a restart
+	// policy spent), or "".
+	Message string
 	// Endpoint is host:port at which the daemon reaches the guest's
 	// HTTP port for health checks (the guest IP for a real VM, loopback for
 	// the fake).

@@ -372,20 +372,3 @@ func randHex() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// List returns the ids of the volumes on the host, for the daemon's observe
-// step (a volume on disk but in no document is kept, and reported).
-func (l *Local) List() ([]string, error) {
-	entries, err := os.ReadDir(l.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("list volumes in %s: %w", l.Dir, err)
-	}
-	var ids []string
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".ext4")
-		if ok && e.Type().IsRegular() && idPattern.MatchString(id) {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
-}

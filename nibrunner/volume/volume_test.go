@@ -275,15 +275,15 @@ func TestOnlyAnExplicitAbsentDeletesAVolume(t *testing.T) {
 	if _, err := os.Stat(f.local.Path("gone")); err != nil {
 		t.Fatalf("the volume vanished without an absent: %v", err)
 	}
-	if ids, err := f.local.List(); err != nil || len(ids) != 1 || ids[0] != "gone" {
-		t.Fatalf("List = %v, %v; want [gone]", ids, err)
+	if vols, err := f.local.List(ctx(t)); err != nil || len(vols) != 1 || vols["gone"].Path != f.local.Path("gone") || vols["gone"].SizeBytes != 8<<20 {
+		t.Fatalf("List = %v, %v; want gone, 8 MiB", vols, err)
 	}
 	v, err := f.local.Converge(ctx(t), volume.Spec{VolumeID: "gone", State: volume.Absent})
 	if err != nil || !v.Deleted {
 		t.Fatalf("absent = %+v, %v", v, err)
 	}
-	if ids, _ := f.local.List(); len(ids) != 0 {
-		t.Fatalf("List after absent = %v", ids)
+	if vols, _ := f.local.List(ctx(t)); len(vols) != 0 {
+		t.Fatalf("List after absent = %v", vols)
 	}
 	if _, err := os.Stat(f.local.Path("gone")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the volume file is still there: %v", err)

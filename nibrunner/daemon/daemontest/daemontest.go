@@ -52,7 +52,7 @@ func FolderDeps(ctx context.Context, dir, storeDir string) (daemon.Deps, error) 
 	if err != nil {
 		return daemon.Deps{}, err
 	}
-	return daemon.Deps{Layers: cache, Volumes: daemon.LocalVolumes{Local: vols}, Checkpoints: cps, Exports: exps}, nil
+	return daemon.Deps{Layers: cache, Volumes: vols, Checkpoints: cps, Exports: exps}, nil
 }
 
 // Tenant builds the Go program pkg (an import path) as a static binary at

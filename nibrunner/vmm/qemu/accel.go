@@ -58,8 +58,12 @@ func chooseAccel(ctx context.Context, qemuBin string, img guestimage.Image, boot
 	return accel
 }
 
+// probeKVM boots a probe guest under KVM. It runs on its own context
+// (bounded by probeTimeout), not the caller's: the verdict is cached for the
+// whole host boot, so a first start that was cancelled (a daemon closing,
+// a start's deadline) must not make every later guest run under TCG.
 func probeKVM(ctx context.Context, qemuBin string, img guestimage.Image, dir string) bool {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	tmp, err := os.MkdirTemp(dir, "kvm-probe-")
 	if err != nil {

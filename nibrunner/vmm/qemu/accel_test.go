@@ -63,3 +63,20 @@ func TestTheAcceleratorIsKVMOnlyWhenAProbeGuestReallyBootsAndTheVerdictIsCached(
 		t.Fatalf("the verdict file was not read: %s", a)
 	}
 }
+
+func TestTheKVMProbeSurvivesACancelledFirstStart(t *testing.T) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		t.Skip("no usable /dev/kvm: the verdict is TCG without a probe")
+	}
+	f.Close()
+	dir := t.TempDir()
+	img := guestimage.Image{Version: "gi-cancel", Kernel: "/k", Initrd: "/i"}
+	// The first start's context is already over (a daemon closing): the
+	// probe still runs to its verdict, which the whole host boot keeps.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if a := chooseAccel(ctx, fakeQEMU(t, true), img, "boot-cancel", dir, filepath.Join(dir, "accel.json")); a != "kvm" {
+		t.Fatalf("a cancelled first start made the host %s for its whole boot", a)
+	}
+}

@@ -34,13 +34,13 @@ func (v *VMM) machineFor(ctx context.Context, spec vmm.Spec) (machine, error) {
 		return m, err
 	}
 	for i, l := range spec.Layers {
-		p := l.Path
-		if l.Kind == vmm.LayerExecutable {
-			if p, err = v.packExecutable(ctx, l); err != nil {
-				return m, fmt.Errorf("layer %d: %w", i, err)
-			}
+		if l.Kind != vmm.LayerFilesystem {
+			// The daemon's layer cache packs an executable into an image
+			// before a start (layer.Cache), so a VMM attaches images only.
+			return m, fmt.Errorf("start %s: layer %d is %s, not an image; the layer cache packs executables before a start", spec.AppID, i, l.Kind)
 		}
-		if p, err = filepath.Abs(p); err != nil {
+		p, err := filepath.Abs(l.Path)
+		if err != nil {
 			return m, err
 		}
 		m.Layers = append(m.Layers, p)

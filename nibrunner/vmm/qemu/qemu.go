@@ -215,6 +215,7 @@ func (g *vmGuest) status() vmm.Status {
 	if !g.alive() {
 		s.State = vmm.Exited
 		s.ExitCode = g.exitCode
+		s.Message = g.message
 	}
 	return s
 }
@@ -245,19 +246,6 @@ func (v *VMM) onMessage(g *vmGuest) func(guest.Message) {
 	}
 }
 
-// Message is the last thing the guest said went wrong (a setup failure,
-// running out of restarts), or "". (ours: vmm.Status has no such field)
-func (v *VMM) Message(appID string) string {
-	v.mu.Lock()
-	g := v.guests[appID]
-	v.mu.Unlock()
-	if g == nil {
-		return ""
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.message
-}
 
 // List returns every guest known, live or exited, sorted by app.
 func (v *VMM) List(ctx context.Context) ([]vmm.Status, error) {

@@ -2,8 +2,6 @@ package qemu
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"alpnib.dev/nibrunner/guest"
-	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -254,28 +251,3 @@ func (v *VMM) removeStaleSnapshots() {
 	}
 }
 
-// packExecutable packs an executable layer's program into a squashfs at
-// its destination path, cached by digest and destination.
-func (v *VMM) packExecutable(ctx context.Context, l vmm.Layer) (string, error) {
-	key := sha256.Sum256([]byte(l.Digest + "\x00" + l.DestinationPath + "\x00" + l.Path))
-	out := filepath.Join(v.cfg.RuntimeDir, "packed", hex.EncodeToString(key[:16])+".sqfs")
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", fmt.Errorf("pack executable layer %s: %w", l.DestinationPath, err)
-	}
-	stage, err := os.MkdirTemp(filepath.Dir(out), "stage-")
-	if err != nil {
-		return "", fmt.Errorf("pack executable layer %s: %w", l.DestinationPath, err)
-	}
-	defer os.RemoveAll(stage)
-	tmp := filepath.Join(stage, "image.sqfs")
-	if err := layer.Pack(ctx, "", l.Path, l.DestinationPath, filepath.Join(stage, "root"), tmp); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return "", fmt.Errorf("pack executable layer %s: %w", l.DestinationPath, err)
-	}
-	return out, nil
-}

@@ -1,0 +1,45 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Info is a volume as it is on the host: what the daemon observes of it.
+type Info struct {
+	SizeBytes uint64
+	Path      string
+}
+
+// List returns every volume in l.Dir by id (the daemon observes the host's
+// volumes through it each pass).
+func (l *Local) List(ctx context.Context) (map[string]Info, error) {
+	return ListFiles(l.Dir, ".ext4")
+}
+
+// ListFiles returns the volumes kept as regular files <dir>/<id><ext>,
+// skipping hidden files (a volume being made is staged under a dot name). A folder
+// that does not exist holds no volumes.
+func ListFiles(dir, ext string) (map[string]Info, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list volumes in %s: %w", dir, err)
+	}
+	out := make(map[string]Info, len(entries))
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ext)
+		if !ok || strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out[id] = Info{SizeBytes: uint64(info.Size()), Path: filepath.Join(dir, e.Name())}
+	}
+	return out, nil
+}
