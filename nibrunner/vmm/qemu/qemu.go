@@ -246,7 +246,6 @@ func (v *VMM) onMessage(g *vmGuest) func(guest.Message) {
 	}
 }
 
-
 // List returns every guest known, live or exited, sorted by app.
 func (v *VMM) List(ctx context.Context) ([]vmm.Status, error) {
 	v.mu.Lock()

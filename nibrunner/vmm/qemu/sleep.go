@@ -250,4 +250,3 @@ func (v *VMM) removeStaleSnapshots() {
 		}
 	}
 }
-
