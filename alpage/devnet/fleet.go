@@ -152,6 +152,9 @@ func ParseFleet(data []byte) (*Fleet, error) {
 	dec.DisallowUnknownFields()
 	var f Fleet
 	if err := dec.Decode(&f); err != nil {
+		if strings.Contains(err.Error(), `unknown field "ipv6"`) {
+			return nil, fmt.Errorf("fleet: %w (nodes carry no address: the devnet gives each one a loopback port, so drop ipv6; docs/devnet.md)", err)
+		}
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	if err := f.check(); err != nil {

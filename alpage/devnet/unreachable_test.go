@@ -138,7 +138,7 @@ func TestAFleetRefusesAnOutageItCannotHave(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	if _, err := ParseFleet([]byte(`{"nodes": [{"id": "aaaaa-aa", "ipv6": "2001:db8::1"}]}`)); err == nil || !strings.Contains(err.Error(), `unknown field "ipv6"`) {
+	if _, err := ParseFleet([]byte(`{"nodes": [{"id": "aaaaa-aa", "ipv6": "2001:db8::1"}]}`)); err == nil || !strings.Contains(err.Error(), `unknown field "ipv6"`) || !strings.Contains(err.Error(), "drop ipv6") {
 		t.Errorf("a node with an address of its own was not refused: %v", err)
 	}
 }
