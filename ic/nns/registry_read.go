@@ -231,7 +231,8 @@ func (r RegistryClient) GetChangesSince(ctx context.Context, version uint64) (ch
 // latest), sorted. This is how the registry canister itself decides that a
 // version is elected; the blessed_replica_versions list is being retired
 // upstream (docs/decisions.md). The registry has no key listing, so this
-// reads the whole change log once.
+// reads the whole change log once, page by page (on mainnet that is many
+// queries); to ask about one version, read its ReplicaVersionRecord.
 func (r RegistryClient) ElectedVersions(ctx context.Context) ([]string, error) {
 	changes, _, err := r.GetChangesSince(ctx, 0)
 	if err != nil {
