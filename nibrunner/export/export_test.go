@@ -323,3 +323,25 @@ func TestAnExportOfAVolumeThatIsNoFilesystemFailsAndLeavesNothingStaged(t *testi
 		t.Errorf("a loop device is still attached: %s", out)
 	}
 }
+
+func TestTheEnvFileGivesEveryValueBackByteForByteToAShellThatSourcesIt(t *testing.T) {
+	sh := testenv.RequireCommand(t, "sh")
+	env := desired.TenantEnvironment{
+		"PLAIN": "abc-1.2:3@x/y", "SPACES": "a b  c", "QUOTES": `it's "quoted"`, "DOLLAR": "$HOME ${X} `id`",
+		"NEWLINE": "one\ntwo", "EMPTY": "", "BACKSLASH": `a\b\\c`,
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".env")
+	if err := os.WriteFile(p, []byte(DotEnv(env)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range env {
+		out, err := exec.Command(sh, "-c", `set -a; . "$1"; printf %s "$(eval printf %s \"\$$2\")"`, "sh", p, name).Output()
+		if err != nil {
+			t.Fatalf("source .env: %v", err)
+		}
+		if string(out) != string(want) {
+			t.Errorf("%s reads back %q, want %q", name, out, want)
+		}
+	}
+}
