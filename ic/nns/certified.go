@@ -85,7 +85,12 @@ func readCertifiedTree(mixed *registrypb.MixedHashTree, certified []byte) (*Cert
 		return nil, fmt.Errorf("%w: current_version: %v", ErrNotCertified, err)
 	}
 	deltas, st := tree.Subtree([]byte("delta"))
-	if st == certificate.Absent {
+	if st == certificate.Absent || st == certificate.Unknown {
+		// No delta, or all of them pruned away (a reply to a reader
+		// already at the latest version): upstream's reader takes either
+		// as none (serde default, rs/registry/nns_data_provider/src/
+		// certification.rs). Whether none is right is the caller's check
+		// of the version range.
 		return out, nil
 	}
 	if st != certificate.Found {
