@@ -1,0 +1,135 @@
+package registrycopy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// View reads the copy at one version as the registry canister answers:
+// it satisfies reconcile.Registry and preflight's registry reads, and
+// lists each operator's nodes from the node records themselves.
+type View struct {
+	c       *Copy
+	version uint64
+
+	once      sync.Once
+	err       error
+	byOp      map[string][]string // operator → its node ids, sorted
+	operators map[string][]nns.NodeOperatorRecordPB
+}
+
+// At is a view of the copy at version.
+func (c *Copy) At(version uint64) *View { return &View{c: c, version: version} }
+
+// GetLatestVersion is the view's version: every read through the view is at
+// it.
+func (v *View) GetLatestVersion(context.Context) (uint64, error) { return v.version, nil }
+
+// GetValue reads key at version, or at the view's version when version is
+// 0 or beyond it.
+func (v *View) GetValue(ctx context.Context, key string, version uint64) ([]byte, uint64, bool, error) {
+	if version == 0 || version > v.version {
+		version = v.version
+	}
+	return v.c.Get(ctx, key, version)
+}
+
+// index reads every node and operator record at the view's version once.
+func (v *View) index(ctx context.Context) error {
+	v.once.Do(func() {
+		v.byOp, v.operators = map[string][]string{}, map[string][]nns.NodeOperatorRecordPB{}
+		v.err = scanRecords(ctx, v, nodeRecordPrefix, func(key string, rec *nns.NodeRecordPB) {
+			op := principalText(rec.NodeOperatorID)
+			v.byOp[op] = append(v.byOp[op], strings.TrimPrefix(key, nodeRecordPrefix))
+		})
+		for _, ids := range v.byOp {
+			sort.Strings(ids)
+		}
+		if v.err == nil {
+			v.err = scanRecords(ctx, v, operatorRecordPrefix, func(_ string, rec *nns.NodeOperatorRecordPB) {
+				p := principalText(rec.NodeProviderPrincipalID)
+				v.operators[p] = append(v.operators[p], *rec)
+			})
+		}
+	})
+	return v.err
+}
+
+// scanRecords decodes every record under prefix at the view's version and
+// hands each to f.
+func scanRecords[R any, PR interface {
+	*R
+	Unmarshal([]byte) error
+}](ctx context.Context, v *View, prefix string, f func(key string, rec PR)) error {
+	recs, err := v.c.Scan(ctx, prefix, v.version)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		rec := PR(new(R))
+		if err := rec.Unmarshal(r.Value); err != nil {
+			return fmt.Errorf("decode %s: %w", r.Key, err)
+		}
+		f(r.Key, rec)
+	}
+	return nil
+}
+
+var (
+	nodeRecordPrefix     = nns.NodeRecordKey("")
+	operatorRecordPrefix = nns.NodeOperatorRecordKey("")
+)
+
+// OperatorNodes lists the nodes whose record names operator as their
+// node_operator_id, sorted: the registry's own answer to what the explorer
+// was asked.
+func (v *View) OperatorNodes(ctx context.Context, operator string) ([]string, error) {
+	if err := v.index(ctx); err != nil {
+		return nil, err
+	}
+	return v.byOp[operator], nil
+}
+
+// GetNodeOperatorsAndDcsOfNodeProvider answers as the registry canister
+// does: every operator record whose node_provider_principal_id is provider,
+// with its data center record (empty when there is none).
+func (v *View) GetNodeOperatorsAndDcsOfNodeProvider(ctx context.Context, provider principal.Principal) ([]nns.OperatorAndDc, error) {
+	if err := v.index(ctx); err != nil {
+		return nil, err
+	}
+	var out []nns.OperatorAndDc
+	for _, op := range v.operators[provider.String()] {
+		var dc nns.DataCenterRecordPB
+		raw, _, found, err := v.GetValue(ctx, nns.DataCenterRecordKey(op.DcID), 0)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			if err := dc.Unmarshal(raw); err != nil {
+				return nil, fmt.Errorf("decode data center %s: %w", op.DcID, err)
+			}
+		}
+		out = append(out, nns.OperatorAndDc{
+			DataCenter: nns.DataCenterRecordDid{ID: dc.ID, Region: dc.Region, Owner: dc.Owner},
+			NodeOperator: nns.NodeOperatorRecordDid{
+				NodeOperatorPrincipalID: op.NodeOperatorPrincipalID, NodeProviderPrincipalID: op.NodeProviderPrincipalID,
+				NodeAllowance: op.NodeAllowance, DcID: op.DcID, IPv6: op.IPv6,
+			},
+		})
+	}
+	return out, nil
+}
+
+func principalText(b []byte) string {
+	p, err := principal.FromBytes(b)
+	if err != nil {
+		return fmt.Sprintf("%x", b)
+	}
+	return p.String()
+}
