@@ -23,6 +23,13 @@ type Registry interface {
 	GetNodeOperatorsAndDcsOfNodeProvider(ctx context.Context, provider principal.Principal) ([]nns.OperatorAndDc, error)
 }
 
+// NodeLister is a Registry that also lists the nodes whose records name an
+// operator (registrycopy.View does, from the node records at its
+// version); the fetcher then asks it instead of the explorer.
+type NodeLister interface {
+	OperatorNodes(ctx context.Context, operator string) ([]string, error)
+}
+
 // Governance is what the fetcher reads from governance;
 // nns.GovernanceClient satisfies it.
 type Governance interface {
@@ -67,6 +74,9 @@ type Fetcher struct {
 	NodeStatus NodeStatus
 	// Parallel bounds reads in flight; 0 means 8.
 	Parallel int
+	// VersionParallel bounds the node status reads in flight, apart from
+	// the others (each goes to its own node); 0 means DefaultVersionParallel.
+	VersionParallel int
 	// Timeout bounds each read; 0 means 30 seconds.
 	Timeout time.Duration
 }
@@ -139,14 +149,22 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 			})
 		}
 	}
+	lister, fromRegistry := f.Registry.(NodeLister)
 	for _, o := range res.NodeOperators {
-		if o.Decommissioned || f.Explorer == nil {
+		if o.Decommissioned || (!fromRegistry && f.Explorer == nil) {
 			continue
 		}
 		g.run(func(ctx context.Context) {
-			ids, err := f.Explorer.OperatorNodes(ctx, o.ID)
+			var on OperatorNodes
+			if fromRegistry {
+				ids, err := lister.OperatorNodes(ctx, o.ID)
+				on = OperatorNodes{Nodes: ids, Err: errText(err), FromRegistry: true}
+			} else {
+				ids, err := f.Explorer.OperatorNodes(ctx, o.ID)
+				on = OperatorNodes{Nodes: ids, Err: errText(err)}
+			}
 			mu.Lock()
-			live.OperatorNodes[o.ID] = OperatorNodes{Nodes: ids, Err: errText(err)}
+			live.OperatorNodes[o.ID] = on
 			mu.Unlock()
 		})
 	}
@@ -207,12 +225,15 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 			mu.Unlock()
 		})
 	}
+	// Node versions under their own bound: each read goes to another
+	// node, so many can be in flight without loading any one service.
+	vg := f.versionGroup(ctx)
 	for _, n := range res.Nodes {
 		if n.Decommissioned || n.Version == "" {
 			continue
 		}
 		nf := live.Nodes[n.ID]
-		g.run(func(ctx context.Context) {
+		vg.run(func(ctx context.Context) {
 			facts := f.version(ctx, n.ID, nf)
 			mu.Lock()
 			live.Versions[n.ID] = facts
@@ -220,6 +241,7 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 		})
 	}
 	g.wait()
+	vg.wait()
 	return live, ctx.Err()
 }
 
@@ -481,6 +503,22 @@ func (f *Fetcher) group(ctx context.Context) *group {
 	if n <= 0 {
 		n = 8
 	}
+	return &group{ctx: ctx, timeout: f.timeout(), sem: make(chan struct{}, n)}
+}
+
+// DefaultVersionParallel and MaxVersionParallel bound the node status reads
+// in flight: by default, and at most whatever is asked.
+const (
+	DefaultVersionParallel = 64
+	MaxVersionParallel     = 512
+)
+
+func (f *Fetcher) versionGroup(ctx context.Context) *group {
+	n := f.VersionParallel
+	if n <= 0 {
+		n = DefaultVersionParallel
+	}
+	n = min(n, MaxVersionParallel)
 	return &group{ctx: ctx, timeout: f.timeout(), sem: make(chan struct{}, n)}
 }
 

@@ -19,8 +19,10 @@ type Live struct {
 	Providers map[string]ProviderFacts `json:"providers"`
 	// Operators holds each declared operator's own record.
 	Operators map[string]OperatorFacts `json:"operators"`
-	// OperatorNodes holds, per declared operator, the nodes it owns on-chain
-	// per the registry explorer (a third party).
+	// OperatorNodes holds, per declared operator, the nodes it owns on-chain:
+	// from the node records at RegistryVersion when the registry can list
+	// them (a certified copy), else per the registry explorer (a third
+	// party).
 	OperatorNodes map[string]OperatorNodes `json:"operator_nodes"`
 	// Nodes holds each declared node's record.
 	Nodes map[string]NodeFacts `json:"nodes"`
@@ -84,10 +86,29 @@ type OperatorFacts struct {
 	DC       string `json:"dc,omitempty"`
 }
 
-// OperatorNodes is the node ids an operator owns, per the registry explorer.
+// OperatorNodes is the node ids an operator owns: from the node records
+// themselves (FromRegistry), else per the registry explorer.
 type OperatorNodes struct {
-	Nodes []string `json:"nodes,omitempty"`
-	Err   string   `json:"error,omitempty"`
+	Nodes        []string `json:"nodes,omitempty"`
+	Err          string   `json:"error,omitempty"`
+	FromRegistry bool     `json:"from_registry,omitempty"`
+}
+
+// read is where the list came from, for the unknown counts.
+func (o OperatorNodes) read() ReadSource {
+	if o.FromRegistry {
+		return ReadRegistry
+	}
+	return ReadExplorer
+}
+
+// label marks a row or warning resting on the list: the explorer's, as a
+// third party; none for the registry's own records.
+func (o OperatorNodes) label() string {
+	if o.FromRegistry {
+		return ""
+	}
+	return " [" + source.ExplorerLabel + "]"
 }
 
 // NodeFacts is a node record as reconcile compares it.

@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	"alpnib.dev/alpage/config"
-	"alpnib.dev/alpage/source"
 )
 
 // Row is one line of the report: `<status>  <name or ->  <id>[  detail]`.
@@ -129,7 +128,7 @@ func Reconcile(res *config.Resources, live *Live) Report {
 	}
 	for _, o := range res.NodeOperators {
 		if f, read := live.OperatorNodes[o.ID]; read && f.Err != "" && !o.Decommissioned {
-			r.countUnknown(ReadExplorer)
+			r.countUnknown(f.read())
 		}
 	}
 	r.FailedReads = failedReads(live)
@@ -463,7 +462,7 @@ func nodeSections(res *config.Resources, live *Live, n names) []Section {
 			switch {
 			case !read:
 			case owned.Err != "":
-				sec.Warnings = append(sec.Warnings, "nodes the operator owns unread ["+source.ExplorerLabel+"]: "+owned.Err+"; unmanaged nodes not checked")
+				sec.Warnings = append(sec.Warnings, "nodes the operator owns unread"+owned.label()+": "+owned.Err+"; unmanaged nodes not checked")
 			default:
 				for _, id := range owned.Nodes {
 					if declared[id] {
@@ -472,7 +471,7 @@ func nodeSections(res *config.Resources, live *Live, n names) []Section {
 					if _, elsewhere := n.nodes[id]; elsewhere {
 						continue // its own block reports operator-mismatch
 					}
-					sec.Rows = append(sec.Rows, Row{Status: Unmanaged, ID: id, Detail: "owned on-chain, no node block [" + source.ExplorerLabel + "]"})
+					sec.Rows = append(sec.Rows, Row{Status: Unmanaged, ID: id, Detail: "owned on-chain, no node block" + owned.label()})
 				}
 			}
 		}

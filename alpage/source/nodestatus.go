@@ -39,10 +39,24 @@ type NodeStatus struct {
 // verified against a CA; without one, what a node says is labelled.
 func (n *NodeStatus) ChecksCertificates() bool { return n.checked }
 
+// DefaultConnectTimeout bounds the TCP connect and the TLS handshake to a
+// node: an unreachable node falls back to the dashboard this soon.
+const DefaultConnectTimeout = 2 * time.Second
+
 // NewNodeStatus returns a node status client. caFile, when not empty, is a
 // PEM bundle the nodes' certificates must chain to; empty skips the check
 // (see NodeStatusCAEnv).
 func NewNodeStatus(caFile string) (*NodeStatus, error) {
+	return NewNodeStatusTimeout(caFile, DefaultConnectTimeout)
+}
+
+// NewNodeStatusTimeout is NewNodeStatus with connect bounding the TCP
+// connect and the TLS handshake to each node. The one TLS config is shared
+// by every read, and no idle connection is kept: each node is asked once.
+func NewNodeStatusTimeout(caFile string, connect time.Duration) (*NodeStatus, error) {
+	if connect <= 0 {
+		connect = DefaultConnectTimeout
+	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile == "" {
 		cfg.InsecureSkipVerify = true //nolint:gosec // self-signed per replica; see NodeStatusCAEnv
@@ -57,8 +71,9 @@ func NewNodeStatus(caFile string) (*NodeStatus, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	tr := &http.Transport{TLSClientConfig: cfg, Proxy: nil, MaxIdleConnsPerHost: 1,
-		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	tr := &http.Transport{TLSClientConfig: cfg, Proxy: nil, DisableKeepAlives: true,
+		TLSHandshakeTimeout: connect,
+		DialContext:         (&net.Dialer{Timeout: connect}).DialContext}
 	return &NodeStatus{http: &http.Client{Transport: tr}, timeout: 10 * time.Second, checked: caFile != ""}, nil
 }
 

@@ -1,0 +1,56 @@
+package reconcile
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"alpnib.dev/alpage/source"
+)
+
+type oneVersionDashboard string
+
+func (d oneVersionDashboard) NodeVersion(context.Context, string) (string, bool, error) {
+	return string(d), true, nil
+}
+
+// silentNode accepts connections and never answers, as a node behind a
+// black hole does once the kernel has taken the connection.
+func silentNode(t *testing.T) *net.TCPAddr {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return l.Addr().(*net.TCPAddr)
+}
+
+func TestAnUnreachableNodeFallsBackToTheDashboardWithinTheConnectTimeout(t *testing.T) {
+	const connect = 300 * time.Millisecond
+	ns, err := source.NewNodeStatusTimeout("", connect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := silentNode(t)
+	f := &Fetcher{NodeStatus: ns, Dashboard: oneVersionDashboard("v1")}
+	start := time.Now()
+	got := f.version(context.Background(), "node", NodeFacts{Found: true, IP: addr.IP.String(), Port: uint32(addr.Port)})
+	took := time.Since(start)
+	if got.Version != "v1" || got.Source != FromDashboard {
+		t.Fatalf("version %+v, want v1 via the dashboard", got)
+	}
+	if took > connect+time.Second {
+		t.Fatalf("the fallback took %v, far past the connect timeout of %v", took, connect)
+	}
+}
