@@ -29,7 +29,15 @@ func TestMain(m *testing.M) {
 			os.Setenv(name, offlineStandIn)
 		}
 	}
-	os.Exit(m.Run())
+	// The certified registry copy goes to a cache folder of the run's own.
+	cache, err := os.MkdirTemp("", "alp-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 func TestATestThatStartsNoDevnetReachesOnlyTheLoopbackStandIn(t *testing.T) {

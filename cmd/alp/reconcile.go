@@ -26,6 +26,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		kdsURL       string
 		nodeCA       string
 		live         liveFlags
+		nodes        nodeStatusFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "reconcile",
@@ -35,6 +36,15 @@ prints one report: per declared subnet its membership and record facts, node
 providers and operators, the nodes of each operator, chip ids (vouched for by
 AMD KDS), and the GuestOS version each node runs (read from the node itself
 over IPv6, else from the ICP dashboard, marked "via dashboard").
+
+Registry facts are read from a certified local copy of the registry, kept
+in $XDG_CACHE_HOME/alp/registry/<root key hash>/ and brought up to date with
+get_certified_changes_since (every reply verified under the root key) before
+the report; all of them at the copy's version, which the report prints. The
+nodes of each operator come from the node records there. When the copy
+cannot be brought up to date, the registry canister is read directly and the
+explorer lists each operator's nodes, with a warning. Node versions are read
+--parallel at a time, each connect bounded by --connect-timeout.
 
 Facts from third parties are labelled. What a third party (AMD KDS, the
 dashboard, a node's own status endpoint, the registry explorer) could not say
@@ -53,6 +63,9 @@ included.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			if err := nodes.check(); err != nil {
+				return err
+			}
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err
@@ -65,21 +78,24 @@ included.`,
 			if err != nil {
 				return err
 			}
-			ns, err := source.NewNodeStatus(firstOf(nodeCA, os.Getenv(source.NodeStatusCAEnv)))
+			ns, err := source.NewNodeStatusTimeout(firstOf(nodeCA, os.Getenv(source.NodeStatusCAEnv)), nodes.connect)
 			if err != nil {
 				return err
-			}
-			f := &reconcile.Fetcher{
-				Registry:   nns.RegistryClient{Caller: a},
-				Governance: nns.GovernanceClient{Caller: a},
-				Explorer:   live.explorer(),
-				Dashboard:  live.dashboard(),
-				KDS:        source.NewKDS(source.URL(kdsURL, source.KDSURLEnv, source.MainnetKDSURL), nil),
-				NodeStatus: ns,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "reconciling %d node(s) against %s…\n", len(cfg.Nodes), host)
 			ctx, cancel := context.WithTimeout(cmd.Context(), reconcileTimeout)
 			defer cancel()
+			reg, closeReg := reconcileRegistry(ctx, a, cmd.ErrOrStderr())
+			defer closeReg()
+			f := &reconcile.Fetcher{
+				Registry:        reg,
+				Governance:      nns.GovernanceClient{Caller: a},
+				Explorer:        live.explorer(),
+				Dashboard:       live.dashboard(),
+				KDS:             source.NewKDS(source.URL(kdsURL, source.KDSURLEnv, source.MainnetKDSURL), nil),
+				NodeStatus:      ns,
+				VersionParallel: nodes.parallel,
+			}
 			snap, err := f.Fetch(ctx, &cfg.Resources, st.Chips, refreshChips)
 			if err != nil {
 				return fmt.Errorf("reconcile: %w", err)
@@ -130,6 +146,7 @@ included.`,
 	cmd.Flags().StringVar(&kdsURL, "kds-url", "", "AMD KDS (third party): flag > $"+source.KDSURLEnv+" > "+source.MainnetKDSURL)
 	cmd.Flags().StringVar(&nodeCA, "node-status-ca", "", "PEM certificates node status endpoints must chain to: flag > $"+source.NodeStatusCAEnv+" > unchecked (replicas self-sign)")
 	live.register(cmd)
+	nodes.register(cmd)
 	return cmd
 }
 

@@ -22,7 +22,7 @@ func newRegistryCmd(g *globals) *cobra.Command {
 		Use:   "registry",
 		Short: "Read live registry records as resources",
 	}
-	cmd.AddCommand(newRegistrySubnetCmd(g))
+	cmd.AddCommand(newRegistrySubnetCmd(g), newRegistrySyncCmd(g), newRegistryGetCmd(g))
 	return cmd
 }
 

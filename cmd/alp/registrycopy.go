@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/reconcile"
+	"alpnib.dev/alpage/registrycopy"
+	"alpnib.dev/alpage/source"
+	"alpnib.dev/ic/agent"
+	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/nns"
+)
+
+// registryCopyTimeout bounds bringing the copy up to date.
+const registryCopyTimeout = 2 * time.Minute
+
+// openRegistryCopy brings the certified copy of the registry of a's
+// network up to date and says so on progress: its version, and how many
+// deltas it fetched in how many requests. The copy is kept under the user's
+// cache folder ($XDG_CACHE_HOME/alp/registry/<root key hash>/).
+func openRegistryCopy(ctx context.Context, a *agent.Agent, progress io.Writer) (*registrycopy.Copy, registrycopy.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, registryCopyTimeout)
+	defer cancel()
+	root, err := a.RootKey(ctx)
+	if err != nil {
+		return nil, registrycopy.Result{}, fmt.Errorf("registry copy: %w", err)
+	}
+	v, err := certificate.NewVerifier(root, certificate.Options{})
+	if err != nil {
+		return nil, registrycopy.Result{}, fmt.Errorf("registry copy: %w", err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, registrycopy.Result{}, fmt.Errorf("registry copy: %w", err)
+	}
+	c, res, err := registrycopy.Sync(ctx, registrycopy.Dir(cache, root), nns.RegistryClient{Caller: a}, v, progress)
+	if err != nil {
+		return nil, res, err
+	}
+	fmt.Fprintf(progress, "certified registry copy at version %d (%d delta(s) fetched in %d request(s); %s)\n", res.To, res.Deltas, res.Requests, c.Path())
+	return c, res, nil
+}
+
+// reconcileRegistry is what reconcile reads the registry through: the
+// certified copy at its version, or, when the copy cannot be brought up
+// to date, the registry canister itself (and the explorer for the nodes of
+// each operator), with a warning.
+func reconcileRegistry(ctx context.Context, a *agent.Agent, progress io.Writer) (reconcile.Registry, func()) {
+	c, res, err := openRegistryCopy(ctx, a, progress)
+	if err != nil {
+		fmt.Fprintf(progress, "warning: %v; reading the registry canister directly, and each operator's nodes from the registry explorer\n", err)
+		return nns.RegistryClient{Caller: a}, func() {}
+	}
+	return c.At(res.To), func() { c.Close() }
+}
+
+// nodeStatusFlags are reconcile's bounds on reading node versions.
+type nodeStatusFlags struct {
+	parallel int
+	connect  time.Duration
+}
+
+func (n *nodeStatusFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&n.parallel, "parallel", reconcile.DefaultVersionParallel, fmt.Sprintf("node status reads in flight (at most %d)", reconcile.MaxVersionParallel))
+	cmd.Flags().DurationVar(&n.connect, "connect-timeout", source.DefaultConnectTimeout, "bound on connecting to a node's status endpoint; an unreachable node falls back to the dashboard")
+}
+
+func (n *nodeStatusFlags) check() error {
+	if n.parallel < 1 || n.parallel > reconcile.MaxVersionParallel {
+		return fmt.Errorf("--parallel %d: want 1 to %d", n.parallel, reconcile.MaxVersionParallel)
+	}
+	if n.connect <= 0 {
+		return fmt.Errorf("--connect-timeout %v: want a positive duration", n.connect)
+	}
+	return nil
+}
