@@ -24,7 +24,7 @@ type Streamer interface {
 	Store
 	// PutStream stores everything r yields under key and returns the
 	// byte count. On S3 it is a multipart upload of parts of the store's
-	// part size (at least 5 MiB), one part in memory at a time; an error
+	// part size (at least 5 MiB), partsInFlight of them in memory at once; an error
 	// aborts the upload, so nothing is ever visible at key half-written.
 	PutStream(ctx context.Context, key string, r io.Reader) (int64, error)
 	// AbortIncomplete removes what interrupted puts left under prefix (a
