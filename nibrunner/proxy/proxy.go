@@ -275,7 +275,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v.reply.status != statusClientLeft {
 			reply(w, v.reply)
 		}
-		p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: v.reply.status, bytesOut: int64(len(v.reply.text) + 1), start: start})
+		p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, client: clientOf(r), method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: v.reply.status, bytesOut: int64(len(v.reply.text) + 1), start: start})
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -288,7 +288,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cb, ok := r.Body.(*countingBody); ok {
 		in = cb.n
 	}
-	p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: sw.status, bytesIn: in, bytesOut: sw.n, start: start})
+	p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, client: clientOf(r), method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: sw.status, bytesIn: in, bytesOut: sw.n, start: start})
+}
+
+// clientOf is the address r came from, without its port, as the
+// HTTP/1.x path logs it.
+func clientOf(r *http.Request) string {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return r.RemoteAddr
 }
 
 // statusWriter remembers the status and counts the body bytes written.

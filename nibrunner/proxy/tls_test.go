@@ -8,12 +8,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +129,24 @@ func TestACertificateWithoutItsKeyIsRefused(t *testing.T) {
 	certFile, _, _ := selfSigned(t, "shop.example.com")
 	if _, err := newProxy(t, nil).Listen(context.Background(), ListenConfig{Address: "127.0.0.1:0", CertFile: certFile}); err == nil {
 		t.Fatal("Listen accepted a certificate without a key")
+	}
+}
+
+func TestAnH2RequestIsLoggedLikeAnHTTP1One(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t, "shop.example.com")
+	var buf syncBuffer
+	p := New(Options{Logf: t.Logf, AccessLog: slog.New(slog.NewJSONHandler(&buf, nil))})
+	addr := serve(t, p, ListenConfig{CertFile: certFile, KeyFile: keyFile})
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
+	c := tlsClient(addr, "shop.example.com", pool)
+	defer c.CloseIdleConnections()
+	must(t, get(t, c, "https://shop.example.com", "shop.example.com"), 200, "shop answers shop.example.com\n")
+	waitFor(t, "the request is logged", func() bool { return strings.Contains(buf.String(), "\n") })
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(buf.String())), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["proto"] != "HTTP/2.0" || line["client"] != "127.0.0.1" || line["app"] != "shop" || line["status"] != 200.0 || line["id"] == "" {
+		t.Fatalf("the h2 request was logged as %v", line)
 	}
 }
