@@ -66,7 +66,10 @@ step 0 "each proposal against state.json, offline" "$bin/alp" list
 say "alp reconcile — the CI gate: everything resources.hcl declares against the live network"
 explain "Membership, operators, nodes, chip ids (vouched for by AMD KDS, cached in state.json) and the
 GuestOS each node runs. node_05 still runs the previous release, so it exits 2 after the full report;
-node_12 is unreachable and is read from the dashboard, labelled \"via dashboard\"."
+node_12 is unreachable and is read from the dashboard, labelled \"via dashboard\". Registry facts come
+from a certified local copy of the registry (get_certified_changes_since, verified under the root key),
+kept in the demo's own cache folder: the first line says its version and how many deltas it fetched."
+export XDG_CACHE_HOME="$work/cache"
 step 2 "exit 2: the drift the example fleet has (node_05's GuestOS), node_12 read via the dashboard" "$bin/alp" reconcile
 
 say "alp plan — preflight each unsubmitted proposal against live state"

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -313,4 +314,28 @@ func TestTwoRunsInParallelShareTheCopySafely(t *testing.T) {
 
 func writeGarbage(path string) error {
 	return os.WriteFile(path, []byte("this is not a SQLite database, not even close to one......................................................"), 0o600)
+}
+
+func TestTheViewListsTheElectedVersionsAtItsVersion(t *testing.T) {
+	reg := registry.New()
+	reg.ElectVersion("v1", nns.ReplicaVersionRecordPB{})
+	reg.ElectVersion("v2", nns.ReplicaVersionRecordPB{})
+	n := serve(t, reg)
+	before := reg.Version()
+	if err := reg.UnelectVersion("v1"); err != nil {
+		t.Fatal(err)
+	}
+	c, res := sync1(t, t.TempDir(), n.client, n.verifier, io.Discard)
+	for _, tc := range []struct {
+		at   uint64
+		want []string
+	}{{before, []string{"v1", "v2"}}, {res.To, []string{"v2"}}} {
+		got, err := c.At(tc.at).ElectedVersions(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("elected at %d: %v, want %v", tc.at, got, tc.want)
+		}
+	}
 }

@@ -133,3 +133,38 @@ func principalText(b []byte) string {
 	}
 	return p.String()
 }
+
+// GetSubnet renders the subnet record at the view's version as get_subnet
+// answers it; an absent record is the error get_subnet gives.
+func (v *View) GetSubnet(ctx context.Context, subnet principal.Principal) (*nns.SubnetRecord, error) {
+	raw, _, found, err := v.GetValue(ctx, nns.SubnetRecordKey(subnet.String()), 0)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("get_subnet %s: Subnet %s not found in the registry", subnet, subnet)
+	}
+	var rec nns.SubnetRecordPB
+	if err := rec.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", nns.SubnetRecordKey(subnet.String()), err)
+	}
+	out := rec.Candid()
+	return &out, nil
+}
+
+// ElectedVersions lists the ids of the replica_version_<id> records present
+// at the view's version, sorted: what the registry counts as elected
+// (nns.RegistryClient.ElectedVersions, without reading the whole log).
+func (v *View) ElectedVersions(ctx context.Context) ([]string, error) {
+	recs, err := v.c.Scan(ctx, replicaVersionPrefix, v.version)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, strings.TrimPrefix(r.Key, replicaVersionPrefix))
+	}
+	return ids, nil
+}
+
+var replicaVersionPrefix = nns.ReplicaVersionRecordKey("")

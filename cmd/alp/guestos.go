@@ -78,7 +78,7 @@ changes nothing.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), guestosTimeout)
 			defer cancel()
-			elected, err := electedVersions(ctx, nns.RegistryClient{Caller: a})
+			elected, err := electedFromCopy(ctx, a, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/reconcile"
 	"alpnib.dev/alpage/registrycopy"
 	"alpnib.dev/alpage/source"
@@ -17,6 +18,15 @@ import (
 	"alpnib.dev/ic/nns"
 )
 
+// copySource is what the copy is brought up to date through: the agent,
+// which knows the root key it trusts.
+type copySource interface {
+	nns.Caller
+	RootKey(ctx context.Context) ([]byte, error)
+}
+
+var _ copySource = (*agent.Agent)(nil)
+
 // registryCopyTimeout bounds bringing the copy up to date.
 const registryCopyTimeout = 2 * time.Minute
 
@@ -24,7 +34,7 @@ const registryCopyTimeout = 2 * time.Minute
 // network up to date and says so on progress: its version, and how many
 // deltas it fetched in how many requests. The copy is kept under the user's
 // cache folder ($XDG_CACHE_HOME/alp/registry/<root key hash>/).
-func openRegistryCopy(ctx context.Context, a *agent.Agent, progress io.Writer) (*registrycopy.Copy, registrycopy.Result, error) {
+func openRegistryCopy(ctx context.Context, a copySource, progress io.Writer) (*registrycopy.Copy, registrycopy.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, registryCopyTimeout)
 	defer cancel()
 	root, err := a.RootKey(ctx)
@@ -58,6 +68,44 @@ func reconcileRegistry(ctx context.Context, a *agent.Agent, progress io.Writer) 
 		return nns.RegistryClient{Caller: a}, func() {}
 	}
 	return c.At(res.To), func() { c.Close() }
+}
+
+// electedFromCopy lists the elected versions from the certified copy at its
+// version, or, when it cannot be brought up to date, from the registry's
+// change log, with a warning.
+func electedFromCopy(ctx context.Context, a copySource, progress io.Writer) ([]string, error) {
+	c, res, err := openRegistryCopy(ctx, a, progress)
+	if err != nil {
+		fmt.Fprintf(progress, "warning: %v; reading the elected versions from the registry canister directly\n", err)
+		return electedVersions(ctx, nns.RegistryClient{Caller: a})
+	}
+	defer c.Close()
+	ids, err := c.At(res.To).ElectedVersions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("guestos sync: read the elected versions: %w", err)
+	}
+	return ids, nil
+}
+
+// planFromCopy points f's registry reads at the certified copy, at its
+// version; when the copy cannot be brought up to date f keeps reading the
+// registry canister, with a warning. The returned func closes the copy.
+func planFromCopy(ctx context.Context, f *preflight.Fetcher, progress io.Writer) func() {
+	rc, ok := f.Registry.(nns.RegistryClient)
+	if !ok {
+		return func() {}
+	}
+	src, ok := rc.Caller.(copySource)
+	if !ok {
+		return func() {}
+	}
+	c, res, err := openRegistryCopy(ctx, src, progress)
+	if err != nil {
+		fmt.Fprintf(progress, "warning: %v; reading the registry canister directly\n", err)
+		return func() {}
+	}
+	f.Registry = c.At(res.To)
+	return func() { c.Close() }
 }
 
 // nodeStatusFlags are reconcile's bounds on reading node versions.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,3 +119,20 @@ func TestTheNodesOfEachOperatorFromTheNodeRecordsMatchTheExplorer(t *testing.T) 
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func TestPlanAndGuestosSyncReadTheCertifiedCopy(t *testing.T) {
+	d := startPlanDevnet(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	_, errOut, _ := runSplit(devnetArgs(d, "plan", "--config", planFixture, "--state", noState(t))...)
+	if !strings.Contains(errOut, "certified registry copy at version "+itoa(d.Registry.Version())) || strings.Contains(errOut, "warning: registry copy") {
+		t.Fatalf("plan did not read the certified copy:\n%s", errOut)
+	}
+	dir := t.TempDir()
+	_, errOut, err := runSplit("guestos", "sync", "--config", filepath.Join(dir, "proposals.hcl"), "--host", d.ICURL, "--dashboard-url", d.DashboardURL)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "(0 delta(s) fetched in 1 request(s)") {
+		t.Fatalf("guestos sync did not read the copy plan brought up to date:\n%s", errOut)
+	}
+}
