@@ -11,6 +11,7 @@ import (
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/fleet"
 	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/perm"
 )
 
 // desiredFile is the desired.json the daemon watches: the configured
@@ -39,7 +40,7 @@ func startFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func()))
 
 func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) error {
 	logf := func(format string, args ...any) { log.Printf("nibrunnerd: "+format, args...) }
-	if err := os.MkdirAll(cfg.Paths.StateDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Paths.StateDir, perm.Dir); err != nil {
 		return fmt.Errorf("state folder: %w", err)
 	}
 	if url := cfg.Paths.DesiredStateFile; hostconfig.IsS3(url) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"alpnib.dev/internal/version"
 	"alpnib.dev/nibrunner/checkpoint"
@@ -27,6 +28,7 @@ import (
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/proxy"
 	"alpnib.dev/nibrunner/proxy/meter"
 	"alpnib.dev/nibrunner/proxy/raw"
@@ -73,6 +75,9 @@ and are adopted by the next serve.
 func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, userNetwork bool) error {
 	cfg, err := hostconfig.Load(configPath)
 	if err != nil {
+		return err
+	}
+	if err := privateFolders(cfg); err != nil {
 		return err
 	}
 	// Every goroutine serve starts is joined before the daemon closes (see
@@ -258,6 +263,36 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		})
 	}
 	return d.Run(ctx)
+}
+
+// privateFolders sets the daemon's umask (what it creates is not readable
+// by others: 0640 files, 0750 folders), takes others' permissions off
+// whatever a folder of tenants' data already holds, saying so, and makes
+// the folders that are missing, 0750.
+func privateFolders(cfg *hostconfig.Config) error {
+	unix.Umask(perm.Umask)
+	for _, dir := range []string{cfg.Paths.StateDir, cfg.Paths.RuntimeDir, cfg.Paths.SnapshotDir, cfg.Volumes.StoragePrefix, cfg.Exports.StagingDir} {
+		done, err := perm.Tighten(dir)
+		if len(done) > 0 {
+			const shown = 5
+			names := make([]string, 0, shown)
+			for _, d := range done[:min(len(done), shown)] {
+				names = append(names, d.String())
+			}
+			more := ""
+			if len(done) > shown {
+				more = fmt.Sprintf(" and %d more", len(done)-shown)
+			}
+			log.Printf("nibrunnerd: %s held %d folders and files others could read or write; took their permissions away: %s%s", dir, len(done), strings.Join(names, ", "), more)
+		}
+		if err != nil {
+			return fmt.Errorf("make %s private: %w", dir, err)
+		}
+		if err := os.MkdirAll(dir, perm.Dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openBackground opens the checkpoint store and the export writer the

@@ -31,6 +31,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"alpnib.dev/nibrunner/perm"
 )
 
 // SocketName is the control socket's name in the daemon's runtime_dir.
@@ -141,7 +143,7 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 // one a live daemon answers on is not (two daemons on one runtime_dir are
 // a mistake worth stopping for).
 func (s *Server) ListenAndServe(ctx context.Context, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), perm.Dir); err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {

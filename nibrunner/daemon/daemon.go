@@ -29,6 +29,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/metrics"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -209,7 +210,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	if cfg.BackgroundJobs <= 0 {
 		cfg.BackgroundJobs = 2
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.StateDir, perm.Dir); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
 	}
 	store, err := db.Open(ctx, filepath.Join(cfg.StateDir, "state.db"))

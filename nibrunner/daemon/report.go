@@ -287,7 +287,7 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 		return fmt.Errorf("encode the report: %w", err)
 	}
 	b = append(b, '\n')
-	if err := atomicfile.WriteFile(filepath.Join(d.cfg.StateDir, ReportName), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(d.cfg.StateDir, ReportName), b, 0o640); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	return nil

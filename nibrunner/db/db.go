@@ -13,6 +13,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -66,8 +68,14 @@ type DB struct {
 }
 
 // Open opens (creating if needed) the database at path and brings its
-// schema up to date.
+// schema up to date. The database holds tenants' environments, so it and
+// its -wal and -shm files are root's alone (0600): a new one is made so
+// before SQLite opens it (SQLite gives the -wal and -shm files the mode of
+// the database), and an existing one found more open is tightened.
 func Open(ctx context.Context, path string) (*DB, error) {
+	if err := private(path); err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
 	s, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)")
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
@@ -81,6 +89,32 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	return d, nil
+}
+
+// private creates the database file at path 0600 when there is none,
+// and takes every permission but the owner's off it and its -wal and -shm
+// files otherwise.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the database.

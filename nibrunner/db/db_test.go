@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func open(t *testing.T, path string) *DB {
@@ -169,4 +172,39 @@ func TestADatabaseFromANewerDaemonIsRefusedSayingSo(t *testing.T) {
 	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer than this daemon knows") {
 		t.Fatalf("opening a newer database: %v", err)
 	}
+}
+
+func TestTheDatabaseAndItsWALAreTheOwnersAloneEvenUnderAnOpenUmask(t *testing.T) {
+	old := unix.Umask(0o022)
+	defer unix.Umask(old)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	d := open(t, path)
+	if err := d.PutSlots(ctx, map[string]int{"a": 0}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if m := st.Mode().Perm(); m != 0o600 {
+				t.Errorf("%s: %s is %#o, want 0600", when, filepath.Base(p), m)
+			}
+		}
+	}
+	check("a new database")
+	d.Close()
+
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(p, 0o644)
+	}
+	d = open(t, path)
+	if err := d.PutSlots(ctx, map[string]int{"b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	check("a database found 0644")
 }

@@ -57,7 +57,12 @@ func buildBase(ctx context.Context, out string, caBundle []byte) error {
 		files[n] = []byte(s)
 	}
 	for n, b := range files {
+		// WriteFile's mode passes through the umask (nibrunnerd's is
+		// 027): the guest's files must be readable by its tenant.
 		if err := os.WriteFile(filepath.Join(stage, n), b, 0o644); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Join(stage, n), 0o644); err != nil {
 			return err
 		}
 	}

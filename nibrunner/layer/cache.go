@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
 )
 
@@ -37,7 +38,7 @@ type Cache struct {
 // executables, tmp/ what is being written.
 func NewCache(dir string, st store.Store) (*Cache, error) {
 	for _, sub := range []string{"objects", "packed", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, sub), perm.Dir); err != nil {
 			return nil, fmt.Errorf("layer cache: %w", err)
 		}
 	}
@@ -191,18 +192,9 @@ func Pack(ctx context.Context, mksquashfs, program, dest, stage, out string) err
 		mksquashfs = p
 	}
 	target := filepath.Join(stage, filepath.FromSlash(strings.TrimPrefix(dest, "/")))
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	// The image must not depend on the daemon's umask.
+	if err := perm.MkdirExact(stage, filepath.Dir(target), 0o755); err != nil {
 		return fmt.Errorf("pack the executable: %w", err)
-	}
-	// MkdirAll's modes pass through the umask; set every folder's mode so
-	// the image does not depend on the host's.
-	for d := filepath.Dir(target); len(d) >= len(stage); d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			return fmt.Errorf("pack the executable: %w", err)
-		}
-		if d == stage {
-			break
-		}
 	}
 	if err := copyFile(program, target, 0o755); err != nil {
 		return fmt.Errorf("pack the executable: %w", err)

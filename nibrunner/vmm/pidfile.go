@@ -34,7 +34,7 @@ func WritePidfile(path string, p Pidfile) error {
 	if err != nil {
 		return fmt.Errorf("encode pidfile for %s: %w", p.AppID, err)
 	}
-	return atomicfile.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, b, 0o640)
 }
 
 // ReadPidfile reads a pidfile written by WritePidfile.

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
 )
 
@@ -270,7 +271,9 @@ func (l *Local) seed(ctx context.Context, c *Contents, stage, upper string, size
 	if !strings.HasPrefix(dest+"/", upper+"/") {
 		return UnpackStats{}, fmt.Errorf("initialContents: destinationPath %q leaves the root", c.DestinationPath)
 	}
-	if err := os.MkdirAll(dest, 0o755); err != nil {
+	// The folders down to it are the guest's, root-owned and open to the
+	// tenant whatever the daemon's umask.
+	if err := perm.MkdirExact(upper, dest, 0o755); err != nil {
 		return UnpackStats{}, err
 	}
 	stats, err := Unpack(ctx, archive, dest, UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID, Limit: size})

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"alpnib.dev/nibrunner/perm"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -51,7 +52,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
 		debounce = DefaultDebounce
 	}
 	dir, name := filepath.Split(filepath.Clean(w.Path))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, perm.Dir); err != nil {
 		return fmt.Errorf("watch %s: %w", w.Path, err)
 	}
 	fw, err := fsnotify.NewWatcher()

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -82,7 +83,7 @@ type guest struct {
 // RuntimeDir names a live process of this boot.
 func New(opts Options) (*VMM, error) {
 	for _, d := range []string{opts.RuntimeDir, opts.SnapshotDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, perm.Dir); err != nil {
 			return nil, fmt.Errorf("fake vmm: %w", err)
 		}
 	}
@@ -193,7 +194,7 @@ func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
 	defer f.Close()
-	logf, err := os.OpenFile(v.TenantLogPath(spec.AppID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(v.TenantLogPath(spec.AppID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
@@ -360,11 +361,11 @@ func (v *VMM) Sleep(ctx context.Context, app string) error {
 	if !ok {
 		return fmt.Errorf("sleep %s: %w", app, vmm.ErrNotFound)
 	}
-	if err := os.MkdirAll(filepath.Dir(v.stampPath(app)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(v.stampPath(app)), perm.Dir); err != nil {
 		return fmt.Errorf("sleep %s: %w", app, err)
 	}
 	b, _ := json.Marshal(stamp{DeploymentID: st.DeploymentID, GuestImage: Version, BootID: v.bootID, Slot: st.Slot})
-	if err := atomicfile.WriteFile(v.stampPath(app), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(v.stampPath(app), b, 0o640); err != nil {
 		return fmt.Errorf("sleep %s: %w", app, err)
 	}
 	return v.Stop(ctx, app)
@@ -460,7 +461,7 @@ func (v *VMM) SetHealth(app string, status int) error {
 		}
 		return err
 	}
-	return atomicfile.WriteFile(v.healthfile(app), []byte(strconv.Itoa(status)), 0o644)
+	return atomicfile.WriteFile(v.healthfile(app), []byte(strconv.Itoa(status)), 0o640)
 }
 
 // KillAll ends every guest with a pidfile in runtimeDir, for test cleanup:
@@ -504,7 +505,7 @@ func guestMain() int {
 			code = c
 		}
 		time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
-			_ = os.WriteFile(exitFile, []byte(strconv.Itoa(code)), 0o644)
+			_ = os.WriteFile(exitFile, []byte(strconv.Itoa(code)), 0o640)
 			os.Exit(code)
 		})
 	}

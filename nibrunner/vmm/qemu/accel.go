@@ -54,7 +54,7 @@ func chooseAccel(ctx context.Context, qemuBin string, img guestimage.Image, boot
 	}
 	probeCache[key] = accel
 	b, _ := json.Marshal(struct{ Key, Accel string }{key, accel})
-	_ = atomicfile.WriteFile(cacheFile, b, 0o644)
+	_ = atomicfile.WriteFile(cacheFile, b, 0o640)
 	return accel
 }
 

@@ -265,6 +265,12 @@ func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.
 	if !v.HasSnapshot(spec.AppID) {
 		t.Fatal("no snapshot after sleep")
 	}
+	// The guest's memory is the tenant's: root alone reads it.
+	for p, want := range map[string]os.FileMode{v.snapDir(spec.AppID): 0o750, filepath.Join(v.snapDir(spec.AppID), stateFile): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %#o", p, fi.Mode(), err, want)
+		}
+	}
 	if list, _ := v.List(ctx); len(list) != 0 {
 		t.Fatalf("a sleeping app is still listed: %+v", list)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -55,7 +56,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(m.Dir, perm.Dir); err != nil {
 		return nil, fmt.Errorf("make runtime folder of %s: %w", spec.AppID, err)
 	}
 	for _, s := range []string{qmpSocket, controlSocket} {
@@ -65,14 +66,14 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	if err != nil {
 		return nil, fmt.Errorf("config drive of %s: %w", spec.AppID, err)
 	}
-	if err := atomicfile.WriteFile(m.Config, drive, 0o644); err != nil {
+	if err := atomicfile.WriteFile(m.Config, drive, perm.Secret); err != nil {
 		return nil, fmt.Errorf("write config drive of %s: %w", spec.AppID, err)
 	}
 	args := m.args(time.Now().Unix())
 	if incoming != "" {
 		args = append(args, "-incoming", "exec:cat "+shellQuote(incoming))
 	}
-	logf, err := os.OpenFile(filepath.Join(m.Dir, qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logf, err := os.OpenFile(filepath.Join(m.Dir, qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open QEMU's log for %s: %w", spec.AppID, err)
 	}
@@ -138,5 +139,5 @@ func (v *VMM) connect(ctx context.Context, g *vmGuest) error {
 
 func (v *VMM) writeRecord(app string, r record) error {
 	b, _ := json.Marshal(r)
-	return atomicfile.WriteFile(filepath.Join(v.appDir(app), recordFile), b, 0o644)
+	return atomicfile.WriteFile(filepath.Join(v.appDir(app), recordFile), b, 0o640)
 }

@@ -31,6 +31,7 @@ import (
 
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -94,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 			return nil, fmt.Errorf("VMM folder %s: %w", *d, err)
 		}
 		*d = abs
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		if err := os.MkdirAll(abs, perm.Dir); err != nil {
 			return nil, fmt.Errorf("make VMM folder: %w", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -50,7 +51,7 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 		mem = 256
 	}
 	dir := v.snapDir(appID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, perm.Dir); err != nil {
 		return fmt.Errorf("sleep %s: %w", appID, err)
 	}
 	need := uint64(mem)<<20 + snapshotHeadroom
@@ -77,6 +78,10 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 		return resume(err)
 	}
 	if err := waitMigration(ctx, q); err != nil {
+		return resume(err)
+	}
+	// The guest's memory is the tenant's: root alone reads it.
+	if err := os.Chmod(tmp, perm.Secret); err != nil {
 		return resume(err)
 	}
 	st, err := os.Stat(tmp)

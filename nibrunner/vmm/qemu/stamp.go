@@ -65,5 +65,5 @@ func readStamp(dir string) (Stamp, error) {
 
 func writeStamp(dir string, s Stamp) error {
 	b, _ := json.MarshalIndent(s, "", "  ")
-	return atomicfile.WriteFile(filepath.Join(dir, stampFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(filepath.Join(dir, stampFile), append(b, '\n'), 0o640)
 }
