@@ -63,6 +63,7 @@ type Metrics struct {
 	mu              sync.Mutex
 	lastRestarts    map[string]uint32 // app → restartCount in the last report
 	lastState       map[string]reported.InstanceState
+	reported        bool              // a report has been read
 	settledCheckpts map[string]string // checkpoint → the outcome counted
 	settledExports  map[string]string
 }
@@ -169,25 +170,32 @@ func (m *Metrics) report(r *reported.HostReportedState) {
 			delete(m.lastRestarts, app)
 		}
 	}
+	// The first report only tells what had settled before this process
+	// began: that is not counted again (as a restart count already there
+	// is not), so a daemon restart does not add every ready checkpoint.
+	count := m.reported
+	m.reported = true
 	for _, c := range r.Checkpoints {
-		settle(m.settledCheckpts, m.checkpoints, string(c.CheckpointId), string(c.State))
+		settle(m.settledCheckpts, m.checkpoints, string(c.CheckpointId), string(c.State), count)
 	}
 	for _, e := range r.Exports {
-		settle(m.settledExports, m.exports, string(e.ExportId), string(e.State))
+		settle(m.settledExports, m.exports, string(e.ExportId), string(e.State), count)
 	}
 }
 
 // settle counts an object (a checkpoint, an export) once per outcome it
 // settles on: ready or failed. One that goes back to pending (a retry)
 // may settle again.
-func settle(settled map[string]string, outcomes *prometheus.CounterVec, id, state string) {
+func settle(settled map[string]string, outcomes *prometheus.CounterVec, id, state string, count bool) {
 	if state != "ready" && state != "failed" {
 		delete(settled, id)
 		return
 	}
 	if settled[id] != state {
 		settled[id] = state
-		outcomes.WithLabelValues(state).Inc()
+		if count {
+			outcomes.WithLabelValues(state).Inc()
+		}
 	}
 }
 

@@ -173,6 +173,17 @@ func TestMetricsServeEveryFamilyInTheTextFormat(t *testing.T) {
 	}
 }
 
+func TestWhatHadSettledBeforeTheFirstReportIsNotCountedAgain(t *testing.T) {
+	m := New()
+	// The daemon restarted: its first report holds a checkpoint made long ago.
+	m.Pass(time.Millisecond, &reported.HostReportedState{Checkpoints: []reported.Checkpoint{{CheckpointId: "old", State: reported.CheckpointReady}}})
+	m.Pass(time.Millisecond, &reported.HostReportedState{Checkpoints: []reported.Checkpoint{
+		{CheckpointId: "old", State: reported.CheckpointReady}, {CheckpointId: "new", State: reported.CheckpointReady}}})
+	if got := value(t, scrape(t, m), "nibrunner_checkpoints_total", "outcome", "ready"); got != 1 {
+		t.Fatalf("%v ready checkpoints counted, want 1 (the new one)", got)
+	}
+}
+
 func TestAnAppNoLongerReportedLosesItsSeries(t *testing.T) {
 	m := New()
 	m.Pass(time.Millisecond, &reported.HostReportedState{Instances: []reported.Instance{{AppId: "gone", State: reported.InstanceRunning}}})
