@@ -70,6 +70,7 @@ type Agent struct {
 	mu       sync.Mutex
 	verifier *certificate.Verifier
 	nodes    nodeKeyCache
+	versions hostVersions
 }
 
 // New checks cfg and returns an agent. It does no I/O: a root key to fetch

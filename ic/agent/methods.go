@@ -43,8 +43,7 @@ func (a *Agent) QueryWithEffectiveID(ctx context.Context, effective, canister pr
 	if err != nil {
 		return nil, err
 	}
-	path := "/api/v2/canister/" + effective.String() + "/query"
-	r, err := a.do(ctx, http.MethodPost, path, body)
+	r, _, path, err := a.post(ctx, kindQuery, "canister/"+effective.String(), "query", body)
 	if err != nil {
 		return nil, fmt.Errorf("query %s.%s: %w", canister, method, err)
 	}
@@ -73,8 +72,9 @@ func (a *Agent) QueryWithEffectiveID(ctx context.Context, effective, canister pr
 }
 
 // Call calls an update method and waits for its certified reply: one
-// synchronous v3 call, falling back to polling read_state when the replica
-// answers 202 (still running) or predates v3.
+// synchronous v4 call (v3 or the asynchronous v2 on a host without it),
+// polling read_state when the replica answers 202 (still running) or the
+// call was asynchronous.
 func (a *Agent) Call(ctx context.Context, canister principal.Principal, method string, arg []byte) ([]byte, error) {
 	return a.CallWithEffectiveID(ctx, canister, canister, method, arg)
 }
@@ -99,18 +99,9 @@ func (a *Agent) call(ctx context.Context, effective, canister principal.Principa
 	if err != nil {
 		return nil, err
 	}
-	path := "/api/v3/canister/" + effective.String() + "/call"
-	r, err := a.do(ctx, http.MethodPost, path, body)
+	r, version, path, err := a.post(ctx, kindCall, "canister/"+effective.String(), "call", body)
 	if err != nil {
 		return nil, err
-	}
-	if r.status == http.StatusNotFound {
-		// A replica without the synchronous endpoint: submit the same
-		// envelope the v2 way and poll.
-		path = "/api/v2/canister/" + effective.String() + "/call"
-		if r, err = a.do(ctx, http.MethodPost, path, body); err != nil {
-			return nil, err
-		}
 	}
 	switch r.status {
 	case http.StatusAccepted:
@@ -134,7 +125,7 @@ func (a *Agent) call(ctx context.Context, effective, canister principal.Principa
 	if err != nil {
 		return nil, err
 	}
-	cert, err := v.Verify(cr.Certificate, certificate.ForCanister(effective))
+	cert, err := v.Verify(cr.Certificate, certificate.ForCanisterIn(effective, version.layout))
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rid, err)
 	}
@@ -220,16 +211,22 @@ func RequestResult(tree *certificate.Tree, rid RequestID) (reply []byte, done bo
 // ReadState reads paths of the state tree through a canister's subnet and
 // returns the verified certificate; look values up in its Tree.
 func (a *Agent) ReadState(ctx context.Context, canister principal.Principal, paths [][][]byte) (*certificate.Certificate, error) {
-	return a.readState(ctx, "/api/v2/canister/"+canister.String()+"/read_state", paths, certificate.ForCanister(canister))
+	return a.readState(ctx, kindReadState, "canister/"+canister.String(), paths, func(l certificate.RangesLayout) certificate.Scope {
+		return certificate.ForCanisterIn(canister, l)
+	})
 }
 
 // ReadSubnetState reads paths of a subnet's state tree (such as
 // /subnet/<id>/node) and returns the verified certificate.
 func (a *Agent) ReadSubnetState(ctx context.Context, subnet principal.Principal, paths [][][]byte) (*certificate.Certificate, error) {
-	return a.readState(ctx, "/api/v2/subnet/"+subnet.String()+"/read_state", paths, certificate.ForSubnet(subnet))
+	return a.readState(ctx, kindSubnetReadState, "subnet/"+subnet.String(), paths, func(certificate.RangesLayout) certificate.Scope {
+		return certificate.ForSubnet(subnet)
+	})
 }
 
-func (a *Agent) readState(ctx context.Context, path string, paths [][][]byte, scope certificate.Scope) (*certificate.Certificate, error) {
+// readState posts a read_state to the newest version the host serves and
+// verifies the answer in the scope that version calls for.
+func (a *Agent) readState(ctx context.Context, kind endpointKind, target string, paths [][][]byte, scope func(certificate.RangesLayout) certificate.Scope) (*certificate.Certificate, error) {
 	if paths == nil {
 		paths = [][][]byte{}
 	}
@@ -237,7 +234,7 @@ func (a *Agent) readState(ctx context.Context, path string, paths [][][]byte, sc
 	if err != nil {
 		return nil, err
 	}
-	r, err := a.do(ctx, http.MethodPost, path, body)
+	r, version, path, err := a.post(ctx, kind, target, "read_state", body)
 	if err != nil {
 		return nil, fmt.Errorf("read_state: %w", err)
 	}
@@ -252,7 +249,7 @@ func (a *Agent) readState(ctx context.Context, path string, paths [][][]byte, sc
 	if err != nil {
 		return nil, err
 	}
-	cert, err := v.Verify(rs.Certificate, scope)
+	cert, err := v.Verify(rs.Certificate, scope(version.layout))
 	if err != nil {
 		return nil, fmt.Errorf("read_state: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,9 +30,16 @@ type fakeReplica struct {
 	root     *certificate.SecretKey
 	subnet   *certificate.SecretKey
 	subnetID principal.Principal
-	deleg    *certificate.Delegation
-	now      time.Time
-	noV3     bool
+	// deleg is the delegation of the deprecated endpoints (ranges at
+	// /subnet/<id>/canister_ranges), delegTree that of the current ones
+	// (ranges at /canister_ranges/<id>).
+	deleg, delegTree *certificate.Delegation
+	now              time.Time
+	// off lists the endpoints answered 404, such as "v4 call"; noV3 turns
+	// off the synchronous calls (v4 and v3).
+	off  map[string]bool
+	noV3 bool
+	hits map[string]int // endpoint ("v3 query") -> requests
 	// failReads answers that many read_state requests with 503 first.
 	failReads int
 	// nodes sign query answers unless signQueries is cleared; queryMode spoils
@@ -79,9 +87,15 @@ func newFakeReplica(t *testing.T) *fakeReplica {
 		now:         time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC),
 		requests:    map[RequestID]*callState{},
 		signQueries: true,
+		off:         map[string]bool{},
+		hits:        map[string]int{},
 	}
-	f.deleg, err = certificate.Delegate(root, f.subnetID, subnet.PublicKey(),
-		[]certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}}, f.now.Add(-time.Hour))
+	ranges := []certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}}
+	f.deleg, err = certificate.Delegate(root, f.subnetID, subnet.PublicKey(), ranges, f.now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.delegTree, err = certificate.DelegateIn(certificate.TreeRanges, root, f.subnetID, subnet.PublicKey(), ranges, f.now.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +108,41 @@ func newFakeReplica(t *testing.T) *fakeReplica {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v2/status", f.status)
-	mux.HandleFunc("POST /api/v2/canister/{id}/query", f.query)
-	mux.HandleFunc("POST /api/v3/canister/{id}/call", f.callV3)
-	mux.HandleFunc("POST /api/v2/canister/{id}/call", f.callV2)
-	mux.HandleFunc("POST /api/v2/canister/{id}/read_state", f.readState)
+	for _, e := range []struct {
+		version, verb, target string
+		tree                  bool
+		h                     func(http.ResponseWriter, *http.Request, *certificate.Delegation)
+	}{
+		{"v4", "call", "canister", true, f.callSync},
+		{"v3", "call", "canister", false, f.callSync},
+		{"v2", "call", "canister", false, f.callV2},
+		{"v3", "query", "canister", true, f.query},
+		{"v2", "query", "canister", false, f.query},
+		{"v3", "read_state", "canister", true, f.readState},
+		{"v2", "read_state", "canister", false, f.readState},
+		{"v3", "read_state", "subnet", true, f.readState},
+		{"v2", "read_state", "subnet", false, f.readState},
+	} {
+		name := e.version + " " + e.verb
+		if e.target == "subnet" {
+			name = e.version + " subnet " + e.verb
+		}
+		mux.HandleFunc("POST /api/"+e.version+"/"+e.target+"/{id}/"+e.verb, func(w http.ResponseWriter, r *http.Request) {
+			f.mu.Lock()
+			f.hits[name]++
+			off := f.off[name] || (f.noV3 && e.verb == "call" && e.version != "v2")
+			f.mu.Unlock()
+			if off {
+				http.NotFound(w, r)
+				return
+			}
+			d := f.deleg
+			if e.tree {
+				d = f.delegTree
+			}
+			e.h(w, r, d)
+		})
+	}
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -137,7 +182,7 @@ func (f *fakeReplica) envelope(w http.ResponseWriter, r *http.Request, want Requ
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	if _, ok := id.CanisterIndex(); !ok {
+	if _, ok := id.CanisterIndex(); !ok && !strings.Contains(r.URL.Path, "/subnet/") {
 		http.Error(w, "no such canister "+id.String(), http.StatusBadRequest)
 		return nil, false
 	}
@@ -153,7 +198,14 @@ func writeCBOR(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-func (f *fakeReplica) query(w http.ResponseWriter, r *http.Request) {
+// hitsOf is how many requests an endpoint ("v4 call") has had.
+func (f *fakeReplica) hitsOf(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[name]
+}
+
+func (f *fakeReplica) query(w http.ResponseWriter, r *http.Request, _ *certificate.Delegation) {
 	env, ok := f.envelope(w, r, TypeQuery)
 	if !ok {
 		return
@@ -208,11 +260,7 @@ func (f *fakeReplica) submit(env *Envelope) (RequestID, *callState) {
 	return rid, s
 }
 
-func (f *fakeReplica) callV3(w http.ResponseWriter, r *http.Request) {
-	if f.noV3 {
-		http.NotFound(w, r)
-		return
-	}
+func (f *fakeReplica) callSync(w http.ResponseWriter, r *http.Request, d *certificate.Delegation) {
 	env, ok := f.envelope(w, r, TypeCall)
 	if !ok {
 		return
@@ -231,12 +279,12 @@ func (f *fakeReplica) callV3(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	cert := f.certify([][][]byte{{[]byte("request_status"), rid[:]}})
+	cert := f.certify([][][]byte{{[]byte("request_status"), rid[:]}}, d)
 	body, _ := (&CallResponse{Status: StatusReplied, Certificate: cert}).Marshal()
 	writeCBOR(w, http.StatusOK, body)
 }
 
-func (f *fakeReplica) callV2(w http.ResponseWriter, r *http.Request) {
+func (f *fakeReplica) callV2(w http.ResponseWriter, r *http.Request, _ *certificate.Delegation) {
 	env, ok := f.envelope(w, r, TypeCall)
 	if !ok {
 		return
@@ -245,7 +293,7 @@ func (f *fakeReplica) callV2(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (f *fakeReplica) readState(w http.ResponseWriter, r *http.Request) {
+func (f *fakeReplica) readState(w http.ResponseWriter, r *http.Request, d *certificate.Delegation) {
 	env, ok := f.envelope(w, r, TypeReadState)
 	if !ok {
 		return
@@ -276,13 +324,13 @@ func (f *fakeReplica) readState(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.mu.Unlock()
-	body, _ := (&ReadStateResponse{Certificate: f.certify(env.Content.Paths)}).Marshal()
+	body, _ := (&ReadStateResponse{Certificate: f.certify(env.Content.Paths, d)}).Marshal()
 	writeCBOR(w, http.StatusOK, body)
 }
 
 // certify builds the state tree, prunes it to paths (plus /time, which a
-// replica always includes) and signs it with the delegated subnet key.
-func (f *fakeReplica) certify(paths [][][]byte) []byte {
+// replica always includes) and signs it with the subnet key delegated by d.
+func (f *fakeReplica) certify(paths [][][]byte, d *certificate.Delegation) []byte {
 	b := certificate.NewBuilder()
 	b.MustInsert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(f.now.UnixNano())))
 	f.mu.Lock()
@@ -315,7 +363,7 @@ func (f *fakeReplica) certify(paths [][][]byte) []byte {
 	otherRanges, _ := certificate.EncodeRanges([]certificate.CanisterRange{{From: principal.CanisterID(100), To: principal.CanisterID(199)}})
 	b.MustInsert([][]byte{[]byte("subnet"), other.Bytes(), []byte("canister_ranges")}, otherRanges)
 	tree := certificate.Prune(b.Build(), append(paths, certificate.Path("time"))...)
-	signer, deleg := f.signer, f.deleg
+	signer, deleg := f.signer, d
 	if f.rootSigned {
 		signer, deleg = f.root, nil
 	}

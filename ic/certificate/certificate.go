@@ -157,6 +157,15 @@ func (r CanisterRange) Contains(id principal.Principal) bool {
 // certificate signed by rootKey over a tree holding /time,
 // /subnet/<id>/public_key and /subnet/<id>/canister_ranges.
 func Delegate(rootKey *SecretKey, subnetID principal.Principal, subnetKey *PublicKey, ranges []CanisterRange, at time.Time) (*Delegation, error) {
+	return DelegateIn(FlatRanges, rootKey, subnetID, subnetKey, ranges, at)
+}
+
+// DelegateIn is Delegate with the ranges in the given layout: FlatRanges
+// as /subnet/<id>/canister_ranges (what a v3 call or v2 read_state answer
+// carries), TreeRanges as one shard /canister_ranges/<id>/<first range's
+// start> (what a v4 call or v3 read_state answer carries), EitherLayout as
+// both.
+func DelegateIn(layout RangesLayout, rootKey *SecretKey, subnetID principal.Principal, subnetKey *PublicKey, ranges []CanisterRange, at time.Time) (*Delegation, error) {
 	b := NewBuilder()
 	if err := b.Insert(Path("time"), leb128.AppendUnsigned(nil, uint64(at.UnixNano()))); err != nil {
 		return nil, err
@@ -169,8 +178,15 @@ func Delegate(rootKey *SecretKey, subnetID principal.Principal, subnetKey *Publi
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Insert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, enc); err != nil {
-		return nil, err
+	if layout != TreeRanges {
+		if err := b.Insert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, enc); err != nil {
+			return nil, err
+		}
+	}
+	if layout != FlatRanges && len(ranges) > 0 {
+		if err := b.Insert([][]byte{[]byte("canister_ranges"), sid, ranges[0].From.Bytes()}, enc); err != nil {
+			return nil, err
+		}
 	}
 	cert, err := Sign(rootKey, b.Build(), nil)
 	if err != nil {

@@ -44,7 +44,10 @@ type Verifier struct {
 type subnetAuthority struct {
 	subnet principal.Principal
 	key    *PublicKey
-	ranges []CanisterRange
+	// ranges are what SubnetRanges reads (either layout); flat and tree are
+	// each layout on its own, nil when the delegation does not carry it.
+	ranges     []CanisterRange
+	flat, tree []CanisterRange
 }
 
 // NewVerifier returns a verifier for certificates under rootKeyDER (the DER
@@ -61,15 +64,51 @@ func NewVerifier(rootKeyDER []byte, opts Options) (*Verifier, error) {
 func (v *Verifier) RootKey() *PublicKey { return v.root }
 
 // Scope says whom a certificate must be authorized for: a canister (the
-// effective canister id of the request) or a subnet (a subnet read_state).
+// effective canister id of the request) or a subnet (a subnet read_state),
+// and for a canister, where the delegation's canister ranges must be read.
 type Scope struct {
 	canister *principal.Principal
 	subnet   *principal.Principal
+	layout   RangesLayout
+}
+
+// RangesLayout says where in a delegation's certificate the subnet's
+// canister ranges are read. Which one applies depends on the endpoint that
+// answered (docs/decisions.md, "HTTP interface versions").
+type RangesLayout uint8
+
+const (
+	// EitherLayout reads /subnet/<id>/canister_ranges when present, else
+	// the /canister_ranges/<id> shards: for certificates whose endpoint is
+	// not known, such as a canister's certified data.
+	EitherLayout RangesLayout = iota
+	// FlatRanges reads only /subnet/<id>/canister_ranges, as the spec
+	// requires for /api/v3/canister/…/call and /api/v2/canister/…/read_state.
+	FlatRanges
+	// TreeRanges reads only the leaves under /canister_ranges/<id>, as the
+	// spec requires for /api/v4/canister/…/call,
+	// /api/v3/canister/…/read_state and the v3 query's node keys.
+	TreeRanges
+)
+
+func (l RangesLayout) String() string {
+	switch l {
+	case FlatRanges:
+		return "/subnet/<id>/canister_ranges"
+	case TreeRanges:
+		return "/canister_ranges/<id>"
+	}
+	return "either layout"
 }
 
 // ForCanister scopes a verification to a canister: a delegated subnet must
-// list it in its canister ranges.
+// list it in its canister ranges, in either layout.
 func ForCanister(id principal.Principal) Scope { return Scope{canister: &id} }
+
+// ForCanisterIn is ForCanister with the ranges read from one layout only.
+func ForCanisterIn(id principal.Principal, layout RangesLayout) Scope {
+	return Scope{canister: &id, layout: layout}
+}
 
 // ForSubnet scopes a verification to a subnet: a delegation must be for it.
 func ForSubnet(id principal.Principal) Scope { return Scope{subnet: &id} }
@@ -136,12 +175,22 @@ func (v *Verifier) checkFresh(t *Tree) error {
 func (a *subnetAuthority) allows(s Scope) error {
 	switch {
 	case s.canister != nil:
-		for _, r := range a.ranges {
+		ranges := a.ranges
+		switch s.layout {
+		case FlatRanges:
+			ranges = a.flat
+		case TreeRanges:
+			ranges = a.tree
+		}
+		if ranges == nil {
+			return fmt.Errorf("%w: the delegation of subnet %s has no canister ranges at %s", ErrNotAuthorized, a.subnet, s.layout)
+		}
+		for _, r := range ranges {
 			if r.Contains(*s.canister) {
 				return nil
 			}
 		}
-		return fmt.Errorf("%w: canister %s is outside the ranges of subnet %s", ErrNotAuthorized, *s.canister, a.subnet)
+		return fmt.Errorf("%w: canister %s is outside the ranges of subnet %s at %s", ErrNotAuthorized, *s.canister, a.subnet, s.layout)
 	case s.subnet != nil:
 		if *s.subnet != a.subnet {
 			return fmt.Errorf("%w: certificate is from subnet %s, not %s", ErrNotAuthorized, a.subnet, *s.subnet)
@@ -206,28 +255,74 @@ func (v *Verifier) verifyDelegation(d *Delegation) (*subnetAuthority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: subnet %s: %v", ErrDelegation, d.SubnetID, err)
 	}
-	ranges, err := SubnetRanges(c.Tree, sid)
+	flat, err := FlatSubnetRanges(c.Tree, sid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: subnet %s canister ranges: %v", ErrDelegation, d.SubnetID, err)
 	}
-	return &subnetAuthority{subnet: d.SubnetID, key: key, ranges: ranges}, nil
+	tree, err := TreeSubnetRanges(c.Tree, sid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subnet %s canister ranges: %v", ErrDelegation, d.SubnetID, err)
+	}
+	ranges := flat
+	if ranges == nil {
+		ranges = tree
+	}
+	if ranges == nil {
+		return nil, fmt.Errorf("%w: subnet %s canister ranges: %v", ErrDelegation, d.SubnetID, errNoRanges(sid))
+	}
+	return &subnetAuthority{subnet: d.SubnetID, key: key, ranges: ranges, flat: flat, tree: tree}, nil
 }
 
 // SubnetRanges reads a subnet's canister ranges from either layout the IC
 // has used: /subnet/<id>/canister_ranges (one leaf), or the sharded
 // /canister_ranges/<id>/<shard> leaves of newer certificates.
 func SubnetRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
-	if leaf, st := t.Lookup([]byte("subnet"), subnetID, []byte("canister_ranges")); st == Found {
-		return DecodeRanges(leaf)
+	flat, err := FlatSubnetRanges(t, subnetID)
+	if err != nil || flat != nil {
+		return flat, err
 	}
+	tree, err := TreeSubnetRanges(t, subnetID)
+	if err != nil || tree != nil {
+		return tree, err
+	}
+	return nil, errNoRanges(subnetID)
+}
+
+func errNoRanges(subnetID []byte) error {
+	return fmt.Errorf("neither /subnet/%s/canister_ranges nor /canister_ranges/%s is present",
+		hex.EncodeToString(subnetID), hex.EncodeToString(subnetID))
+}
+
+// FlatSubnetRanges reads the one /subnet/<id>/canister_ranges leaf; nil
+// without an error when the tree does not hold it.
+func FlatSubnetRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
+	leaf, st := t.Lookup([]byte("subnet"), subnetID, []byte("canister_ranges"))
+	if st != Found {
+		return nil, nil
+	}
+	r, err := DecodeRanges(leaf)
+	if err == nil && r == nil {
+		r = []CanisterRange{}
+	}
+	return r, err
+}
+
+// TreeSubnetRanges reads every shard leaf under /canister_ranges/<id> that
+// the tree reveals (a replica prunes the shards that do not hold the
+// canister asked about); nil without an error when the subtree is absent or
+// reveals no shard.
+func TreeSubnetRanges(t *Tree, subnetID []byte) ([]CanisterRange, error) {
 	sub, st := t.Subtree([]byte("canister_ranges"), subnetID)
 	if st != Found {
-		return nil, fmt.Errorf("neither /subnet/%s/canister_ranges nor /canister_ranges/%s is present",
-			hex.EncodeToString(subnetID), hex.EncodeToString(subnetID))
+		return nil, nil
 	}
 	var all []CanisterRange
 	for _, shard := range sub.Children() {
-		if shard.Tree.Kind() != KindLeaf {
+		switch shard.Tree.Kind() {
+		case KindPruned:
+			continue // a shard kept only to prove a neighbour: it says nothing
+		case KindLeaf:
+		default:
 			return nil, fmt.Errorf("shard %x is a %s, not a leaf", shard.Label, shard.Tree.Kind())
 		}
 		r, err := DecodeRanges(shard.Tree.value)
