@@ -157,15 +157,16 @@ func TestReconcileRefusesAnUnknownOutputFormat(t *testing.T) {
 
 func TestAFailedGovernanceReadMeansTheGateDidNotRunAndExitsOneNamingIt(t *testing.T) {
 	d := startExampleDevnet(t)
-	// The IC endpoint as a proxy that fails every governance query
-	// (list_node_providers is reconcile's only one) and passes the rest.
+	// The IC endpoint as a proxy that fails every governance query, of any
+	// version (list_node_providers is reconcile's only one), and passes the
+	// rest.
 	target, err := url.Parse(d.ICURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/v2/canister/"+nns.GovernanceCanisterID+"/query") {
+		if strings.HasSuffix(r.URL.Path, "/canister/"+nns.GovernanceCanisterID+"/query") {
 			http.Error(w, "governance is down", http.StatusServiceUnavailable)
 			return
 		}
