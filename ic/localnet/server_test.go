@@ -93,6 +93,12 @@ func (c *client) query(canister principal.Principal, method string, arg []byte) 
 
 func (c *client) send(version, kind string, canister principal.Principal, req agent.Request) (int, []byte) {
 	c.t.Helper()
+	return c.sendTo(fmt.Sprintf("/api/%s/canister/%s/%s", version, canister, kind), req)
+}
+
+// sendTo signs req as the client and posts it to path.
+func (c *client) sendTo(path string, req agent.Request) (int, []byte) {
+	c.t.Helper()
 	req.Sender = c.id.Sender()
 	if req.IngressExpiry == 0 {
 		req.IngressExpiry = c.expiry()
@@ -105,7 +111,7 @@ func (c *client) send(version, kind string, canister principal.Principal, req ag
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	resp, err := http.Post(fmt.Sprintf("%s/api/%s/canister/%s/%s", c.url, version, canister, kind), "application/cbor", bytes.NewReader(body))
+	resp, err := http.Post(c.url+path, "application/cbor", bytes.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"alpnib.dev/ic/certificate"
-	"alpnib.dev/ic/internal/cborx"
 	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
 )
@@ -37,24 +36,26 @@ type leaf struct {
 
 // DataCertificate certifies data as canister's certified data
 // (/canister/<id>/certified_data), as ic0.data_certificate_copy gives a
-// canister in a query: a certificate of the state tree pruned to the time
-// and that leaf.
+// canister in a query: a certificate of its subnet's state tree pruned to
+// the time and that leaf, with the subnet's delegation (flat layout) when
+// it is not the root subnet.
 func (s *Server) DataCertificate(canister principal.Principal, data []byte) ([]byte, error) {
+	by := s.subnetOf(canister)
+	if by == nil {
+		return nil, fmt.Errorf("certified data of %s: no subnet hosts it", canister)
+	}
 	path := [][]byte{[]byte("canister"), canister.Bytes(), []byte("certified_data")}
-	return s.certify([][][]byte{certificate.Path("time"), path}, leaf{path, data})
+	return s.certify(by, by.flat, [][][]byte{certificate.Path("time"), path}, leaf{path, data})
 }
 
-// certify builds the state tree (time, every request status and extra),
-// prunes it to paths and signs it with the root key.
-func (s *Server) certify(paths [][][]byte, extra ...leaf) ([]byte, error) {
+// certify builds the state tree of subnet by (time, the topology of every
+// subnet, the status of every call it ran, and extra), prunes it to paths
+// and signs it with the subnet's key, attaching delegation (nil for the
+// root subnet).
+func (s *Server) certify(by *subnet, delegation *certificate.Delegation, paths [][][]byte, extra ...leaf) ([]byte, error) {
 	b := certificate.NewBuilder()
 	if err := b.Insert(certificate.Path("time"), leb128.AppendUnsigned(nil, uint64(s.now().UnixNano()))); err != nil {
 		return nil, fmt.Errorf("build state tree: %w", err)
-	}
-	sid := s.subnet.Bytes()
-	ranges, err := cborx.Marshal([][2][]byte{{principal.CanisterID(0).Bytes(), principal.CanisterID(1<<64 - 1).Bytes()}})
-	if err != nil {
-		return nil, fmt.Errorf("encode canister ranges: %w", err)
 	}
 	// insert keeps the first error: every path here is built by this
 	// function, so an error is a bug, but it must fail the request, not
@@ -65,11 +66,22 @@ func (s *Server) certify(paths [][][]byte, extra ...leaf) ([]byte, error) {
 			insertErr = b.Insert(path, v)
 		}
 	}
-	insert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, s.RootKeyDER())
-	insert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
-	insert([][]byte{[]byte("subnet"), sid, []byte("node"), s.NodeID().Bytes(), []byte("public_key")}, s.node.PublicKeyDER())
+	for _, sn := range s.subnets {
+		sid := sn.id.Bytes()
+		ranges, err := certificate.EncodeRanges(sn.ranges)
+		if err != nil {
+			return nil, fmt.Errorf("encode canister ranges: %w", err)
+		}
+		insert([][]byte{[]byte("subnet"), sid, []byte("public_key")}, sn.key.PublicKey().DER())
+		insert([][]byte{[]byte("subnet"), sid, []byte("canister_ranges")}, ranges)
+		insert([][]byte{[]byte("subnet"), sid, []byte("node"), sn.node.Sender().Bytes(), []byte("public_key")}, sn.node.PublicKeyDER())
+		insert([][]byte{[]byte("canister_ranges"), sid, sn.ranges[0].From.Bytes()}, ranges)
+	}
 	s.mu.Lock()
 	for rid, st := range s.requests {
+		if st.subnet != by {
+			continue
+		}
 		base := [][]byte{[]byte("request_status"), append([]byte(nil), rid[:]...)}
 		at := func(label string, v []byte) {
 			insert(append(append([][]byte{}, base...), []byte(label)), v)
@@ -92,7 +104,7 @@ func (s *Server) certify(paths [][][]byte, extra ...leaf) ([]byte, error) {
 		return nil, fmt.Errorf("build state tree: %w", insertErr)
 	}
 	tree := certificate.Prune(b.Build(), paths...)
-	cert, err := certificate.Sign(s.key, tree, nil)
+	cert, err := certificate.Sign(by.key, tree, delegation)
 	if err != nil {
 		return nil, fmt.Errorf("sign certificate: %w", err)
 	}
