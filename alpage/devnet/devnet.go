@@ -43,6 +43,13 @@ type Options struct {
 	// IC is mounted as the IC HTTP interface; nil means a localnet replica
 	// hosting the registry and governance canisters.
 	IC func(*registry.Registry, *governance.Governance) (http.Handler, error)
+	// Subnets is the localnet replica's number of subnets: 1 (when zero),
+	// or 2, which keeps the registry and governance on the root (NNS)
+	// subnet, as on mainnet, and adds a second subnet certified under a
+	// delegation from it. The devnet hosts no other canister, so the
+	// second subnet hosts none; what is sent to a canister id in its range
+	// is answered (refused as an unknown canister) under the delegation.
+	Subnets int
 }
 
 // Devnet is a running devnet. Close stops it.
@@ -118,7 +125,10 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		opts.Executor = localnet.RegistryExecutor
 	}
 	if opts.IC == nil {
-		opts.IC = localReplica
+		subnets := opts.Subnets
+		opts.IC = func(reg *registry.Registry, gov *governance.Governance) (http.Handler, error) {
+			return localReplica(reg, gov, subnets)
+		}
 	}
 	exec := opts.Executor(d.Registry)
 	d.Governance = governance.New(governance.Config{VotingPeriod: opts.VotingPeriod}, exec)
@@ -243,10 +253,11 @@ type nodeAddr struct {
 	port uint32
 }
 
-// localReplica is the default IC HTTP interface: a localnet replica with
-// the NNS canisters over the devnet's registry and governance.
-func localReplica(reg *registry.Registry, gov *governance.Governance) (http.Handler, error) {
-	s, err := localnet.New(localnet.Options{})
+// localReplica is the default IC HTTP interface: a localnet replica of
+// that many subnets with the NNS canisters over the devnet's registry and
+// governance, on the root subnet.
+func localReplica(reg *registry.Registry, gov *governance.Governance, subnets int) (http.Handler, error) {
+	s, err := localnet.New(localnet.Options{Subnets: subnets})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ func newDevnetCmd() *cobra.Command {
 		fleetPath, dir, envFile string
 		printEnv                bool
 		latency, votingPeriod   time.Duration
+		subnets                 int
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet",
@@ -56,7 +57,7 @@ The fleet format is described in docs/devnet.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: dir, Latency: latency, VotingPeriod: votingPeriod})
+			d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: dir, Latency: latency, VotingPeriod: votingPeriod, Subnets: subnets})
 			if err != nil {
 				return err
 			}
@@ -98,6 +99,7 @@ The fleet format is described in docs/devnet.md.`,
 	cmd.Flags().BoolVar(&printEnv, "print-env", false, "print only the export lines on stdout (the description goes to stderr)")
 	cmd.Flags().DurationVar(&latency, "latency", 0, "delay every request to every endpoint by this much (e.g. 50ms)")
 	cmd.Flags().DurationVar(&votingPeriod, "voting-period", 0, "keep proposals open this long before deciding (0: adopt and execute at once)")
+	cmd.Flags().IntVar(&subnets, "subnets", 1, "subnets of the local IC: 1, or 2 (the NNS canisters on the root subnet, a second subnet certified under a delegation from it)")
 	return cmd
 }
 
