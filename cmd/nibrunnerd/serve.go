@@ -304,9 +304,12 @@ func openBackground(ctx context.Context, cfg *hostconfig.Config) (*checkpoint.St
 	if err != nil {
 		return nil, nil, err
 	}
+	// Under the host's name: the default store, the artifact store, is
+	// often one bucket for a whole fleet, and checkpoint ids are each
+	// host's own.
 	cps, err := checkpoint.Open(ctx, checkpoint.Options{
 		Dir: filepath.Join(cfg.Volumes.StoragePrefix, "checkpoints"), Objects: cpObjects,
-		Prefix: "checkpoints/", FreezeTimeout: freeze,
+		Prefix: checkpointPrefix(), FreezeTimeout: freeze,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -323,6 +326,16 @@ func openBackground(ctx context.Context, cfg *hostconfig.Config) (*checkpoint.St
 		return nil, nil, err
 	}
 	return cps, exps, nil
+}
+
+// checkpointPrefix is checkpoints/<hostname>/ (checkpoints/ when the
+// hostname cannot be read or is not a key segment).
+func checkpointPrefix() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" || host == "." || host == ".." || strings.ContainsAny(host, "/\\\x00") {
+		return "checkpoints/"
+	}
+	return "checkpoints/" + host + "/"
 }
 
 func openStreamer(ctx context.Context, key, url string) (store.Streamer, error) {

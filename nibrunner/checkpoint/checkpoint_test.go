@@ -351,3 +351,38 @@ func TestSnapshotsOfOneVolumeTakeTurnsSoNoneThawsAnothersFreeze(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenAbortsTheUploadADeadDaemonLeftButNotAnotherHostsUnderTheSamePrefix(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	srv.Bucket(t, "ckpt")
+	ctx := context.Background()
+	objects, err := store.NewS3(ctx, "s3://ckpt/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := minio.Core{Client: srv.Client}
+	for _, key := range []string{"fleet/checkpoints/c1.nibsparse", "fleet/checkpoints/other-host-c1.nibsparse"} {
+		if _, err := core.NewMultipartUpload(ctx, "ckpt", key, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	// What a daemon killed mid-upload leaves: its note of the key.
+	if err := os.WriteFile(filepath.Join(dir, ".uploading-c1-abc"), []byte("checkpoints/c1.nibsparse"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, Options{Dir: dir, Objects: objects, Prefix: "checkpoints/"}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for u := range srv.Client.ListIncompleteUploads(ctx, "ckpt", "", true) {
+		left = append(left, u.Key)
+	}
+	if len(left) != 1 || left[0] != "fleet/checkpoints/other-host-c1.nibsparse" {
+		t.Errorf("incomplete uploads after Open: %v; want only the other host's", left)
+	}
+	if notes, _ := filepath.Glob(filepath.Join(dir, ".uploading-*")); len(notes) != 0 {
+		t.Errorf("notes left: %v", notes)
+	}
+}

@@ -41,7 +41,8 @@ type Options struct {
 	// (<id>.json), and scratch files of checkpoints being made.
 	Dir string
 	// Objects is the checkpoint store ([checkpoints] store_url) and Prefix
-	// the key prefix its objects go under (<Prefix><id>.nibsparse).
+	// the key prefix its objects go under (<Prefix><id>.nibsparse); a
+	// store several hosts share wants a prefix per host.
 	Objects store.Streamer
 	Prefix  string
 	// FreezeTimeout bounds each freeze (DefaultFreezeTimeout when 0).
@@ -55,8 +56,9 @@ type Store struct {
 }
 
 // Open returns the Store, first cleaning up after a daemon that died making
-// checkpoints: scratch copies are removed, and multipart uploads left
-// incomplete under the checkpoint prefix are aborted.
+// checkpoints: scratch copies are removed, and the multipart upload each
+// left incomplete is aborted — by the note it wrote of its key, not by
+// prefix, since other hosts may upload to the same store at that moment.
 func Open(ctx context.Context, opt Options) (*Store, error) {
 	if opt.Objects == nil || opt.Dir == "" {
 		return nil, errors.New("checkpoints: a folder and a store are required")
@@ -64,12 +66,18 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := os.MkdirAll(opt.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
+	notes, _ := filepath.Glob(filepath.Join(opt.Dir, ".uploading-*"))
+	for _, n := range notes {
+		if key, err := os.ReadFile(n); err == nil && len(key) > 0 {
+			if _, err := opt.Objects.AbortIncompleteAt(ctx, string(key)); err != nil {
+				return nil, fmt.Errorf("checkpoints: abort the upload a stopped daemon left at %q: %w", key, err)
+			}
+		}
+		os.Remove(n)
+	}
 	scratch, _ := filepath.Glob(filepath.Join(opt.Dir, ".tmp-*"))
 	for _, p := range scratch {
 		os.Remove(p)
-	}
-	if _, err := opt.Objects.AbortIncomplete(ctx, opt.Prefix); err != nil {
-		return nil, fmt.Errorf("checkpoints: clean up uploads a stopped daemon left: %w", err)
 	}
 	return &Store{opt: opt}, nil
 }
@@ -129,6 +137,11 @@ func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, Snapsh
 		return Info{}, snap, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
 	key := s.key(id)
+	note := filepath.Join(s.opt.Dir, ".uploading-"+id+"-"+hex.EncodeToString(rnd[:]))
+	if err := atomicfile.WriteFile(note, []byte(key), 0o600); err != nil {
+		return Info{}, snap, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	defer os.Remove(note)
 	pr, pw := io.Pipe()
 	written := make(chan struct{})
 	go func() {

@@ -106,7 +106,7 @@ type Exports struct {
 type Checkpoints struct {
 	// StoreURL is where checkpoints are uploaded (s3://bucket/prefix or an
 	// absolute folder); default artifacts.store_url. Objects are
-	// <prefix>/checkpoints/<id>.nibsparse.
+	// <prefix>/checkpoints/<hostname>/<id>.nibsparse.
 	StoreURL string `toml:"store_url,omitempty"`
 	// FreezeTimeoutMs bounds how long a guest's filesystem stays frozen
 	// for one copy (default 10000); the guest thaws by itself after it.

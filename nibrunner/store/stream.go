@@ -27,11 +27,9 @@ type Streamer interface {
 	// part size (at least 5 MiB), partsInFlight of them in memory at once; an error
 	// aborts the upload, so nothing is ever visible at key half-written.
 	PutStream(ctx context.Context, key string, r io.Reader) (int64, error)
-	// AbortIncomplete removes what interrupted puts left under prefix (a
-	// key prefix, "" for the whole store): S3's incomplete multipart
-	// uploads, a folder's scratch files. It returns how many it removed.
-	AbortIncomplete(ctx context.Context, prefix string) (int, error)
-	// AbortIncompleteAt is AbortIncomplete for the one key, not a prefix.
+	// AbortIncompleteAt removes what interrupted puts of key left: S3's
+	// incomplete multipart uploads of it, a folder's scratch files beside
+	// it. It returns how many it removed.
 	AbortIncompleteAt(ctx context.Context, key string) (int, error)
 	// List returns the objects under prefix.
 	List(ctx context.Context, prefix string) ([]Info, error)
@@ -157,30 +155,27 @@ func (s *S3) putParts(ctx context.Context, core minio.Core, key, name, id string
 	return parts, n, nil
 }
 
-// AbortIncomplete implements Streamer.
-func (s *S3) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
-	return s.abort(ctx, prefix, false)
-}
-
 // AbortIncompleteAt implements Streamer.
 func (s *S3) AbortIncompleteAt(ctx context.Context, key string) (int, error) {
 	if _, err := s.object("abort the uploads of", key); err != nil {
 		return 0, err
 	}
-	return s.abort(ctx, key, true)
+	return s.abort(ctx, key)
 }
 
-func (s *S3) abort(ctx context.Context, prefix string, exact bool) (int, error) {
+// abort aborts the incomplete multipart uploads of key (listed by it as a
+// prefix, then matched exactly).
+func (s *S3) abort(ctx context.Context, key string) (int, error) {
 	core := minio.Core{Client: s.client}
 	n := 0
 	keyMarker, idMarker := "", ""
 	for {
-		res, err := core.ListMultipartUploads(ctx, s.bucket, s.prefix+prefix, keyMarker, idMarker, "", 1000)
+		res, err := core.ListMultipartUploads(ctx, s.bucket, s.prefix+key, keyMarker, idMarker, "", 1000)
 		if err != nil {
-			return n, s.wrap("list incomplete uploads under", prefix+"…", err)
+			return n, s.wrap("list the incomplete uploads of", key, err)
 		}
 		for _, u := range res.Uploads {
-			if exact && u.Key != s.prefix+prefix {
+			if u.Key != s.prefix+key {
 				continue
 			}
 			if err := core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
@@ -218,9 +213,9 @@ func (d *Dir) PutStream(ctx context.Context, key string, r io.Reader) (int64, er
 	return cr.n, err
 }
 
-// AbortIncomplete implements Streamer: it removes the scratch files of puts
-// that never finished (.put-* beside the keys under prefix).
-func (d *Dir) AbortIncomplete(ctx context.Context, prefix string) (int, error) {
+// abortUnder removes the scratch files of puts that never finished (.put-*
+// in the folder of prefix and below).
+func (d *Dir) abortUnder(prefix string) (int, error) {
 	n := 0
 	err := d.walk(prefix, func(rel string, e fs.DirEntry) error {
 		if strings.HasPrefix(e.Name(), ".put-") {
@@ -240,7 +235,7 @@ func (d *Dir) AbortIncompleteAt(ctx context.Context, key string) (int, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
-	return d.AbortIncomplete(ctx, key)
+	return d.abortUnder(key)
 }
 
 // List implements Streamer.
