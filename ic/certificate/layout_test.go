@@ -3,6 +3,7 @@ package certificate
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"alpnib.dev/ic/principal"
 )
@@ -102,4 +103,45 @@ func TestAShardPrunedAwaySaysNothingAndIsNotAnError(t *testing.T) {
 	if len(got) != 1 || !got[0].Contains(principal.CanisterID(25)) {
 		t.Errorf("ranges = %v, want only the revealed shard", got)
 	}
+}
+
+func TestTheRealMainnetCertificateVerifiesInTheLayoutItsDelegationCarries(t *testing.T) {
+	c := load(t).Certificates[0]
+	cert, err := Decode(unhex(t, c.CBOR))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := Decode(cert.Delegation.Certificate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := cert.Delegation.SubnetID.Bytes()
+	flat, err := FlatSubnetRanges(inner.Tree, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := TreeSubnetRanges(inner.Tree, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := mainnetVerifier(t, certTime(t, c.TimeNS).Add(time.Minute))
+	for _, check := range c.Checks {
+		if check.Expected != "ok" {
+			continue
+		}
+		id := principal.MustDecode(check.Canister)
+		for _, l := range []struct {
+			layout  RangesLayout
+			carried bool
+		}{{FlatRanges, flat != nil}, {TreeRanges, tree != nil}} {
+			_, err := v.Verify(unhex(t, c.CBOR), ForCanisterIn(id, l.layout))
+			if l.carried != (err == nil) {
+				t.Errorf("%s at %s (carried: %v): err = %v", check.Canister, l.layout, l.carried, err)
+			}
+		}
+	}
+	if flat == nil && tree == nil {
+		t.Fatal("the mainnet delegation carries no canister ranges")
+	}
+	t.Logf("mainnet delegation: flat ranges %v, sharded ranges %v", flat != nil, tree != nil)
 }
