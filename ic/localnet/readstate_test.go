@@ -10,7 +10,7 @@ import (
 	"alpnib.dev/ic/principal"
 )
 
-func TestARequestStatusReadThroughAnotherCanisterIsRefused(t *testing.T) {
+func TestARequestStatusReadThroughAnotherCanisterOrASubnetIsRefused(t *testing.T) {
 	n := start(t)
 	c := newClient(t, n.srv.URL, n.me)
 	req := agent.Request{Type: agent.TypeCall, Sender: n.me.Sender(), IngressExpiry: c.expiry(), CanisterID: GovernanceID,
@@ -26,6 +26,11 @@ func TestARequestStatusReadThroughAnotherCanisterIsRefused(t *testing.T) {
 		}
 		if code, body := c.send(v, "read_state", GovernanceID, status); code != http.StatusOK {
 			t.Errorf("%s read_state through the call's own canister: %d %s", v, code, body)
+		}
+		// a canister call has no effective subnet id, so no subnet endpoint may read it
+		root := principal.SelfAuthenticating(c.verifier.RootKey().DER())
+		if code, body := c.sendTo("/api/"+v+"/subnet/"+root.String()+"/read_state", status); code != http.StatusForbidden {
+			t.Errorf("%s subnet read_state of a canister call's status: %d %s, want 403", v, code, body)
 		}
 	}
 }
