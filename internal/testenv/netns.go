@@ -160,7 +160,10 @@ func DialTCP(ns, addr, send string) (string, time.Duration, error) {
 		}
 		b, err := io.ReadAll(c)
 		got = string(b)
-		return err
+		if err != nil {
+			return fmt.Errorf("connected, then: %w", err)
+		}
+		return nil
 	})
 	return got, time.Since(start), err
 }
