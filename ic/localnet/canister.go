@@ -1,8 +1,10 @@
 // Package localnet is a local Internet Computer replica for tests and the
-// devnet: an HTTP server on loopback speaking the IC HTTP interface as
-// ic/agent uses it (status with a root key, query, synchronous call, async
-// call, read_state with request_status), certifying its answers with BLS
-// under a root key generated at start, and hosting canisters written in Go.
+// devnet: an HTTP server on loopback speaking every current version of the
+// IC HTTP interface (status with a root key; v4, v3 and v2 call; v3 and v2
+// query; v3 and v2 read_state of canisters and subnets), certifying its
+// answers with BLS under a root key generated at start (and, for an
+// optional second subnet, a delegation from it), and hosting canisters
+// written in Go.
 //
 // It validates envelopes like a replica — CBOR, ingress_expiry window,
 // the sender's signature and that the sender is the self-authenticating
