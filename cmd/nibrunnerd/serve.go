@@ -211,6 +211,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		BackgroundJobs:    cfg.Checkpoints.MaxConcurrent,
 		// 0 (not set) is one per CPU: the daemon's default.
 		MaxConcurrentVMStarts: cfg.MaxConcurrentVMStarts,
+		LayerCacheBytes:       int64(cfg.LayerCacheBytes),
 		DNS:                   cfg.Network.DNS,
 	}, deps)
 	if err != nil {

@@ -71,6 +71,13 @@ type Config struct {
 	// stops, sleeps) in flight at once (default: the host's CPUs, see
 	// DefaultMaxConcurrentVMStarts).
 	MaxConcurrentVMStarts int
+	// LayerGrace is how long a cached layer no document references is
+	// kept (default an hour: a document rolled back finds it still there).
+	LayerGrace time.Duration
+	// LayerCacheBytes is the layer cache's budget (0: none). Over it, a
+	// layer no document references is removed without waiting for
+	// LayerGrace.
+	LayerCacheBytes int64
 	// Resync is the longest time between two passes (default 2 s).
 	Resync time.Duration
 	// Backstop and Debounce tune the watcher (defaults in package watch).
@@ -144,6 +151,10 @@ type Daemon struct {
 	vols map[string]VolumeInfo
 	// seq numbers commits (app.changedAt).
 	seq uint64
+	// layerSeen is when each layer was last referenced by a document;
+	// lastPrune is when the layer cache was last pruned (prune.go).
+	layerSeen map[string]layerUse
+	lastPrune time.Time
 
 	// table is what the request path reads: routes and backends.
 	table route.Published
@@ -216,6 +227,9 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	store, err := db.Open(ctx, filepath.Join(cfg.StateDir, "state.db"))
 	if err != nil {
 		return nil, err
+	}
+	if cfg.LayerGrace <= 0 {
+		cfg.LayerGrace = time.Hour
 	}
 	if cfg.MaxConcurrentVMStarts <= 0 {
 		cfg.MaxConcurrentVMStarts = DefaultMaxConcurrentVMStarts()

@@ -46,6 +46,7 @@ type host struct {
 	offset      atomic.Int64 // added to time.Now
 	slowLayers  time.Duration
 	maxApps     int // 0 means 100
+	layerGrace  time.Duration
 }
 
 func newHost(t testing.TB) *host {
@@ -90,11 +91,12 @@ func (h *host) config() Config {
 	return Config{
 		HostID: "test-host", DesiredPath: h.desiredPath(), StateDir: filepath.Join(h.dir, "state"),
 		MaxApps: maxApps, CapacityMiB: h.capacityMiB, VCPUs: 2, AgentVersion: "test", GuestImageVersion: "none",
-		Limits:   desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
-		Resync:   100 * time.Millisecond,
-		Debounce: 20 * time.Millisecond,
-		Now:      h.now,
-		Logf:     func(string, ...any) {},
+		Limits:     desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
+		Resync:     100 * time.Millisecond,
+		Debounce:   20 * time.Millisecond,
+		Now:        h.now,
+		LayerGrace: h.layerGrace,
+		Logf:       func(string, ...any) {},
 	}
 }
 

@@ -59,6 +59,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	}
 	d.vols = maps.Clone(vols)
 	d.observeGuests(now, vms, seen)
+	d.noteLayers(now)
 	doc := d.doc
 	var acts plan.Actions
 	if doc != nil {
@@ -84,6 +85,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.routeAndNetwork(ctx)
 	d.account(ctx, now)
 	d.measureVolumes(ctx, now, vols)
+	d.pruneLayers(now)
 
 	// Persist, then report.
 	perr := d.persist(ctx, now)

@@ -48,14 +48,7 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 
 // prepareLayers makes in's layers ready to attach.
 func (d *Daemon) prepareLayers(ctx context.Context, in *desired.DesiredInstance) ([]layer.Image, error) {
-	specs := make([]layer.Spec, len(in.Layers))
-	for i, l := range in.Layers {
-		specs[i] = layer.Spec{Index: i, Kind: layer.Kind(l.Kind), Digest: string(l.Digest), ObjectKey: string(l.ObjectKey), DestinationPath: string(l.DestinationPath)}
-		if l.SizeBytes != nil {
-			sz := int64(*l.SizeBytes)
-			specs[i].SizeBytes = &sz
-		}
-	}
+	specs := layerSpecs(in)
 	select {
 	case d.fetches <- struct{}{}:
 	case <-ctx.Done():
@@ -65,6 +58,19 @@ func (d *Daemon) prepareLayers(ctx context.Context, in *desired.DesiredInstance)
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	return d.deps.Layers.PrepareAll(lctx, specs)
+}
+
+// layerSpecs are the layer cache's specs of in's layers.
+func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
+	specs := make([]layer.Spec, len(in.Layers))
+	for i, l := range in.Layers {
+		specs[i] = layer.Spec{Index: i, Kind: layer.Kind(l.Kind), Digest: string(l.Digest), ObjectKey: string(l.ObjectKey), DestinationPath: string(l.DestinationPath)}
+		if l.SizeBytes != nil {
+			sz := int64(*l.SizeBytes)
+			specs[i].SizeBytes = &sz
+		}
+	}
+	return specs
 }
 
 // started records a start's outcome in a (mu held).

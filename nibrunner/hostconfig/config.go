@@ -39,11 +39,15 @@ type Config struct {
 	// MaxConcurrentVMStarts bounds the guest starts, wakes, stops and
 	// sleeps in flight at once (ours; optional, 1 to 256). Absent (or 0):
 	// one per CPU, since a software-emulated boot keeps a core busy.
-	MaxConcurrentVMStarts int       `toml:"max_concurrent_vm_starts,omitempty"`
-	Paths                 Paths     `toml:"paths"`
-	Artifacts             Artifacts `toml:"artifacts"`
-	Volumes               Volumes   `toml:"volumes"`
-	Exports               Exports   `toml:"exports"`
+	MaxConcurrentVMStarts int `toml:"max_concurrent_vm_starts,omitempty"`
+	// LayerCacheBytes is the layer cache's budget (ours; optional). A
+	// layer no document references is removed an hour after the last
+	// one did, or at once while the cache is over this budget.
+	LayerCacheBytes int       `toml:"layer_cache_bytes,omitempty"`
+	Paths           Paths     `toml:"paths"`
+	Artifacts       Artifacts `toml:"artifacts"`
+	Volumes         Volumes   `toml:"volumes"`
+	Exports         Exports   `toml:"exports"`
 	// Checkpoints holds only settings with defaults, so it may be absent.
 	Checkpoints Checkpoints `toml:"checkpoints"`
 	Network     Network     `toml:"network"`
@@ -266,6 +270,9 @@ func Load(path string) (*Config, error) {
 func (c *Config) validate(v *validator) {
 	if c.MaxApps < 1 || c.MaxApps > MaxApps {
 		v.fail("max_apps is %d; it must be 1 to %d (each app owns 8 host ports from 21000)", c.MaxApps, MaxApps)
+	}
+	if c.LayerCacheBytes < 0 {
+		v.fail("layer_cache_bytes is %d; it must be a number of bytes (or absent: no budget)", c.LayerCacheBytes)
 	}
 	if n := c.MaxConcurrentVMStarts; n < 0 || n > 256 {
 		v.fail("max_concurrent_vm_starts is %d; it must be 1 to 256 (or absent: one per CPU)", n)

@@ -218,6 +218,7 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 		{"max_concurrent_vm_starts", int64(-1), "max_concurrent_vm_starts is -1; it must be 1 to 256"},
 		{"max_concurrent_vm_starts", int64(257), "max_concurrent_vm_starts is 257"},
 		{"max_concurrent_vm_starts", "two", "max_concurrent_vm_starts must be an integer"},
+		{"layer_cache_bytes", int64(-1), "layer_cache_bytes is -1"},
 		{"paths.state_dir", "var/lib", "paths.state_dir is \"var/lib\"; it must be an absolute path"},
 		{"paths.desired_state_file", int64(1), "paths.desired_state_file must be a string"},
 		{"paths", "here", "paths must be a section"},
