@@ -64,33 +64,13 @@ func TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace(t *t
 	testenv.IP(t, "-n", out, "link", "set", "uplink", "up")
 	testenv.IP(t, "-n", out, "route", "add", network.Subnet.String(), "via", hostAddr)
 
-	config := fmt.Sprintf(`max_apps = 4000
-[paths]
-state_dir = "%[1]s/state"
-runtime_dir = "%[1]s/run"
-snapshot_dir = "%[1]s/snap"
-guest_image_dir = "%[2]s"
-desired_state_file = "%[1]s/control/desired.json"
-[artifacts]
-store_url = "%[1]s/store"
-[volumes]
-backend = "local-file"
-storage_prefix = "%[1]s/volumes"
-[exports]
-store_url = "%[1]s/exports"
-staging_dir = "%[1]s/staging"
-[network]
-denied_egress_addresses_v4 = []
-denied_egress_addresses_v6 = []
-[proxy.http]
-listen_address = "127.0.0.1"
-port = %[3]d
-[proxy.raw]
-listen_address = "127.0.0.1"
-max_ports_per_guest = 7
-`, dir, testenv.GuestImageDir(), proxyPort)
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+	cfgPath := ctlConfig(t, dir)
+	cfg, _ := os.ReadFile(cfgPath)
+	cfg = []byte(strings.NewReplacer(
+		`guest_image_dir = "`+dir+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
+		"max_apps = 10", "max_apps = 4000").Replace(string(cfg)))
+	cfg = append(cfg, fmt.Sprintf("[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n[proxy.raw]\nlisten_address = \"127.0.0.1\"\nmax_ports_per_guest = 7\n", proxyPort)...)
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	writeDoc(t, dir, map[string]any{
