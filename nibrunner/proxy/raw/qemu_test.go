@@ -21,6 +21,7 @@ import (
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon/daemontest"
+	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -104,10 +105,15 @@ func TestARealGuestIsReachedOverRawTCPAndUDPAndWokenFromSleepByEach(t *testing.T
 	answer := netip.MustParseAddr("192.0.2.77")
 	serveDNS(t, netip.AddrPortFrom(hostIP, 53), "echo.test.", answer)
 
+	// The VMM attaches images only: pack the program as the layer cache does.
+	packed := filepath.Join(dir, "echo.squashfs")
+	if err := layer.Pack(ctx, "", echo, "/app/echo", filepath.Join(dir, "stage"), packed); err != nil {
+		t.Fatal(err)
+	}
 	const echoPort = 7000
 	spec := vmm.Spec{
 		AppID: "echo", DeploymentID: "echo-1", Slot: slot, MemoryMiB: 128, VCPUs: 1,
-		Layers:     []vmm.Layer{{Kind: vmm.LayerExecutable, Digest: "test", Path: echo, DestinationPath: "/app/echo"}},
+		Layers:     []vmm.Layer{{Kind: vmm.LayerFilesystem, Digest: "test", Path: packed}},
 		VolumePath: volume,
 		Command:    vmm.Command{Program: "/app/echo", WorkingDirectory: "/data", Environment: map[string]string{"ECHO_PORT": strconv.Itoa(echoPort)}},
 		HTTPPort:   8080,
