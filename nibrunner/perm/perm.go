@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The modes the daemon makes things with.
@@ -41,10 +42,16 @@ func (t Tightened) String() string {
 // Tighten walks root, which need not exist, and takes away every
 // permission others have on the folders and files under it (root
 // included), and its group's write: a folder or file found readable by
-// anyone is made 0750 or 0640 at most. Symbolic links are not followed.
-// It returns what it changed.
+// anyone is made 0750 or 0640 at most. Symbolic links are not followed,
+// and another filesystem mounted below root (a tenant's volume a killed
+// daemon left mounted for a checkpoint or an export) is not entered: its
+// files are the tenant's, modes included. It returns what it changed.
 func Tighten(root string) ([]Tightened, error) {
 	var done []Tightened
+	var rootDev uint64
+	if st, err := os.Lstat(root); err == nil {
+		rootDev = device(st)
+	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root && errors.Is(err, fs.ErrNotExist) {
@@ -62,6 +69,9 @@ func Tighten(root string) ([]Tightened, error) {
 			}
 			return err
 		}
+		if d.IsDir() && device(info) != rootDev {
+			return filepath.SkipDir
+		}
 		was := info.Mode().Perm()
 		now := was &^ (0o007 | 0o020)
 		if now == was {
@@ -78,6 +88,14 @@ func Tighten(root string) ([]Tightened, error) {
 		return nil
 	})
 	return done, err
+}
+
+// device is the filesystem info is on.
+func device(info fs.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev)
+	}
+	return 0
 }
 
 // MkdirExact makes dir and the folders above it up to root (which holds

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"alpnib.dev/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,4 +111,31 @@ func BenchmarkTighten10000Files(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestTightenLeavesAFilesystemMountedBelowTheFolderAlone(t *testing.T) {
+	testenv.RequireRoot(t)
+	root := t.TempDir()
+	mnt := filepath.Join(root, "checkpoints", "mnt")
+	os.MkdirAll(mnt, 0o755)
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"); err != nil {
+		testenv.Missing(t, "cannot mount a tmpfs: "+err.Error())
+	}
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	tenant := filepath.Join(mnt, "index.html")
+	os.WriteFile(tenant, []byte("public"), 0o644)
+	os.Chmod(tenant, 0o644)
+
+	if _, err := Tighten(root); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(t, filepath.Join(root, "checkpoints")); got != 0o750 {
+		t.Errorf("the folder above the mount is %#o, want 0750", got)
+	}
+	if got := mode(t, tenant); got != 0o644 {
+		t.Errorf("a tenant's file on the mounted volume became %#o; its modes are the tenant's", got)
+	}
+	if got := mode(t, mnt); got != 0o755 {
+		t.Errorf("the mounted volume's root became %#o", got)
+	}
 }
