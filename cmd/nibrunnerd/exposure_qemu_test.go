@@ -39,6 +39,9 @@ func TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace(t *t
 	}
 	dir := daemontest.RunDir(t, "nbe")
 	daemontest.GuestImage(t)
+	// This test applies the nibrun table in the namespace it shares with
+	// other packages' tests: one at a time.
+	testenv.LockHostNetwork(t)
 	sum, err := daemontest.Tenant("alpnib.dev/examples/apps/echo", filepath.Join(dir, "store", "apps", "echo"))
 	if err != nil {
 		t.Fatal(err)

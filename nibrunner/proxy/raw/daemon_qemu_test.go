@@ -42,6 +42,9 @@ func TestTheDaemonWakesAnAppThroughItsRawPortsOverTCPAndUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := daemontest.GuestImage(t)
+	// This test applies the nibrun table in the namespace it shares with
+	// other packages' tests: one at a time.
+	testenv.LockHostNetwork(t)
 	storeDir := filepath.Join(dir, "store")
 	sum, err := daemontest.Tenant("alpnib.dev/examples/apps/echo", filepath.Join(storeDir, "apps", "echo"))
 	if err != nil {
