@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target in the module for a set time each (default 60 s;
+# FUZZTIME=10s for a quick round), under the network guard like the tests,
+# and writes what each found into docs/bench.md between the fuzz markers:
+# the target, its package, executions, new corpus entries kept under
+# testdata/fuzz (a failing input, which `go test -fuzz`
+# writes under testdata/fuzz/FuzzNAME/ — commit it with the fix).
+#
+# Usage: bench/fuzz.sh [PACKAGE-PATTERN]   e.g. bench/fuzz.sh ./ic/...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${FUZZTIME:-60s}"
+pattern="${1:-./...}"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+# package directory and target name of every fuzz test
+mapfile -t targets < <(
+  go list -f '{{.Dir}}' "$pattern" | while read -r dir; do
+    grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed "s|^func |${dir#"$PWD"/} |"
+  done
+)
+[ ${#targets[@]} -gt 0 ] || { echo "fuzz: no fuzz targets under $pattern" >&2; exit 1; }
+
+# count FOLDER: how many files the folder holds (0 when it does not exist)
+count() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
+
+failed=0
+rows=()
+for t in "${targets[@]}"; do
+  dir="${t% *}" name="${t#* }"
+  log="$out/$name-$(echo "$dir" | tr / _).log"
+  before=$(count "$dir/testdata/fuzz/$name")
+  echo "fuzz: $dir $name for $fuzztime" >&2
+  verdict=ok
+  if ! scripts/netguard.sh go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 2 >"$log" 2>&1; then
+    verdict="FAILED (see ./$dir/testdata/fuzz/$name)"
+    failed=1
+    tail -20 "$log" >&2
+  fi
+  after=$(count "$dir/testdata/fuzz/$name")
+  execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  rows+=("| \`$name\` | $dir | ${execs:-0} | $((after - before)) | $verdict |")
+done
+
+table="$(
+  echo "<!-- fuzz:begin -->"
+  echo "Last run: $(date -u +%Y-%m-%d), \`FUZZTIME=$fuzztime bench/fuzz.sh\` on $(nproc) CPUs ($(go version | awk '{print $3}'))."
+  echo
+  echo "| target | package | executions | failing inputs written | result |"
+  echo "| --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  echo "<!-- fuzz:end -->"
+)"
+if grep -q '<!-- fuzz:begin -->' docs/bench.md; then
+  python3 - "$table" <<'EOF'
+import sys, re
+p = "docs/bench.md"
+s = open(p).read()
+s = re.sub(r"<!-- fuzz:begin -->.*?<!-- fuzz:end -->", lambda m: sys.argv[1], s, flags=re.S)
+open(p, "w").write(s)
+EOF
+else
+  printf '\n## Fuzzing every target (bench/fuzz.sh)\n\n%s\n' "$table" >>docs/bench.md
+fi
+echo "$table"
+exit $failed
