@@ -32,7 +32,7 @@ import (
 
 // layoutVersion changes whenever this package changes what it puts in an
 // image, so that images built by an older nibrunnerd are rebuilt.
-const layoutVersion = "guestimage/1"
+const layoutVersion = "guestimage/2" // 2: the base root's folders are 0755 whatever the umask
 
 // Image is a built guest image.
 type Image struct {

@@ -2,11 +2,15 @@ package guestimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"alpnib.dev/nibrunner/perm"
 )
 
 // CACertificates is the host's CA bundle, copied into the base root so a
@@ -44,8 +48,14 @@ func buildBase(ctx context.Context, out string, caBundle []byte) error {
 		return err
 	}
 	for _, d := range baseDirs {
+		// Every folder above it is 0755 whatever the umask (nibrunnerd's
+		// is 027): a tenant that cannot pass through /etc cannot read
+		// /etc/resolv.conf, and its lookups fall back to [::1]:53.
 		p := filepath.Join(stage, d.name)
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := perm.MkdirExact(stage, filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.Mkdir(p, d.perm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		if err := os.Chmod(p, d.perm); err != nil {
