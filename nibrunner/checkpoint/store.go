@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
@@ -84,26 +83,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 
 // List returns the checkpoints that were made, by id.
 func (s *Store) List(ctx context.Context) (map[string]Info, error) {
-	names, err := filepath.Glob(filepath.Join(s.opt.Dir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Info, len(names))
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, fmt.Errorf("list checkpoints: %w", err)
-		}
-		var info Info
-		if json.Unmarshal(b, &info) != nil {
-			continue // half a record is no checkpoint: it is made again
-		}
-		out[strings.TrimSuffix(filepath.Base(n), ".json")] = info
-	}
-	return out, nil
+	return atomicfile.ReadRecords[Info](s.opt.Dir, "checkpoints")
 }
 
 func (s *Store) key(id string) string        { return s.opt.Prefix + id + ObjectSuffix }

@@ -97,25 +97,7 @@ func Open(ctx context.Context, opt Options) (*Writer, error) {
 
 // List returns the exports written, by id.
 func (w *Writer) List(ctx context.Context) (map[string]Info, error) {
-	names, err := filepath.Glob(filepath.Join(w.opt.RecordDir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Info, len(names))
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, fmt.Errorf("list exports: %w", err)
-		}
-		var info Info
-		if json.Unmarshal(b, &info) == nil {
-			out[strings.TrimSuffix(filepath.Base(n), ".json")] = info
-		}
-	}
-	return out, nil
+	return atomicfile.ReadRecords[Info](w.opt.RecordDir, "exports")
 }
 
 // Forget drops export id's record; the object stays where it was written.
