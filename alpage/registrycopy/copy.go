@@ -22,7 +22,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"golang.org/x/sys/unix"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // schemaVersion is the layout of the file; a copy of another layout is
@@ -49,11 +51,66 @@ type Copy struct {
 	path string
 }
 
-// Open opens (creating when absent) the copy in dir.
+// Open opens (creating when absent) the copy in dir. Runs that open the
+// same dir at once take turns: SQLite answers "database is locked", without
+// waiting on its busy timeout, to a connection that switches a file another
+// connection is creating to WAL, so creating the file is done under a lock
+// on dir (lockFile).
 func Open(dir string) (*Copy, error) {
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return open(dir)
+}
+
+// lockFile, in a copy's dir, is held while the copy is created or
+// discarded.
+const lockFile = "registry.lock"
+
+// lockDir creates dir and takes an exclusive lock on its lockFile; the
+// func releases it.
+func lockDir(dir string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("registry copy: %w", err)
 	}
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("registry copy: lock: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("registry copy: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
+}
+
+// damaged says whether an error from Open means the file is not a copy
+// this code can read (not SQLite, corrupt, another layout), rather than
+// that it could not be opened just now.
+func damaged(err error) bool {
+	if errors.Is(err, errSchema) {
+		return true
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff { // the primary code, without the extended bits
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return true
+	}
+	return false
+}
+
+func open(dir string) (*Copy, error) {
 	path := filepath.Join(dir, FileName)
 	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 	if err != nil {
@@ -170,7 +227,20 @@ func (c *Copy) Scan(ctx context.Context, prefix string, version uint64) ([]Recor
 	return out, rows.Err()
 }
 
-// discard removes the copy's files (the database and its WAL).
+// discardAndOpen removes the copy's files (the database and its WAL) and
+// opens a new, empty copy in their place.
+func discardAndOpen(dir string) (*Copy, error) {
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := discard(dir); err != nil {
+		return nil, fmt.Errorf("registry copy: discard: %w", err)
+	}
+	return open(dir)
+}
+
 func discard(dir string) error {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(filepath.Join(dir, FileName+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -312,6 +312,33 @@ func TestTwoRunsInParallelShareTheCopySafely(t *testing.T) {
 	}
 }
 
+func TestRunsThatCreateTheCopyAtOnceAllOpenIt(t *testing.T) {
+	// Without the lock on the dir, about one round in forty saw "database
+	// is locked" from the switch to WAL, and Sync then discarded the file
+	// the other runs were using.
+	for round := range 60 {
+		dir := t.TempDir()
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range 4 {
+			wg.Go(func() {
+				c, err := registrycopy.Open(dir)
+				if err == nil {
+					_, err = c.Version(ctx(t))
+					c.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d run %d: %v", round, i, err)
+			}
+		}
+	}
+}
+
 func writeGarbage(path string) error {
 	return os.WriteFile(path, []byte("this is not a SQLite database, not even close to one......................................................"), 0o600)
 }

@@ -45,13 +45,13 @@ type Result struct {
 // the rebuild fails too, Sync fails and the copy is left empty.
 func Sync(ctx context.Context, dir string, src Source, v *certificate.Verifier, log io.Writer) (*Copy, Result, error) {
 	c, err := Open(dir)
+	if err != nil && !damaged(err) {
+		return nil, Result{}, err
+	}
 	if err != nil {
 		// Not a copy we can read (damaged, another layout): start again.
 		fmt.Fprintf(log, "registry copy: %v; discarding it and rebuilding it from version 0\n", err)
-		if derr := discard(dir); derr != nil {
-			return nil, Result{}, fmt.Errorf("registry copy: discard: %w", derr)
-		}
-		if c, err = Open(dir); err != nil {
+		if c, err = discardAndOpen(dir); err != nil {
 			return nil, Result{}, err
 		}
 		res, err := c.Update(ctx, src, v)
