@@ -6,12 +6,16 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"alpnib.dev/ic/certificate"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/nns/registrypb"
 	"alpnib.dev/ic/principal"
 )
 
@@ -28,6 +32,55 @@ func (f flippingCaller) Query(ctx context.Context, c principal.Principal, method
 		raw[len(raw)/2] ^= 0x01
 	}
 	return raw, err
+}
+
+// skippingCaller answers get_certified_changes_since for version v with the
+// registry's reply for v+1: a certified reply whose first delta is missing.
+type skippingCaller struct{ nns.Caller }
+
+func (s skippingCaller) Query(ctx context.Context, c principal.Principal, method string, arg []byte) ([]byte, error) {
+	if method == "get_certified_changes_since" {
+		var req registrypb.RegistryGetChangesSinceRequest
+		if err := proto.Unmarshal(arg, &req); err != nil {
+			return nil, err
+		}
+		req.Version++
+		next, err := proto.Marshal(&req)
+		if err != nil {
+			return nil, err
+		}
+		arg = next
+	}
+	return s.Caller.Query(ctx, c, method, arg)
+}
+
+func TestACertifiedReplyThatDropsAVersionIsRefusedThoughItVerifies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := registry.New()
+	for _, k := range []string{"a", "b", "c"} {
+		reg.Apply([]registry.Mutation{{Key: k, Value: []byte(k)}})
+	}
+	srv, a := serveRegistry(t, reg)
+	v, err := certificate.NewVerifier(srv.RootKeyDER(), certificate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reply for version 1 verifies: versions 2 and 3, version 1 pruned.
+	if got, err := (nns.RegistryClient{Caller: a}).GetCertifiedChangesSince(ctx, 1, v); err != nil || len(got.Deltas) != 2 {
+		t.Fatalf("since 1: %v, %+v", err, got)
+	}
+	// Handed over as the answer for version 0, it lacks version 1.
+	_, err = nns.RegistryClient{Caller: skippingCaller{a}}.GetCertifiedChangesSince(ctx, 0, v)
+	if !errors.Is(err, nns.ErrInvalidDeltas) || !strings.Contains(err.Error(), "version 2 follows 0") {
+		t.Fatalf("err = %v, want ErrInvalidDeltas: version 2 follows 0", err)
+	}
+	// A reply with no delta for a reader behind the registry is refused too.
+	reg.Apply([]registry.Mutation{{Key: "d", Value: []byte("d")}})
+	_, err = nns.RegistryClient{Caller: skippingCaller{a}}.GetCertifiedChangesSince(ctx, 3, v)
+	if !errors.Is(err, nns.ErrInvalidDeltas) || !strings.Contains(err.Error(), "version 4 is newer than the 3 asked for, but the reply has no delta") {
+		t.Fatalf("err = %v, want ErrInvalidDeltas: no delta", err)
+	}
 }
 
 func TestTheLocalRegistryCertifiesItsChangeLogAsTheCanisterDoes(t *testing.T) {

@@ -28,6 +28,13 @@ import (
 // ErrNotCertified: a certified registry reply does not verify.
 var ErrNotCertified = errors.New("registry reply is not certified")
 
+// ErrInvalidDeltas: a reply whose certificate and tree verify, but whose
+// deltas are not the range get_certified_changes_since promises for the
+// version asked for. A tree with one delta pruned away still hashes to the
+// certified root, so only this check sees the gap. It is an ErrNotCertified:
+// the reply does not certify what was asked.
+var ErrInvalidDeltas = fmt.Errorf("%w: its deltas do not form the range asked for", ErrNotCertified)
+
 // CertifiedDelta is the mutations of one registry version.
 type CertifiedDelta struct {
 	Version   uint64
@@ -41,20 +48,58 @@ type CertifiedChanges struct {
 }
 
 // VerifyCertifiedResponse checks a get_certified_changes_since reply (a
-// protobuf CertifiedResponse): the certificate under v, for the registry
-// canister, and the hash tree against the certified data it signs; then
-// reads the latest version and the deltas from the tree.
-func VerifyCertifiedResponse(raw []byte, v *certificate.Verifier) (*CertifiedChanges, error) {
+// protobuf CertifiedResponse) to a request for the changes after since: the
+// certificate under v, for the registry canister, and the hash tree against
+// the certified data it signs; then reads the latest version and the deltas
+// from the tree and checks they are the range asked for (checkVersionRange).
+func VerifyCertifiedResponse(raw []byte, since uint64, v *certificate.Verifier) (*CertifiedChanges, error) {
 	var resp registrypb.CertifiedResponse
 	if err := decode(raw, &resp); err != nil {
 		return nil, err
 	}
-	return VerifyCertifiedTree(resp.Certificate, resp.HashTree, v)
+	return VerifyCertifiedTree(resp.Certificate, resp.HashTree, since, v)
 }
 
 // VerifyCertifiedTree is VerifyCertifiedResponse for a certificate and tree
 // already apart.
-func VerifyCertifiedTree(cert []byte, mixed *registrypb.MixedHashTree, v *certificate.Verifier) (*CertifiedChanges, error) {
+func VerifyCertifiedTree(cert []byte, mixed *registrypb.MixedHashTree, since uint64, v *certificate.Verifier) (*CertifiedChanges, error) {
+	out, err := verifyCertifiedTree(cert, mixed, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersionRange(since, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkVersionRange holds a verified reply to what
+// get_certified_changes_since promises for the changes after since, the
+// postconditions of validate_version_range upstream
+// (rs/registry/nns_data_provider/src/certification.rs): the first delta is
+// since+1 and the rest follow without a gap; and when the registry is past
+// since there is at least one delta (a reply may stop short of the latest
+// version, a page at a time). A delta past current_version is refused too.
+// A registry behind since is not this check's business: what a reader does
+// about it is its own policy.
+func checkVersionRange(since uint64, ch *CertifiedChanges) error {
+	prev := since
+	for _, d := range ch.Deltas {
+		if d.Version != prev+1 {
+			return fmt.Errorf("%w: version %d follows %d (the range is not continuous)", ErrInvalidDeltas, d.Version, prev)
+		}
+		prev = d.Version
+	}
+	if prev > ch.LatestVersion {
+		return fmt.Errorf("%w: a delta at %d is past the current version %d", ErrInvalidDeltas, prev, ch.LatestVersion)
+	}
+	if prev == since && ch.LatestVersion > since {
+		return fmt.Errorf("%w: the current version %d is newer than the %d asked for, but the reply has no delta", ErrInvalidDeltas, ch.LatestVersion, since)
+	}
+	return nil
+}
+
+func verifyCertifiedTree(cert []byte, mixed *registrypb.MixedHashTree, v *certificate.Verifier) (*CertifiedChanges, error) {
 	c, err := v.Verify(cert, certificate.ForCanister(registryID))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotCertified, err)
@@ -89,8 +134,8 @@ func readCertifiedTree(mixed *registrypb.MixedHashTree, certified []byte) (*Cert
 		// No delta, or all of them pruned away (a reply to a reader
 		// already at the latest version): upstream's reader takes either
 		// as none (serde default, rs/registry/nns_data_provider/src/
-		// certification.rs). Whether none is right is the caller's check
-		// of the version range.
+		// certification.rs). Whether none is right is checkVersionRange's
+		// question.
 		return out, nil
 	}
 	if st != certificate.Found {
@@ -179,7 +224,7 @@ func (r RegistryClient) GetCertifiedChangesSince(ctx context.Context, version ui
 	if err != nil {
 		return nil, fmt.Errorf("get_certified_changes_since %d: %w", version, err)
 	}
-	out, err := VerifyCertifiedResponse(raw, v)
+	out, err := VerifyCertifiedResponse(raw, version, v)
 	if err != nil {
 		return nil, fmt.Errorf("get_certified_changes_since %d: %w", version, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,17 +65,17 @@ func mainnetAt(t *testing.T, nanos int64) *certificate.Verifier {
 	return v
 }
 
-func verifyFixture(cert, tree []byte, v *certificate.Verifier) (*CertifiedChanges, error) {
+func verifyFixture(cert, tree []byte, since uint64, v *certificate.Verifier) (*CertifiedChanges, error) {
 	var m registrypb.MixedHashTree
 	if err := proto.Unmarshal(tree, &m); err != nil {
 		return nil, err
 	}
-	return VerifyCertifiedTree(cert, &m, v)
+	return VerifyCertifiedTree(cert, &m, since, v)
 }
 
 func TestTheMainnetCertifiedDeltaVerifiesAndCarriesItsSubnetRecord(t *testing.T) {
 	f, cert, tree := loadCertifiedDelta(t)
-	got, err := verifyFixture(cert, tree, mainnetAt(t, f.CertificateTimeNanos))
+	got, err := verifyFixture(cert, tree, f.RequestedVersion, mainnetAt(t, f.CertificateTimeNanos))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestAnyFlippedByteInTheCertifiedDeltaFailsIt(t *testing.T) {
 		"the certificate's signature (end)": {flip(cert, len(cert)-1), tree},
 		"the certificate's tree":            {flip(cert, len(cert)/3), tree},
 	} {
-		if _, err := verifyFixture(c.cert, c.tree, v); !errors.Is(err, ErrNotCertified) {
+		if _, err := verifyFixture(c.cert, c.tree, f.RequestedVersion, v); !errors.Is(err, ErrNotCertified) {
 			t.Errorf("%s flipped: err = %v, want ErrNotCertified", name, err)
 		}
 	}
@@ -181,14 +182,47 @@ func TestAnyFlippedByteInTheCertifiedDeltaFailsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := verifyFixture(cert, tree, wrongRoot); !errors.Is(err, ErrNotCertified) {
+	if _, err := verifyFixture(cert, tree, f.RequestedVersion, wrongRoot); !errors.Is(err, ErrNotCertified) {
 		t.Errorf("under another root key: %v", err)
 	}
 	late, err := certificate.NewVerifier(certificate.MainnetRootKeyDER(), certificate.Options{Now: func() time.Time { return time.Unix(0, f.CertificateTimeNanos).Add(time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := verifyFixture(cert, tree, late); !errors.Is(err, ErrNotCertified) {
+	if _, err := verifyFixture(cert, tree, f.RequestedVersion, late); !errors.Is(err, ErrNotCertified) {
 		t.Errorf("an hour-old certificate: %v", err)
+	}
+}
+
+func TestAMainnetReplyThatDropsItsDeltaStillVerifiesButIsNotTheRangeAskedFor(t *testing.T) {
+	f, cert, raw := loadCertifiedDelta(t)
+	v := mainnetAt(t, f.CertificateTimeNanos)
+	var tree registrypb.MixedHashTree
+	if err := proto.Unmarshal(raw, &tree); err != nil {
+		t.Fatal(err)
+	}
+	full, err := treeOf(&tree, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep only current_version: the delta is pruned to its digest, and the
+	// tree still hashes to the certified root.
+	tree = *MixedHashTreeOf(certificate.Prune(full, certificate.Path("current_version")))
+	pruned, err := proto.Marshal(&tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := verifyCertifiedTree(cert, &tree, v); err != nil || len(got.Deltas) != 0 {
+		t.Fatalf("the pruned tree: %v, %+v; want it to verify with no delta", err, got)
+	}
+	_, err = verifyFixture(cert, pruned, f.RequestedVersion, v)
+	if !errors.Is(err, ErrInvalidDeltas) || !errors.Is(err, ErrNotCertified) || !strings.Contains(err.Error(), "newer than the 62953 asked for, but the reply has no delta") {
+		t.Fatalf("err = %v, want ErrInvalidDeltas for a reply with no delta", err)
+	}
+
+	// The whole reply, read as the answer to an older request, has a gap.
+	_, err = verifyFixture(cert, raw, f.RequestedVersion-1, v)
+	if !errors.Is(err, ErrInvalidDeltas) || !strings.Contains(err.Error(), "version 62954 follows 62952") {
+		t.Fatalf("err = %v, want a gap after 62952", err)
 	}
 }
