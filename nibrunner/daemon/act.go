@@ -315,7 +315,7 @@ func (a *app) slept(err error, now time.Time) {
 		r.n++
 		r.next = now.Add(sleepBackoff.Delay(r.n))
 		if a.rec != nil {
-			a.rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", roundDur(r.next.Sub(now)), err)
+			a.rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", plan.RoundDuration(r.next.Sub(now)), err)
 		}
 		return
 	}

@@ -149,7 +149,7 @@ func (g guestFreezer) Thaw(ctx context.Context) error   { return g.vmm.ThawVolum
 
 // jobMessage is the sentence a failed job is reported with.
 func jobMessage(what string, st jobs.Status, now time.Time) string {
-	return reported.Truncate(fmt.Sprintf("%s (attempt %d; the next try is in %s): %s", what, st.Attempts, roundDur(max(st.RetryAt.Sub(now), 0)), st.Message))
+	return reported.Truncate(fmt.Sprintf("%s (attempt %d; the next try is in %s): %s", what, st.Attempts, plan.RoundDuration(max(st.RetryAt.Sub(now), 0)), st.Message))
 }
 
 // checkpointReport fills a checkpoint's state from what exists and what

@@ -227,17 +227,34 @@ func (d *Daemon) observed(now time.Time, vols map[string]VolumeInfo, cps map[str
 	return obs
 }
 
-// observedApp is what the planner is told of one app.
+// observedApp is what the planner is told of one app: nothing until the
+// daemon has a record of it.
 func (d *Daemon) observedApp(a *app) (plan.Instance, bool) {
-	rec := a.rec
-	if rec == nil {
+	if a.rec == nil {
 		return plan.Instance{}, false
 	}
+	o := d.facts(a)
+	if d.deps.Traffic != nil {
+		o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(a.id)
+	}
+	return o, true
+}
+
+// facts is what the daemon knows of app a, as the planner reads it (mu
+// held).
+func (d *Daemon) facts(a *app) plan.Instance {
 	o := plan.Instance{
-		DeploymentID: rec.DeploymentID, Health: rec.Health.State, Sleeping: rec.Sleeping,
-		Booted: rec.Booted, VolumeID: rec.VolumeID, StartedAt: rec.StartedAt,
-		OutOfRestarts: rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID,
-		WantAwake:     a.wantAwake, WantAsleep: a.wantAsleep,
+		WantAwake: a.wantAwake, WantAsleep: a.wantAsleep,
+		StartFailure: a.failure, StartFailed: a.failureDep,
+		Acting: a.busy, Note: a.note, RestartAt: a.restartAt,
+	}
+	if rec := a.rec; rec != nil {
+		o.DeploymentID, o.Recorded = rec.DeploymentID, rec.DeploymentID
+		o.Health, o.Sleeping, o.Booted = rec.Health.State, rec.Sleeping, rec.Booted
+		o.VolumeID, o.StartedAt = rec.VolumeID, rec.StartedAt
+		o.OutOfRestarts = rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID
+		o.Restarts, o.WindowRestarts = rec.Budget.Total, rec.Budget.Window
+		o.FailedAt, o.FailReason, o.Message = rec.FailedAt, rec.FailReason, rec.Message
 	}
 	if a.hasVM {
 		o.DeploymentID = a.vm.DeploymentID
@@ -247,8 +264,5 @@ func (d *Daemon) observedApp(a *app) (plan.Instance, bool) {
 			o.VM = plan.Exited
 		}
 	}
-	if d.deps.Traffic != nil {
-		o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(a.id)
-	}
-	return o, true
+	return o
 }

@@ -10,7 +10,6 @@ import (
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/desired"
-	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/slot"
@@ -54,8 +53,20 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 	if d.doc.HostId != "" {
 		r.HostId = d.doc.HostId
 	}
+	// The planner says each instance's state from what is true now, after
+	// this pass acted.
+	obs := plan.Observed{Now: now, Instances: make(map[string]plan.Instance, len(d.doc.Instances)), Problems: d.problems}
+	for _, in := range d.doc.Instances {
+		a := d.known(string(in.AppId))
+		o := d.facts(a)
+		if p := a.prober; p != nil {
+			// The guest's health as its prober sees it now.
+			o.Health = p.record().State
+		}
+		obs.Instances[a.id] = o
+	}
 	for i := range d.doc.Instances {
-		r.Instances = append(r.Instances, d.instanceReport(now, &d.doc.Instances[i]))
+		r.Instances = append(r.Instances, d.instanceReport(&d.doc.Instances[i], obs))
 	}
 	r.Volumes = d.volumeReports(vols)
 	for _, c := range d.doc.Checkpoints {
@@ -80,7 +91,10 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 	return r
 }
 
-func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance) reported.Instance {
+// instanceReport renders what the planner says of in (InstanceStatus) with
+// what the daemon measured and remembers of it.
+func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) reported.Instance {
+	now := obs.Now
 	app := string(in.AppId)
 	ri := reported.Instance{AppId: in.AppId, DeploymentId: in.DeploymentId}
 	a := d.known(app)
@@ -109,56 +123,9 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance) repo
 	}
 	st := a.vm
 	up := a.up() && st.DeploymentID == string(in.DeploymentId)
-	var state health.State
-	var msg string
-	switch {
-	case d.problems[app] != "":
-		state, msg = health.Failed, "this host cannot run it: "+d.problems[app]
-	case a.failure != "" && a.failureDep == string(in.DeploymentId) && in.DesiredState != desired.StateStopped:
-		state, msg = health.Failed, a.failure
-	case rec != nil && rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID && !up && in.DesiredState != desired.StateStopped:
-		state = health.Failed
-		msg = fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again", rec.Budget.Total, in.Config.RestartPolicy.MaxRestarts, rec.FailReason)
-	case up && rec != nil:
-		state = rec.Health.State
-		if p := a.prober; p != nil {
-			state = p.record().State
-		}
-		if state == health.Failed || state == health.Unhealthy {
-			msg = rec.FailReason
-			if at := a.restartAt; !at.IsZero() {
-				msg += fmt.Sprintf("; it is restarted in %s", roundDur(at.Sub(now)))
-			}
-		}
-	case rec != nil && !rec.FailedAt.IsZero() && in.DesiredState != desired.StateStopped:
-		state = health.Failed
-		msg = rec.FailReason
-		if at := a.restartAt; !at.IsZero() {
-			msg += fmt.Sprintf("; restart %d of %d in %s", rec.Budget.Window+1, in.Config.RestartPolicy.MaxRestarts, roundDur(at.Sub(now)))
-		}
-	case a.busy && !up && in.DesiredState != desired.StateStopped:
-		// Its worker is starting or waking it.
-		state = health.Starting
-	default:
-		waiting := a.note != ""
-		booted := rec != nil && rec.Booted
-		if in.DesiredState == desired.StateOnRequest && !booted {
-			waiting = true // its first boot is still to come
-		}
-		if in.DesiredState == desired.StateRunning {
-			waiting = true
-		}
-		state = health.Step(health.Check{}, health.Record{}, health.Input{Desired: string(in.DesiredState), Waiting: waiting}).State
-		msg = a.note
-		if state == health.Pending && msg == "" {
-			msg = "waiting to be started: the next converge pass boots it"
-		}
-	}
-	if msg == "" && rec != nil {
-		msg = rec.Message // a sleep or stop that failed
-	}
-	ri.State = reported.InstanceState(state)
-	ri.Message = reported.Truncate(msg)
+	status := plan.InstanceStatus(in, obs)
+	ri.State = reported.InstanceState(status.State)
+	ri.Message = reported.Truncate(status.Message)
 	if rec != nil {
 		ri.RestartCount = uint32(rec.Budget.Total)
 		ri.LastExitCode = rec.LastExitCode
@@ -183,7 +150,7 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance) repo
 		if !h.IsZero() {
 			ri.LastHealthyAt = &h
 		}
-		if converged(in.DesiredState, state) {
+		if plan.Converged(in.DesiredState, status.State) {
 			if rec.ConvergedAt.IsZero() {
 				rec.ConvergedAt = now
 			}
@@ -194,25 +161,6 @@ func (d *Daemon) instanceReport(now time.Time, in *desired.DesiredInstance) repo
 		}
 	}
 	return ri
-}
-
-func converged(want desired.DesiredInstanceState, got health.State) bool {
-	switch want {
-	case desired.StateRunning:
-		return got == health.Running
-	case desired.StateOnRequest:
-		return got == health.Running || got == health.Idle
-	case desired.StateStopped:
-		return got == health.Stopped
-	}
-	return false
-}
-
-func roundDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return 0
-	}
-	return d.Round(100 * time.Millisecond)
 }
 
 func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {

@@ -62,6 +62,35 @@ type Instance struct {
 	// WantAwake: a request waits for the app (a wake); WantAsleep: an
 	// operator asked it to sleep now.
 	WantAwake, WantAsleep bool
+
+	// The facts below are what InstanceStatus reads besides the above.
+
+	// Recorded is the deployment the host's record of the app is about
+	// (the one it last started, or is starting: while a replacement is
+	// under way the guest is still the old one); "" when it has none.
+	// Restarts, WindowRestarts, FailedAt, FailReason and Message come from
+	// that record.
+	Recorded string
+	// Restarts counts every restart of Recorded (reported restartCount);
+	// WindowRestarts those since the budget's count last reset.
+	Restarts, WindowRestarts int
+	// FailedAt is when the current failure was first seen (zero: none),
+	// FailReason what it was.
+	FailedAt   time.Time
+	FailReason string
+	// RestartAt is when a restart held back by backoff comes due.
+	RestartAt time.Time
+	// Message is the latest sentence from acting on the app (a sleep or a
+	// stop that failed).
+	Message string
+	// StartFailure is why the last start of deployment StartFailed failed
+	// (layers that cannot be made ready, a start the VMM refused); it
+	// holds until a start of that deployment succeeds.
+	StartFailure, StartFailed string
+	// Acting: an action is in flight on the app's worker.
+	Acting bool
+	// Note says why the app's start is held back this pass.
+	Note string
 }
 
 // Volume is what the host observed of one volume.

@@ -1,0 +1,100 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
+)
+
+// Status is what the report says of one instance: its state and the
+// sentence a person acts on ("" when there is nothing to say). The daemon
+// renders the rest (meters, the guest's address, timestamps).
+type Status struct {
+	State   health.State
+	Message string
+}
+
+// InstanceStatus decides what the report says of instance in, from obs.
+// The daemon asks it after acting, from a second observation, because
+// acting changes what is true: a start handed to a worker this pass is
+// "starting", not "pending".
+//
+// The first rule that holds wins: a host that cannot carry the instance; a
+// start of this deployment that failed; a deployment out of restarts; a
+// guest up (its health, and when it failed, when it is restarted); a
+// failed guest waiting for its restart; a start under way; and otherwise
+// what health.Step says of an instance that is not up (pending, idle,
+// stopped), with the reason a start is held back.
+func InstanceStatus(in *desired.DesiredInstance, obs Observed) Status {
+	app, dep := string(in.AppId), string(in.DeploymentId)
+	o := obs.Instances[app]
+	// The host's record speaks of this deployment, not an older one.
+	rec := o.Recorded != "" && o.Recorded == dep
+	up := o.VM == Up && o.DeploymentID == dep
+	stopped := in.DesiredState == desired.StateStopped
+	var s Status
+	switch {
+	case obs.Problems[app] != "":
+		s = Status{health.Failed, "this host cannot run it: " + obs.Problems[app]}
+	case o.StartFailure != "" && o.StartFailed == dep && !stopped:
+		s = Status{health.Failed, o.StartFailure}
+	case rec && o.OutOfRestarts && !up && !stopped:
+		s = Status{health.Failed, fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again",
+			o.Restarts, in.Config.RestartPolicy.MaxRestarts, o.FailReason)}
+	case up && rec:
+		s.State = o.Health
+		if s.State == health.Failed || s.State == health.Unhealthy {
+			s.Message = o.FailReason
+			if o.RestartAt.After(obs.Now) {
+				s.Message += fmt.Sprintf("; it is restarted in %s", RoundDuration(o.RestartAt.Sub(obs.Now)))
+			}
+		}
+	case rec && !o.FailedAt.IsZero() && !stopped:
+		s = Status{health.Failed, o.FailReason}
+		if o.RestartAt.After(obs.Now) {
+			s.Message += fmt.Sprintf("; restart %d of %d in %s", o.WindowRestarts+1, in.Config.RestartPolicy.MaxRestarts, RoundDuration(o.RestartAt.Sub(obs.Now)))
+		}
+	case o.Acting && !up && !stopped:
+		// Its worker is starting or waking it.
+		s.State = health.Starting
+	default:
+		waiting := o.Note != "" ||
+			in.DesiredState == desired.StateRunning ||
+			// An on-request app's first boot is still to come.
+			in.DesiredState == desired.StateOnRequest && !(rec && o.Booted)
+		s.State = health.Step(health.Check{}, health.Record{}, health.Input{Desired: string(in.DesiredState), Waiting: waiting}).State
+		s.Message = o.Note
+		if s.State == health.Pending && s.Message == "" {
+			s.Message = "waiting to be started: the next converge pass boots it"
+		}
+	}
+	if s.Message == "" && rec {
+		s.Message = o.Message // a sleep or stop that failed
+	}
+	return s
+}
+
+// Converged reports whether an instance asked want is where it was asked
+// to be when it is got.
+func Converged(want desired.DesiredInstanceState, got health.State) bool {
+	switch want {
+	case desired.StateRunning:
+		return got == health.Running
+	case desired.StateOnRequest:
+		return got == health.Running || got == health.Idle
+	case desired.StateStopped:
+		return got == health.Stopped
+	}
+	return false
+}
+
+// RoundDuration is how the host's sentences say a wait: to a tenth of a
+// second, never negative.
+func RoundDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d.Round(100 * time.Millisecond)
+}
