@@ -121,11 +121,15 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 		return missingSubnet(m.SubnetID), false
 	}
 	in := members(live.Subnet)
+	after := membershipAfter(m, in)
 	var checks []Check
 	changes := 0
 	for _, n := range m.Add {
 		f := live.Nodes[n.ID]
 		switch {
+		case slices.Contains(in, n.ID) && count(after, n.ID) > 1:
+			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; the registry would list it twice and refuse the proposal (Repeated nodes in subnet); drop it from add", n.ID, m.SubnetID)})
+			continue
 		case slices.Contains(in, n.ID):
 			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; adding it changes nothing", n.ID, m.SubnetID)})
 			continue
@@ -142,7 +146,7 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 	}
 	for _, n := range m.Remove {
 		if !slices.Contains(in, n.ID) {
-			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; removing it changes nothing", n.ID, m.SubnetID)})
+			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; the registry refuses the whole proposal (Nodes that should be removed do not belong to the provided subnet); drop it from remove", n.ID, m.SubnetID)})
 			continue
 		}
 		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of subnet %s; it leaves it", n.ID, m.SubnetID)})
@@ -152,6 +156,33 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 		checks = append(checks, Check{Severity: Note, Message: "every add and remove is a no-op, so the whole proposal changes nothing"})
 	}
 	return checks, changes == 0
+}
+
+// membershipAfter is the membership change_subnet_membership writes: the
+// added nodes, then the current members, less the removed ones, with
+// adjacent repeats collapsed (do_change_subnet_membership.rs and
+// replace_subnet_record_membership upstream). A repeat left in it is the
+// registry's "Repeated nodes in subnet" refusal.
+func membershipAfter(m *config.Membership, current []string) []string {
+	var out []string
+	for _, n := range m.Add {
+		out = append(out, n.ID)
+	}
+	out = append(out, current...)
+	out = slices.DeleteFunc(out, func(id string) bool {
+		return slices.ContainsFunc(m.Remove, func(r config.NodeRef) bool { return r.ID == id })
+	})
+	return slices.Compact(out)
+}
+
+func count(ids []string, id string) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
 }
 
 func deployGuestOS(d *config.DeployGuestOS, live *Snapshot, opts Options) ([]Check, bool) {

@@ -21,11 +21,10 @@ proposal "steal-n6" {
 
 proposal "re-add-n1" {
   kind  = "membership"
-  title = "Add a member, remove a stranger"
+  title = "Add the subnet's first member again"
   membership {
     subnet_id = subnet.app1.id
     add { id = node.n1.id }
-    remove { id = node.n5.id }
   }
 }
 
