@@ -125,7 +125,7 @@ func TestASevEnabledChangeFailsTheDryRunWithTheRegistrysReason(t *testing.T) {
 	on := true
 	p := registryProposal(t, config.KindUpdateSubnet, nns.FunctionUpdateConfigOfSubnet,
 		nns.UpdateSubnetPayload{SubnetID: s1, Features: &nns.SubnetFeatures{SevEnabled: &on}})
-	wantFailure(t, dryRun(t, live, p), "sev_enabled of subnet "+s1.String()+" cannot be changed")
+	wantFailure(t, dryRun(t, live, p), "Proposal attempts to change sev_enabled for Subnet '"+s1.String()+"' from false to true")
 }
 
 func TestAnUpdateThatLeavesSevAloneExecutes(t *testing.T) {
@@ -191,11 +191,25 @@ func TestTheSeedIsReadAtTheRegistryVersionGiven(t *testing.T) {
 	}
 }
 
+func TestTheDryRunChecksTheRegistrysInvariantsOnTheSubnetItWrites(t *testing.T) {
+	_, live := liveNetwork(t)
+	halt := true
+	admins := []principal.Principal{principal.SelfAuthenticating([]byte("admin"))}
+	// Seeded with the subnet's members, a plain update executes...
+	ok := registryProposal(t, config.KindUpdateSubnet, nns.FunctionUpdateConfigOfSubnet, nns.UpdateSubnetPayload{SubnetID: s1, IsHalted: &halt})
+	if res := dryRun(t, live, ok); res.Failed() {
+		t.Fatalf("halting s1: %s", res.FailureReason)
+	}
+	// ...and admins on a subnet that is not rented fail as on the NNS.
+	bad := registryProposal(t, config.KindUpdateSubnet, nns.FunctionUpdateConfigOfSubnet, nns.UpdateSubnetPayload{SubnetID: s1, SubnetAdmins: &admins})
+	wantFailure(t, dryRun(t, live, bad), "Subnet "+s1.String()+" is not a rented or cloud engine subnet but has a non-empty subnet admins list")
+}
+
 func TestAddingAMemberOfAnotherSubnetFailsAndAFreeNodeExecutes(t *testing.T) {
 	_, live := liveNetwork(t)
 	bad := registryProposal(t, config.KindMembership, nns.FunctionChangeSubnetMembership,
 		nns.ChangeSubnetMembershipPayload{SubnetID: s1, NodeIDsAdd: []principal.Principal{n(3)}, NodeIDsRemove: []principal.Principal{}})
-	wantFailure(t, dryRun(t, live, bad), "already a member of subnet "+s2.String())
+	wantFailure(t, dryRun(t, live, bad), "Subnet "+s2.String()+" already contains some members that are to be added")
 	good := registryProposal(t, config.KindMembership, nns.FunctionChangeSubnetMembership,
 		nns.ChangeSubnetMembershipPayload{SubnetID: s1, NodeIDsAdd: []principal.Principal{n(4)}, NodeIDsRemove: []principal.Principal{n(1)}})
 	if res := dryRun(t, live, good); res.Failed() {

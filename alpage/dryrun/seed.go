@@ -89,7 +89,7 @@ func Gather(ctx context.Context, live Live, p *proposal.Proposal) (*Seed, error)
 	case config.KindUpdateSubnet:
 		var pl nns.UpdateSubnetPayload
 		if err = decode(p, &pl); err == nil {
-			err = g.fetch(ctx, nns.SubnetRecordKey(pl.SubnetID.String()))
+			err = g.subnetWithMembers(ctx, pl.SubnetID)
 		}
 	case config.KindRemoveNodes:
 		var pl nns.RemoveNodesPayload
@@ -274,9 +274,32 @@ func (g *gatherer) membership(ctx context.Context, pl nns.ChangeSubnetMembership
 	return g.nodes(ctx, nodes)
 }
 
+// subnetWithMembers seeds subnet_list, the subnet's record and its
+// members' node records: the registry checks its invariants on every subnet
+// record a proposal writes, in subnet_list order, and those read the
+// members' records (registered, with a chip when SEV is on).
+func (g *gatherer) subnetWithMembers(ctx context.Context, id principal.Principal) error {
+	if err := g.fetch(ctx, nns.SubnetListKey, nns.SubnetRecordKey(id.String())); err != nil {
+		return err
+	}
+	rec, ok, err := g.subnet(id)
+	if err != nil || !ok {
+		return err
+	}
+	var members []principal.Principal
+	for _, m := range rec.Membership {
+		if p, err := principal.FromBytes(m); err == nil {
+			members = append(members, p)
+		}
+	}
+	return g.nodes(ctx, members)
+}
+
 func (g *gatherer) deploy(ctx context.Context, pl nns.DeployGuestosToAllSubnetNodesPayload) error {
-	keys := []string{nns.SubnetRecordKey(pl.SubnetID.String()), nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)}
-	if err := g.fetch(ctx, keys...); err != nil {
+	if err := g.fetch(ctx, nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)); err != nil {
+		return err
+	}
+	if err := g.subnetWithMembers(ctx, pl.SubnetID); err != nil {
 		return err
 	}
 	rec, ok, err := g.subnet(pl.SubnetID)

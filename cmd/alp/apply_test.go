@@ -219,7 +219,7 @@ func TestTheConfirmationMustBeTheWordSubmit(t *testing.T) {
 func TestTheDryRunStopsWhatTheRegistryWouldRefuseWithExitTwo(t *testing.T) {
 	d := startApplyDevnet(t)
 	for name, reason := range map[string]string{
-		"sev-on-app1":      "sev_enabled of subnet x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe cannot be changed",
+		"sev-on-app1":      "Proposal attempts to change sev_enabled for Subnet 'x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe' from false to true",
 		"drop-member":      "Cannot remove a node that is a member of a subnet. This node is a member of Subnet: subnet_record_x6rmp",
 		"deploy-unelected": `Replica version '790bb016bef1fc5ebc226e040ef574b29ae87dea' is NOT blessed`,
 	} {

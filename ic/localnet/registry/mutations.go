@@ -20,55 +20,76 @@ func refuse(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvariant}, args...)...)
 }
 
-// ChangeSubnetMembership runs change_subnet_membership: the subnet must
-// exist, every added node must be registered and in no subnet (this one
-// included), and every removed node must be a member. The new membership
-// is the added nodes followed by the remaining members, in the registry's
-// order.
+// The mutations below refuse in the order the registry canister checks
+// (rs/registry/canister/src/mutations in dfinity/ic; docs/decisions.md names
+// each file and revision), with its messages, and then check the
+// invariants the canister checks before it applies anything (mutate). Where
+// the canister traps on a failed assertion the message is its panic text.
+
+// ChangeSubnetMembership runs change_subnet_membership in the canister's
+// order: the subnet must exist; every node to remove must be a member; the
+// new membership is the added nodes followed by the current members, less
+// the removed ones, with adjacent repeats collapsed (Rust's Vec::dedup);
+// no other subnet (in subnet_list order) may hold a node of it; then the
+// invariants judge it (an unregistered node, a repeated one, an empty
+// subnet).
 func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) error {
-	return r.update(func(v view) ([]Mutation, error) {
+	return r.mutate(func(v view) ([]Mutation, error) {
 		rec, err := v.existingSubnet(p.SubnetID)
 		if err != nil {
 			return nil, err
 		}
-		members := rec.Membership
+		current := rec.Membership
 		for _, n := range p.NodeIDsRemove {
-			i := slices.IndexFunc(members, func(m []byte) bool { return string(m) == string(n.Bytes()) })
-			if i < 0 {
-				return nil, refuse("Nodes that should be removed do not belong to the provided subnet (node %s, subnet %s).", n, p.SubnetID)
+			if !slices.ContainsFunc(current, func(m []byte) bool { return string(m) == string(n.Bytes()) }) {
+				return nil, refuse("Nodes that should be removed do not belong to the provided subnet. (node %s is not a member of subnet %s)", n, p.SubnetID)
 			}
-			members = slices.Delete(slices.Clone(members), i, i+1)
 		}
-		seen := map[string]bool{}
-		var added [][]byte
+		var next [][]byte
 		for _, n := range p.NodeIDsAdd {
-			if seen[string(n.Bytes())] {
-				return nil, refuse("node %s is added twice", n)
-			}
-			seen[string(n.Bytes())] = true
-			if _, ok, err := v.node(n); err != nil {
-				return nil, err
-			} else if !ok {
-				return nil, refuse("node %s does not exist", n)
-			}
-			if s, in, err := v.subnetOf(n); err != nil {
-				return nil, err
-			} else if in && !(s == p.SubnetID && slices.ContainsFunc(p.NodeIDsRemove, func(x principal.Principal) bool { return x == n })) {
-				return nil, refuse("node %s is already a member of subnet %s", n, s)
-			}
-			added = append(added, n.Bytes())
+			next = append(next, n.Bytes())
 		}
-		// As the registry does: the added nodes first, then the remaining members.
-		rec.Membership = append(added, members...)
+		next = append(next, current...)
+		next = slices.DeleteFunc(next, func(m []byte) bool {
+			return slices.ContainsFunc(p.NodeIDsRemove, func(x principal.Principal) bool { return string(x.Bytes()) == string(m) })
+		})
+		next = slices.CompactFunc(next, func(a, b []byte) bool { return string(a) == string(b) })
+		subnets, ok, err := v.subnetList()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, refuse("set_subnet_membership_mutation: subnet list record not found in the registry.")
+		}
+		for _, s := range subnets {
+			if s == p.SubnetID {
+				continue
+			}
+			other, err := v.existingSubnet(s)
+			if err != nil {
+				return nil, err
+			}
+			var both []string
+			for _, m := range next {
+				if slices.ContainsFunc(other.Membership, func(o []byte) bool { return string(o) == string(m) }) && !contains(both, principal.MustFromBytes(m).String()) {
+					both = append(both, principal.MustFromBytes(m).String())
+				}
+			}
+			if len(both) > 0 {
+				return nil, refuse("set_subnet_membership_mutation: Subnet %s already contains some members that are to be added: {%s}", s, strings.Join(both, ", "))
+			}
+		}
+		rec.Membership = next
 		return []Mutation{{Key: nns.SubnetRecordKey(p.SubnetID.String()), Value: rec.Marshal()}}, nil
 	})
 }
 
 // DeployGuestosToAllSubnetNodes runs deploy_guestos_to_all_subnet_nodes in
 // the canister's order: the version must be elected (its
-// replica_version_<id> record present), then the subnet must exist.
+// replica_version_<id> record present), then the subnet must exist, then
+// the invariants hold for the record it writes.
 func (r *Registry) DeployGuestosToAllSubnetNodes(p nns.DeployGuestosToAllSubnetNodesPayload) error {
-	return r.update(func(v view) ([]Mutation, error) {
+	return r.mutate(func(v view) ([]Mutation, error) {
 		if _, ok := v.get(nns.ReplicaVersionRecordKey(p.ReplicaVersionID)); !ok {
 			return nil, refuse("Replica version '%s' is NOT blessed. The blessed versions are: [%s].", p.ReplicaVersionID, strings.Join(v.elected(), ", "))
 		}
@@ -81,28 +102,35 @@ func (r *Registry) DeployGuestosToAllSubnetNodes(p nns.DeployGuestosToAllSubnetN
 	})
 }
 
-// UpdateSubnet runs update_subnet: set fields replace the record's, omitted
-// (null) ones are untouched. subnet_type may only restate the current type
-// and features.sev_enabled may not change, as the registry asserts.
+// UpdateSubnet runs update_subnet in the canister's order: the subnet must
+// exist; features may not change the effective sev_enabled (absent and
+// false are the same); subnet_type may only restate the current type (an
+// assertion, EXC-408); then set fields replace the record's, omitted
+// (null) ones are untouched, features and resource_limits wholesale; then
+// the invariants hold (SSH lists of at most 50 keys, a SEV subnet's nodes
+// have chips, admins only on a rented subnet).
 func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
-	return r.update(func(v view) ([]Mutation, error) {
+	return r.mutate(func(v view) ([]Mutation, error) {
 		rec, err := v.existingSubnet(p.SubnetID)
 		if err != nil {
 			return nil, err
 		}
+		if p.Features != nil {
+			was := rec.Features != nil && boolOr(rec.Features.SevEnabled)
+			if is := boolOr(p.Features.SevEnabled); is != was {
+				return nil, refuse("Proposal attempts to change sev_enabled for Subnet '%s' from %t to %t, but sev_enabled can only be set during subnet creation.", p.SubnetID, was, is)
+			}
+		}
 		if p.SubnetType != nil {
 			want, known := p.SubnetType.Record()
 			if !known || want != rec.SubnetType {
-				return nil, refuse("subnet_type of subnet %s cannot be changed", p.SubnetID)
+				return nil, refuse("assertion `left == right` failed: the subnet_type of subnet %s cannot be changed (EXC-408): left: %d, right: %d", p.SubnetID, rec.SubnetType, want)
 			}
 		}
 		if p.Features != nil {
 			cur := rec.Features
 			if cur == nil {
 				cur = &nns.SubnetFeaturesRecord{}
-			}
-			if boolOr(p.Features.SevEnabled) != boolOr(cur.SevEnabled) {
-				return nil, refuse("sev_enabled of subnet %s cannot be changed (is %t)", p.SubnetID, boolOr(cur.SevEnabled))
 			}
 			rec.Features = &nns.SubnetFeaturesRecord{
 				CanisterSandboxing: p.Features.CanisterSandboxing,
@@ -145,11 +173,12 @@ func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
 }
 
 // RemoveNodes runs remove_nodes as the canister does: the node ids are
-// sorted and de-duplicated, then each must be registered (else the whole
-// proposal aborts), must be in no subnet, and must have its operator's
+// sorted and de-duplicated, then for each in turn a node with no record is
+// skipped (another proposal may have removed it first), a node in a subnet
+// refuses the whole proposal, and so does a node whose operator has no
 // record; each removed node gives its operator one allowance back.
 func (r *Registry) RemoveNodes(p nns.RemoveNodesPayload) error {
-	return r.update(func(v view) ([]Mutation, error) {
+	return r.mutate(func(v view) ([]Mutation, error) {
 		var muts []Mutation
 		allowance := map[principal.Principal]*nns.NodeOperatorRecordPB{}
 		ids := slices.Clone(p.NodeIDs)
@@ -161,17 +190,16 @@ func (r *Registry) RemoveNodes(p nns.RemoveNodesPayload) error {
 				return nil, err
 			}
 			if !ok {
-				return nil, refuse("do_remove_nodes: Aborting node removal: Node Id %s not found in the registry", n)
+				continue
+			}
+			op, err := principal.FromBytes(rec.NodeOperatorID)
+			if err != nil {
+				return nil, refuse("do_remove_nodes: Aborting node removal: node %s has no valid node operator id", n)
 			}
 			if s, in, err := v.subnetOf(n); err != nil {
 				return nil, err
 			} else if in {
 				return nil, refuse("do_remove_nodes: Cannot remove a node that is a member of a subnet. This node is a member of Subnet: %s", nns.SubnetRecordKey(s.String()))
-			}
-			muts = append(muts, Mutation{Key: nns.NodeRecordKey(n.String()), Delete: true})
-			op, err := principal.FromBytes(rec.NodeOperatorID)
-			if err != nil {
-				return nil, refuse("do_remove_nodes: Aborting node removal: node %s has no valid node operator id", n)
 			}
 			o := allowance[op]
 			if o == nil {
@@ -180,12 +208,13 @@ func (r *Registry) RemoveNodes(p nns.RemoveNodesPayload) error {
 					return nil, err
 				}
 				if !ok {
-					return nil, refuse("do_remove_nodes: Aborting node removal: Node Operator Id %s not found in the registry", nns.NodeOperatorRecordKey(op.String()))
+					return nil, refuse("do_remove_nodes: Aborting node removal: Node Operator Id %s not found in the registry.", nns.NodeOperatorRecordKey(op.String()))
 				}
 				o = &cur
 				allowance[op] = o
 			}
 			o.NodeAllowance++
+			muts = append(muts, Mutation{Key: nns.NodeRecordKey(n.String()), Delete: true})
 		}
 		for _, op := range sortedOps(allowance) {
 			muts = append(muts, Mutation{Key: nns.NodeOperatorRecordKey(op.String()), Value: allowance[op].Marshal()})
@@ -194,21 +223,26 @@ func (r *Registry) RemoveNodes(p nns.RemoveNodesPayload) error {
 	})
 }
 
-// RemoveNodeOperators runs remove_node_operators: it deletes the named
-// operators' records, silently skipping one that has no record or still owns
-// nodes, exactly as the registry does (so preflight must catch the latter).
+// RemoveNodeOperators runs remove_node_operators: naming operators in both
+// fields traps (when node_operator_principals_to_remove is set the older
+// byte-string list must be empty; alone, its ids that do not decode are
+// dropped); then it deletes the named operators' records, silently
+// skipping one that has no record or still owns nodes, exactly as the
+// registry does (so preflight must catch the latter).
 func (r *Registry) RemoveNodeOperators(p nns.RemoveNodeOperatorsPayload) error {
-	return r.update(func(v view) ([]Mutation, error) {
+	return r.mutate(func(v view) ([]Mutation, error) {
 		var ops []principal.Principal
-		for _, raw := range p.NodeOperatorsToRemove {
-			op, err := principal.FromBytes(raw)
-			if err != nil {
-				return nil, refuse("node_operators_to_remove: %v", err)
+		switch {
+		case p.NodeOperatorPrincipalsToRemove != nil && len(p.NodeOperatorsToRemove) > 0:
+			return nil, refuse("Cannot specify both node_operators_to_remove and node_operator_principals_to_remove")
+		case p.NodeOperatorPrincipalsToRemove != nil:
+			ops = p.NodeOperatorPrincipalsToRemove.Principals
+		default:
+			for _, raw := range p.NodeOperatorsToRemove {
+				if op, err := principal.FromBytes(raw); err == nil {
+					ops = append(ops, op)
+				}
 			}
-			ops = append(ops, op)
-		}
-		if p.NodeOperatorPrincipalsToRemove != nil {
-			ops = append(ops, p.NodeOperatorPrincipalsToRemove.Principals...)
 		}
 		var muts []Mutation
 		done := map[principal.Principal]bool{}
@@ -241,7 +275,7 @@ func (r *Registry) RemoveNodeOperators(p nns.RemoveNodeOperatorsPayload) error {
 func (r *Registry) OperatorsOfProvider(provider principal.Principal) ([]nns.NodeOperatorRecordPB, []nns.DataCenterRecordPB, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	v := view{r}
+	v := view{r: r}
 	var ops []nns.NodeOperatorRecordPB
 	var dcs []nns.DataCenterRecordPB
 	for _, id := range v.ids("node_operator_record_") {

@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,17 +17,21 @@ func pid(tag string) principal.Principal { return principal.SelfAuthenticating([
 var (
 	subnetA  = pid("subnet-a")
 	subnetB  = pid("subnet-b")
+	subnetC  = pid("subnet-c")
 	operator = pid("operator-1")
 	idleOp   = pid("operator-idle")
 	provider = pid("provider-1")
 	n1, n2   = pid("node-1"), pid("node-2")
 	n3, n4   = pid("node-3"), pid("node-4")
 	free     = pid("node-free")
+	sevNode  = pid("node-sev")
 	ghost    = pid("node-never-registered")
 )
 
-// fixture: subnet A = {n1, n2} running v1 (sev off), subnet B = {n3},
-// n4 and free unassigned; v1 and v2 elected, v3 not.
+// fixture: subnet A = {n1, n2} running v1 (sev off), subnet B = {n3} (a
+// system subnet), subnet C = {sevNode} (SEV on, rented: application on the
+// free cost schedule); n4 and free unassigned and without a chip; v1 and v2
+// elected, v3 not.
 func fixture(t *testing.T) *Registry {
 	t.Helper()
 	r := New()
@@ -37,6 +43,9 @@ func fixture(t *testing.T) *Registry {
 			t.Fatal(err)
 		}
 	}
+	if _, err := r.AddNode(Node{ID: sevNode, Operator: operator, IPv6: "::1", ChipID: []byte("chip")}); err != nil {
+		t.Fatal(err)
+	}
 	r.ElectVersion("v1", nns.ReplicaVersionRecordPB{})
 	r.ElectVersion("v2", nns.ReplicaVersionRecordPB{})
 	off := false
@@ -46,7 +55,33 @@ func fixture(t *testing.T) *Registry {
 	if _, err := r.AddSubnet(Subnet{ID: subnetB, ReplicaVersion: "v1", Members: []principal.Principal{n3}, Type: nns.SubnetTypeSystem}); err != nil {
 		t.Fatal(err)
 	}
+	on := true
+	if _, err := r.AddSubnet(Subnet{ID: subnetC, ReplicaVersion: "v1", Members: []principal.Principal{sevNode}, SevEnabled: &on, CostSchedule: nns.CostScheduleFree}); err != nil {
+		t.Fatal(err)
+	}
 	return r
+}
+
+// orphan registers a node whose operator has no record (seeding checks
+// the operator, so it is written directly).
+func orphan(t *testing.T, r *Registry, id principal.Principal) {
+	t.Helper()
+	rec := nns.NodeRecordPB{NodeOperatorID: pid("operator-without-record").Bytes()}
+	r.Apply([]Mutation{{Key: nns.NodeRecordKey(id.String()), Value: rec.Marshal()}})
+}
+
+// refusedFirst runs a mutation that must be refused with want and leave the
+// registry as it was.
+func refusedFirst(t *testing.T, r *Registry, run func() error, want string) {
+	t.Helper()
+	before := r.Version()
+	err := run()
+	if err == nil || !errors.Is(err, ErrInvariant) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want a refusal containing %q", err, want)
+	}
+	if r.Version() != before {
+		t.Fatal("a refused mutation wrote a new registry version")
+	}
 }
 
 func members(t *testing.T, r *Registry, s principal.Principal) []principal.Principal {
@@ -62,37 +97,49 @@ func members(t *testing.T, r *Registry, s principal.Principal) []principal.Princ
 	return out
 }
 
-func TestChangeSubnetMembershipRules(t *testing.T) {
+// Each kind's table holds, beside the plain cases, inputs that fail two
+// checks at once: the refusal is the one the canister checks first
+// (docs/decisions.md has the order and the upstream files).
+
+func TestChangeSubnetMembershipRefusesInTheCanistersOrder(t *testing.T) {
 	ps := func(p ...principal.Principal) []principal.Principal { return p }
+	change := func(s principal.Principal, add, remove []principal.Principal) nns.ChangeSubnetMembershipPayload {
+		return nns.ChangeSubnetMembershipPayload{SubnetID: s, NodeIDsAdd: add, NodeIDsRemove: remove}
+	}
+	notFound := "Failed to get subnet record: Subnet record for " + pid("nope").String() + " not found in the registry."
 	cases := []struct {
 		name    string
 		payload nns.ChangeSubnetMembershipPayload
 		refused string
 		want    []principal.Principal
 	}{
-		{"adds a free node and removes a member", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(free), NodeIDsRemove: ps(n2)}, "", ps(free, n1)},
-		{"an unknown subnet is refused", nns.ChangeSubnetMembershipPayload{SubnetID: pid("nope"), NodeIDsAdd: ps(free)}, "not found in the registry", nil},
-		{"adding an unregistered node is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(ghost)}, "does not exist", nil},
-		{"adding another subnet's member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(n3)}, "already a member of subnet", nil},
-		{"adding a current member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(n1)}, "already a member", nil},
-		{"removing a non-member is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsRemove: ps(n4)}, "do not belong to the provided subnet", nil},
-		{"adding the same node twice is refused", nns.ChangeSubnetMembershipPayload{SubnetID: subnetA, NodeIDsAdd: ps(free, free)}, "twice", nil},
+		{"adds a free node and removes a member", change(subnetA, ps(free), ps(n2)), "", ps(free, n1)},
+		{"the added nodes come first", change(subnetA, ps(free, n4), nil), "", ps(free, n4, n1, n2)},
+		{"the same node added twice in a row is added once", change(subnetA, ps(free, free), nil), "", ps(free, n1, n2)},
+		{"re-adding the first member collapses into it", change(subnetA, ps(n1), nil), "", ps(n1, n2)},
+		{"a node both added and removed ends up out", change(subnetA, ps(n2), ps(n2)), "", ps(n1)},
+		{"an unknown subnet is refused", change(pid("nope"), ps(free), nil), notFound, nil},
+		{"an unknown subnet is reported before a non-member to remove", change(pid("nope"), nil, ps(n4)), notFound, nil},
+		{"removing a non-member is refused", change(subnetA, nil, ps(n4)), "Nodes that should be removed do not belong to the provided subnet.", nil},
+		{"a non-member to remove is reported before another subnet's node to add", change(subnetA, ps(n3), ps(n4)), "do not belong to the provided subnet", nil},
+		{"adding another subnet's member is refused", change(subnetA, ps(n3), nil), "set_subnet_membership_mutation: Subnet " + subnetB.String() + " already contains some members that are to be added: {" + n3.String() + "}", nil},
+		{"another subnet's member is reported before an unregistered node", change(subnetA, ps(ghost, n3), nil), "already contains some members that are to be added", nil},
+		{"adding an unregistered node is refused", change(subnetA, ps(ghost), nil), "invariant check failed with message: Node " + ghost.String() + " does not exist in the registry", nil},
+		{"an unregistered node is reported before a repeated member", change(subnetA, ps(ghost, n2), nil), "Node " + ghost.String() + " does not exist in the registry", nil},
+		{"re-adding a later member repeats it", change(subnetA, ps(n2), nil), "Repeated nodes in subnet " + subnetA.String(), nil},
+		{"removing the last member is refused", change(subnetB, nil, ps(n3)), "No node in subnet " + subnetB.String(), nil},
+		{"a node without a chip cannot join a SEV subnet", change(subnetC, ps(free), nil), "invariant check failed with message: Subnet " + subnetC.String() + " is SEV-enabled, but the following nodes are missing a chip ID: [" + free.String() + "]", nil},
+		{"a repeated member is reported before a missing chip", change(subnetC, ps(free, sevNode, free), nil), "Repeated nodes in subnet " + subnetC.String(), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := fixture(t)
-			before := r.Version()
-			err := r.ChangeSubnetMembership(c.payload)
 			if c.refused != "" {
-				if err == nil || !errors.Is(err, ErrInvariant) || !strings.Contains(err.Error(), c.refused) {
-					t.Fatalf("err = %v, want refusal containing %q", err, c.refused)
-				}
-				if r.Version() != before {
-					t.Fatal("a refused mutation bumped the registry version")
-				}
+				refusedFirst(t, r, func() error { return r.ChangeSubnetMembership(c.payload) }, c.refused)
 				return
 			}
-			if err != nil {
+			before := r.Version()
+			if err := r.ChangeSubnetMembership(c.payload); err != nil {
 				t.Fatal(err)
 			}
 			if r.Version() != before+1 {
@@ -105,27 +152,43 @@ func TestChangeSubnetMembershipRules(t *testing.T) {
 	}
 }
 
-func TestDeployGuestosNeedsAnElectedVersion(t *testing.T) {
+func TestDeployGuestosRefusesInTheCanistersOrder(t *testing.T) {
+	// chipless seeds a SEV subnet one of whose nodes has no chip: a state
+	// the canister's invariants never let in, as a fleet file may describe.
+	broken := pid("subnet-broken")
+	chipless := func(t *testing.T, r *Registry) {
+		on := true
+		if _, err := r.AddSubnet(Subnet{ID: broken, ReplicaVersion: "v1", Members: []principal.Principal{n4}, SevEnabled: &on}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name, version, refused string
 		subnet                 principal.Principal
+		prep                   func(*testing.T, *Registry)
 	}{
-		{"an elected version deploys", "v2", "", subnetA},
-		{"an unelected version is refused", "v3", "Replica version 'v3' is NOT blessed. The blessed versions are: [v1, v2].", subnetA},
-		{"an unknown subnet is refused", "v2", "not found in the registry", pid("nope")},
-		{"an unelected version is reported before a missing subnet", "v3", "NOT blessed", pid("nope")},
+		{"an elected version deploys", "v2", "", subnetA, nil},
+		{"an unelected version is refused", "v3", "Replica version 'v3' is NOT blessed. The blessed versions are: [v1, v2].", subnetA, nil},
+		{"an unknown subnet is refused", "v2", "Subnet record for " + pid("nope").String() + " not found in the registry", pid("nope"), nil},
+		{"an unelected version is reported before a missing subnet", "v3", "NOT blessed", pid("nope"), nil},
+		{"a subnet that breaks an invariant is refused", "v2", "is SEV-enabled, but the following nodes are missing a chip ID: [" + n4.String() + "]", broken, chipless},
+		{"an unelected version is reported before a broken invariant", "v3", "NOT blessed", broken, chipless},
+		{"another subnet's broken invariant does not stop a deploy", "v2", "", subnetA, chipless},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := fixture(t)
-			err := r.DeployGuestosToAllSubnetNodes(nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: c.subnet, ReplicaVersionID: c.version})
+			if c.prep != nil {
+				c.prep(t, r)
+			}
+			run := func() error {
+				return r.DeployGuestosToAllSubnetNodes(nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: c.subnet, ReplicaVersionID: c.version})
+			}
 			if c.refused != "" {
-				if err == nil || !strings.Contains(err.Error(), c.refused) {
-					t.Fatalf("err = %v, want %q", err, c.refused)
-				}
+				refusedFirst(t, r, run, c.refused)
 				return
 			}
-			if err != nil {
+			if err := run(); err != nil {
 				t.Fatal(err)
 			}
 			rec, _, _ := r.Subnet(c.subnet)
@@ -151,12 +214,18 @@ func TestDeployGuestosNeedsAnElectedVersion(t *testing.T) {
 	})
 }
 
-func TestUpdateSubnetRules(t *testing.T) {
+func TestUpdateSubnetRefusesInTheCanistersOrder(t *testing.T) {
 	on, off := true, false
 	u64 := func(v uint64) *uint64 { return &v }
 	app, _ := nns.SubnetTypeNamed("application")
 	sys, _ := nns.SubnetTypeNamed("system")
 	keys := []string{"ssh-ed25519 AAA"}
+	tooMany := make([]string, 51)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprintf("ssh-ed25519 K%d", i)
+	}
+	admins := []principal.Principal{pid("admin")}
+	sevOn := "Proposal attempts to change sev_enabled for Subnet '" + subnetA.String() + "' from false to true, but sev_enabled can only be set during subnet creation."
 	cases := []struct {
 		name    string
 		payload nns.UpdateSubnetPayload
@@ -178,27 +247,28 @@ func TestUpdateSubnetRules(t *testing.T) {
 					t.Fatal("features not replaced")
 				}
 			}},
-		{"changing sev_enabled is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, Features: &nns.SubnetFeatures{SevEnabled: &on}}, "sev_enabled", nil},
+		{"features without sev_enabled keep a subnet without SEV as it is", nns.UpdateSubnetPayload{SubnetID: subnetA, Features: &nns.SubnetFeatures{HTTPRequests: true}}, "", nil},
+		{"admins on a rented subnet are accepted", nns.UpdateSubnetPayload{SubnetID: subnetC, SubnetAdmins: &admins}, "", nil},
 		{"restating subnet_type is accepted", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetType: &app}, "", nil},
-		{"changing subnet_type is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetType: &sys}, "subnet_type", nil},
-		{"an unknown subnet is refused", nns.UpdateSubnetPayload{SubnetID: pid("nope"), IsHalted: &on}, "not found in the registry", nil},
+		{"an unknown subnet is refused", nns.UpdateSubnetPayload{SubnetID: pid("nope"), IsHalted: &on}, "Subnet record for " + pid("nope").String() + " not found in the registry", nil},
+		{"an unknown subnet is reported before a change of sev_enabled", nns.UpdateSubnetPayload{SubnetID: pid("nope"), Features: &nns.SubnetFeatures{SevEnabled: &on}}, "not found in the registry", nil},
+		{"turning SEV on is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, Features: &nns.SubnetFeatures{SevEnabled: &on}}, sevOn, nil},
+		{"features without sev_enabled turn a SEV subnet's SEV off, which is refused", nns.UpdateSubnetPayload{SubnetID: subnetC, Features: &nns.SubnetFeatures{HTTPRequests: true}}, "from true to false", nil},
+		{"a change of sev_enabled is reported before a change of subnet_type", nns.UpdateSubnetPayload{SubnetID: subnetA, Features: &nns.SubnetFeatures{SevEnabled: &on}, SubnetType: &sys}, sevOn, nil},
+		{"changing subnet_type is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetType: &sys}, "assertion `left == right` failed: the subnet_type of subnet " + subnetA.String() + " cannot be changed (EXC-408): left: 1, right: 2", nil},
+		{"a change of subnet_type is reported before an SSH list too long", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetType: &sys, SSHBackupAccess: &tooMany}, "subnet_type", nil},
+		{"an SSH list of more than 50 keys is refused", nns.UpdateSubnetPayload{SubnetID: subnetA, SSHBackupAccess: &tooMany}, "invariant check failed with message: Mutation would have resulted in an SSH key access list that is too long, the maximum allowable length is 50, and the `readonly` and `backup` lists had 0 and 51 keys, respectively", nil},
+		{"an SSH list too long is reported before admins on a subnet that is not rented", nns.UpdateSubnetPayload{SubnetID: subnetA, SSHReadonlyAccess: &tooMany, SubnetAdmins: &admins}, "SSH key access list that is too long", nil},
+		{"admins on a subnet that is not rented are refused", nns.UpdateSubnetPayload{SubnetID: subnetA, SubnetAdmins: &admins}, "invariant check failed with message: Subnet " + subnetA.String() + " is not a rented or cloud engine subnet but has a non-empty subnet admins list", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := fixture(t)
-			before, _, _ := r.Subnet(subnetA)
-			err := r.UpdateSubnet(c.payload)
 			if c.refused != "" {
-				if err == nil || !strings.Contains(err.Error(), c.refused) {
-					t.Fatalf("err = %v, want %q", err, c.refused)
-				}
-				after, _, _ := r.Subnet(subnetA)
-				if string(after.Marshal()) != string(before.Marshal()) {
-					t.Fatal("a refused update changed the record")
-				}
+				refusedFirst(t, r, func() error { return r.UpdateSubnet(c.payload) }, c.refused)
 				return
 			}
-			if err != nil {
+			if err := r.UpdateSubnet(c.payload); err != nil {
 				t.Fatal(err)
 			}
 			if c.check != nil {
@@ -209,60 +279,106 @@ func TestUpdateSubnetRules(t *testing.T) {
 	}
 }
 
-func TestRemoveNodesRules(t *testing.T) {
-	t.Run("a free node is deregistered and its operator regains allowance", func(t *testing.T) {
+func TestRemoveNodesRefusesInTheCanistersOrder(t *testing.T) {
+	stray := pid("node-stray") // registered, in no subnet, its operator without a record
+	inSubnet := "do_remove_nodes: Cannot remove a node that is a member of a subnet. This node is a member of Subnet: " + nns.SubnetRecordKey(subnetA.String())
+	noOperator := "do_remove_nodes: Aborting node removal: Node Operator Id " + nns.NodeOperatorRecordKey(pid("operator-without-record").String()) + " not found in the registry."
+	// The canister goes through the nodes sorted, so of a member and a
+	// stray the one that sorts first is reported.
+	first := inSubnet
+	if bytes.Compare(stray.Bytes(), n1.Bytes()) < 0 {
+		first = noOperator
+	}
+	cases := []struct {
+		name    string
+		nodes   []principal.Principal
+		refused string
+		removed []principal.Principal
+	}{
+		{"a free node is deregistered", []principal.Principal{free, free}, "", []principal.Principal{free}},
+		{"an unregistered node is skipped and the others are removed", []principal.Principal{ghost, free}, "", []principal.Principal{free}},
+		{"a subnet member is refused", []principal.Principal{free, n1}, inSubnet, nil},
+		{"an unregistered node is skipped before a subnet member is refused", []principal.Principal{ghost, n1}, inSubnet, nil},
+		{"a node whose operator has no record is refused", []principal.Principal{stray}, noOperator, nil},
+		{"of a member and a node without its operator, the one that sorts first is reported", []principal.Principal{stray, n1}, first, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := fixture(t)
+			orphan(t, r, stray)
+			if c.refused != "" {
+				refusedFirst(t, r, func() error { return r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: c.nodes}) }, c.refused)
+				if _, ok, _ := r.Node(free); !ok {
+					t.Fatal("a refused removal removed a node")
+				}
+				return
+			}
+			if err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: c.nodes}); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range c.removed {
+				if _, ok, _ := r.Node(n); ok {
+					t.Fatalf("node %s still registered", n)
+				}
+			}
+			op, _, _ := r.NodeOperator(operator)
+			if op.NodeAllowance != 1+uint64(len(c.removed)) {
+				t.Fatalf("allowance = %d, want one back per removed node", op.NodeAllowance)
+			}
+		})
+	}
+	t.Run("a removal is a deletion in the node's history", func(t *testing.T) {
 		r := fixture(t)
-		if err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, free}}); err != nil {
+		if err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free}}); err != nil {
 			t.Fatal(err)
-		}
-		if _, ok, _ := r.Node(free); ok {
-			t.Fatal("node still registered")
 		}
 		h := r.History(nns.NodeRecordKey(free.String()))
 		if len(h) != 2 || h[1].Value != nil {
 			t.Fatalf("history = %+v, want a write then a deletion", h)
 		}
-		op, _, _ := r.NodeOperator(operator)
-		if op.NodeAllowance != 2 {
-			t.Fatalf("allowance = %d, want 2", op.NodeAllowance)
-		}
-	})
-	t.Run("an unregistered node aborts the whole removal", func(t *testing.T) {
-		r := fixture(t)
-		err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, ghost}})
-		if err == nil || !strings.Contains(err.Error(), "Aborting node removal: Node Id "+ghost.String()+" not found") {
-			t.Fatalf("err = %v", err)
-		}
-		if _, ok, _ := r.Node(free); !ok {
-			t.Fatal("the free node was removed by an aborted proposal")
-		}
-	})
-	t.Run("a subnet member is refused and nothing is removed", func(t *testing.T) {
-		r := fixture(t)
-		err := r.RemoveNodes(nns.RemoveNodesPayload{NodeIDs: []principal.Principal{free, n1}})
-		if err == nil || !strings.Contains(err.Error(), "is a member of a subnet") {
-			t.Fatalf("err = %v", err)
-		}
-		if _, ok, _ := r.Node(free); !ok {
-			t.Fatal("the free node was removed by a refused proposal")
-		}
 	})
 }
 
-func TestRemoveNodeOperatorsSilentlySkipsAnOperatorWithNodes(t *testing.T) {
-	r := fixture(t)
-	err := r.RemoveNodeOperators(nns.RemoveNodeOperatorsPayload{
-		NodeOperatorsToRemove:          [][]byte{operator.Bytes()},
-		NodeOperatorPrincipalsToRemove: &nns.NodeOperatorPrincipals{Principals: []principal.Principal{idleOp, pid("unknown-op")}},
-	})
-	if err != nil {
-		t.Fatal(err)
+func TestRemoveNodeOperatorsRefusesInTheCanistersOrder(t *testing.T) {
+	byPrincipal := func(ops ...principal.Principal) *nns.NodeOperatorPrincipals {
+		return &nns.NodeOperatorPrincipals{Principals: ops}
 	}
-	if _, ok, _ := r.NodeOperator(operator); !ok {
-		t.Fatal("an operator that owns nodes was removed")
+	cases := []struct {
+		name    string
+		payload nns.RemoveNodeOperatorsPayload
+		refused string
+		removed []principal.Principal
+		kept    []principal.Principal
+	}{
+		{"an idle operator is removed, one with nodes and an unknown one are skipped",
+			nns.RemoveNodeOperatorsPayload{NodeOperatorsToRemove: [][]byte{}, NodeOperatorPrincipalsToRemove: byPrincipal(operator, idleOp, pid("unknown-op"))}, "",
+			[]principal.Principal{idleOp}, []principal.Principal{operator}},
+		{"the older byte-string field alone is read, ids that do not decode dropped",
+			nns.RemoveNodeOperatorsPayload{NodeOperatorsToRemove: [][]byte{idleOp.Bytes(), make([]byte, 40)}}, "",
+			[]principal.Principal{idleOp}, []principal.Principal{operator}},
+		{"naming operators in both fields is refused before any operator is looked at",
+			nns.RemoveNodeOperatorsPayload{NodeOperatorsToRemove: [][]byte{idleOp.Bytes()}, NodeOperatorPrincipalsToRemove: byPrincipal(operator, pid("unknown-op"))},
+			"Cannot specify both node_operators_to_remove and node_operator_principals_to_remove", nil, []principal.Principal{operator, idleOp}},
 	}
-	if _, ok, _ := r.NodeOperator(idleOp); ok {
-		t.Fatal("the idle operator was not removed")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := fixture(t)
+			if c.refused != "" {
+				refusedFirst(t, r, func() error { return r.RemoveNodeOperators(c.payload) }, c.refused)
+			} else if err := r.RemoveNodeOperators(c.payload); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range c.removed {
+				if _, ok, _ := r.NodeOperator(op); ok {
+					t.Errorf("operator %s was not removed", op)
+				}
+			}
+			for _, op := range c.kept {
+				if _, ok, _ := r.NodeOperator(op); !ok {
+					t.Errorf("operator %s was removed", op)
+				}
+			}
+		})
 	}
 }
 

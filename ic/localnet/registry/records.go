@@ -16,21 +16,21 @@ import (
 func (r *Registry) Subnet(id principal.Principal) (nns.SubnetRecordPB, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.subnet(id)
+	return view{r: r}.subnet(id)
 }
 
 // Node reads node_record_<id>.
 func (r *Registry) Node(id principal.Principal) (nns.NodeRecordPB, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.node(id)
+	return view{r: r}.node(id)
 }
 
 // NodeOperator reads node_operator_record_<id>.
 func (r *Registry) NodeOperator(id principal.Principal) (nns.NodeOperatorRecordPB, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.operator(id)
+	return view{r: r}.operator(id)
 }
 
 // DataCenter reads data_center_record_<id>.
@@ -38,7 +38,7 @@ func (r *Registry) DataCenter(id string) (nns.DataCenterRecordPB, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var rec nns.DataCenterRecordPB
-	b, ok := view{r}.get(nns.DataCenterRecordKey(id))
+	b, ok := view{r: r}.get(nns.DataCenterRecordKey(id))
 	if !ok {
 		return rec, false, nil
 	}
@@ -54,7 +54,7 @@ func (r *Registry) DataCenter(id string) (nns.DataCenterRecordPB, bool, error) {
 func (r *Registry) Elected(versionID string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, ok := view{r}.get(nns.ReplicaVersionRecordKey(versionID))
+	_, ok := view{r: r}.get(nns.ReplicaVersionRecordKey(versionID))
 	return ok
 }
 
@@ -62,7 +62,7 @@ func (r *Registry) Elected(versionID string) bool {
 func (r *Registry) ElectedVersions() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.elected()
+	return view{r: r}.elected()
 }
 
 // elected lists the ids of the replica_version_<id> records present, sorted.
@@ -78,35 +78,35 @@ func (v view) elected() []string {
 func (r *Registry) Subnets() []principal.Principal {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.ids("subnet_record_")
+	return view{r: r}.ids("subnet_record_")
 }
 
 // Nodes lists every registered node.
 func (r *Registry) Nodes() []principal.Principal {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.ids("node_record_")
+	return view{r: r}.ids("node_record_")
 }
 
 // NodeOperators lists every node operator with a record.
 func (r *Registry) NodeOperators() []principal.Principal {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.ids("node_operator_record_")
+	return view{r: r}.ids("node_operator_record_")
 }
 
 // NodesOfOperator lists the registered nodes whose record names operator.
 func (r *Registry) NodesOfOperator(operator principal.Principal) ([]principal.Principal, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.nodesOf(operator)
+	return view{r: r}.nodesOf(operator)
 }
 
 // SubnetOf returns the subnet a node is a member of.
 func (r *Registry) SubnetOf(node principal.Principal) (principal.Principal, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r}.subnetOf(node)
+	return view{r: r}.subnetOf(node)
 }
 
 func (v view) ids(prefix string) []principal.Principal {
@@ -136,7 +136,7 @@ func (v view) subnet(id principal.Principal) (nns.SubnetRecordPB, bool, error) {
 func (v view) existingSubnet(id principal.Principal) (nns.SubnetRecordPB, error) {
 	rec, ok, err := v.subnet(id)
 	if err == nil && !ok {
-		err = refuse("Failed to get subnet record: subnet record for %s not found in the registry.", id)
+		err = refuse("Failed to get subnet record: Subnet record for %s not found in the registry.", id)
 	}
 	return rec, err
 }

@@ -11,6 +11,7 @@ package registry
 
 import (
 	"crypto/sha256"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -203,7 +204,7 @@ func (r *Registry) applyLocked(muts []Mutation) uint64 {
 func (r *Registry) update(f func(v view) ([]Mutation, error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	muts, err := f(view{r})
+	muts, err := f(view{r: r})
 	if err != nil {
 		return err
 	}
@@ -211,15 +212,50 @@ func (r *Registry) update(f func(v view) ([]Mutation, error)) error {
 	return nil
 }
 
-// view reads the latest state while the write lock is held.
-type view struct{ r *Registry }
+// view reads the latest state while the write lock is held; with pending
+// set (after), it reads the state as it will be once those mutations are
+// applied, which is what the registry checks its invariants on.
+type view struct {
+	r       *Registry
+	pending map[string]Mutation
+}
+
+// after is v as it will read once muts are applied.
+func (v view) after(muts []Mutation) view {
+	p := make(map[string]Mutation, len(muts))
+	for _, m := range muts {
+		p[m.Key] = m
+	}
+	return view{r: v.r, pending: p}
+}
 
 func (v view) get(key string) ([]byte, bool) {
+	if m, ok := v.pending[key]; ok {
+		return m.Value, !m.Delete
+	}
 	b, _, ok := v.r.getLocked(key, v.r.version)
 	return b, ok
 }
 
-func (v view) keys(prefix string) []string { return v.r.keysLocked(prefix) }
+func (v view) keys(prefix string) []string {
+	keys := v.r.keysLocked(prefix)
+	if len(v.pending) == 0 {
+		return keys
+	}
+	var out []string
+	for _, k := range keys {
+		if m, ok := v.pending[k]; !ok || !m.Delete {
+			out = append(out, k)
+		}
+	}
+	for k, m := range v.pending {
+		if strings.HasPrefix(k, prefix) && !m.Delete && !slices.Contains(keys, k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // DefaultMaxChangesBytes bounds one get_changes_since page: two thirds of
 // the 2 MiB a reply may carry, as the canister's MAX_REGISTRY_DELTAS_SIZE.
