@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -130,7 +129,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		// One JSON line per request on stderr, written in batches.
 		accessLog := proxy.NewAccessLogWriter(os.Stderr, 200*time.Millisecond)
 		defer accessLog.Close()
-		opts := proxy.Options{AccessLog: slog.New(slog.NewJSONHandler(accessLog, nil))}
+		opts := proxy.Options{AccessLog: accessLog}
 		if mx != nil {
 			opts.Recorder = mx
 		}

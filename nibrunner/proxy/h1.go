@@ -40,6 +40,7 @@ type h1conn struct {
 	key    []byte // scratch: the normalised host
 	id     []byte // scratch: the request id
 	xff    []byte // scratch: X-Forwarded-For
+	line   []byte // scratch: the access log line
 }
 
 var (
@@ -422,16 +423,13 @@ func (t *touchReader) Read(b []byte) (int, error) {
 
 // log writes the access log line of the request just answered.
 func (h *h1conn) log(lg *requestLog, target []byte) {
-	p := h.p
-	if p.opts.AccessLog != nil {
-		lg.id = string(h.id)
-		lg.method = string(h.req.bytes(h.req.first[0]))
-		lg.host = string(h.req.bytes(h.req.host))
-		lg.target = string(target)
-		lg.proto = string(h.req.bytes(h.req.first[2]))
-		lg.client = string(h.client)
-	}
-	p.logRequest(context.Background(), *lg)
+	lg.id = h.id
+	lg.method = h.req.bytes(h.req.first[0])
+	lg.host = h.req.bytes(h.req.host)
+	lg.target = target
+	lg.proto = h.req.bytes(h.req.first[2])
+	lg.client = h.client
+	h.p.logRequest(lg, &h.line)
 }
 
 // absoluteForm splits an absolute-form target (http://host/path) into

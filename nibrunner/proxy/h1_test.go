@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -260,7 +259,7 @@ func TestASlowlorisClientDoesNotDelayANormalRequest(t *testing.T) {
 
 func TestEveryRequestLeavesOneAccessLogLine(t *testing.T) {
 	var buf syncBuffer
-	p := New(Options{Logf: t.Logf, AccessLog: slog.New(slog.NewJSONHandler(&buf, nil))})
+	p := New(Options{Logf: t.Logf, AccessLog: &buf})
 	base := "http://" + serve(t, p, ListenConfig{})
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
 	c := &http.Client{}

@@ -13,8 +13,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -62,10 +62,13 @@ type Options struct {
 	Now func() time.Time
 	// Logf logs one line (default log.Printf).
 	Logf func(format string, args ...any)
-	// AccessLog, when set, gets one line per request: its id, app,
-	// client, method, host, target, status, body bytes each way and
-	// duration.
-	AccessLog *slog.Logger
+	// AccessLog, when set, is written one line per request, in one Write
+	// each: a JSON object as log/slog's JSONHandler writes one (time,
+	// level, msg "request") with the request's id, app, client, method,
+	// host, target, proto, status, body bytes each way and duration in
+	// nanoseconds. It must be safe for concurrent use and should buffer
+	// (AccessLogWriter does both).
+	AccessLog io.Writer
 	// Recorder, when set, is told of every request (metrics).
 	Recorder Recorder
 }
@@ -275,7 +278,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v.reply.status != statusClientLeft {
 			reply(w, v.reply)
 		}
-		p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, client: clientOf(r), method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: v.reply.status, bytesOut: int64(len(v.reply.text) + 1), start: start})
+		p.logH2(r, requestLog{app: v.app, status: v.reply.status, bytesOut: int64(len(v.reply.text) + 1), start: start})
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -288,7 +291,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cb, ok := r.Body.(*countingBody); ok {
 		in = cb.n
 	}
-	p.logRequest(r.Context(), requestLog{id: p.requestID(), app: v.app, client: clientOf(r), method: r.Method, host: r.Host, target: r.URL.RequestURI(), proto: r.Proto, status: sw.status, bytesIn: in, bytesOut: sw.n, start: start})
+	p.logH2(r, requestLog{app: v.app, status: sw.status, bytesIn: in, bytesOut: sw.n, start: start})
+}
+
+// logH2 fills in what r says about itself and logs the request.
+func (p *Proxy) logH2(r *http.Request, l requestLog) {
+	l.id = appendRequestID(nil)
+	l.client = []byte(clientOf(r))
+	l.method, l.host = []byte(r.Method), []byte(r.Host)
+	l.target, l.proto = []byte(r.URL.RequestURI()), []byte(r.Proto)
+	var line []byte
+	p.logRequest(&l, &line)
 }
 
 // clientOf is the address r came from, without its port, as the

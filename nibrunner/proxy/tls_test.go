@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -135,7 +134,7 @@ func TestACertificateWithoutItsKeyIsRefused(t *testing.T) {
 func TestAnH2RequestIsLoggedLikeAnHTTP1One(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t, "shop.example.com")
 	var buf syncBuffer
-	p := New(Options{Logf: t.Logf, AccessLog: slog.New(slog.NewJSONHandler(&buf, nil))})
+	p := New(Options{Logf: t.Logf, AccessLog: &buf})
 	addr := serve(t, p, ListenConfig{CertFile: certFile, KeyFile: keyFile})
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
 	c := tlsClient(addr, "shop.example.com", pool)

@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slogLine is the line log/slog's JSONHandler writes for l: the shape the
+// access log promises.
+func slogLine(t *testing.T, now time.Time, d time.Duration, l *requestLog) string {
+	t.Helper()
+	var buf bytes.Buffer
+	r := slog.NewRecord(now, slog.LevelInfo, "request", 0)
+	r.AddAttrs(
+		slog.String("id", string(l.id)), slog.String("app", l.app), slog.String("client", string(l.client)),
+		slog.String("method", string(l.method)), slog.String("host", string(l.host)),
+		slog.String("target", string(l.target)), slog.String("proto", string(l.proto)),
+		slog.Int("status", l.status), slog.Int64("bytes_in", l.bytesIn), slog.Int64("bytes_out", l.bytesOut),
+		slog.Duration("duration", d))
+	if err := slog.NewJSONHandler(&buf, nil).Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestAnAccessLogLineIsTheLineSlogsJSONHandlerWrites(t *testing.T) {
+	now := time.Date(2026, 12, 1, 11, 3, 17, 123456789, time.FixedZone("", 3600))
+	for _, target := range []string{
+		"/",
+		"/search?q=caf\u00e9&x=\u4e16\u754c",
+		`/a"b\c`,
+		"/tab\there/nl\nhere/cr\rhere/nul\x00/esc\x1b/del\x7f",
+		"/bad\xff\xfeutf8/cut\xe4\xb8",
+		"/js\u2028\u2029breaks",
+	} {
+		l := &requestLog{
+			id: []byte("0a1b2c3d-k9"), app: "shop", client: []byte("::1"), method: []byte("GET"),
+			host: []byte("shop.example.com"), target: []byte(target), proto: []byte("HTTP/1.1"),
+			status: 200, bytesIn: 0, bytesOut: 31,
+		}
+		got := string(appendAccessLine(nil, now, 1234567*time.Nanosecond, l))
+		if want := slogLine(t, now, 1234567*time.Nanosecond, l); got != want {
+			t.Errorf("target %q:\n got %s\nwant %s", target, got, want)
+		}
+	}
+}
+
+func TestAnAccessLogLineAllocatesNothingOnceItsBufferHasGrown(t *testing.T) {
+	l := &requestLog{id: []byte("0a1b2c3d-k9"), app: "shop", client: []byte("127.0.0.1"), method: []byte("GET"),
+		host: []byte("shop.example.com"), target: []byte("/"), proto: []byte("HTTP/1.1"), status: 200, bytesOut: 31}
+	line := appendAccessLine(nil, time.Now(), time.Millisecond, l)
+	if n := testing.AllocsPerRun(100, func() { line = appendAccessLine(line[:0], time.Now(), time.Millisecond, l) }); n != 0 {
+		t.Fatalf("a line cost %v allocations", n)
+	}
+}
+
+// stuckWriter blocks every Write until release is closed, and says when
+// one began.
+type stuckWriter struct {
+	began   chan struct{}
+	release chan struct{}
+	out     syncBuffer
+}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	select {
+	case w.began <- struct{}{}:
+	default:
+	}
+	<-w.release
+	return w.out.Write(p)
+}
+
+func TestAccessLogLinesAreNotHeldUpByASlowWriterAndArriveWholeInOrder(t *testing.T) {
+	w := &stuckWriter{began: make(chan struct{}, 1), release: make(chan struct{})}
+	a := NewAccessLogWriter(w, time.Hour) // only a full buffer or Close flushes
+	var want strings.Builder
+	line := func(i int) {
+		s := fmt.Sprintf("{\"n\":%d,\"pad\":%q}\n", i, strings.Repeat("x", 200))
+		want.WriteString(s)
+		if _, err := a.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	for ; want.Len() < accessLogFlushAt; i++ {
+		line(i)
+	}
+	<-w.began // the flusher is writing, and stuck
+	// Lines keep going into the other buffer meanwhile: were they waiting
+	// on the stuck write, this loop would never end.
+	for end := i + 100; i < end; i++ {
+		line(i)
+	}
+	close(w.release)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.out.String(); got != want.String() {
+		t.Fatalf("the writer got %d bytes, not the %d written in order", len(got), want.Len())
+	}
+}
