@@ -223,16 +223,21 @@ func topicOf(a *nns.ProposalActionRequest) (nns.Topic, *nns.GovernanceError) {
 		}
 		return fn.Topic(), nil
 	case a.AddOrRemoveNodeProvider != nil:
+		// As ValidAddOrRemoveNodeProvider::try_from upstream: the change
+		// first, then its node provider's id.
 		c := a.AddOrRemoveNodeProvider.Change
-		if c == nil || (c.ToAdd == nil) == (c.ToRemove == nil) {
-			return 0, govErr(nns.ErrorTypeInvalidProposal, "AddOrRemoveNodeProvider needs exactly one of ToAdd and ToRemove")
+		if c == nil || (c.ToAdd == nil && c.ToRemove == nil) {
+			return 0, govErr(nns.ErrorTypeInvalidProposal, "AddOrRemoveNodeProvider proposal must have a change field")
+		}
+		if c.ToAdd != nil && c.ToRemove != nil {
+			return 0, govErr(nns.ErrorTypeInvalidProposal, "AddOrRemoveNodeProvider proposal must have one change, ToAdd or ToRemove, not both")
 		}
 		np := c.ToAdd
 		if np == nil {
 			np = c.ToRemove
 		}
 		if np.ID == nil {
-			return 0, govErr(nns.ErrorTypeInvalidProposal, "AddOrRemoveNodeProvider: node provider id is missing")
+			return 0, govErr(nns.ErrorTypeInvalidProposal, "AddOrRemoveNodeProvider proposal must have a node provider id")
 		}
 		return nns.TopicParticipantManagement, nil
 	case a.Motion != nil:
@@ -273,7 +278,7 @@ func (g *Governance) executeLocked(a *nns.Action) *nns.GovernanceError {
 			id := *c.ToRemove.ID
 			i := slices.Index(g.providers, id)
 			if i < 0 {
-				return govErr(nns.ErrorTypeNotFound, "Can't find a NodeProvider with the same principal id: %s", id)
+				return govErr(nns.ErrorTypeNotFound, "Can't find a NodeProvider with the same principal id. (%s)", id)
 			}
 			g.providers = slices.Delete(g.providers, i, i+1)
 			return nil

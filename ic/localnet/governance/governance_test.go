@@ -117,6 +117,29 @@ func TestOnlyTheControllerOrAHotkeyMayProposeWithANeuron(t *testing.T) {
 	}
 }
 
+func TestAnAddOrRemoveNodeProviderIsCheckedAsGovernanceChecksIt(t *testing.T) {
+	id := pid("nobody")
+	for _, c := range []struct {
+		name   string
+		change *nns.Change
+		want   string
+	}{
+		{"no change is refused", nil, "AddOrRemoveNodeProvider proposal must have a change field"},
+		{"an empty change is refused", &nns.Change{}, "must have a change field"},
+		{"a provider without an id is refused", &nns.Change{ToRemove: &nns.NodeProvider{}}, "AddOrRemoveNodeProvider proposal must have a node provider id"},
+		{"two changes are refused before a missing id", &nns.Change{ToAdd: &nns.NodeProvider{}, ToRemove: &nns.NodeProvider{ID: &id}}, "not both"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, _, _ := setup(t, 0)
+			req := nns.MakeProposalRequest{Title: title("Change a provider"), Action: &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &nns.AddOrRemoveNodeProvider{Change: c.change}}}
+			_, err := g.MakeProposal(hotkey, 42, req)
+			if err == nil || err.ErrorType != nns.ErrorTypeInvalidProposal || !strings.Contains(err.ErrorMessage, c.want) {
+				t.Fatalf("err = %+v, want InvalidProposal %q", err, c.want)
+			}
+		})
+	}
+}
+
 func TestAProposalOfEachKindExecutesOrFailsAsTheRegistryRules(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -138,7 +161,7 @@ func TestAProposalOfEachKindExecutesOrFailsAsTheRegistryRules(t *testing.T) {
 			return nnsFunction(t, nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{member}})
 		}, nns.StatusFailed, "is a member of a subnet", nns.TopicNodeAdmin},
 		{"removing a known provider executes", func(*testing.T) nns.MakeProposalRequest { return removeProvider(providerA) }, nns.StatusExecuted, "", nns.TopicParticipantManagement},
-		{"removing an unknown provider fails", func(*testing.T) nns.MakeProposalRequest { return removeProvider(pid("nobody")) }, nns.StatusFailed, "Can't find a NodeProvider", nns.TopicParticipantManagement},
+		{"removing an unknown provider fails", func(*testing.T) nns.MakeProposalRequest { return removeProvider(pid("nobody")) }, nns.StatusFailed, "Can't find a NodeProvider with the same principal id.", nns.TopicParticipantManagement},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
