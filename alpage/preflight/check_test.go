@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -144,11 +145,16 @@ func ptr[T any](v T) *T { return &v }
 
 func TestUpdateSubnetRules(t *testing.T) {
 	off := false
+	fiftyOne := make([]string, 51)
+	for i := range fiftyOne {
+		fiftyOne[i] = fmt.Sprintf("key-%d", i)
+	}
 	live := func() *Snapshot {
 		rec := subnetWith("v1", n1)
 		rec.MaxNumberOfCanisters = 100
 		rec.SSHReadonlyAccess = []string{"key-a", "key-b"}
 		rec.Features = &nns.SubnetFeatures{HTTPRequests: true, SevEnabled: &off}
+		rec.SubnetType, _ = nns.SubnetTypeNamed("application")
 		return &Snapshot{Subnet: rec}
 	}
 	for _, tc := range []struct {
@@ -170,12 +176,23 @@ func TestUpdateSubnetRules(t *testing.T) {
 			expect{VerdictReady, map[Severity][]string{OK: {"features.canister_sandboxing: false → true"}, Note: {"features.sev_enabled is already false"}}}},
 		{"an unset limit reads unset", config.UpdateSubnet{ResourceLimits: &config.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}},
 			expect{VerdictReady, map[Severity][]string{OK: {"resource_limits.maximum_state_size: unset → 1"}}}},
+		{"an ssh list of more than 50 keys is refused", config.UpdateSubnet{SSHBackupAccess: &fiftyOne},
+			expect{VerdictRefused, map[Severity][]string{Refused: {"ssh_backup_access names 51 keys", "at most 50"}}}},
+		{"admins on a subnet that is not rented are refused", config.UpdateSubnet{SubnetAdmins: &[]string{n2}},
+			expect{VerdictRefused, map[Severity][]string{Refused: {"is an application subnet on the normal cost schedule", "only on a rented subnet"}}}},
+		{"clearing the admins of a subnet that is not rented is fine", config.UpdateSubnet{SubnetAdmins: &[]string{}},
+			expect{VerdictNoOp, map[Severity][]string{Note: {"subnet_admins is already []"}}}},
 	} {
 		u := tc.u
 		u.SubnetID = subnet
 		p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &u}
 		tc.want.assert(t, tc.name, Evaluate(p, live(), Options{}))
 	}
+	rented := live()
+	rented.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
+	u := config.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
+	expect{VerdictReady, map[Severity][]string{OK: {"subnet_admins: [] → [" + n2 + "]"}}}.assert(t, "admins on a rented subnet are ready",
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &u}, rented, Options{}))
 }
 
 func TestRemoveNodesRules(t *testing.T) {

@@ -13,7 +13,10 @@ import (
 // change is an ok line "field: live → declared", an unchanged setting a
 // note. A declared key list that drops live keys is flagged (the list
 // replaces the live one); a features.sev_enabled different from live is
-// refused (the registry traps on it). Nothing different → no-op.
+// refused (the registry traps on it), and so is what the registry's subnet
+// invariants refuse after the update: an SSH list of more than 50 keys, and
+// subnet admins on a subnet that is neither rented (application on the
+// free cost schedule) nor a cloud engine. Nothing different → no-op.
 func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 	rec := live.Subnet
 	if rec == nil {
@@ -58,6 +61,9 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 		if len(dropped) > 0 {
 			checks = append(checks, Check{Severity: Flagged, Field: field, Message: fmt.Sprintf("%s drops %d existing key(s) (%s); the declared list replaces the live one, so name every key that keeps access", field, len(dropped), strings.Join(dropped, ", "))})
 		}
+		if len(*d) > maxSSHKeys {
+			checks = append(checks, Check{Severity: Refused, Field: field, Message: fmt.Sprintf("%s names %d keys; the registry's invariants allow at most %d per list and refuse the update", field, len(*d), maxSSHKeys)})
+		}
 	}
 
 	boolean("is_halted", u.IsHalted, rec.IsHalted)
@@ -73,6 +79,11 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 			liveAdmins = append(liveAdmins, a.String())
 		}
 		diff("subnet_admins", setText(liveAdmins), setText(*u.SubnetAdmins))
+		free := rec.CanisterCyclesCostSchedule.Free != nil
+		kind := rec.SubnetType.Name()
+		if len(*u.SubnetAdmins) > 0 && !(free && (kind == "application" || kind == "cloud_engine")) {
+			checks = append(checks, Check{Severity: Refused, Field: "subnet_admins", Message: fmt.Sprintf("subnet %s is a%s %s subnet on the %s cost schedule; the registry's invariants allow subnet admins only on a rented subnet (application, free) or a cloud engine on the free schedule, and refuse the update", u.SubnetID, article(kind), orUnknown(kind), schedule(free))})
+		}
 	}
 	if f := u.Features; f != nil {
 		var sandbox, http, sev bool
@@ -111,6 +122,31 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 		checks = append(checks, Check{Severity: Note, Message: "every declared setting already has its live value, so the whole proposal changes nothing"})
 	}
 	return checks, changes == 0
+}
+
+// maxSSHKeys is the registry's bound on each SSH access list
+// (MAX_NUM_SSH_KEYS, rs/registry/canister/src/invariants/subnet.rs).
+const maxSSHKeys = 50
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "n"
+	}
+	return ""
+}
+
+func orUnknown(kind string) string {
+	if kind == "" {
+		return "unknown-type"
+	}
+	return kind
+}
+
+func schedule(free bool) string {
+	if free {
+		return "free"
+	}
+	return "normal"
 }
 
 func optUint(v *uint64) string {
