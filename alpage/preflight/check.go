@@ -122,6 +122,7 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 	}
 	in := members(live.Subnet)
 	after := membershipAfter(m, in)
+	sev := live.Subnet.Features != nil && live.Subnet.Features.SevEnabled != nil && *live.Subnet.Features.SevEnabled
 	var checks []Check
 	changes := 0
 	for _, n := range m.Add {
@@ -139,6 +140,8 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", n.ID)})
 		case f.MemberOf != "":
 			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of another subnet, %s; remove it there first", n.ID, f.MemberOf)})
+		case sev && !f.HasChip:
+			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s has no chip id and subnet %s is SEV-enabled; the registry's invariants refuse a SEV subnet member without one", n.ID, m.SubnetID)})
 		default:
 			checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is registered and in no subnet; it joins subnet %s", n.ID, m.SubnetID)})
 		}

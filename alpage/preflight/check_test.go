@@ -77,6 +77,13 @@ func TestMembershipRules(t *testing.T) {
 			id("unread"): {Err: "timeout"},
 		}}
 	}
+	sevLive := func(chip bool) *Snapshot {
+		s := live()
+		on := true
+		s.Subnet.Features = &nns.SubnetFeatures{SevEnabled: &on}
+		s.Nodes[n3] = NodeFacts{Registered: true, HasChip: chip}
+		return s
+	}
 	for _, tc := range []struct {
 		name        string
 		add, remove []string
@@ -101,6 +108,10 @@ func TestMembershipRules(t *testing.T) {
 			expect{VerdictFlagged, map[Severity][]string{Flagged: {"member of another subnet, " + other}}}},
 		{"an unregistered node is flagged", []string{id("gone")}, nil, live(),
 			expect{VerdictFlagged, map[Severity][]string{Flagged: {"is not registered"}}}},
+		{"a node without a chip joining a SEV subnet is flagged", []string{n3}, nil, sevLive(false),
+			expect{VerdictFlagged, map[Severity][]string{Flagged: {"has no chip id and subnet " + subnet + " is SEV-enabled"}}}},
+		{"a node with a chip joins a SEV subnet", []string{n3}, nil, sevLive(true),
+			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet"}}}},
 		{"an unreadable node is a warning", []string{id("unread")}, nil, live(),
 			expect{VerdictReady, map[Severity][]string{Warning: {"timeout"}}}},
 		{"an unknown subnet is refused", []string{n3}, nil, &Snapshot{},

@@ -158,8 +158,9 @@ func (f *Fetcher) subnet(ctx context.Context, id string) (*nns.SubnetRecord, err
 	return nil, err
 }
 
-// nodes reads, for each id, whether node_record_<id> exists and which
-// subnet lists it (from subnet_list and each subnet's record).
+// nodes reads, for each id, whether node_record_<id> exists, whether it
+// carries a chip id, and which subnet lists it (from subnet_list and each
+// subnet's record).
 func (f *Fetcher) nodes(ctx context.Context, ids []string) (map[string]NodeFacts, error) {
 	memberOf, err := f.membership(ctx)
 	if err != nil {
@@ -167,12 +168,19 @@ func (f *Fetcher) nodes(ctx context.Context, ids []string) (map[string]NodeFacts
 	}
 	out := map[string]NodeFacts{}
 	for _, id := range ids {
-		_, _, found, err := f.Registry.GetValue(ctx, nns.NodeRecordKey(id), 0)
+		raw, _, found, err := f.Registry.GetValue(ctx, nns.NodeRecordKey(id), 0)
 		if err != nil {
 			out[id] = NodeFacts{Err: err.Error()}
 			continue
 		}
-		out[id] = NodeFacts{Registered: found, MemberOf: memberOf[id]}
+		var rec nns.NodeRecordPB
+		if found {
+			if err := rec.Unmarshal(raw); err != nil {
+				out[id] = NodeFacts{Err: fmt.Sprintf("decode %s: %v", nns.NodeRecordKey(id), err)}
+				continue
+			}
+		}
+		out[id] = NodeFacts{Registered: found, MemberOf: memberOf[id], HasChip: rec.ChipID != nil}
 	}
 	return out, nil
 }

@@ -35,11 +35,13 @@ func testFleet() *devnet.Fleet {
 
 func startDevnet(t *testing.T) (*devnet.Devnet, *Fetcher) { return startDevnetB(t) }
 
-func startDevnetB(t testing.TB) (*devnet.Devnet, *Fetcher) {
+func startDevnetB(t testing.TB) (*devnet.Devnet, *Fetcher) { return startFleet(t, testFleet()) }
+
+func startFleet(t testing.TB, fleet *devnet.Fleet) (*devnet.Devnet, *Fetcher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := devnet.Start(ctx, devnet.Options{Fleet: testFleet(), Dir: t.TempDir()})
+	d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +95,21 @@ func TestTheFetcherReadsTheDevnetAndPinsTheRegistryVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect{VerdictFlagged, map[Severity][]string{OK: {n2}, Flagged: {n3 + " is not registered"}}}.assert(t, "membership", r)
+}
+
+func TestTheFetcherSaysWhichNodesHaveAChipForASevSubnet(t *testing.T) {
+	fleet := testFleet()
+	on := true
+	fleet.Subnets[0].SevEnabled = &on
+	fleet.Nodes[0].ChipID = "0a0b"
+	fleet.Nodes = append(fleet.Nodes, devnet.FleetNode{ID: n3, Operator: id("op"), Version: "v1", ChipID: "0c0d", Reachable: fleet.Nodes[1].Reachable})
+	_, f := startFleet(t, fleet)
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2, n3)}}
+	r, err := f.Run(context.Background(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect{VerdictFlagged, map[Severity][]string{Flagged: {n2 + " has no chip id"}, OK: {n3}}}.assert(t, "sev membership", r)
 }
 
 // versionsRead records the registry version of every get_value.

@@ -25,7 +25,9 @@ type Snapshot struct {
 type NodeFacts struct {
 	Registered bool   `json:"registered"`
 	MemberOf   string `json:"member_of,omitempty"` // subnet id, "" for none
-	Err        string `json:"error,omitempty"`
+	// HasChip: the node record carries a chip_id (a SEV-capable node).
+	HasChip bool   `json:"has_chip,omitempty"`
+	Err     string `json:"error,omitempty"`
 }
 
 // VersionFacts is what is known of a replica version: whether it is elected
