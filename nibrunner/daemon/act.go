@@ -28,14 +28,16 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 		switch x.Kind {
 		case plan.Stop, plan.Forget:
 			d.dispatch(x, nil, 0)
+		case plan.GiveUp:
+			if a == nil {
+				continue
+			}
+			a.gaveUp()
+			if a.up() {
+				d.dispatch(plan.InstanceAction{Kind: plan.Stop, AppID: x.AppID}, nil, 0)
+			}
 		case plan.Sleep:
-			if a != nil && (a.wantAsleep || !now.Before(a.sleepRetry.next)) {
-				sleeps = append(sleeps, x)
-			}
-		case plan.Restart:
-			if d.restartDue(x.AppID, now) {
-				ups = append(ups, x)
-			}
+			sleeps = append(sleeps, x)
 		default:
 			ups = append(ups, x)
 		}
@@ -286,15 +288,6 @@ func (a *app) tookDown(err error) {
 	}
 }
 
-// sleepBackoff spaces the retries of a sleep that failed: 1 s, doubling,
-// at most five minutes apart, for as long as it fails.
-var sleepBackoff = backoff.Policy{Initial: time.Second, Factor: 2, Max: 5 * time.Minute}
-
-type retry struct {
-	n    int
-	next time.Time
-}
-
 // sleepGuest snapshots app's guest, taking a turn at the VM gate.
 func (d *Daemon) sleepGuest(ctx context.Context, app string) error {
 	if err := d.vmGate.acquire(ctx, false); err != nil {
@@ -306,61 +299,29 @@ func (d *Daemon) sleepGuest(ctx context.Context, app string) error {
 	return d.deps.VMM.Sleep(cctx, app)
 }
 
-// slept records a sleep's outcome. A failed sleep leaves the guest up and
-// is retried after sleepBackoff.
+// slept records a sleep's outcome. A failed sleep leaves the guest up; the
+// planner tries again after plan.SleepBackoff.
 func (a *app) slept(err error, now time.Time) {
 	a.wantAsleep = false
 	if err != nil {
-		r := &a.sleepRetry
-		r.n++
-		r.next = now.Add(sleepBackoff.Delay(r.n))
+		a.failedSleeps++
+		a.sleepFailedAt = now
 		if a.rec != nil {
-			a.rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", plan.RoundDuration(r.next.Sub(now)), err)
+			a.rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", plan.RoundDuration(plan.SleepBackoff.Delay(a.failedSleeps)), err)
 		}
 		return
 	}
-	a.sleepRetry = retry{}
+	a.failedSleeps, a.sleepFailedAt = 0, time.Time{}
 	a.hasVM = false
 	if a.rec != nil {
 		a.rec.Sleeping, a.rec.Message = true, ""
 	}
 }
 
-// restartDue consults the restart budget of a failed app: it marks the app
-// out of restarts when the budget is spent, schedules a pass for when the
-// backoff ends, and says whether the restart may happen now.
-func (d *Daemon) restartDue(app string, now time.Time) bool {
-	a := d.apps[app]
-	in := d.instance(app)
-	if a == nil || a.rec == nil || in == nil {
-		return false
-	}
-	rec := a.rec
-	if rec.FailedAt.IsZero() {
-		rec.FailedAt = now
-	}
-	rec.Budget = rec.Budget.ForDeployment(rec.DeploymentID)
-	dec := policyOf(in).Next(rec.Budget, rec.FailedAt, now)
-	if dec.OutOfRestarts {
-		rec.Budget = rec.Budget.Exhaust()
-		a.restartAt = time.Time{}
-		return false
-	}
-	if now.Before(dec.At) {
-		a.restartAt = dec.At
-		return false
-	}
-	a.restartAt = time.Time{}
-	return true
-}
-
-func policyOf(in *desired.DesiredInstance) backoff.Policy {
-	p := in.Config.RestartPolicy
-	return backoff.Policy{
-		MaxRestarts: int(p.MaxRestarts),
-		Initial:     time.Duration(p.InitialBackoffMs) * time.Millisecond,
-		Max:         time.Duration(p.MaxBackoffMs) * time.Millisecond,
-		Factor:      p.BackoffFactor,
-		ResetAfter:  time.Duration(p.ResetAfterMs) * time.Millisecond,
+// gaveUp records that the deployment a's guest runs has spent its restart
+// budget: the planner restarts it no more until a new deployment.
+func (a *app) gaveUp() {
+	if a.rec != nil {
+		a.rec.Budget = a.rec.Budget.ForDeployment(a.rec.DeploymentID).Exhaust()
 	}
 }

@@ -10,8 +10,7 @@ import (
 // app is everything the daemon knows about one app: what it remembers
 // across restarts (its record, slot and meters) and what it holds only for
 // this run (its guest as last seen, its prober, this pass's note, the last
-// measurement, a scheduled restart, a failed sleep's retry, and its
-// worker's state). One value per app: forgetting an app is deleting its
+// measurement, its failed sleeps, and its worker's state). One value per app: forgetting an app is deleting its
 // entry from Daemon.apps. Every field is read and written under Daemon.mu.
 type app struct {
 	id string
@@ -38,10 +37,10 @@ type app struct {
 	// instance until a start of that deployment succeeds.
 	failure, failureDep string
 	measured            measurement
-	// restartAt is when a scheduled restart comes due (zero: none).
-	restartAt time.Time
-	// sleepRetry holds back a sleep that failed.
-	sleepRetry retry
+	// failedSleeps counts the sleeps that failed in a row, the last at
+	// sleepFailedAt: the planner holds the next try back (plan.SleepBackoff).
+	failedSleeps  int
+	sleepFailedAt time.Time
 
 	// busy: an action is in flight on the app's worker; nothing else is
 	// started for the app until it commits.

@@ -6,8 +6,8 @@
 // is repaired by the next pass, which adopts whatever is running.
 //
 // Passes run when the document changes (the watcher), when a health probe
-// changes an instance's state, when a scheduled restart comes due, and on
-// a resync tick, so an exit nobody announced is noticed within one tick.
+// changes an instance's state, when a backoff the planner waits for ends
+// (a restart, a failed sleep's retry), and on a resync tick, so an exit nobody announced is noticed within one tick.
 package daemon
 
 import (
@@ -151,6 +151,9 @@ type Daemon struct {
 	vols map[string]VolumeInfo
 	// seq numbers commits (app.changedAt).
 	seq uint64
+	// retryAt is when the last plan's first backoff ends (a restart or a
+	// failed sleep's retry comes due): Run plans again then.
+	retryAt time.Time
 	// layerSeen is when each layer was last referenced by a document;
 	// lastPrune is when the layer cache was last pruned (prune.go).
 	layerSeen map[string]layerUse
@@ -467,13 +470,7 @@ func (d *Daemon) passAndLog(ctx context.Context) {
 func (d *Daemon) nextTimer() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var first time.Time
-	for _, a := range d.apps {
-		if at := a.restartAt; !at.IsZero() && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
-	return first, !first.IsZero()
+	return d.retryAt, !d.retryAt.IsZero()
 }
 
 // hostID makes name (the machine's hostname, until a document names the

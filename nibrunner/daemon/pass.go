@@ -67,6 +67,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		// instance list would forget every app.
 		acts = plan.Plan(doc, d.observed(now, vols, cps, exps))
 	}
+	d.retryAt = acts.RetryAt
 	d.mu.Unlock()
 
 	// Act.
@@ -157,7 +158,6 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 				case rec.Health.State == health.Running && !rec.FailedAt.IsZero():
 					// It answered again before its restart came due.
 					rec.FailedAt, rec.FailReason = time.Time{}, ""
-					a.restartAt = time.Time{}
 				}
 			}
 		case vmm.Exited:
@@ -246,15 +246,15 @@ func (d *Daemon) facts(a *app) plan.Instance {
 	o := plan.Instance{
 		WantAwake: a.wantAwake, WantAsleep: a.wantAsleep,
 		StartFailure: a.failure, StartFailed: a.failureDep,
-		Acting: a.busy, Note: a.note, RestartAt: a.restartAt,
+		Acting: a.busy, Note: a.note,
+		FailedSleeps: a.failedSleeps, SleepFailedAt: a.sleepFailedAt,
 	}
 	if rec := a.rec; rec != nil {
 		o.DeploymentID, o.Recorded = rec.DeploymentID, rec.DeploymentID
 		o.Health, o.Sleeping, o.Booted = rec.Health.State, rec.Sleeping, rec.Booted
 		o.VolumeID, o.StartedAt = rec.VolumeID, rec.StartedAt
-		o.OutOfRestarts = rec.Budget.Exhausted && rec.Budget.DeploymentID == rec.DeploymentID
-		o.Restarts, o.WindowRestarts = rec.Budget.Total, rec.Budget.Window
-		o.FailedAt, o.FailReason, o.Message = rec.FailedAt, rec.FailReason, rec.Message
+		o.Budget, o.FailedAt = rec.Budget, rec.FailedAt
+		o.FailReason, o.Message = rec.FailReason, rec.Message
 	}
 	if a.hasVM {
 		o.DeploymentID = a.vm.DeploymentID

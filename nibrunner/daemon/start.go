@@ -85,8 +85,7 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	if x.Kind == plan.Restart {
 		// A restart that fails to boot still spends one restart, so a
 		// guest that cannot start backs off instead of spinning.
-		dec := policyOf(in).Next(rec.Budget, rec.FailedAt, now)
-		rec.Budget = rec.Budget.Restarted(dec, now)
+		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
 	}
 	if err != nil {
 		a.failure, a.failureDep = "the microVM could not be started: "+err.Error(), dep

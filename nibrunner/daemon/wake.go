@@ -128,11 +128,10 @@ func (d *Daemon) decide(a *app) string {
 		return "nothing to wake: " + d.notOrPending(a)
 	}
 	switch x.Kind {
-	case plan.Start, plan.Wake, plan.Replace, plan.Recover:
-	case plan.Restart:
-		if !d.restartDue(a.id, obs.Now) {
-			return "it failed and waits for its restart"
-		}
+	case plan.Start, plan.Wake, plan.Replace, plan.Recover, plan.Restart:
+	case plan.GiveUp:
+		a.gaveUp()
+		return "it is out of restarts until a new deploymentId"
 	default:
 		return fmt.Sprintf("the planner asks %s first", x.Kind)
 	}

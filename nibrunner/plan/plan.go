@@ -3,11 +3,13 @@
 // and keeps no state, so every rule is a row in a table test, and a pass
 // that crashed halfway is repaired by planning again from what is observed.
 //
-// What it decides: per instance Start, Restart, Wake, Replace, Recover,
-// Sleep, Stop, Forget; per volume Provision, Grow, Teardown, Blocked,
-// RefuseShrink; checkpoints Create/Delete; exports Write/Forget. What it
-// leaves to the daemon: whether a start is admitted (memory), when a restart
-// may happen (backoff), and how each action is carried out.
+// What it decides: per instance Start, Restart, GiveUp, Wake, Replace,
+// Recover, Sleep, Stop, Forget, and when a restart or a failed sleep's
+// retry comes due (nibrunner/backoff's rules over the attempts and times
+// the daemon records); per volume Provision, Grow, Teardown, Blocked,
+// RefuseShrink; checkpoints Create/Delete; exports Write/Forget; what the
+// report says of each instance (InstanceStatus). What it leaves to the
+// daemon: how each action is carried out.
 //
 // Two rules protect tenant data. Instances are authoritative (an app the
 // document does not list is stopped and forgotten) but volumes and
@@ -19,6 +21,7 @@ import (
 	"sort"
 	"time"
 
+	"alpnib.dev/nibrunner/backoff"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 )
@@ -48,8 +51,15 @@ type Instance struct {
 	// Booted: DeploymentID was booted at least once (an on-request app
 	// boots for its first deploy, then only on request).
 	Booted bool
-	// OutOfRestarts: this deployment spent its restart budget.
-	OutOfRestarts bool
+	// Budget is what the host remembers of the restarts of the deployment
+	// it last started (Recorded); FailedAt is when the current failure was
+	// first seen (zero: none). The restart rule reads both.
+	Budget   backoff.Budget
+	FailedAt time.Time
+	// FailedSleeps counts the sleeps that failed in a row, the last at
+	// SleepFailedAt; SleepBackoff spaces their retries.
+	FailedSleeps  int
+	SleepFailedAt time.Time
 	// VolumeID is the volume the guest runs on.
 	VolumeID string
 	// StartedAt is when the guest was last started or woken.
@@ -68,18 +78,10 @@ type Instance struct {
 	// Recorded is the deployment the host's record of the app is about
 	// (the one it last started, or is starting: while a replacement is
 	// under way the guest is still the old one); "" when it has none.
-	// Restarts, WindowRestarts, FailedAt, FailReason and Message come from
-	// that record.
+	// Budget, FailedAt, FailReason and Message come from that record.
 	Recorded string
-	// Restarts counts every restart of Recorded (reported restartCount);
-	// WindowRestarts those since the budget's count last reset.
-	Restarts, WindowRestarts int
-	// FailedAt is when the current failure was first seen (zero: none),
-	// FailReason what it was.
-	FailedAt   time.Time
+	// FailReason is what the current failure was.
 	FailReason string
-	// RestartAt is when a restart held back by backoff comes due.
-	RestartAt time.Time
 	// Message is the latest sentence from acting on the app (a sleep or a
 	// stop that failed).
 	Message string
@@ -119,8 +121,13 @@ const (
 	// Start boots an app that is not up (first boot of a deployment).
 	Start InstanceKind = "start"
 	// Restart boots again a guest that exited or failed its health check;
-	// it spends the restart budget and waits for backoff.
+	// it is planned once its backoff is over, and spends the restart
+	// budget.
 	Restart InstanceKind = "restart"
+	// GiveUp: a failed guest's deployment has spent its restart budget.
+	// The daemon records it (it holds until a new deployment) and takes
+	// down a guest still up.
+	GiveUp InstanceKind = "give-up"
 	// Wake restores a sleeping app (or boots it cold when its snapshot
 	// cannot be used); it never spends the budget.
 	Wake InstanceKind = "wake"
@@ -143,6 +150,9 @@ const (
 type InstanceAction struct {
 	Kind  InstanceKind
 	AppID string
+	// Restart is a Restart's place in the budget, which the daemon records
+	// (backoff.Budget.Restarted) when the restart happens.
+	Restart backoff.Decision
 }
 
 // VolumeKind names a volume action.
@@ -187,6 +197,10 @@ type Actions struct {
 	Volumes     []VolumeAction
 	Checkpoints []CheckpointAction
 	Exports     []ExportAction
+	// RetryAt is the earliest time after Now at which a backoff ends (a
+	// restart or a failed sleep's retry comes due): plan again then. Zero
+	// when none waits.
+	RetryAt time.Time
 }
 
 // Empty reports whether there is nothing to do.
@@ -207,10 +221,13 @@ func Plan(doc *desired.HostDesiredState, obs Observed) Actions {
 	listed := make(map[string]bool, len(doc.Instances))
 	for i := range doc.Instances {
 		in := &doc.Instances[i]
-		app := string(in.AppId)
-		listed[app] = true
-		if act, ok := planInstance(in, obs, wantVol); ok {
-			a.Instances = append(a.Instances, InstanceAction{Kind: act, AppID: app})
+		listed[string(in.AppId)] = true
+		x, retry := planInstance(in, obs, wantVol)
+		if x.Kind != "" {
+			a.Instances = append(a.Instances, x)
+		}
+		if !retry.IsZero() && (a.RetryAt.IsZero() || retry.Before(a.RetryAt)) {
+			a.RetryAt = retry
 		}
 	}
 	for app := range obs.Instances {
@@ -235,32 +252,38 @@ func App(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs Observe
 			wantVol[string(v.VolumeId)] = v
 		}
 	}
-	act, ok := planInstance(in, obs, wantVol)
-	return InstanceAction{Kind: act, AppID: string(in.AppId)}, ok
+	x, _ := planInstance(in, obs, wantVol)
+	return x, x.Kind != ""
 }
 
-func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]desired.DesiredVolume) (InstanceKind, bool) {
+// planInstance is the action instance in needs now (Kind "" for none), and
+// when a backoff that holds one back ends (zero for none).
+func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]desired.DesiredVolume) (InstanceAction, time.Time) {
 	app := string(in.AppId)
 	o, seen := obs.Instances[app]
 	dep := string(in.DeploymentId)
 	up := seen && o.VM == Up
 	hasGuest := seen && (o.VM != NoVM || o.Sleeping)
+	do := func(k InstanceKind) (InstanceAction, time.Time) {
+		return InstanceAction{Kind: k, AppID: app}, time.Time{}
+	}
+	none := func() (InstanceAction, time.Time) { return InstanceAction{}, time.Time{} }
 
 	if _, bad := obs.Problems[app]; bad {
 		if hasGuest {
-			return Stop, true
+			return do(Stop)
 		}
-		return "", false
+		return none()
 	}
 	if in.DesiredState == desired.StateStopped {
 		if hasGuest {
-			return Stop, true
+			return do(Stop)
 		}
-		return "", false
+		return none()
 	}
 	// A guest or snapshot of another deployment goes, whatever its state.
 	if hasGuest && o.DeploymentID != dep {
-		return Replace, true
+		return do(Replace)
 	}
 	// The volume must be wanted present; a guest whose volume vanished
 	// from the host is recovered.
@@ -268,48 +291,113 @@ func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]
 	volumeWanted := ok && v.DesiredState == desired.Present
 	_, volumeThere := obs.Volumes[string(in.VolumeId)]
 	if up && !volumeThere {
-		return Recover, true
+		return do(Recover)
 	}
 	if !volumeWanted {
 		// Nothing to start on; the report says why.
-		return "", false
+		return none()
 	}
 	booted := seen && o.DeploymentID == dep && o.Booted
-	outOfRestarts := seen && o.DeploymentID == dep && o.OutOfRestarts
+	outOfRestarts := o.outOfRestarts(dep)
 	switch {
 	case up && (o.Health == health.Failed || o.Health == health.Unhealthy):
 		if outOfRestarts {
-			return Stop, true
+			return do(Stop)
 		}
-		return Restart, true
+		return restart(in, o, obs.Now)
 	case up:
-		if in.DesiredState == desired.StateOnRequest && !o.WantAwake && (o.WantAsleep || sleepDue(in.EffectiveSleepPolicy(), o, obs.Now)) {
-			return Sleep, true
+		if in.DesiredState != desired.StateOnRequest || o.WantAwake {
+			return none()
 		}
-		return "", false
+		if o.WantAsleep {
+			return do(Sleep)
+		}
+		if !sleepDue(in.EffectiveSleepPolicy(), o, obs.Now) {
+			return none()
+		}
+		if at := o.sleepRetryAt(); obs.Now.Before(at) {
+			return InstanceAction{}, at
+		}
+		return do(Sleep)
 	case seen && o.VM == Exited:
 		if outOfRestarts {
-			return "", false
+			return none()
 		}
-		return Restart, true
+		return restart(in, o, obs.Now)
 	case seen && o.Sleeping:
 		if in.DesiredState == desired.StateRunning || o.WantAwake {
-			return Wake, true
+			return do(Wake)
 		}
-		return "", false // on-request: it waits for a request
+		return none() // on-request: it waits for a request
 	case outOfRestarts:
-		return "", false
+		return none()
 	case in.DesiredState == desired.StateOnRequest && booted:
 		// Booted once and now down without a snapshot (slept and the
 		// snapshot was discarded): it waits for a request like a sleeper,
 		// and a request wakes it (cold).
 		if o.WantAwake {
-			return Wake, true
+			return do(Wake)
 		}
-		return "", false
+		return none()
 	default:
-		return Start, true
+		return do(Start)
 	}
+}
+
+// RestartPolicy is in's restartPolicy as nibrunner/backoff reads it.
+func RestartPolicy(in *desired.DesiredInstance) backoff.Policy {
+	p := in.Config.RestartPolicy
+	return backoff.Policy{
+		MaxRestarts: int(p.MaxRestarts),
+		Initial:     time.Duration(p.InitialBackoffMs) * time.Millisecond,
+		Max:         time.Duration(p.MaxBackoffMs) * time.Millisecond,
+		Factor:      p.BackoffFactor,
+		ResetAfter:  time.Duration(p.ResetAfterMs) * time.Millisecond,
+	}
+}
+
+// NextRestart is the restart budget's word on failed instance o of in at
+// now: out of restarts, or the restart's number and the earliest time it
+// may happen. A failure the daemon has not timed yet counts from now.
+func NextRestart(in *desired.DesiredInstance, o Instance, now time.Time) backoff.Decision {
+	failedAt := o.FailedAt
+	if failedAt.IsZero() {
+		failedAt = now
+	}
+	return RestartPolicy(in).Next(o.Budget.ForDeployment(string(in.DeploymentId)), failedAt, now)
+}
+
+// restart decides on failed instance o: a restart now, a wait for its
+// backoff, or giving up.
+func restart(in *desired.DesiredInstance, o Instance, now time.Time) (InstanceAction, time.Time) {
+	dec := NextRestart(in, o, now)
+	switch {
+	case dec.OutOfRestarts:
+		return InstanceAction{Kind: GiveUp, AppID: string(in.AppId)}, time.Time{}
+	case now.Before(dec.At):
+		return InstanceAction{}, dec.At
+	}
+	return InstanceAction{Kind: Restart, AppID: string(in.AppId), Restart: dec}, time.Time{}
+}
+
+// outOfRestarts: the host recorded that deployment dep spent its restart
+// budget.
+func (o Instance) outOfRestarts(dep string) bool {
+	return o.Budget.Exhausted && o.Budget.DeploymentID == dep
+}
+
+// SleepBackoff spaces the retries of a sleep that failed: 1 s, doubling,
+// at most five minutes apart, for as long as it fails. An operator's sleep
+// (WantAsleep) does not wait for it.
+var SleepBackoff = backoff.Policy{Initial: time.Second, Factor: 2, Max: 5 * time.Minute}
+
+// sleepRetryAt is when a failed sleep may be tried again (zero: none
+// failed).
+func (o Instance) sleepRetryAt() time.Time {
+	if o.FailedSleeps == 0 {
+		return time.Time{}
+	}
+	return o.SleepFailedAt.Add(SleepBackoff.Delay(o.FailedSleeps))
 }
 
 // sleepDue reports whether an up instance's sleep policy has fired.

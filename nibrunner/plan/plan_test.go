@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/backoff"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 )
@@ -15,6 +16,7 @@ func instance(app, dep string, state desired.DesiredInstanceState) desired.Desir
 	return desired.DesiredInstance{
 		AppId: desired.AppId(app), DeploymentId: desired.DeploymentId(dep), VolumeId: desired.VolumeId("vol-" + app),
 		DesiredState: state,
+		Config:       desired.AppConfig{RestartPolicy: desired.RestartPolicy{MaxRestarts: 3, InitialBackoffMs: 1000, MaxBackoffMs: 8000, BackoffFactor: 2, ResetAfterMs: 600000}},
 	}
 }
 
@@ -62,13 +64,13 @@ func TestInstancePlans(t *testing.T) {
 		{"a changed config under the same deploymentId leaves the guest alone", reconfigured, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, ""},
 		{"a new deploymentId replaces the guest", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, Replace},
 		{"a new deploymentId replaces a sleeper too", instance("a", "d2", desired.StateOnRequest), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, Replace},
-		{"a new deploymentId of an app out of restarts starts afresh", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: NoVM, OutOfRestarts: true, Booted: true}, Start},
-		{"a guest whose process exited is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, Booted: true}, Restart},
-		{"a guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, OutOfRestarts: true, Booted: true}, ""},
-		{"a down guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", OutOfRestarts: true, Booted: true}, ""},
-		{"a guest failing its health check is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Failed, Booted: true}, Restart},
-		{"an unhealthy guest is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Unhealthy, Booted: true}, Restart},
-		{"a failing guest out of restarts is stopped", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Failed, OutOfRestarts: true, Booted: true}, Stop},
+		{"a new deploymentId of an app out of restarts starts afresh", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: NoVM, Budget: spent, Booted: true}, Start},
+		{"a guest whose process exited is restarted once its backoff is over", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, Booted: true, FailedAt: t0.Add(-time.Second)}, Restart},
+		{"a guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, Budget: spent, Booted: true}, ""},
+		{"a down guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", Budget: spent, Booted: true}, ""},
+		{"a guest failing its health check is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Failed, Booted: true, FailedAt: t0.Add(-time.Minute)}, Restart},
+		{"an unhealthy guest is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Unhealthy, Booted: true, FailedAt: t0.Add(-time.Minute)}, Restart},
+		{"a failing guest out of restarts is stopped", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Failed, Budget: spent, Booted: true}, Stop},
 		{"an app asked stopped is stopped", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", VM: Up, Booted: true}, Stop},
 		{"a sleeper asked stopped drops its snapshot", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, Stop},
 		{"a stopped app that is down is left alone", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", Booted: true}, ""},
@@ -96,8 +98,97 @@ func TestInstancePlans(t *testing.T) {
 			if tt.want != "" {
 				want = []InstanceAction{{Kind: tt.want, AppID: "a"}}
 			}
+			for i := range got {
+				got[i].Restart = backoff.Decision{} // TestRestartBudgets checks it
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// spent is a budget d1 spent.
+var spent = backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, Exhausted: true}
+
+func TestRestartBudgets(t *testing.T) {
+	// The policy of instance(): at most 3 restarts, 1 s doubling to 8 s,
+	// the count reset after 10 minutes without a start.
+	exited := func(b backoff.Budget, failedAgo time.Duration) Instance {
+		return Instance{DeploymentID: "d1", Recorded: "d1", VM: Exited, Booted: true, VolumeID: "vol-a", Budget: b, FailedAt: t0.Add(-failedAgo)}
+	}
+	started := t0.Add(-time.Minute)
+	tests := []struct {
+		name    string
+		obs     Instance
+		want    InstanceAction
+		retryAt time.Time
+	}{
+		{"the first restart waits the initial backoff", exited(backoff.Budget{DeploymentID: "d1", LastStart: started}, 500*time.Millisecond),
+			InstanceAction{}, t0.Add(500 * time.Millisecond)},
+		{"the first restart happens once the initial backoff is over", exited(backoff.Budget{DeploymentID: "d1", LastStart: started}, time.Second),
+			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 1}}, time.Time{}},
+		{"the backoff doubles with each restart", exited(backoff.Budget{DeploymentID: "d1", Window: 2, Total: 2, LastStart: started}, 3*time.Second),
+			InstanceAction{}, t0.Add(time.Second)},
+		{"a failure not timed yet counts from now", Instance{DeploymentID: "d1", Recorded: "d1", VM: Exited, Booted: true, VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d1", LastStart: started}},
+			InstanceAction{}, t0.Add(time.Second)},
+		{"the restart after the last is giving up", exited(backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: started}, time.Hour),
+			InstanceAction{Kind: GiveUp, AppID: "a"}, time.Time{}},
+		{"a guest up that fails after its last restart is given up too", Instance{DeploymentID: "d1", Recorded: "d1", VM: Up, Health: health.Unhealthy, Booted: true, VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: started}, FailedAt: t0},
+			InstanceAction{Kind: GiveUp, AppID: "a"}, time.Time{}},
+		{"a guest that ran past resetAfter before failing starts a fresh count", exited(backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: t0.Add(-time.Hour)}, time.Second),
+			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 1}}, time.Time{}},
+		{"giving up is terminal however long ago", exited(spent, 48*time.Hour),
+			InstanceAction{}, time.Time{}},
+		{"the budget of an older deployment does not count", Instance{VM: NoVM, Recorded: "d0", DeploymentID: "d0", Booted: true, VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d0", Exhausted: true}},
+			InstanceAction{Kind: Start, AppID: "a"}, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := Observed{Now: t0, Instances: map[string]Instance{"a": tt.obs}, Volumes: withVolumes("a")}
+			got := Plan(doc(instance("a", "d1", desired.StateRunning)), obs)
+			var want []InstanceAction
+			if tt.want.Kind != "" {
+				want = []InstanceAction{tt.want}
+			}
+			if !reflect.DeepEqual(got.Instances, want) || !got.RetryAt.Equal(tt.retryAt) {
+				t.Fatalf("got %+v retry at %v, want %+v retry at %v", got.Instances, got.RetryAt, want, tt.retryAt)
+			}
+		})
+	}
+}
+
+func TestAFailedSleepIsRetriedAfterTheSleepBackoff(t *testing.T) {
+	in := instance("a", "d1", desired.StateOnRequest)
+	idle := desired.IdleTimeoutMs(60000)
+	in.IdleTimeoutMs = &idle
+	idleUp := func(failed int, failedAgo time.Duration, operator bool) Instance {
+		return Instance{DeploymentID: "d1", Recorded: "d1", VM: Up, Health: health.Running, Booted: true, VolumeID: "vol-a", StartedAt: t0.Add(-time.Hour),
+			FailedSleeps: failed, SleepFailedAt: t0.Add(-failedAgo), WantAsleep: operator}
+	}
+	tests := []struct {
+		name    string
+		obs     Instance
+		want    InstanceKind
+		retryAt time.Time
+	}{
+		{"an idle app that never failed to sleep sleeps", idleUp(0, 0, false), Sleep, time.Time{}},
+		{"the first retry waits a second", idleUp(1, 500*time.Millisecond, false), "", t0.Add(500 * time.Millisecond)},
+		{"the first retry comes after a second", idleUp(1, time.Second, false), Sleep, time.Time{}},
+		{"the third retry waits four seconds", idleUp(3, 3*time.Second, false), "", t0.Add(time.Second)},
+		{"retries are at most five minutes apart", idleUp(30, 5*time.Minute, false), Sleep, time.Time{}},
+		{"an operator's sleep does not wait", idleUp(3, 0, true), Sleep, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := Observed{Now: t0, Instances: map[string]Instance{"a": tt.obs}, Volumes: withVolumes("a")}
+			got := Plan(doc(in), obs)
+			var want []InstanceAction
+			if tt.want != "" {
+				want = []InstanceAction{{Kind: tt.want, AppID: "a"}}
+			}
+			if !reflect.DeepEqual(got.Instances, want) || !got.RetryAt.Equal(tt.retryAt) {
+				t.Fatalf("got %+v retry at %v, want %+v retry at %v", got.Instances, got.RetryAt, want, tt.retryAt)
 			}
 		})
 	}
@@ -106,7 +197,7 @@ func TestInstancePlans(t *testing.T) {
 func TestAGuestWhoseVolumeWasLostIsRecovered(t *testing.T) {
 	obs := Observed{Now: t0, Instances: map[string]Instance{"a": {DeploymentID: "d1", VM: Up, Booted: true, VolumeID: "vol-a"}}, Volumes: map[string]Volume{}}
 	got := Plan(doc(instance("a", "d1", desired.StateRunning)), obs)
-	if !reflect.DeepEqual(got.Instances, []InstanceAction{{Recover, "a"}}) {
+	if !reflect.DeepEqual(got.Instances, []InstanceAction{{Kind: Recover, AppID: "a"}}) {
 		t.Fatalf("instances: %v", got.Instances)
 	}
 	if !reflect.DeepEqual(got.Volumes, []VolumeAction{{Kind: Provision, VolumeID: "vol-a", SizeBytes: 4096}}) {
@@ -117,7 +208,7 @@ func TestAGuestWhoseVolumeWasLostIsRecovered(t *testing.T) {
 func TestAnAppTheDocumentNoLongerListsIsForgotten(t *testing.T) {
 	obs := Observed{Now: t0, Instances: map[string]Instance{"gone": {DeploymentID: "d", VM: Up}, "a": {DeploymentID: "d1", VM: Up, Booted: true, VolumeID: "vol-a"}}, Volumes: withVolumes("a", "gone")}
 	got := Plan(doc(instance("a", "d1", desired.StateRunning)), obs)
-	if !reflect.DeepEqual(got.Instances, []InstanceAction{{Forget, "gone"}}) {
+	if !reflect.DeepEqual(got.Instances, []InstanceAction{{Kind: Forget, AppID: "gone"}}) {
 		t.Fatalf("instances: %v", got.Instances)
 	}
 	if len(got.Volumes) != 0 {
@@ -132,7 +223,7 @@ func TestAnInstanceTheHostCannotCarryIsNeverStartedAndIsTakenDown(t *testing.T) 
 		t.Fatalf("got %v", got)
 	}
 	obs.Instances["a"] = Instance{DeploymentID: "d1", VM: Up}
-	if got := Plan(doc(in), obs).Instances; !reflect.DeepEqual(got, []InstanceAction{{Stop, "a"}}) {
+	if got := Plan(doc(in), obs).Instances; !reflect.DeepEqual(got, []InstanceAction{{Kind: Stop, AppID: "a"}}) {
 		t.Fatalf("got %v", got)
 	}
 }
@@ -192,7 +283,7 @@ func TestATruncatedDocumentDeletesNothing(t *testing.T) {
 		t.Fatalf("a truncated document touched tenant data: %+v", got)
 	}
 	// Instances are authoritative, so the app is forgotten; its volume stays.
-	if !reflect.DeepEqual(got.Instances, []InstanceAction{{Forget, "a"}}) {
+	if !reflect.DeepEqual(got.Instances, []InstanceAction{{Kind: Forget, AppID: "a"}}) {
 		t.Fatalf("instances %v", got.Instances)
 	}
 }

@@ -40,21 +40,21 @@ func InstanceStatus(in *desired.DesiredInstance, obs Observed) Status {
 		s = Status{health.Failed, "this host cannot run it: " + obs.Problems[app]}
 	case o.StartFailure != "" && o.StartFailed == dep && !stopped:
 		s = Status{health.Failed, o.StartFailure}
-	case rec && o.OutOfRestarts && !up && !stopped:
+	case rec && o.outOfRestarts(dep) && !up && !stopped:
 		s = Status{health.Failed, fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again",
-			o.Restarts, in.Config.RestartPolicy.MaxRestarts, o.FailReason)}
+			o.Budget.Total, in.Config.RestartPolicy.MaxRestarts, o.FailReason)}
 	case up && rec:
 		s.State = o.Health
 		if s.State == health.Failed || s.State == health.Unhealthy {
 			s.Message = o.FailReason
-			if o.RestartAt.After(obs.Now) {
-				s.Message += fmt.Sprintf("; it is restarted in %s", RoundDuration(o.RestartAt.Sub(obs.Now)))
+			if next := NextRestart(in, o, obs.Now); !next.OutOfRestarts && next.At.After(obs.Now) {
+				s.Message += fmt.Sprintf("; it is restarted in %s", RoundDuration(next.At.Sub(obs.Now)))
 			}
 		}
 	case rec && !o.FailedAt.IsZero() && !stopped:
 		s = Status{health.Failed, o.FailReason}
-		if o.RestartAt.After(obs.Now) {
-			s.Message += fmt.Sprintf("; restart %d of %d in %s", o.WindowRestarts+1, in.Config.RestartPolicy.MaxRestarts, RoundDuration(o.RestartAt.Sub(obs.Now)))
+		if next := NextRestart(in, o, obs.Now); !next.OutOfRestarts && next.At.After(obs.Now) {
+			s.Message += fmt.Sprintf("; restart %d of %d in %s", next.N, in.Config.RestartPolicy.MaxRestarts, RoundDuration(next.At.Sub(obs.Now)))
 		}
 	case o.Acting && !up && !stopped:
 		// Its worker is starting or waking it.

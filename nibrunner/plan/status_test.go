@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/backoff"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 )
 
 func TestInstanceStatuses(t *testing.T) {
-	running := instance("a", "d1", desired.StateRunning)
-	running.Config.RestartPolicy.MaxRestarts = 3
+	running := instance("a", "d1", desired.StateRunning) // at most 3 restarts, from 1 s doubling
 	onRequest := instance("a", "d1", desired.StateOnRequest)
 	stopped := instance("a", "d1", desired.StateStopped)
 	tests := []struct {
@@ -28,20 +28,20 @@ func TestInstanceStatuses(t *testing.T) {
 			Status{health.Pending, "waiting to be started: the next converge pass boots it"}},
 		{"a failed start of an app asked stopped is not reported", stopped, &Instance{StartFailure: "boom", StartFailed: "d1"}, "",
 			Status{health.Stopped, ""}},
-		{"a deployment out of restarts says how many and what to do", running, &Instance{Recorded: "d1", OutOfRestarts: true, Restarts: 3, FailReason: "the app exited with code 1"}, "",
+		{"a deployment out of restarts says how many and what to do", running, &Instance{Recorded: "d1", Budget: spent, FailReason: "the app exited with code 1"}, "",
 			Status{health.Failed, "out of restarts: it was restarted 3 times and failed again (restartPolicy.maxRestarts is 3); last: the app exited with code 1. Deploy a new deploymentId to try again"}},
-		{"a new deployment is not out of its predecessor's restarts", running, &Instance{Recorded: "d0", OutOfRestarts: true}, "",
+		{"a new deployment is not out of its predecessor's restarts", running, &Instance{Recorded: "d0", Budget: backoff.Budget{DeploymentID: "d0", Exhausted: true}}, "",
 			Status{health.Pending, "waiting to be started: the next converge pass boots it"}},
 		{"a guest up reports its health", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running}, "",
 			Status{health.Running, ""}},
 		{"a guest up on the old deployment while the new one is starting is starting", running, &Instance{Recorded: "d1", DeploymentID: "d0", VM: Up, Health: health.Running, Acting: true}, "",
 			Status{health.Starting, ""}},
-		{"an unhealthy guest says why and when it is restarted", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Unhealthy, FailReason: "GET /healthz: 500", RestartAt: t0.Add(1234 * time.Millisecond)}, "",
-			Status{health.Unhealthy, "GET /healthz: 500; it is restarted in 1.2s"}},
-		{"a failed guest whose restart is due says only why", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Failed, FailReason: "GET /healthz: 500", RestartAt: t0}, "",
+		{"an unhealthy guest says why and when it is restarted", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Unhealthy, FailReason: "GET /healthz: 500", FailedAt: t0.Add(-234 * time.Millisecond), Budget: backoff.Budget{DeploymentID: "d1"}}, "",
+			Status{health.Unhealthy, "GET /healthz: 500; it is restarted in 800ms"}},
+		{"a failed guest whose restart is due says only why", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Failed, FailReason: "GET /healthz: 500", FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1"}}, "",
 			Status{health.Failed, "GET /healthz: 500"}},
-		{"an exited guest says which restart comes when", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0, FailReason: "the app exited with code 3", WindowRestarts: 1, RestartAt: t0.Add(400 * time.Millisecond)}, "",
-			Status{health.Failed, "the app exited with code 3; restart 2 of 3 in 400ms"}},
+		{"an exited guest says which restart comes when", running, &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0, FailReason: "the app exited with code 3", Budget: backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0.Add(-time.Minute)}}, "",
+			Status{health.Failed, "the app exited with code 3; restart 2 of 3 in 2s"}},
 		{"a start under way is starting", running, &Instance{Recorded: "d1", Acting: true}, "",
 			Status{health.Starting, ""}},
 		{"a start held back says why", running, &Instance{Note: "waiting to be started: every slot of this host is taken (max_apps = 1)"}, "",
