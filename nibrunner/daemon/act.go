@@ -115,40 +115,28 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 	}
 }
 
-// admit says whether app's start may go ahead now: the network rules, its
-// volume, room in memory beside inUse, a slot. Whatever is missing is
-// noted for the report and the start waits for a later pass. It returns
-// the memory the guest will hold. Called with mu held.
+// admit feeds the start gate (plan.Admit) what the host knows of app's
+// start now: the network rules, its volume, memory in use beside inUse,
+// its slot. A start the gate holds back is noted for the report and waits
+// for a later pass. It returns the memory the guest will hold. Called with
+// mu held.
 func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols map[string]VolumeInfo, inUse uint64) (uint64, bool) {
-	app := x.AppID
 	dep := string(in.DeploymentId)
-	a := d.appOf(app)
+	a := d.appOf(x.AppID)
 	if a.rec == nil || a.rec.DeploymentID != dep {
 		// A new app, or a new deployment: a fresh record and budget.
-		a.rec = &record{AppID: app, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
+		a.rec = &record{AppID: a.id, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
 	}
 	a.rec.VolumeID = string(in.VolumeId)
-	if !d.netReady {
-		d.note(app, "waiting to be started: the host network rules are not in place yet ("+d.netErr+")")
-		return 0, false
-	}
-	if _, ok := vols[string(in.VolumeId)]; !ok {
-		why := "it is not made yet"
-		if e := d.volErr[string(in.VolumeId)]; e != "" {
-			why = e
-		}
-		d.note(app, fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, why))
-		return 0, false
-	}
-	need := uint64(in.Config.Resources.MemoryMib)
-	if short := slot.Shortfall(d.cfg.CapacityMiB, inUse, need); short > 0 {
-		d.note(app, slot.WaitingMessage(short))
-		return 0, false
-	}
-	if !a.hasSlot {
-		if a.note == "" {
-			d.note(app, "waiting to be started: it has no slot yet")
-		}
+	_, volReady := vols[string(in.VolumeId)]
+	need, why := plan.Admit(in, plan.StartFacts{
+		NetworkReady: d.netReady, NetworkErr: d.netErr,
+		VolumeReady: volReady, VolumeErr: d.volErr[string(in.VolumeId)],
+		InUseMiB: inUse, CapacityMiB: d.cfg.CapacityMiB,
+		HasSlot: a.hasSlot, NoSlot: a.note,
+	})
+	if why != "" {
+		a.note = why
 		return 0, false
 	}
 	return need, true
