@@ -30,8 +30,9 @@ type app struct {
 	hasVM bool
 	// prober runs the health check while the guest is up.
 	prober *prober
-	// note says why a start is held back, this pass.
-	note string
+	// note says why a start is held back, this pass; heldBack is the note
+	// the last pass that ended left.
+	note, heldBack string
 	// failure is why the worker's last start failed (layers that cannot be
 	// made ready, a start the VMM refused), for failureDep: it fails the
 	// instance until a start of that deployment succeeds.

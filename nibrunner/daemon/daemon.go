@@ -151,6 +151,10 @@ type Daemon struct {
 	vols map[string]VolumeInfo
 	// seq numbers commits (app.changedAt).
 	seq uint64
+	// passes counts the passes begun, passesDone is the last one ended;
+	// passed is closed, and replaced, when a pass ends.
+	passes, passesDone uint64
+	passed             chan struct{}
 	// retryAt is when the last plan's first backoff ends (a restart or a
 	// failed sleep's retry comes due): Run plans again then.
 	retryAt time.Time
@@ -244,6 +248,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		volErr: map[string]string{},
 		usage:  map[string]volume.Usage{},
 		kick:   make(chan struct{}, 1),
+		passed: make(chan struct{}),
 	}
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	d.workCtx, d.stopWork = context.WithCancel(context.Background())

@@ -26,6 +26,8 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	began := time.Now()
 	d.mu.Lock()
 	seen := d.seq
+	d.passes++
+	defer d.passEnded(d.passes)
 	d.mu.Unlock()
 
 	// Observe, holding no lock.
@@ -103,6 +105,20 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.lastPass = now
 	d.mu.Unlock()
 	return perr
+}
+
+// passEnded records that pass n is over, however it ended: each app keeps
+// the note it left (what a wake that waited for the pass answers), and
+// whoever waits for a pass is woken.
+func (d *Daemon) passEnded(n uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.passesDone = n
+	for _, a := range d.apps {
+		a.heldBack = a.note
+	}
+	close(d.passed)
+	d.passed = make(chan struct{})
 }
 
 // stale reports whether what a pass that began at seq seen observed of a

@@ -30,6 +30,10 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	}
 	a := d.appOf(app)
 	a.wantAwake = true
+	// pass is the pass this wake waits for, when the app has no slot yet:
+	// one that begins after the wake asked, gives the app a slot and
+	// starts it, or says why not.
+	var pass uint64
 	for {
 		if d.workCtx.Err() != nil {
 			return fmt.Errorf("wake %s: %w", app, ErrClosed)
@@ -38,10 +42,25 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 			a.wantAwake = false
 			return err
 		}
-		if done, err := d.wakeDone(a); done {
+		if pass != 0 && d.passesDone >= pass && !a.busy && !a.up() && !a.hasSlot {
+			// That pass held the start back (every slot taken, the slot
+			// not recorded, the gate shut): the wake says why rather than
+			// wait for a signal that will not come.
+			a.wantAwake = false
+			why := a.heldBack
+			if why == "" {
+				why = "its first start was held back and it has no slot yet; the next pass tries again"
+			}
+			return fmt.Errorf("wake %s: %s", app, why)
+		}
+		done, err := d.wakeDone(a)
+		if done {
 			return err
 		}
-		ch := a.wait()
+		if !a.hasSlot && !a.busy && pass <= d.passesDone {
+			pass = d.passes + 1
+		}
+		ch, passed := a.wait(), d.passed
 		d.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -49,6 +68,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 			return fmt.Errorf("wake %s: %w", app, ctx.Err())
 		case <-d.workCtx.Done():
 		case <-ch:
+		case <-passed:
 		}
 		d.mu.Lock()
 	}
