@@ -230,8 +230,10 @@ func TestACrashingAppIsRestartedWithBackoffThenOutOfRestartsUntilANewDeployment(
 	if !strings.Contains(a.Message, "the app exited with code 3") || !strings.Contains(a.Message, "new deploymentId") {
 		t.Fatalf("message %q", a.Message)
 	}
-	// Terminal: nothing more happens to this deployment.
-	time.Sleep(1500 * time.Millisecond)
+	// Terminal: nothing more happens to this deployment, over ten passes
+	// and well past its longest backoff (400 ms).
+	passes, since := 0, time.Now()
+	h.deadlineWait(t, func() bool { passes++; return passes > 10 && time.Since(since) > 1500*time.Millisecond })
 	r = h.readReport(t)
 	if a := instance(r, "a"); a.RestartCount != 2 || a.State != reported.InstanceFailed {
 		t.Fatalf("out of restarts was not terminal: %+v", a)

@@ -48,7 +48,7 @@ func TestRawPortsArePublishedToTheRelayAtTheGuestsTapAddress(t *testing.T) {
 	game.Config.Ports = []desired.InstancePort{{Name: "game", GuestPort: 7000}, {Name: "voice", GuestPort: 7001}}
 	h.write(t, doc(game))
 	h.waitFor(t, "game runs", allIn(reported.InstanceRunning, "game"))
-	deadlineWait(t, func() bool {
+	h.deadlineWait(t, func() bool {
 		ps := pt.last()
 		return len(ps) == 2 && ps[0].State == route.Up
 	})
@@ -66,7 +66,7 @@ func TestRawPortsArePublishedToTheRelayAtTheGuestsTapAddress(t *testing.T) {
 	// Stopped: its ports say down, and the relay unbinds them.
 	game.DesiredState = desired.StateStopped
 	h.write(t, doc(game))
-	deadlineWait(t, func() bool { ps := pt.last(); return len(ps) == 2 && ps[0].State == route.Down })
+	h.deadlineWait(t, func() bool { ps := pt.last(); return len(ps) == 2 && ps[0].State == route.Down })
 }
 
 // passes records what the daemon tells the metrics.
@@ -107,12 +107,12 @@ func TestEachPassAndEachRefusedDocumentAreToldToTheMetrics(t *testing.T) {
 	h.run(t, deps)
 	h.write(t, doc(h.app("shop", "shop-1")))
 	h.waitFor(t, "shop runs", allIn(reported.InstanceRunning, "shop"))
-	deadlineWait(t, func() bool {
+	h.deadlineWait(t, func() bool {
 		_, last, _ := rec.read()
 		return last != nil && len(last.Instances) == 1 && last.Instances[0].State == reported.InstanceRunning
 	})
 	h.writeRaw(t, []byte(`{"hostId": "test-host", "instances": "not a list"}`))
-	deadlineWait(t, func() bool { _, _, refused := rec.read(); return refused == 1 })
+	h.deadlineWait(t, func() bool { _, _, refused := rec.read(); return refused == 1 })
 	// The pass after it reports the refusal, and the metrics see that report.
-	deadlineWait(t, func() bool { _, last, _ := rec.read(); return strings.Contains(last.Message, "refused") })
+	h.deadlineWait(t, func() bool { _, last, _ := rec.read(); return strings.Contains(last.Message, "refused") })
 }

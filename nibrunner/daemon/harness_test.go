@@ -27,6 +27,7 @@ import (
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm/fake"
+	"alpnib.dev/nibrunner/watch"
 )
 
 func TestMain(m *testing.M) {
@@ -47,6 +48,10 @@ type host struct {
 	slowLayers  time.Duration
 	maxApps     int // 0 means 100
 	layerGrace  time.Duration
+	// daemon is the daemon this test runs in its own process (h.run,
+	// h.watch), whose passes the waits below wait on; nil when it runs in
+	// a child process, and the waits watch reported.json instead.
+	daemon atomic.Pointer[Daemon]
 }
 
 func newHost(t testing.TB) *host {
@@ -149,6 +154,7 @@ func (h *host) run(t *testing.T, deps Deps) (*Daemon, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.watch(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -165,6 +171,7 @@ func (h *host) run(t *testing.T, deps Deps) (*Daemon, func()) {
 		stopped = true
 		cancel()
 		<-done
+		h.daemon.CompareAndSwap(d, nil)
 		d.Close()
 	}
 	t.Cleanup(stop)
@@ -299,25 +306,83 @@ func (h *host) readReport(t testing.TB) *reported.HostReportedState {
 	return &r
 }
 
-// waitFor polls reported.json until cond holds.
+// watch makes d the daemon whose passes this host's waits wait on.
+func (h *host) watch(d *Daemon) { h.daemon.Store(d) }
+
+// waitFor waits until reported.json satisfies cond, reading it again after
+// each pass (or each change of the file, when the daemon runs in a child
+// process).
 func (h *host) waitFor(t testing.TB, what string, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
 	t.Helper()
-	// Generous: CI runs every package's race-enabled tests at once on
-	// two cores.
-	deadline := time.Now().Add(60 * time.Second)
 	var last *reported.HostReportedState
-	for time.Now().Before(deadline) {
+	ok := h.until(t, time.Minute, func() bool {
 		if r := h.readReport(t); r != nil {
 			last = r
-			if cond(r) {
-				return r
+			return cond(r)
+		}
+		return false
+	})
+	if !ok {
+		b, _ := json.MarshalIndent(last, "", "  ")
+		t.Fatalf("timed out waiting for %s; last report:\n%s", what, b)
+	}
+	return last
+}
+
+// until waits until cond holds, asking again after each pass of the
+// daemon (each change of reported.json, when it runs in a child process):
+// everything a test waits for is what a pass, or a worker's commit (which
+// asks for a pass), changes. It gives up, answering false, after within
+// (a minute for the fake VMM: generous, because CI runs every package's
+// race-enabled tests at once on two cores).
+func (h *host) until(t testing.TB, within time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	next, stop := h.passes()
+	defer stop()
+	for {
+		// The signal is taken before cond is asked, so a pass that ends
+		// in between is not missed.
+		passed := next()
+		if cond() {
+			return true
+		}
+		select {
+		case <-passed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// passes returns what until waits on between two questions: the end of
+// the in-process daemon's next pass, or else the next change of
+// reported.json (an inotify watch of its folder, package watch), and what
+// ends the watch.
+func (h *host) passes() (next func() <-chan struct{}, stop func()) {
+	if d := h.daemon.Load(); d != nil {
+		return d.afterPass, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	docs := make(chan watch.Document)
+	w := &watch.Watcher{Path: h.reportPath(), Debounce: time.Millisecond, Backstop: time.Second}
+	go func() { _ = w.Run(ctx, docs) }()
+	changed := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-docs:
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+				return
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	b, _ := json.MarshalIndent(last, "", "  ")
-	t.Fatalf("timed out waiting for %s; last report:\n%s", what, b)
-	return nil
+	}()
+	return func() <-chan struct{} { return changed }, cancel
 }
 
 func instance(r *reported.HostReportedState, app string) *reported.Instance {
@@ -349,14 +414,12 @@ func allIn(state reported.InstanceState, apps ...string) func(*reported.HostRepo
 	}
 }
 
-func deadlineWait(t testing.TB, cond func() bool) {
+// deadlineWait waits, as until does, until cond holds, and fails the test
+// if it does not within a minute.
+func (h *host) deadlineWait(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !h.until(t, time.Minute, cond) {
+		t.Fatal("timed out")
 	}
 }
 

@@ -70,12 +70,8 @@ func TestADaemonKilledMidPassIsRestartedAdoptsItsGuestsAndConverges(t *testing.T
 	more := append(apps, h.app("d", "d1"), h.app("e", "e1"), h.app("f", "f1"), h.app("g", "g1"), h.app("h", "h1"))
 	h.write(t, doc(more...))
 	// Kill it once some, but not all, of the new guests are up.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(guestPIDs(t, h)) < 5 {
-		if time.Now().After(deadline) {
-			t.Fatal("the new guests never started")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !h.until(t, time.Minute, func() bool { return len(guestPIDs(t, h)) >= 5 }) {
+		t.Fatal("the new guests never started")
 	}
 	if err := d1.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func TestCheckpointsAreMadeReportedAndDeletedOnlyWhenAskedAbsent(t *testing.T) {
 	// Asked absent: deleted.
 	d.Checkpoints = []desired.DesiredCheckpoint{{CheckpointId: "c1", VolumeId: "a-data", DesiredState: desired.Absent}}
 	h.write(t, d)
-	deadlineWait(t, func() bool { _, err := os.Stat(ref); return os.IsNotExist(err) })
+	h.deadlineWait(t, func() bool { _, err := os.Stat(ref); return os.IsNotExist(err) })
 }
 
 func TestAnExportThatCannotBeWrittenIsReportedFailedSayingWhyAndWhenItIsTriedAgain(t *testing.T) {
@@ -181,6 +181,7 @@ func TestAFailedSleepLeavesTheAppUpAndSaysWhenItTriesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.watch(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); d.Run(ctx) }()
@@ -221,6 +222,7 @@ func TestNoGuestStartsUntilTheNetworkRulesAreInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.watch(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(ctx) }()

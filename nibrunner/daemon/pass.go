@@ -121,6 +121,14 @@ func (d *Daemon) passEnded(n uint64) {
 	d.passed = make(chan struct{})
 }
 
+// afterPass returns a channel closed when the pass running now, or else
+// the next one, ends.
+func (d *Daemon) afterPass() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.passed
+}
+
 // stale reports whether what a pass that began at seq seen observed of a
 // is out of date: its worker is busy, or committed since.
 func (a *app) stale(seen uint64) bool { return a.busy || a.changedAt > seen }

@@ -38,7 +38,7 @@ func TestALayerNoDocumentNamesIsPrunedOnceItsGracePeriodEnds(t *testing.T) {
 	}
 	// ...and goes once it is over; a's layer, still named, stays.
 	h.offset.Store(int64(12 * time.Minute))
-	deadlineWait(t, func() bool { return !cached(digest) })
+	h.deadlineWait(t, func() bool { return !cached(digest) })
 	if !cached(h.layerDigest) {
 		t.Fatal("the layer a document still names was pruned")
 	}

@@ -277,7 +277,7 @@ func TestThroughTheDaemonARealGuestServesItsSeededVolumeKeepsItsStateAcrossSleep
 	d.Instances[0] = notes
 	h.write(t, d)
 	ctl := control.NewClient(control.SocketPath(filepath.Join(dir, "run")))
-	deadlineWait(t, func() bool {
+	h.deadlineWait(t, func() bool {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		return ctl.Sleep(cctx, "notes") == nil

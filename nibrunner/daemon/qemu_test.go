@@ -254,12 +254,9 @@ func openQEMUDaemonWith(ctx context.Context, dir string, img guestimage.Image, n
 // never does.
 func (h *host) waitLong(t *testing.T, what string, cond func(*reported.HostReportedState) bool, console func() string) *reported.HostReportedState {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
-		if r := h.readReport(t); r != nil && cond(r) {
-			return r
-		}
-		time.Sleep(200 * time.Millisecond)
+	var last *reported.HostReportedState
+	if h.until(t, 5*time.Minute, func() bool { last = h.readReport(t); return last != nil && cond(last) }) {
+		return last
 	}
 	b, _ := os.ReadFile(h.reportPath())
 	t.Fatalf("timed out waiting for %s:\n%s\nconsole:\n%s", what, b, console())

@@ -96,6 +96,7 @@ func wakeDuringABusyPass(b *testing.B, n int, latency time.Duration, starts int)
 	if err != nil {
 		b.Fatal(err)
 	}
+	h.watch(d)
 	px.SetWaker(d)
 	front := httptest.NewServer(px)
 	defer front.Close()
@@ -131,7 +132,7 @@ func wakeDuringABusyPass(b *testing.B, n int, latency time.Duration, starts int)
 	}
 	d.Kick()
 	// Once the starts are under way (the gate is full), the request.
-	deadlineWait(b, func() bool {
+	h.deadlineWait(b, func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		busy := 0

@@ -141,7 +141,7 @@ func TestBackendRoutesAndAWakeOfAnUpAppAnswerWhileAPassIsBlockedInTheVMM(t *test
 	d, _ := h.run(t, deps)
 	h.write(t, doc(h.app("a", "a1", withState(desired.StateOnRequest))))
 	h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
-	deadlineWait(t, func() bool { return d.Backend("a") != "" && routeState(d, "a.apps.example.net") == route.Up })
+	h.deadlineWait(t, func() bool { return d.Backend("a") != "" && routeState(d, "a.apps.example.net") == route.Up })
 	want := d.Backend("a")
 
 	bv.armed.Store(true)
