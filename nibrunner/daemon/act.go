@@ -13,7 +13,8 @@ import (
 )
 
 // act carries out a plan: take-downs and sleeps go to the apps' workers at
-// once; then the pass converges volumes, gives every app about to start a
+// once, and a deployment the planner gave up on is recorded out of
+// restarts (its guest, if up, taken down); then the pass converges volumes, gives every app about to start a
 // slot and the network its rules, admits starts into memory and hands them
 // to the workers; then checkpoints and exports. It does not wait for the
 // workers: each commits its result and asks for a pass.

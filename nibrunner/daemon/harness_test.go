@@ -27,6 +27,7 @@ import (
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm/fake"
+	"alpnib.dev/nibrunner/volume"
 	"alpnib.dev/nibrunner/watch"
 )
 
@@ -128,7 +129,7 @@ func (h *host) deps(inProcess bool) (Deps, *fake.VMM, error) {
 	}
 	return Deps{
 		VMM: v, Layers: layers,
-		Volumes:     FileVolumes{Dir: filepath.Join(h.dir, "volumes")},
+		Volumes:     volume.Files{Dir: filepath.Join(h.dir, "volumes")},
 		Checkpoints: cps, Exports: exps,
 		Router: NoRouter{},
 	}, v, nil
