@@ -18,12 +18,6 @@ type Source interface {
 	GetCertifiedChangesSince(ctx context.Context, version uint64, v *certificate.Verifier) (*nns.CertifiedChanges, error)
 }
 
-// ErrInvalidDeltas: a reply verified, but its deltas do not follow on from
-// the version asked for (a version missing, or none although the registry
-// is ahead) — the checks of validate_version_range upstream
-// (rs/registry/nns_data_provider/src/certification.rs).
-var ErrInvalidDeltas = errors.New("registry deltas do not form a range")
-
 // ErrBehind: the registry's latest version is older than the copy's, so the
 // copy is not of this registry's history.
 var ErrBehind = errors.New("the registry is behind the copy")
@@ -89,7 +83,7 @@ func Sync(ctx context.Context, dir string, src Source, v *certificate.Verifier, 
 // rebuildable says whether err means the copy, or a reply meant for it,
 // cannot be trusted (rather than that the network failed).
 func rebuildable(err error) bool {
-	return errors.Is(err, nns.ErrNotCertified) || errors.Is(err, ErrInvalidDeltas) || errors.Is(err, ErrBehind)
+	return errors.Is(err, nns.ErrNotCertified) || errors.Is(err, ErrBehind)
 }
 
 // Reset empties the copy back to version 0.
@@ -122,7 +116,7 @@ func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier) 
 		if err != nil {
 			return res, err
 		}
-		if err := checkRange(since, changes); err != nil {
+		if err := checkNotBehind(since, changes); err != nil {
 			return res, fmt.Errorf("get_certified_changes_since %d: %w", since, err)
 		}
 		applied, now, err := c.apply(ctx, since, changes.Deltas)
@@ -138,25 +132,13 @@ func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier) 
 	}
 }
 
-// checkRange holds a reply to what get_certified_changes_since promises:
-// its deltas start right after since and have no gap, and when the
-// registry is ahead of since there is at least one.
-func checkRange(since uint64, ch *nns.CertifiedChanges) error {
+// checkNotBehind refuses a reply whose registry is older than the copy:
+// the copy is then not of this registry's history. (That the deltas follow
+// on from since without a gap, nns checks for every reader: a reply that
+// does not is an nns.ErrInvalidDeltas, which is an nns.ErrNotCertified.)
+func checkNotBehind(since uint64, ch *nns.CertifiedChanges) error {
 	if ch.LatestVersion < since {
 		return fmt.Errorf("%w: its latest version is %d, the copy's %d", ErrBehind, ch.LatestVersion, since)
-	}
-	prev := since
-	for _, d := range ch.Deltas {
-		if d.Version != prev+1 {
-			return fmt.Errorf("%w: version %d follows %d", ErrInvalidDeltas, d.Version, prev)
-		}
-		prev = d.Version
-	}
-	if prev > ch.LatestVersion {
-		return fmt.Errorf("%w: a delta at %d is past the current version %d", ErrInvalidDeltas, prev, ch.LatestVersion)
-	}
-	if prev == since && ch.LatestVersion > since {
-		return fmt.Errorf("%w: the registry is at %d, past %d, but the reply has no delta", ErrInvalidDeltas, ch.LatestVersion, since)
 	}
 	return nil
 }
