@@ -187,12 +187,9 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			}
 		}
 		if err == nil {
-			err = resp.read(bc.r)
+			err = h.readResponseHead(bc)
 		}
-		if err == nil {
-			err = resp.parseResponse()
-		}
-		if err == nil || !bc.reused || hasBody || attempt > 0 {
+		if err == nil || !bc.reused || hasBody || attempt > 0 || headTimedOut(err) {
 			break
 		}
 		// A kept-alive connection the app had closed: once more on a new
@@ -202,6 +199,9 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	if err != nil {
 		if bc != nil {
 			bc.Close()
+		}
+		if headTimedOut(err) {
+			return false, h.timedOut(v, lg)
 		}
 		return false, h.failed(lg, err, true)
 	}
@@ -220,11 +220,11 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 				return false, h.failed(lg, err, true)
 			}
 		}
-		if err = resp.read(bc.r); err == nil {
-			err = resp.parseResponse()
-		}
-		if err != nil {
+		if err = h.readResponseHead(bc); err != nil {
 			bc.Close()
+			if headTimedOut(err) {
+				return false, h.timedOut(v, lg)
+			}
 			return false, h.failed(lg, err, true)
 		}
 	}
@@ -234,6 +234,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			bc.Close()
 			return false, h.failed(lg, errors.New("the app switched protocols unasked"), true)
 		}
+		_ = bc.SetReadDeadline(time.Time{}) // the stream is not timed
 		h.writeResponseHead(false)
 		lg.bytesIn, lg.bytesOut = h.splice(bc, v.m)
 		return false, lg
@@ -244,6 +245,13 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	noBody := string(req.bytes(req.first[0])) == "HEAD" || resp.status == 204 || resp.status == 304
 	untilEOF := !noBody && !resp.chunked && resp.contentLength < 0
 	closing := req.close || untilEOF || bodyUnsent || h.s.closing.Load()
+	if !noBody && (resp.contentLength < 0 || int64(bc.r.Buffered()) < resp.contentLength) {
+		// The body is not all here yet, and only the head is timed: a
+		// stream may take as long as it takes. (A connection whose body
+		// came whole with its head keeps its passed deadline; the next
+		// request on it sets its own before reading.)
+		_ = bc.SetReadDeadline(time.Time{})
+	}
 	h.writeResponseHead(closing)
 	out := flow{}
 	switch {
@@ -267,6 +275,29 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 		bc.Close()
 	}
 	return err == nil && !closing, lg
+}
+
+// readResponseHead reads the app's answer's head (or an interim one),
+// waiting at most ResponseHeaderTimeout for it.
+func (h *h1conn) readResponseHead(bc *bconn) error {
+	_ = bc.SetReadDeadline(time.Now().Add(h.p.opts.ResponseHeaderTimeout))
+	err := h.resp.read(bc.r)
+	if err == nil {
+		err = h.resp.parseResponse()
+	}
+	return err
+}
+
+// timedOut answers 504 for an app that began no answer in time.
+func (h *h1conn) timedOut(v verdict, lg requestLog) requestLog {
+	d := h.p.opts.ResponseHeaderTimeout
+	h.p.opts.Logf("nibrunnerd: proxy: app %s (%s %s): began no answer within %v (ResponseHeaderTimeout); answered 504", v.app, h.req.bytes(h.req.host), h.req.bytes(h.req.first[1]), d)
+	a := answerTimedOut(d)
+	lg.status = a.status
+	writeAnswer(h.w, a, "", true)
+	_ = h.w.Flush()
+	lg.bytesOut = int64(len(a.text) + 1)
+	return lg
 }
 
 // failed answers 502 for an app that could not be reached or broke off,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 )
 
 // maxHead bounds a request's or response's line and headers together, as
@@ -68,7 +69,9 @@ func (h *head) read(r *bufio.Reader) error {
 			}
 			if err != bufio.ErrBufferFull {
 				if len(h.buf) > 0 {
-					return errMalformed // cut off mid-head
+					// Cut off mid-head; the cause stays visible (a
+					// deadline that passed is a timeout, not bad input).
+					return fmt.Errorf("%w: %w", errMalformed, err)
 				}
 				return err
 			}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"strings"
+	"time"
 )
 
 // answer is a reply the proxy gives itself, not the app.
@@ -29,6 +30,11 @@ const statusClientLeft = 499
 // wakeFailed is the 503 for a wake that did not bring the app up.
 func wakeFailed(err error) answer {
 	return answer{http.StatusServiceUnavailable, "This app could not be woken: " + strings.TrimSuffix(err.Error(), ".") + "."}
+}
+
+// answerTimedOut is the 504 for an app that began no answer within d.
+func answerTimedOut(d time.Duration) answer {
+	return answer{http.StatusGatewayTimeout, "This app did not begin its answer within " + d.String() + "."}
 }
 
 // reply writes a as plain text with a trailing newline.

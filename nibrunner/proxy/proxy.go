@@ -13,6 +13,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -58,6 +59,13 @@ type Options struct {
 	BackendHost string
 	// DialTimeout bounds connecting to an app (default 5 s).
 	DialTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for an app to begin its
+	// answer once the request (and any body) is sent: past it the client
+	// gets 504 and the app's connection is closed (default 60 s, nginx's
+	// proxy_read_timeout). Only the head is timed: a body, a stream of
+	// server-sent events or an upgraded connection (WebSocket) goes on
+	// as long as the app sends it.
+	ResponseHeaderTimeout time.Duration
 	// Now is the clock traffic is measured by (default time.Now).
 	Now func() time.Time
 	// Logf logs one line (default log.Printf).
@@ -117,6 +125,9 @@ func New(opts Options) *Proxy {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if opts.ResponseHeaderTimeout <= 0 {
+		opts.ResponseHeaderTimeout = 60 * time.Second
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -146,6 +157,7 @@ func New(opts Options) *Proxy {
 			MaxIdleConnsPerHost:   64,
 			IdleConnTimeout:       90 * time.Second,
 			ExpectContinueTimeout: time.Second,
+			ResponseHeaderTimeout: opts.ResponseHeaderTimeout,
 		},
 		ErrorHandler: p.backendFailed,
 		BufferPool:   &bufferPool{},
@@ -340,8 +352,24 @@ func (p *Proxy) backendFailed(w http.ResponseWriter, r *http.Request, err error)
 	if r.Context().Err() != nil {
 		return // the client left; nobody reads an answer
 	}
+	if headTimedOut(err) {
+		p.opts.Logf("nibrunnerd: proxy: %s %s: the app began no answer within %v (ResponseHeaderTimeout)", r.Host, r.URL.Path, p.opts.ResponseHeaderTimeout)
+		reply(w, answerTimedOut(p.opts.ResponseHeaderTimeout))
+		return
+	}
 	p.opts.Logf("nibrunnerd: proxy: %s %s: %v", r.Host, r.URL.Path, err)
 	reply(w, unreachable)
+}
+
+// headTimedOut tells a wait for an answer's head that timed out from
+// other failures (a dial that timed out is the app being unreachable).
+func headTimedOut(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // normalHost is a Host header or SNI name as the table keys it: no port,

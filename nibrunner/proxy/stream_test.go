@@ -36,17 +36,16 @@ func echoUpgrade(t *testing.T) int {
 	}))
 }
 
-func TestAnUpgradedStreamIsCarriedAndCountsAsBusyWhileOpen(t *testing.T) {
-	p := newProxy(t, &fakeWaker{})
-	addr := serve(t, p, ListenConfig{})
-	apply(t, p, routeTo("chat.example.com", "chat", echoUpgrade(t), route.Up))
-
+// dialUpgrade asks the proxy at addr to upgrade a connection to host's
+// echo protocol, and returns it once the answer is 101.
+func dialUpgrade(t *testing.T, addr, host string) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	fmt.Fprint(conn, "GET / HTTP/1.1\r\nHost: chat.example.com\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", host)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -56,6 +55,15 @@ func TestAnUpgradedStreamIsCarriedAndCountsAsBusyWhileOpen(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("got %d %q, want 101", resp.StatusCode, b)
 	}
+	return conn, br
+}
+
+func TestAnUpgradedStreamIsCarriedAndCountsAsBusyWhileOpen(t *testing.T) {
+	p := newProxy(t, &fakeWaker{})
+	addr := serve(t, p, ListenConfig{})
+	apply(t, p, routeTo("chat.example.com", "chat", echoUpgrade(t), route.Up))
+
+	conn, br := dialUpgrade(t, addr, "chat.example.com")
 	fmt.Fprint(conn, "hello\n")
 	if line, err := br.ReadString('\n'); err != nil || line != "hello\n" {
 		t.Fatalf("echo %q, %v", line, err)
