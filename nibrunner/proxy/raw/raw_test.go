@@ -2,18 +2,23 @@ package raw
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/route"
 )
 
@@ -280,6 +285,51 @@ func TestAWakeThatFailsResetsTheHeldConnection(t *testing.T) {
 	}
 }
 
+func TestAUDPFlowWhoseWakeFailsIsRefusedWithPortUnreachableCountedAndLogged(t *testing.T) {
+	testenv.RequireRoot(t) // a raw ICMP socket needs CAP_NET_RAW
+	w := &gatedWaker{release: make(chan struct{}), err: errors.New("out of memory")}
+	close(w.release)
+	rec := &countingRecorder{}
+	var logged syncLines
+	r := New(Options{ListenAddress: "127.0.0.1", Logf: logged.Logf, Recorder: rec})
+	t.Cleanup(r.Close)
+	r.SetWaker(w)
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: "127.0.0.1:1", State: route.Sleeping})
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("anyone?"))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 10)); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a datagram to an app whose wake failed: %v, want port unreachable (connection refused)", err)
+	}
+	waitFor(t, "the flow is counted as refused", func() bool { return rec.refusedUDP.Load() == 1 })
+	if l := logged.String(); !strings.Contains(l, "app game udp port") || !strings.Contains(l, "out of memory") || !strings.Contains(l, "refused with port unreachable") {
+		t.Fatalf("the log says %q", l)
+	}
+}
+
+func TestAPortUnreachableQuotesTheRefusedDatagramsHeaders(t *testing.T) {
+	client, local := netip.MustParseAddrPort("10.0.0.7:40000"), netip.MustParseAddrPort("192.0.2.1:5353")
+	m := portUnreachable(client, local, []byte("hello"))
+	if m[0] != 3 || m[1] != 3 || checksum(m) != 0 {
+		t.Fatalf("ICMP type %d code %d, checksum over the message %#x (want 3, 3, 0)", m[0], m[1], checksum(m))
+	}
+	ip, udp := m[8:28], m[28:36]
+	if ip[9] != syscall.IPPROTO_UDP || !bytes.Equal(ip[12:16], []byte{10, 0, 0, 7}) || !bytes.Equal(ip[16:20], []byte{192, 0, 2, 1}) || checksum(ip) != 0 {
+		t.Fatalf("the quoted IP header %x", ip)
+	}
+	if binary.BigEndian.Uint16(udp[0:]) != 40000 || binary.BigEndian.Uint16(udp[2:]) != 5353 || binary.BigEndian.Uint16(udp[4:]) != 13 || string(m[36:]) != "hello" {
+		t.Fatalf("the quoted UDP header and payload %x %q", udp, m[36:])
+	}
+	m6 := portUnreachable(netip.MustParseAddrPort("[2001:db8::7]:40000"), netip.MustParseAddrPort("[2001:db8::1]:5353"), make([]byte, 100))
+	if m6[0] != 1 || m6[1] != 4 || m6[8+6] != syscall.IPPROTO_UDP || len(m6) != 8+40+8+quotedPayload {
+		t.Fatalf("ICMPv6 type %d code %d, next header %d, %d bytes", m6[0], m6[1], m6[8+6], len(m6))
+	}
+}
+
 func TestRawBytesInAndOpenConnectionsAreTheAppsTraffic(t *testing.T) {
 	g := listenEcho(t, "127.0.0.1:0")
 	r := newRelay(t, Options{})
@@ -321,13 +371,35 @@ func TestClosingTheRelayLeavesNoGoroutineBehind(t *testing.T) {
 	}
 }
 
-// countingRecorder counts dropped datagrams.
-type countingRecorder struct{ dropped atomic.Int64 }
+// countingRecorder counts dropped datagrams and refused UDP flows.
+type countingRecorder struct{ dropped, refusedUDP atomic.Int64 }
 
-func (c *countingRecorder) RawConnection(app, proto, outcome string, in, out int64) {}
-func (c *countingRecorder) RawOpen(app, proto string, delta int)                    {}
-func (c *countingRecorder) RawDropped(app string, n int)                            { c.dropped.Add(int64(n)) }
-func (c *countingRecorder) WakeWaited(via string, d time.Duration, err error)       {}
+func (c *countingRecorder) RawConnection(app, proto, outcome string, in, out int64) {
+	if proto == "udp" && outcome == "refused" {
+		c.refusedUDP.Add(1)
+	}
+}
+func (c *countingRecorder) RawOpen(app, proto string, delta int)              {}
+func (c *countingRecorder) RawDropped(app string, n int)                      { c.dropped.Add(int64(n)) }
+func (c *countingRecorder) WakeWaited(via string, d time.Duration, err error) {}
+
+// syncLines gathers log lines from any goroutine.
+type syncLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLines) Logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.b, format+"\n", args...)
+}
+
+func (l *syncLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // waitFor polls cond for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"alpnib.dev/nibrunner/route"
 )
 
 // flow is one UDP client of a port. What it sends goes to the guest over
@@ -112,6 +114,9 @@ func (f *flow) run() {
 	p := pt.route()
 	if err := r.ready(r.ctx, p, "udp"); err != nil {
 		outcome = "refused"
+		if r.ctx.Err() == nil { // not the relay closing
+			f.refuse(p, err)
+		}
 		return
 	}
 	ga, err := net.ResolveUDPAddr("udp", pt.route().Addr)
@@ -165,6 +170,27 @@ func (f *flow) run() {
 			return
 		}
 	}
+}
+
+// refuse answers a flow whose app could not be woken as a port nothing
+// listens on would: the first datagram it queued gets an ICMP port
+// unreachable, and the daemon's log says so with the app (the queue is
+// counted as dropped when the flow ends).
+func (f *flow) refuse(p route.Port, why error) {
+	f.mu.Lock()
+	n := len(f.queue)
+	var first []byte
+	if n > 0 {
+		first = f.queue[0]
+	}
+	f.mu.Unlock()
+	local, _ := netip.ParseAddrPort(f.pt.udp.LocalAddr().String())
+	err := sendPortUnreachable(f.client, local, first)
+	if err != nil {
+		f.pt.r.opts.Logf("nibrunnerd: raw relay: app %s udp port %d: the wake failed (%v); %d datagrams from %v dropped, and no port unreachable could be sent: %v", p.AppID, p.HostPort, why, n, f.client, err)
+		return
+	}
+	f.pt.r.opts.Logf("nibrunnerd: raw relay: app %s udp port %d: the wake failed (%v); %d datagrams from %v refused with port unreachable", p.AppID, p.HostPort, why, n, f.client)
 }
 
 // end forgets the flow and closes its socket (once).
