@@ -23,18 +23,34 @@ import (
 // (proxy.New as its Router), all on loopback: what a user of the host
 // sees when asking for an app by its hostname.
 
-// recordingRouter is the proxy, keeping every table the daemon applied.
+// recordingRouter is the proxy, keeping every table the daemon applied;
+// applied is closed, and replaced, at each one.
 type recordingRouter struct {
 	*proxy.Proxy
-	mu     sync.Mutex
-	tables [][]route.Route
+	mu      sync.Mutex
+	tables  [][]route.Route
+	applied chan struct{}
 }
 
 func (r *recordingRouter) Apply(ctx context.Context, routes []route.Route) error {
 	r.mu.Lock()
 	r.tables = append(r.tables, append([]route.Route(nil), routes...))
+	if r.applied != nil {
+		close(r.applied)
+	}
+	r.applied = make(chan struct{})
 	r.mu.Unlock()
 	return r.Proxy.Apply(ctx, routes)
+}
+
+// next returns the channel closed when the daemon applies its next table.
+func (r *recordingRouter) next() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		r.applied = make(chan struct{})
+	}
+	return r.applied
 }
 
 // first is the first route applied for hostname that cond accepts.
@@ -81,15 +97,21 @@ func askHost(t *testing.T, base, hostname string) (int, string) {
 
 func waitRoute(t *testing.T, rr *recordingRouter, hostname, what string, cond func(route.Route) bool) route.Route {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for {
+		// Taken before the question, so a table applied in between is not
+		// missed.
+		applied := rr.next()
 		if rt, ok := rr.first(hostname, cond); ok {
 			return rt
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-applied:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
-	t.Fatalf("timed out waiting for %s", what)
-	return route.Route{}
 }
 
 func TestARequestByHostnameReachesTheFakeVMMsGuestThroughTheProxy(t *testing.T) {
