@@ -21,7 +21,9 @@ var ErrClosed = errors.New("the daemon is closing")
 // next turn at the VM gate. Callers that arrive while a wake (or a boot)
 // is under way share it: they wait on the same app's signal. A wake never
 // spends the restart budget, and is refused (the activator answers 503)
-// while memory is short.
+// while memory is short. An app with no slot yet (its first boot) is the
+// next pass's to start; when that pass holds the start back (every slot
+// taken), the wake answers why instead of waiting for its context to end.
 func (d *Daemon) Wake(ctx context.Context, app string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -109,8 +111,12 @@ func (d *Daemon) wakeDone(a *app) (bool, error) {
 		return false, nil
 	}
 	if !a.wantAwake {
-		// The wake's start committed without a guest.
+		// The wake's start committed without a guest, or a wake it
+		// shared gave up on a pass that held the start back.
 		why := a.failure
+		if why == "" && !a.hasSlot {
+			why = a.heldBack
+		}
 		if why == "" {
 			why = "the guest went down while waking"
 		}
