@@ -25,6 +25,8 @@ func FuzzUnpackNeverWritesOutsideItsFolder(f *testing.F) {
 		tarOf(t, hardlink("h", "/etc/passwd")),
 		tarOf(t, entry{name: "dev", typ: tar.TypeChar}),
 		zipOf(t, file("a/b", "x", 0o644), symlink("a/c", "/etc")),
+		tarOf(t, file("zeros", string(make([]byte, 3*holeChunk+7)), 0o644)),
+		gnuSparseTar(t, 1<<20, 300<<10),
 	} {
 		f.Add(seed)
 	}

@@ -57,10 +57,13 @@ func DetectArchive(head []byte) (ArchiveFormat, error) {
 // written.
 type UnpackOptions struct {
 	UID, GID int
-	// Limit caps the space the entries may take (file bytes rounded up to
-	// 4 KiB blocks, plus a block per folder and link), so an archive too big
-	// for its volume — or a zip bomb — stops early instead of filling the
-	// host's disk. 0 means no cap.
+	// Limit caps the space the entries may take (the file bytes written
+	// rounded up to 4 KiB blocks, a block for a file with none and one per
+	// folder and link; runs of zeros are left as holes and cost nothing,
+	// see writeHoles), so an archive too
+	// big for its volume — or a zip bomb — stops within 64 KiB of the cap
+	// instead of filling the host's disk; the files' sizes, holes
+	// included, may be at most 64 times the cap. 0 means no cap.
 	Limit int64
 }
 
@@ -163,8 +166,18 @@ type unpacker struct {
 	opt    UnpackOptions
 	stats  UnpackStats
 	used   int64
-	files  map[string]bool // regular files written, for hard links
+	// logical sums the files' sizes, holes included (see holeAllowance).
+	logical int64
+	files   map[string]bool // regular files written, for hard links
 }
+
+// holeAllowance bounds the files' sizes, holes included, at this many
+// times the limit. A hole costs no disk but is still read (as zeros from
+// the archive reader) and checked, so an archive of a few bytes that
+// claims a sparse file of a petabyte would otherwise keep an unpack busy
+// for days; a volume's sparse files are rarely more than a few times its
+// size.
+const holeAllowance = 64
 
 const blockSize = 4096
 
@@ -311,11 +324,56 @@ func kindOf(m fs.FileMode) string {
 	return "special file"
 }
 
+// holeChunk is the unit of hole finding on restore: an aligned run of
+// this many zero bytes becomes a hole. It is a multiple of every common
+// filesystem block size, so a hole left is a hole the filesystem keeps.
+const holeChunk = 64 << 10
+
+var zeroChunk [holeChunk]byte
+
+// writeHoles copies r into the new, empty file f, leaving each aligned
+// holeChunk of zeros (and a last, shorter chunk of zeros) as a hole (seeked over, not written), and sets the
+// file's size at the end, so a file that ends in zeros ends in a hole. It
+// charges the bytes it writes as it writes them, so an archive that does
+// not fit stops within a chunk of its limit. It returns the bytes read and
+// the bytes written.
+func (u *unpacker) writeHoles(f *os.File, r io.Reader) (read, written int64, err error) {
+	buf := make([]byte, holeChunk)
+	for {
+		k, rerr := io.ReadFull(r, buf)
+		if k > 0 {
+			if !bytes.Equal(buf[:k], zeroChunk[:k]) {
+				if err := u.charge(int64(k)); err != nil {
+					return read, written, err
+				}
+				if _, err := f.WriteAt(buf[:k], read); err != nil {
+					return read, written, err
+				}
+				written += int64(k)
+			}
+			read += int64(k)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return read, written, rerr
+		}
+		if err := u.ctx.Err(); err != nil {
+			return read, written, err
+		}
+	}
+	return read, written, f.Truncate(read)
+}
+
 // file writes one regular file. It writes at most the declared size (a
-// longer stream is a corrupt archive) and charges what it writes.
+// longer stream is a corrupt archive), keeps its runs of zeros as holes
+// (writeHoles) and charges what it writes, rounded up to blocks (a block
+// when it writes nothing): a sparse file costs its data, not its size.
 func (u *unpacker) file(name string, r io.Reader, size int64, perm fs.FileMode) error {
-	if err := u.charge(size); err != nil {
-		return fmt.Errorf("entry %q: %w", name, err)
+	u.logical += size
+	if size < 0 || u.opt.Limit > 0 && u.logical > holeAllowance*u.opt.Limit {
+		return fmt.Errorf("entry %q: %w: its files' sizes, holes included, pass %d bytes (%d times the limit), and every hole is read", name, ErrDoesNotFit, holeAllowance*u.opt.Limit, holeAllowance)
 	}
 	if err := u.parent(name); err != nil {
 		return err
@@ -327,7 +385,7 @@ func (u *unpacker) file(name string, r io.Reader, size int64, perm fs.FileMode) 
 	if err != nil {
 		return fmt.Errorf("entry %q: %w", name, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(r, size+1))
+	n, written, err := u.writeHoles(f, io.LimitReader(r, size+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -336,6 +394,11 @@ func (u *unpacker) file(name string, r io.Reader, size int64, perm fs.FileMode) 
 	}
 	if n != size {
 		return fmt.Errorf("entry %q: declared %d bytes, holds %d", name, size, n)
+	}
+	if written == 0 {
+		if err := u.charge(0); err != nil {
+			return fmt.Errorf("entry %q: %w", name, err)
+		}
 	}
 	if err := u.root.Chmod(name, perm); err != nil {
 		return fmt.Errorf("entry %q: %w", name, err)
