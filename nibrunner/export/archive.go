@@ -43,7 +43,9 @@ type Stats struct {
 
 // WriteTar writes the tar of an export to w: the pax marker, then the tree
 // at root under data/ (owners, modes, mtimes, symlinks and hard links as
-// they are), then env as .env unless env is nil.
+// they are; a file with holes as a GNU sparse 1.0 entry holding only its
+// data), then env as .env unless env is nil. Stats.Bytes counts the file
+// bytes stored, holes left out.
 func WriteTar(ctx context.Context, w io.Writer, root string, env desired.TenantEnvironment) (Stats, error) {
 	var st Stats
 	tw := tar.NewWriter(w)
@@ -101,25 +103,21 @@ func WriteTar(ctx context.Context, w io.Writer, root string, env desired.TenantE
 				}
 			}
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		switch {
-		case m.IsDir():
-			st.Dirs++
-		case h.Typeflag == tar.TypeReg:
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			n, err := io.Copy(tw, f)
-			f.Close()
+		if h.Typeflag == tar.TypeReg {
+			n, err := writeFile(tw, w, h, p)
 			if err != nil {
 				return err
 			}
 			st.Files++
 			st.Bytes += n
-		default:
+			return nil
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if m.IsDir() {
+			st.Dirs++
+		} else {
 			st.Links++
 		}
 		return nil
@@ -138,6 +136,35 @@ func WriteTar(ctx context.Context, w io.Writer, root string, env desired.TenantE
 		}
 	}
 	return st, tw.Close()
+}
+
+// writeFile writes the regular file at p, whose header is h, and returns
+// the bytes of data it stored: a file with holes as a sparse entry (only
+// its data runs, see sparse.go), any other as a plain one.
+func writeFile(tw *tar.Writer, w io.Writer, h *tar.Header, p string) (int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var m []extent
+	if h.Size > 0 {
+		runs, err := dataRuns(f, h.Size)
+		if err != nil {
+			return 0, err
+		}
+		m = sparseMap(runs, h.Size)
+	}
+	if m != nil {
+		if err := tw.Flush(); err != nil {
+			return 0, err
+		}
+		return writeSparse(w, h, f, m)
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return 0, err
+	}
+	return io.Copy(tw, f)
 }
 
 // DotEnv renders env as a .env file: one NAME=value line per variable in

@@ -206,17 +206,7 @@ func bigTree(t *testing.T, dir string) string {
 			}
 		}
 	}
-	sparse, err := os.Create(filepath.Join(root, "sparse.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sparse.Truncate(1 << 30)
-	buf := make([]byte, 4<<20)
-	for i := range 5 {
-		rand.Read(buf)
-		sparse.WriteAt(buf, int64(i)*(200<<20))
-	}
-	sparse.Close()
+	sparseFile(t, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20, 600<<20, 800<<20)
 	return tree
 }
 
