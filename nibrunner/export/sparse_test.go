@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
 	"os/exec"
@@ -284,4 +286,46 @@ func TestA1GiBSparseFileHolding20MiBRoundTripsThroughAnExportAsItsDataAndGNUTarR
 		t.Fatalf("tar -xzf: %v: %s", err, out)
 	}
 	same(t, root, filepath.Join(x, DataDir))
+}
+
+func TestAnExportOfA1GiBSparseFileHolding20MiBSeedsAVolumeOf64MiBOnAnotherHost(t *testing.T) {
+	needs(t)
+	_, objects := s3Store(t)
+	dir := t.TempDir()
+	img, root := sparseVolume(t, dir)
+	w := newWriter(t, dir, objects)
+	if _, err := w.Write(context.Background(), desired.DesiredExport{ExportId: "e1", ObjectKey: "sparse.tar.gz"}, checkpoint.Volume{ID: "v", Path: img}); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := objects.Get(context.Background(), "sparse.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.New()
+	io.Copy(sum, r)
+	r.Close()
+
+	// The other host seeds a new volume from the object, as a document's
+	// initialContents asks: unpacked, then formatted into the image.
+	other := &volume.Local{Dir: filepath.Join(dir, "other"), Store: objects}
+	os.Mkdir(other.Dir, 0o755)
+	v, err := other.Converge(context.Background(), volume.Spec{VolumeID: "restored", SizeBytes: 64 << 20, State: volume.Present,
+		InitialContents: &volume.Contents{ObjectKey: "sparse.tar.gz", Digest: hex.EncodeToString(sum.Sum(nil)), DestinationPath: "/"}})
+	if err != nil {
+		t.Fatalf("seed a 64 MiB volume from the export: %v", err)
+	}
+	if a := allocated(t, v.Path); a > 40<<20 {
+		t.Errorf("the restored 64 MiB volume takes %d bytes on the host", a)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	out, err := exec.Command("mount", "-o", "ro,loop", v.Path, mnt).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mount the restored volume: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	same(t, root, filepath.Join(mnt, guest.VolumeUpperDir))
+	if a := allocated(t, filepath.Join(mnt, guest.VolumeUpperDir, "sparse.bin")); a > 21<<20 {
+		t.Errorf("sparse.bin takes %d bytes in the restored volume; want about its 20 MiB", a)
+	}
 }
