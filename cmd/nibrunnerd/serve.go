@@ -180,7 +180,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 			return err
 		}
 		deps.VMM = v
-		deps.Network = daemon.HostNetwork{Host: network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}}
+		deps.Network = network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}
 		if userNetwork {
 			deps.Network = daemon.NoNetwork{}
 		}

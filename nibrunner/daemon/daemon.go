@@ -29,6 +29,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/metrics"
+	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
@@ -138,7 +139,7 @@ type Daemon struct {
 	usage     map[string]volume.Usage
 	netReady  bool
 	netErr    string
-	lastNet   []NetSlot
+	lastNet   []network.App
 	lastPass  time.Time
 	lastFlush time.Time
 	forgotten []string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm/fake"
@@ -203,7 +204,7 @@ func TestAFailedSleepLeavesTheAppUpAndSaysWhenItTriesAgain(t *testing.T) {
 // brokenNetwork refuses to apply the host's rules until fixed.
 type brokenNetwork struct{ fixed atomic.Bool }
 
-func (n *brokenNetwork) Apply(context.Context, []NetSlot) error {
+func (n *brokenNetwork) Apply(context.Context, []network.App) error {
 	if !n.fixed.Load() {
 		return errors.New("nft: table nibrun could not be loaded")
 	}

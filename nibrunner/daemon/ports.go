@@ -8,8 +8,8 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
-	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/volume"
 )
 
@@ -43,23 +43,12 @@ type VolumeUsage interface {
 	Usage(ctx context.Context, id string) (volume.Usage, error)
 }
 
-// NetSlot is one app's place in the host network ruleset.
-type NetSlot struct {
-	AppID   string
-	Slot    int
-	Network vmm.Network
-	// HTTPPort is the guest port behind the slot's first host port.
-	HTTPPort int
-	Ports    []vmm.Port
-	// Forward: DNAT the slot's host ports to the guest (only while up).
-	Forward bool
-}
-
 // Network renders and applies the host's whole ruleset (taps, addresses,
-// the nftables table) from every slot at once. The daemon calls it only
-// when the slots change, and starts nothing until it has succeeded once.
+// the nftables table) from every app with a slot at once; network.Host is
+// the production one. The daemon calls it only when the apps change, and
+// starts nothing until it has succeeded once.
 type Network interface {
-	Apply(ctx context.Context, slots []NetSlot) error
+	Apply(ctx context.Context, apps []network.App) error
 }
 
 // Router holds the HTTP proxy's routing table (route.Router); Apply

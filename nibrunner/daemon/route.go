@@ -8,6 +8,7 @@ import (
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
+	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/vmm"
@@ -40,8 +41,8 @@ func (d *Daemon) routeAndNetwork(ctx context.Context) {
 
 // netSlots is the network's table: every listed app with a slot, its
 // ports forwarded while its guest is up (mu held).
-func (d *Daemon) netSlots() []NetSlot {
-	var nets []NetSlot
+func (d *Daemon) netSlots() []network.App {
+	var nets []network.App
 	if d.doc == nil {
 		return nets
 	}
@@ -51,7 +52,11 @@ func (d *Daemon) netSlots() []NetSlot {
 		if a == nil || !a.hasSlot {
 			continue
 		}
-		nets = append(nets, NetSlot{AppID: a.id, Slot: a.slot, Network: slot.Network(a.slot), HTTPPort: int(in.Config.HttpPort), Ports: ports(in, a.slot), Forward: a.up()})
+		var guestPorts []int
+		for _, p := range ports(in, a.slot) {
+			guestPorts = append(guestPorts, p.GuestPort)
+		}
+		nets = append(nets, network.App{AppID: a.id, Slot: a.slot, HTTPPort: int(in.Config.HttpPort), Ports: guestPorts, Running: a.up()})
 	}
 	return nets
 }

@@ -69,7 +69,7 @@ func TestTheDaemonWakesAnAppThroughItsRawPortsOverTCPAndUDP(t *testing.T) {
 	relay := newRelay(t, Options{WakeTimeout: 3 * time.Minute})
 	dns := []netip.Addr{hostIP}
 	deps.VMM, deps.Router, deps.Ports, deps.Traffic = v, daemon.NoRouter{}, relay, relay
-	deps.Network = daemon.HostNetwork{Host: network.Host{DNS: dns}}
+	deps.Network = network.Host{DNS: dns}
 	desiredPath := filepath.Join(dir, "control", "desired.json")
 	d, err := daemon.Open(ctx, daemon.Config{
 		HostID: "raw-host", DesiredPath: desiredPath, StateDir: stateDir,
