@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,4 +123,24 @@ func TestADaemonKilledMidExportFinishesItAfterARestartAndLeavesNoIncompleteUploa
 	if len(left) != 0 {
 		t.Errorf("the staging folder holds %v", left)
 	}
+	if held := loopsUnder(t, h.dir); len(held) != 0 {
+		t.Errorf("loop devices are still attached to staged copies: %v", held)
+	}
+}
+
+// loopsUnder lists the loop devices whose backing file is under dir
+// (deleted or not): a staged copy the export did not let go of.
+func loopsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	out, err := exec.Command("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE").CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup --list: %v: %s", err, out)
+	}
+	var held []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(line, dir+"/") {
+			held = append(held, strings.TrimSpace(line))
+		}
+	}
+	return held
 }
