@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/store/s3test"
 )
@@ -30,7 +31,7 @@ func BenchmarkCheckpointOf1GiBVolumeHolding200MiB(b *testing.B) {
 	for i := range 50 {
 		offsets = append(offsets, int64(i)*(20<<20))
 	}
-	sparseFile(b, src, 1<<30, 4<<20, offsets...)
+	testenv.SparseFile(b, src, 1<<30, 4<<20, offsets...)
 	s, err := Open(context.Background(), Options{Dir: filepath.Join(dir, "ckpt"), Objects: objects, Prefix: "checkpoints/"})
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -12,36 +11,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/store/s3test"
 )
-
-// sparseFile makes a file of size bytes holding random data at each offset
-// in runs (run bytes each) and holes elsewhere.
-func sparseFile(t testing.TB, path string, size, run int64, offsets ...int64) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, run)
-	for _, off := range offsets {
-		rand.Read(buf)
-		if _, err := f.WriteAt(buf, off); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func digest(t testing.TB, path string) string {
 	t.Helper()
@@ -57,19 +35,10 @@ func digest(t testing.TB, path string) string {
 	return string(h.Sum(nil))
 }
 
-func allocated(t testing.TB, path string) int64 {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Sys().(*syscall.Stat_t).Blocks * 512
-}
-
 func TestASparseCopyWritesOnlyTheDataAndKeepsTheHoles(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "vol"), filepath.Join(dir, "copy")
-	sparseFile(t, src, 64<<20, 1<<20, 0, 30<<20, 63<<20)
+	testenv.SparseFile(t, src, 64<<20, 1<<20, 0, 30<<20, 63<<20)
 	st, err := CopySparse(context.Background(), src, dst)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +49,7 @@ func TestASparseCopyWritesOnlyTheDataAndKeepsTheHoles(t *testing.T) {
 	if !st.Cloned && st.Written != 3<<20 {
 		t.Errorf("the copy wrote %d bytes, want the 3 MiB of data", st.Written)
 	}
-	if a := allocated(t, dst); a > 4<<20 {
+	if a := testenv.Allocated(t, dst); a > 4<<20 {
 		t.Errorf("the copy takes %d bytes on disk, want about 3 MiB", a)
 	}
 	if digest(t, src) != digest(t, dst) {
@@ -91,7 +60,7 @@ func TestASparseCopyWritesOnlyTheDataAndKeepsTheHoles(t *testing.T) {
 func TestTheSparseContainerHoldsOnlyTheDataAndRestoresTheFileWithItsHoles(t *testing.T) {
 	dir := t.TempDir()
 	src, back := filepath.Join(dir, "vol"), filepath.Join(dir, "back")
-	sparseFile(t, src, 64<<20, 4096, 0, 8192, 40<<20, 64<<20-4096)
+	testenv.SparseFile(t, src, 64<<20, 4096, 0, 8192, 40<<20, 64<<20-4096)
 	var buf bytes.Buffer
 	n, err := WriteSparse(context.Background(), &buf, src)
 	if err != nil {
@@ -107,7 +76,7 @@ func TestTheSparseContainerHoldsOnlyTheDataAndRestoresTheFileWithItsHoles(t *tes
 	if size != 64<<20 || digest(t, src) != digest(t, back) {
 		t.Errorf("restored %d bytes differing from the original", size)
 	}
-	if a := allocated(t, back); a > 1<<20 {
+	if a := testenv.Allocated(t, back); a > 1<<20 {
 		t.Errorf("the restored file takes %d bytes on disk; its holes were filled", a)
 	}
 }
@@ -115,7 +84,7 @@ func TestTheSparseContainerHoldsOnlyTheDataAndRestoresTheFileWithItsHoles(t *tes
 func TestAContainerCutShortIsRefusedAndLeavesNoFile(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "vol")
-	sparseFile(t, src, 1<<20, 4096, 0)
+	testenv.SparseFile(t, src, 1<<20, 4096, 0)
 	var buf bytes.Buffer
 	if _, err := WriteSparse(context.Background(), &buf, src); err != nil {
 		t.Fatal(err)
@@ -163,7 +132,7 @@ func (f *freezer) String() string {
 func TestASnapshotOfAMountedVolumeFreezesItForTheCopyWithinTheBoundAndThawsIt(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "vol")
-	sparseFile(t, src, 8<<20, 4096, 0)
+	testenv.SparseFile(t, src, 8<<20, 4096, 0)
 	f := &freezer{}
 	st, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, Freezer: f}, filepath.Join(dir, "copy"), 3*time.Second)
 	if err != nil {
@@ -195,7 +164,7 @@ func TestASnapshotWhoseCopyFailsStillThawsTheGuest(t *testing.T) {
 func TestASnapshotWhoseFreezeFailsThawsAnywayAndSaysWhy(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "vol")
-	sparseFile(t, src, 1<<20, 4096, 0)
+	testenv.SparseFile(t, src, 1<<20, 4096, 0)
 	f := &freezer{failure: errors.New("the guest's control channel is not connected")}
 	_, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, Freezer: f}, filepath.Join(dir, "copy"), time.Second)
 	if err == nil || !strings.Contains(err.Error(), "freeze the filesystem of volume v") {
@@ -221,7 +190,7 @@ func TestACheckpointIsKeptUploadedListedAndDeletedWithItsObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := filepath.Join(dir, "vol")
-	sparseFile(t, src, 32<<20, 1<<20, 0, 16<<20)
+	testenv.SparseFile(t, src, 32<<20, 1<<20, 0, 16<<20)
 	info, err := s.Create(ctx, "c1", Volume{ID: "v", Path: src})
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +242,7 @@ func TestACheckpointLandsInS3AndItsObjectRestoresTheVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := filepath.Join(dir, "vol")
-	sparseFile(t, src, 256<<20, 4<<20, 0, 100<<20, 200<<20)
+	testenv.SparseFile(t, src, 256<<20, 4<<20, 0, 100<<20, 200<<20)
 	info, err := s.Create(ctx, "c1", Volume{ID: "v", Path: src})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +268,7 @@ func TestACheckpointLandsInS3AndItsObjectRestoresTheVolume(t *testing.T) {
 func TestACopyOfAVolumeAtRestWhoseGuestStartedDuringItFailsAndLeavesNoCopy(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "vol"), filepath.Join(dir, "copy")
-	sparseFile(t, src, 1<<20, 4096, 0)
+	testenv.SparseFile(t, src, 1<<20, 4096, 0)
 	started := func(context.Context) error { return errors.New("app a's guest started during the copy") }
 	_, err := Snapshot(context.Background(), Volume{ID: "v", Path: src, AtRest: started}, dst, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "started during the copy") {
@@ -336,7 +305,7 @@ func (e *exclusive) Thaw(context.Context) error {
 func TestSnapshotsOfOneVolumeTakeTurnsSoNoneThawsAnothersFreeze(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "vol")
-	sparseFile(t, src, 32<<20, 1<<20, 0, 8<<20, 16<<20, 31<<20)
+	testenv.SparseFile(t, src, 32<<20, 1<<20, 0, 8<<20, 16<<20, 31<<20)
 	f := &exclusive{}
 	errs := make(chan error, 4)
 	for i := range 4 {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -76,40 +75,9 @@ func benchStore(b *testing.B) (*s3test.Server, *store.S3) {
 	return srv, objects
 }
 
-// The helpers below live in this file, not in the tests', so that it can
-// be copied into a checkout from before sparse entries and run there
-// (docs/bench.md compares the two).
-
-// sparseFile makes a file of size bytes holding random data at each of
-// the given offsets (length bytes each) and holes everywhere else.
-func sparseFile(t testing.TB, p string, size, length int64, offsets ...int64) {
-	t.Helper()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, length)
-	for _, off := range offsets {
-		rand.Read(buf)
-		if _, err := f.WriteAt(buf, off); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// allocated is the disk a file takes.
-func allocated(t testing.TB, p string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Blocks * 512
-}
+// This file can be copied into a checkout from before sparse entries and
+// run there, with internal/testenv/sparse.go (docs/bench.md compares the
+// two).
 
 // sparseBenchVolume makes a 256 MiB ext4 volume whose root/ holds one
 // 1 GiB file with 20 MiB of random data in 5 runs of 4 MiB, and opens the
@@ -119,7 +87,7 @@ func sparseBenchVolume(b *testing.B) (string, *store.S3, *s3test.Server) {
 	dir := b.TempDir()
 	root := filepath.Join(dir, "tree", guest.VolumeUpperDir)
 	os.MkdirAll(root, 0o755)
-	sparseFile(b, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20, 600<<20, 800<<20)
+	testenv.SparseFile(b, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20, 600<<20, 800<<20)
 	img := filepath.Join(dir, "vol.ext4")
 	mkfs(b, filepath.Join(dir, "tree"), img, 256<<20)
 	return img, objects, srv
@@ -178,7 +146,7 @@ func BenchmarkRestoreOfA1GiBSparseFile(b *testing.B) {
 		if _, err := volume.Unpack(context.Background(), archive, dest, volume.UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID}); err != nil {
 			b.Fatal(err)
 		}
-		used = allocated(b, filepath.Join(dest, "sparse.bin"))
+		used = testenv.Allocated(b, filepath.Join(dest, "sparse.bin"))
 		os.RemoveAll(dest)
 	}
 	b.ReportMetric(float64(used)/(1<<20), "allocated-MiB")

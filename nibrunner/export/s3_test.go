@@ -18,6 +18,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/backoff"
 	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/desired"
@@ -206,7 +207,7 @@ func bigTree(t *testing.T, dir string) string {
 			}
 		}
 	}
-	sparseFile(t, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20, 600<<20, 800<<20)
+	testenv.SparseFile(t, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20, 600<<20, 800<<20)
 	return tree
 }
 

@@ -51,9 +51,9 @@ func TestAFileWithHolesIsArchivedAsItsDataAndReadsBackWholeInGosTarReader(t *tes
 	p := filepath.Join(dir, "d", "sparse.bin")
 	// Data at the start, in the middle (off a block boundary) and up to
 	// the end, which is not on a block boundary either.
-	sparseFile(t, p, 64<<20+100, 1<<20, 0, 20<<20+4096, 64<<20+100-(1<<20))
-	if allocated(t, p) > 4<<20 {
-		t.Skipf("the test's filesystem keeps no holes (%d bytes allocated)", allocated(t, p))
+	testenv.SparseFile(t, p, 64<<20+100, 1<<20, 0, 20<<20+4096, 64<<20+100-(1<<20))
+	if testenv.Allocated(t, p) > 4<<20 {
+		t.Skipf("the test's filesystem keeps no holes (%d bytes allocated)", testenv.Allocated(t, p))
 	}
 	mtime := time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
 	os.Chtimes(p, mtime, mtime)
@@ -99,13 +99,13 @@ func TestAFileWithHolesIsArchivedAsItsDataAndReadsBackWholeInGosTarReader(t *tes
 func TestGNUTarListsAndExtractsTheSparseEntriesWeWrite(t *testing.T) {
 	gnutar := testenv.RequireCommand(t, "tar")
 	dir := t.TempDir()
-	sparseFile(t, filepath.Join(dir, "sparse.bin"), 256<<20, 2<<20, 4096, 100<<20)
-	sparseFile(t, filepath.Join(dir, "hole.bin"), 32<<20, 0)
-	sparseFile(t, filepath.Join(dir, "dense.bin"), 3<<20+7, 3<<20+7, 0)
+	testenv.SparseFile(t, filepath.Join(dir, "sparse.bin"), 256<<20, 2<<20, 4096, 100<<20)
+	testenv.SparseFile(t, filepath.Join(dir, "hole.bin"), 32<<20, 0)
+	testenv.SparseFile(t, filepath.Join(dir, "dense.bin"), 3<<20+7, 3<<20+7, 0)
 	long := filepath.Join(dir, strings.Repeat("n", 90), strings.Repeat("m", 90))
 	os.MkdirAll(long, 0o755)
-	sparseFile(t, filepath.Join(long, "tail.bin"), 8<<20, 4096, 8<<20-4096)
-	if allocated(t, filepath.Join(dir, "hole.bin")) != 0 {
+	testenv.SparseFile(t, filepath.Join(long, "tail.bin"), 8<<20, 4096, 8<<20-4096)
+	if testenv.Allocated(t, filepath.Join(dir, "hole.bin")) != 0 {
 		t.Skip("the test's filesystem keeps no holes")
 	}
 	archive := tarOfDir(t, dir)
@@ -142,7 +142,7 @@ func TestGNUTarListsAndExtractsTheSparseEntriesWeWrite(t *testing.T) {
 			t.Errorf("GNU tar extracted %s as %d bytes (%v), not the %d bytes archived", name, len(b), err, len(a))
 		}
 	}
-	if got := allocated(t, filepath.Join(x, "data", "sparse.bin")); got > 8<<20 {
+	if got := testenv.Allocated(t, filepath.Join(x, "data", "sparse.bin")); got > 8<<20 {
 		t.Errorf("GNU tar extracted the 256 MiB file holding 4 MiB into %d allocated bytes", got)
 	}
 }
@@ -219,9 +219,9 @@ func sparseVolume(t *testing.T, dir string) (img, root string) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sparseFile(t, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20+4096, 600<<20, 1<<30-4<<20)
-	sparseFile(t, filepath.Join(root, "dense.bin"), 3<<20, 3<<20, 0)
-	sparseFile(t, filepath.Join(root, "hole.bin"), 64<<20, 0)
+	testenv.SparseFile(t, filepath.Join(root, "sparse.bin"), 1<<30, 4<<20, 0, 200<<20, 400<<20+4096, 600<<20, 1<<30-4<<20)
+	testenv.SparseFile(t, filepath.Join(root, "dense.bin"), 3<<20, 3<<20, 0)
+	testenv.SparseFile(t, filepath.Join(root, "hole.bin"), 64<<20, 0)
 	os.Chmod(filepath.Join(root, "sparse.bin"), 0o640)
 	os.Chmod(filepath.Join(root, "hole.bin"), 0o600)
 	img = filepath.Join(dir, "vol.ext4")
@@ -268,10 +268,10 @@ func TestA1GiBSparseFileHolding20MiBRoundTripsThroughAnExportAsItsDataAndGNUTarR
 		t.Fatalf("restore into a volume of 64 MiB: %v", err)
 	}
 	same(t, root, dest)
-	if a := allocated(t, filepath.Join(dest, "sparse.bin")); a < 20<<20 || a > 21<<20 {
+	if a := testenv.Allocated(t, filepath.Join(dest, "sparse.bin")); a < 20<<20 || a > 21<<20 {
 		t.Errorf("the restored sparse.bin takes %d bytes on disk; want about its 20 MiB of data", a)
 	}
-	if a := allocated(t, filepath.Join(dest, "hole.bin")); a != 0 {
+	if a := testenv.Allocated(t, filepath.Join(dest, "hole.bin")); a != 0 {
 		t.Errorf("the restored hole.bin takes %d bytes on disk; want none", a)
 	}
 
@@ -314,7 +314,7 @@ func TestAnExportOfA1GiBSparseFileHolding20MiBSeedsAVolumeOf64MiBOnAnotherHost(t
 	if err != nil {
 		t.Fatalf("seed a 64 MiB volume from the export: %v", err)
 	}
-	if a := allocated(t, v.Path); a > 40<<20 {
+	if a := testenv.Allocated(t, v.Path); a > 40<<20 {
 		t.Errorf("the restored 64 MiB volume takes %d bytes on the host", a)
 	}
 	mnt := filepath.Join(dir, "mnt")
@@ -325,7 +325,7 @@ func TestAnExportOfA1GiBSparseFileHolding20MiBSeedsAVolumeOf64MiBOnAnotherHost(t
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	same(t, root, filepath.Join(mnt, guest.VolumeUpperDir))
-	if a := allocated(t, filepath.Join(mnt, guest.VolumeUpperDir, "sparse.bin")); a > 21<<20 {
+	if a := testenv.Allocated(t, filepath.Join(mnt, guest.VolumeUpperDir, "sparse.bin")); a > 21<<20 {
 		t.Errorf("sparse.bin takes %d bytes in the restored volume; want about its 20 MiB", a)
 	}
 }

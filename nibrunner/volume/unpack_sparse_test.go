@@ -8,20 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"alpnib.dev/internal/testenv"
 )
-
-func allocatedBytes(t *testing.T, p string) int64 {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Blocks * 512
-}
 
 // mostlyZeros is size bytes of zeros but for random data of length n at
 // each offset.
@@ -50,11 +40,11 @@ func TestRunsOfZerosInAPlainTarOrZipEntryAreRestoredAsHoles(t *testing.T) {
 				t.Fatalf("big was restored as %d other bytes, want its %d", len(got), len(body))
 			}
 			// The 1 MiB of data touches 17 chunks of 64 KiB.
-			if a := allocatedBytes(t, filepath.Join(dest, "big")); a > 1<<20+2*holeChunk {
+			if a := testenv.Allocated(t, filepath.Join(dest, "big")); a > 1<<20+2*holeChunk {
 				t.Errorf("big (16 MiB holding 1 MiB) takes %d bytes on disk", a)
 			}
 			zeros, _ := os.Stat(filepath.Join(dest, "zeros"))
-			if a := allocatedBytes(t, filepath.Join(dest, "zeros")); zeros.Size() != 8<<20+5 || a != 0 {
+			if a := testenv.Allocated(t, filepath.Join(dest, "zeros")); zeros.Size() != 8<<20+5 || a != 0 {
 				t.Errorf("zeros is %d bytes taking %d on disk; want 8 MiB + 5 taking none", zeros.Size(), a)
 			}
 			if zeros.Mode().Perm() != 0o600 {
@@ -96,7 +86,7 @@ func TestASparseFileGNUTarArchivedIsRestoredWithItsHolesWithinALimitSizedForItsD
 			if !bytes.Equal(got, want) || stats.Bytes != 256<<20 {
 				t.Fatalf("restored %d other bytes (stats %d), want the file's %d", len(got), stats.Bytes, len(want))
 			}
-			if a := allocatedBytes(t, filepath.Join(dest, "sparse.bin")); a > 2<<20+2*holeChunk {
+			if a := testenv.Allocated(t, filepath.Join(dest, "sparse.bin")); a > 2<<20+2*holeChunk {
 				t.Errorf("the restored file takes %d bytes on disk, want about its 2 MiB of data", a)
 			}
 			if info, _ := os.Stat(filepath.Join(dest, "sparse.bin")); info.Mode().Perm() != 0o751 {
