@@ -227,18 +227,29 @@ func (c *Copy) Scan(ctx context.Context, prefix string, version uint64) ([]Recor
 	return out, rows.Err()
 }
 
-// discardAndOpen removes the copy's files (the database and its WAL) and
-// opens a new, empty copy in their place.
-func discardAndOpen(dir string) (*Copy, error) {
+// discardAndOpen opens the copy in dir, first removing its files (the
+// database and its WAL) when they are still not a copy (damaged) once it
+// holds the lock: several runs may each have found the same damaged file,
+// and only the first may discard it — the others open the copy it made.
+// why is the damage found, nil when there was none left to discard.
+func discardAndOpen(dir string) (c *Copy, why error, err error) {
 	unlock, err := lockDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer unlock()
-	if err := discard(dir); err != nil {
-		return nil, fmt.Errorf("registry copy: discard: %w", err)
+	c, why = open(dir)
+	if why == nil {
+		return c, nil, nil
 	}
-	return open(dir)
+	if !damaged(why) {
+		return nil, nil, why
+	}
+	if err := discard(dir); err != nil {
+		return nil, why, fmt.Errorf("registry copy: discard: %w", err)
+	}
+	c, err = open(dir)
+	return c, why, err
 }
 
 func discard(dir string) error {

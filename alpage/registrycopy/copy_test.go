@@ -339,6 +339,42 @@ func TestRunsThatCreateTheCopyAtOnceAllOpenIt(t *testing.T) {
 	}
 }
 
+// Several runs that find the same damaged file each discard "it" — the
+// second discard removes the fresh copy the first run is already using.
+func TestOfRunsThatFindTheSameDamagedFileOnlyOneRebuildsIt(t *testing.T) {
+	n := serve(t, seeded(50))
+	for round := range 5 {
+		dir := t.TempDir()
+		c, _ := sync1(t, dir, n.client, n.verifier, io.Discard)
+		c.Close()
+		if err := writeGarbage(c.Path()); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		rebuilt := 0
+		for range 4 {
+			wg.Go(func() {
+				c, res, err := registrycopy.Sync(ctx(t), dir, n.client, n.verifier, io.Discard)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				if res.Rebuilt {
+					mu.Lock()
+					rebuilt++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if rebuilt > 1 {
+			t.Fatalf("round %d: %d runs discarded the copy; every discard after the first deleted a file another run had open", round, rebuilt)
+		}
+	}
+}
+
 func writeGarbage(path string) error {
 	return os.WriteFile(path, []byte("this is not a SQLite database, not even close to one......................................................"), 0o600)
 }

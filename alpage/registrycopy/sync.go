@@ -43,19 +43,32 @@ func Sync(ctx context.Context, dir string, src Source, v *certificate.Verifier, 
 		return nil, Result{}, err
 	}
 	if err != nil {
-		// Not a copy we can read (damaged, another layout): start again.
-		fmt.Fprintf(log, "registry copy: %v; discarding it and rebuilding it from version 0\n", err)
-		if c, err = discardAndOpen(dir); err != nil {
+		// Not a copy we can read (damaged, another layout): start again,
+		// unless another run already did.
+		c, why, err := discardAndOpen(dir)
+		if why != nil {
+			fmt.Fprintf(log, "registry copy: %v; discarded it and rebuilding it from version 0\n", why)
+		}
+		if err != nil {
 			return nil, Result{}, err
 		}
-		res, err := c.Update(ctx, src, v)
-		res.Rebuilt, res.Reason = true, "the file could not be read"
-		if err != nil {
-			c.Close()
-			return nil, res, err
+		if why != nil {
+			res, err := c.Update(ctx, src, v)
+			res.Rebuilt, res.Reason = true, "the file could not be read"
+			if err != nil {
+				c.Close()
+				return nil, res, err
+			}
+			return c, res, nil
 		}
-		return c, res, nil
+		return update(ctx, c, src, v, log)
 	}
+	return update(ctx, c, src, v, log)
+}
+
+// update brings the open copy c up to date, rebuilding it from version 0
+// when a reply cannot be trusted.
+func update(ctx context.Context, c *Copy, src Source, v *certificate.Verifier, log io.Writer) (*Copy, Result, error) {
 	res, err := c.Update(ctx, src, v)
 	if err == nil || !rebuildable(err) {
 		if err != nil {
