@@ -63,7 +63,8 @@ type UnpackOptions struct {
 	// see writeHoles), so an archive too
 	// big for its volume — or a zip bomb — stops within 64 KiB of the cap
 	// instead of filling the host's disk; the files' sizes, holes
-	// included, may be at most 64 times the cap. 0 means no cap.
+	// included, may be at most 64 times the cap, and at most 256 GiB more
+	// than it. 0 means no cap.
 	Limit int64
 }
 
@@ -176,8 +177,18 @@ type unpacker struct {
 // the archive reader) and checked, so an archive of a few bytes that
 // claims a sparse file of a petabyte would otherwise keep an unpack busy
 // for days; a volume's sparse files are rarely more than a few times its
-// size.
-const holeAllowance = 64
+// size. Past a few GiB of limit the multiple is too generous (a 100 GiB
+// volume would allow 6.4 TiB of zeros, half an hour of reading), so the
+// holes are also bounded outright: at most maxHoleBytes beyond the limit
+// (256 GiB, about a minute of reading zeros here).
+const (
+	holeAllowance = 64
+	maxHoleBytes  = 256 << 30
+)
+
+// logicalCap is how large the files' sizes, holes included, may grow
+// under limit (see holeAllowance).
+func logicalCap(limit int64) int64 { return min(holeAllowance*limit, limit+maxHoleBytes) }
 
 const blockSize = 4096
 
@@ -372,8 +383,8 @@ func (u *unpacker) writeHoles(f *os.File, r io.Reader) (read, written int64, err
 // when it writes nothing): a sparse file costs its data, not its size.
 func (u *unpacker) file(name string, r io.Reader, size int64, perm fs.FileMode) error {
 	u.logical += size
-	if size < 0 || u.opt.Limit > 0 && u.logical > holeAllowance*u.opt.Limit {
-		return fmt.Errorf("entry %q: %w: its files' sizes, holes included, pass %d bytes (%d times the limit), and every hole is read", name, ErrDoesNotFit, holeAllowance*u.opt.Limit, holeAllowance)
+	if size < 0 || u.opt.Limit > 0 && u.logical > logicalCap(u.opt.Limit) {
+		return fmt.Errorf("entry %q: %w: its files' sizes, holes included, pass %d bytes (%d times the limit, and at most 256 GiB of holes), and every hole is read", name, ErrDoesNotFit, logicalCap(u.opt.Limit), holeAllowance)
 	}
 	if err := u.parent(name); err != nil {
 		return err

@@ -148,3 +148,17 @@ func gnuSparseTar(t testing.TB, size, off int64) []byte {
 	}
 	return out
 }
+
+func TestTheHolesAnUnpackWillReadAre64TimesTheLimitButNeverMoreThan256GiBBeyondIt(t *testing.T) {
+	for _, c := range []struct {
+		limit, want int64
+	}{
+		{64 << 20, 4 << 30},                // a small volume: 64 times its size
+		{4 << 30, 256 << 30},               // 64 times is 256 GiB, and so is 256 GiB beyond
+		{100 << 30, (100 << 30) + 256<<30}, // 64 times would be 6.4 TiB of zeros to read
+	} {
+		if got := logicalCap(c.limit); got != c.want {
+			t.Errorf("limit %d: the files may sum to %d bytes, want %d", c.limit, got, c.want)
+		}
+	}
+}
