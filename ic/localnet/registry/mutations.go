@@ -71,8 +71,15 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 			}
 			var both []string
 			for _, m := range next {
-				if slices.ContainsFunc(other.Membership, func(o []byte) bool { return string(o) == string(m) }) && !contains(both, principal.MustFromBytes(m).String()) {
-					both = append(both, principal.MustFromBytes(m).String())
+				if !slices.ContainsFunc(other.Membership, func(o []byte) bool { return string(o) == string(m) }) {
+					continue
+				}
+				id, err := principal.FromBytes(m)
+				if err != nil {
+					return nil, fmt.Errorf("subnet %s lists a member that is not a principal: %w", s, err)
+				}
+				if !contains(both, id.String()) {
+					both = append(both, id.String())
 				}
 			}
 			if len(both) > 0 {
