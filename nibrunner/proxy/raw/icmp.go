@@ -86,6 +86,11 @@ func sendPortUnreachable(client, local netip.AddrPort, datagram []byte) error {
 	if !client.Addr().Is4() {
 		family, proto = syscall.AF_INET6, syscall.IPPROTO_ICMPV6
 	}
+	if !local.Addr().IsValid() || local.Addr().IsUnspecified() {
+		// The client's kernel matches a refusal to its socket by the
+		// address it sent to, quoted; a wildcard one matches nothing.
+		return fmt.Errorf("refuse %v: the address it sent to is not known, only %v (on a wildcard socket its datagram must carry IP_PKTINFO or IPV6_PKTINFO)", client, local)
+	}
 	if client.Addr().Is4() != local.Addr().Is4() {
 		return fmt.Errorf("refuse %v → %v: the two addresses are of different families", client, local)
 	}
@@ -102,10 +107,8 @@ func sendPortUnreachable(client, local netip.AddrPort, datagram []byte) error {
 		from = &syscall.SockaddrInet6{Addr: local.Addr().As16()}
 		to = &syscall.SockaddrInet6{Addr: client.Addr().As16()}
 	}
-	if !local.Addr().IsUnspecified() {
-		if err := syscall.Bind(fd, from); err != nil {
-			return fmt.Errorf("bind a raw ICMP socket to %v to refuse %v: %w", local.Addr(), client, err)
-		}
+	if err := syscall.Bind(fd, from); err != nil {
+		return fmt.Errorf("bind a raw ICMP socket to %v to refuse %v: %w", local.Addr(), client, err)
 	}
 	if err := syscall.Sendto(fd, portUnreachable(client, local, datagram), 0, to); err != nil {
 		return fmt.Errorf("send port unreachable to %v: %w", client, err)

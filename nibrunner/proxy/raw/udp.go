@@ -2,12 +2,15 @@ package raw
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"alpnib.dev/nibrunner/route"
 )
@@ -18,6 +21,7 @@ import (
 type flow struct {
 	pt     *port
 	client netip.AddrPort
+	local  netip.AddrPort // where the client sent its first datagram
 	app    string
 	last   atomic.Int64 // unix nanoseconds of the last datagram either way
 
@@ -33,9 +37,13 @@ type flow struct {
 func (pt *port) readUDP() {
 	r := pt.r
 	defer r.wg.Done()
+	if err := recvDestination(pt.udp); err != nil {
+		r.opts.Logf("nibrunnerd: raw relay: udp port %v: %v; a flow refused on a wildcard address gets no port unreachable", pt.udp.LocalAddr(), err)
+	}
 	buf := make([]byte, 64<<10)
+	oob := make([]byte, oobSpace)
 	for {
-		n, from, err := pt.udp.ReadFromUDPAddrPort(buf)
+		n, oobn, _, from, err := pt.udp.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			if pt.closing() {
 				return
@@ -44,12 +52,14 @@ func (pt *port) readUDP() {
 		}
 		p := pt.route()
 		r.meters.Of(p.AppID).Touch(r.opts.Now())
-		pt.flowFor(from, p.AppID).send(buf[:n])
+		pt.flowFor(from, p.AppID, oob[:oobn]).send(buf[:n])
 	}
 }
 
-// flowFor is the flow of client, begun on its first datagram.
-func (pt *port) flowFor(client netip.AddrPort, app string) *flow {
+// flowFor is the flow of client, begun on its first datagram, whose
+// control messages (oob) say which address it was sent to; they are
+// read only then.
+func (pt *port) flowFor(client netip.AddrPort, app string, oob []byte) *flow {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	if f := pt.flows[client]; f != nil {
@@ -62,6 +72,7 @@ func (pt *port) flowFor(client netip.AddrPort, app string) *flow {
 		f.ended = true
 		return f
 	}
+	f.local = pt.destination(oob)
 	pt.flows[client] = f
 	f.touch()
 	if rec := pt.r.opts.Recorder; rec != nil {
@@ -70,6 +81,79 @@ func (pt *port) flowFor(client netip.AddrPort, app string) *flow {
 	pt.r.wg.Add(1)
 	go f.run()
 	return f
+}
+
+// oobSpace holds a datagram's packet-info control messages: an IPv4
+// datagram on a dual-stack socket may carry both kinds.
+var oobSpace = unix.CmsgSpace(unix.SizeofInet4Pktinfo) + unix.CmsgSpace(unix.SizeofInet6Pktinfo)
+
+// recvDestination asks the kernel to say, with each datagram c reads,
+// which address it was sent to (IP_PKTINFO, IPV6_RECVPKTINFO). On a
+// socket bound to a wildcard address that is the only way to learn it,
+// and a port unreachable must quote it: the client's kernel matches the
+// refusal to its socket by the address that socket sent to. A dual-stack
+// socket asks for both: Linux 6.18 gives an IPv4 datagram there both an
+// IPV6_PKTINFO (the address mapped) and an IP_PKTINFO.
+func recvDestination(c *net.UDPConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("ask for each datagram's destination address: %w", err)
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		domain, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+		if err != nil {
+			serr = fmt.Errorf("read the socket's family (SO_DOMAIN): %w", err)
+			return
+		}
+		if domain == unix.AF_INET6 {
+			if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
+				serr = fmt.Errorf("set IPV6_RECVPKTINFO: %w", err)
+				return
+			}
+		}
+		if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+			serr = fmt.Errorf("set IP_PKTINFO: %w", err)
+		}
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("ask for each datagram's destination address: %w", err)
+	}
+	return nil
+}
+
+// destination is the address and port a datagram was sent to: the
+// address from its packet-info control message (oob), unmapped, else
+// the socket's own (which on a wildcard socket is unspecified).
+func (pt *port) destination(oob []byte) netip.AddrPort {
+	bound := pt.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	if a, ok := pktinfoDestination(oob); ok {
+		return netip.AddrPortFrom(a, bound.Port())
+	}
+	return netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port())
+}
+
+// pktinfoDestination is the destination address (ipi_addr, ipi6_addr)
+// of the IP_PKTINFO or IPV6_PKTINFO control message in oob, unmapped.
+func pktinfoDestination(oob []byte) (netip.Addr, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_PKTINFO && len(m.Data) >= unix.SizeofInet4Pktinfo:
+			// struct in_pktinfo: ipi_ifindex, ipi_spec_dst, ipi_addr.
+			return netip.AddrFrom4([4]byte(m.Data[8:12])), true
+		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_PKTINFO && len(m.Data) >= unix.SizeofInet6Pktinfo:
+			// struct in6_pktinfo: ipi6_addr, ipi6_ifindex.
+			return netip.AddrFrom16([16]byte(m.Data[0:16])).Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 func (f *flow) touch() { f.last.Store(f.pt.r.opts.Now().UnixNano()) }
@@ -184,8 +268,7 @@ func (f *flow) refuse(p route.Port, why error) {
 		first = f.queue[0]
 	}
 	f.mu.Unlock()
-	local, _ := netip.ParseAddrPort(f.pt.udp.LocalAddr().String())
-	err := sendPortUnreachable(f.client, local, first)
+	err := sendPortUnreachable(f.client, f.local, first)
 	if err != nil {
 		f.pt.r.opts.Logf("nibrunnerd: raw relay: app %s udp port %d: the wake failed (%v); %d datagrams from %v dropped, and no port unreachable could be sent: %v", p.AppID, p.HostPort, why, n, f.client, err)
 		return

@@ -1,0 +1,92 @@
+package raw
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/route"
+)
+
+// A relay listening on a wildcard address ([proxy.raw] listen_address =
+// "0.0.0.0" or "::") learns from each flow's first datagram which address
+// the client sent it to, and refuses from there: the client's connected
+// socket reads "connection refused" once the app's wake has failed.
+
+func TestOnTheIPv4WildcardAFlowWhoseWakeFailsIsRefusedToItsClientOnLoopback(t *testing.T) {
+	refusedThrough(t, "0.0.0.0", "127.0.0.1")
+}
+
+func TestOnTheIPv6WildcardAnIPv4FlowWhoseWakeFailsIsRefused(t *testing.T) {
+	requireIPv6Loopback(t)
+	refusedThrough(t, "::", "127.0.0.1")
+}
+
+func TestOnTheIPv6WildcardAnIPv6FlowWhoseWakeFailsIsRefused(t *testing.T) {
+	requireIPv6Loopback(t)
+	refusedThrough(t, "::", "::1")
+}
+
+func TestOnALoopbackAddressAFlowWhoseWakeFailsIsStillRefused(t *testing.T) {
+	refusedThrough(t, "127.0.0.1", "127.0.0.1")
+}
+
+func TestWithoutTheAddressItWasSentToNoRefusalIsSentAndTheErrorSaysWhy(t *testing.T) {
+	err := sendPortUnreachable(netip.MustParseAddrPort("127.0.0.1:40000"), netip.MustParseAddrPort("0.0.0.0:5353"), []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "IP_PKTINFO") {
+		t.Fatalf("a refusal quoting the wildcard address: %v, want an error naming IP_PKTINFO", err)
+	}
+}
+
+// refusedThrough runs a relay on listen whose app's wake fails and sends
+// one datagram to it from a connected socket on client.
+func refusedThrough(t *testing.T, listen, client string) {
+	t.Helper()
+	testenv.RequireRoot(t) // a raw ICMP socket needs CAP_NET_RAW
+	w := &gatedWaker{release: make(chan struct{}), err: errors.New("out of memory")}
+	close(w.release)
+	var logged syncLines
+	r := New(Options{ListenAddress: listen, Logf: logged.Logf})
+	t.Cleanup(r.Close)
+	r.SetWaker(w)
+	hp := freePort(t)
+	if err := r.ApplyPorts(t.Context(), []route.Port{{AppID: "game", Index: 1, HostPort: hp, Addr: "127.0.0.1:1", State: route.Sleeping}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("udp", net.JoinHostPort(client, strconv.Itoa(hp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("anyone?")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 10)); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a datagram from %v to a relay on %s whose app's wake failed: the client read %v, want connection refused; the relay logged %q", c.LocalAddr(), listen, err, logged.String())
+	}
+}
+
+// requireIPv6Loopback skips t when this host has no ::1. Where the
+// kernel has IPv6 and loopback does not disable it, ::1 should be there,
+// so the integration lane fails instead.
+func requireIPv6Loopback(t *testing.T) {
+	t.Helper()
+	l, err := net.ListenPacket("udp6", "[::1]:0")
+	if err == nil {
+		l.Close()
+		return
+	}
+	disabled, rerr := os.ReadFile("/proc/sys/net/ipv6/conf/lo/disable_ipv6")
+	if rerr != nil || strings.TrimSpace(string(disabled)) == "1" {
+		t.Skipf("skipped: this host has no IPv6 loopback (binding [::1] failed: %v)", err)
+	}
+	testenv.Missing(t, "IPv6 is enabled on lo, yet binding [::1] failed: "+err.Error())
+}
