@@ -28,6 +28,8 @@ type echoGuest struct {
 	addr string
 	mu   sync.Mutex
 	got  []string
+	// arrived rings after each datagram is remembered.
+	arrived bell
 }
 
 func (g *echoGuest) datagrams() []string {
@@ -39,6 +41,12 @@ func (g *echoGuest) datagrams() []string {
 // listenEcho starts an echo guest on addr ("127.0.0.1:0" for any port).
 func listenEcho(t *testing.T, addr string) *echoGuest {
 	t.Helper()
+	return listenEchoRinging(t, addr, newBell())
+}
+
+// listenEchoRinging is listenEcho whose guest rings arrived.
+func listenEchoRinging(t *testing.T, addr string, arrived bell) *echoGuest {
+	t.Helper()
 	tl, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +56,7 @@ func listenEcho(t *testing.T, addr string) *echoGuest {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tl.Close(); ul.Close() })
-	g := &echoGuest{addr: tl.Addr().String()}
+	g := &echoGuest{addr: tl.Addr().String(), arrived: arrived}
 	go func() {
 		for {
 			c, err := tl.Accept()
@@ -71,6 +79,7 @@ func listenEcho(t *testing.T, addr string) *echoGuest {
 			g.mu.Lock()
 			g.got = append(g.got, string(buf[:n]))
 			g.mu.Unlock()
+			g.arrived.ring()
 			ul.WriteTo(buf[:n], from)
 		}
 	}()
@@ -98,9 +107,10 @@ func freePort(t testing.TB) int {
 }
 
 // gatedWaker wakes once release is closed; onWake runs first (to start
-// the guest, say).
+// the guest, say). asked, when set, rings on each call.
 type gatedWaker struct {
 	calls   atomic.Int64
+	asked   bell
 	release chan struct{}
 	onWake  func()
 	err     error
@@ -108,6 +118,7 @@ type gatedWaker struct {
 
 func (w *gatedWaker) Wake(ctx context.Context, app string) error {
 	w.calls.Add(1)
+	w.asked.ring()
 	select {
 	case <-w.release:
 	case <-ctx.Done():
@@ -179,7 +190,7 @@ func TestTCPAndUDPAreCarriedToTheGuestPort(t *testing.T) {
 func TestTheFirstTCPConnectionWakesASleepingAppAndIsHeldUntilItAnswers(t *testing.T) {
 	guestAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	// The guest listens only once the wake has brought it up.
-	w := &gatedWaker{release: make(chan struct{})}
+	w := &gatedWaker{release: make(chan struct{}), asked: newBell()}
 	w.onWake = func() { listenEcho(t, guestAddr) }
 	r := newRelay(t, Options{})
 	r.SetWaker(w)
@@ -191,7 +202,7 @@ func TestTheFirstTCPConnectionWakesASleepingAppAndIsHeldUntilItAnswers(t *testin
 	}
 	defer c.Close()
 	fmt.Fprint(c, "sent while it slept\n")
-	waitFor(t, "the connection wakes the app", func() bool { return w.calls.Load() == 1 })
+	waitUntil(t, "the connection wakes the app", w.asked, func() bool { return w.calls.Load() == 1 })
 	if _, busy := r.Activity("game"); !busy {
 		t.Fatal("a connection held for a wake does not keep its app busy")
 	}
@@ -211,9 +222,10 @@ func TestTheFirstTCPConnectionWakesASleepingAppAndIsHeldUntilItAnswers(t *testin
 func TestAUDPBurstDuringAWakeIsDeliveredInOrderUpToTheBound(t *testing.T) {
 	guestAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	var guest atomic.Pointer[echoGuest]
-	w := &gatedWaker{release: make(chan struct{})}
-	w.onWake = func() { guest.Store(listenEcho(t, guestAddr)) }
-	dropped := &countingRecorder{}
+	w := &gatedWaker{release: make(chan struct{}), asked: newBell()}
+	arrived := newBell()
+	w.onWake = func() { guest.Store(listenEchoRinging(t, guestAddr, arrived)) }
+	dropped := &countingRecorder{changed: newBell()}
 	r := newRelay(t, Options{QueueDatagrams: 10, QueueBytes: 1 << 20, Recorder: dropped})
 	r.SetWaker(w)
 	addr := applyPort(t, r, route.Port{AppID: "dns", Index: 1, HostPort: freePort(t), Addr: guestAddr, State: route.Sleeping})
@@ -226,10 +238,10 @@ func TestAUDPBurstDuringAWakeIsDeliveredInOrderUpToTheBound(t *testing.T) {
 	for i := range 15 {
 		fmt.Fprintf(c, "datagram %02d", i)
 	}
-	waitFor(t, "the burst wakes the app once", func() bool { return w.calls.Load() == 1 })
-	waitFor(t, "the datagrams past the bound are dropped", func() bool { return dropped.dropped.Load() == 5 })
+	waitUntil(t, "the burst wakes the app once", w.asked, func() bool { return w.calls.Load() == 1 })
+	waitUntil(t, "the datagrams past the bound are dropped", dropped.changed, func() bool { return dropped.dropped.Load() == 5 })
 	close(w.release)
-	waitFor(t, "the queue is delivered", func() bool { g := guest.Load(); return g != nil && len(g.datagrams()) == 10 })
+	waitUntil(t, "the queue is delivered", arrived, func() bool { g := guest.Load(); return g != nil && len(g.datagrams()) == 10 })
 	g := guest.Load()
 	for i, d := range g.datagrams() {
 		if want := fmt.Sprintf("datagram %02d", i); d != want {
@@ -289,7 +301,7 @@ func TestAUDPFlowWhoseWakeFailsIsRefusedWithPortUnreachableCountedAndLogged(t *t
 	testenv.RequireRoot(t) // a raw ICMP socket needs CAP_NET_RAW
 	w := &gatedWaker{release: make(chan struct{}), err: errors.New("out of memory")}
 	close(w.release)
-	rec := &countingRecorder{}
+	rec := &countingRecorder{changed: newBell()}
 	var logged syncLines
 	r := New(Options{ListenAddress: "127.0.0.1", Logf: logged.Logf, Recorder: rec})
 	t.Cleanup(r.Close)
@@ -305,7 +317,7 @@ func TestAUDPFlowWhoseWakeFailsIsRefusedWithPortUnreachableCountedAndLogged(t *t
 	if _, err := c.Read(make([]byte, 10)); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("a datagram to an app whose wake failed: %v, want port unreachable (connection refused)", err)
 	}
-	waitFor(t, "the flow is counted as refused", func() bool { return rec.refusedUDP.Load() == 1 })
+	waitUntil(t, "the flow is counted as refused", rec.changed, func() bool { return rec.refusedUDP.Load() == 1 })
 	if l := logged.String(); !strings.Contains(l, "app game udp port") || !strings.Contains(l, "out of memory") || !strings.Contains(l, "refused with port unreachable") {
 		t.Fatalf("the log says %q", l)
 	}
@@ -332,23 +344,35 @@ func TestAPortUnreachableQuotesTheRefusedDatagramsHeaders(t *testing.T) {
 
 func TestRawBytesInAndOpenConnectionsAreTheAppsTraffic(t *testing.T) {
 	g := listenEcho(t, "127.0.0.1:0")
-	r := newRelay(t, Options{})
+	opened := make(openings, 2)
+	r := newRelay(t, Options{Now: new(tickingClock).Now, Recorder: opened})
 	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
 	if last, busy := r.Activity("game"); !last.IsZero() || busy {
 		t.Fatalf("traffic before any: %v %v", last, busy)
+	}
+	echoOverUDP(t, addr, "ping")
+	datagram, busy := r.Activity("game")
+	if datagram.IsZero() || busy {
+		t.Fatalf("after a datagram in: last traffic %v, busy %v; want a time and not busy", datagram, busy)
 	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the open connection is busy", func() bool { _, busy := r.Activity("game"); return busy })
+	if d := <-opened; d != 1 {
+		t.Fatalf("the relay reported %+d open connections first, want +1", d)
+	}
+	if last, busy := r.Activity("game"); !busy || !last.After(datagram) {
+		t.Fatalf("with a connection open: last traffic %v (the datagram's %v), busy %v; want later and busy", last, datagram, busy)
+	}
 	c.Close()
-	waitFor(t, "the closed connection is not", func() bool { _, busy := r.Activity("game"); return !busy })
-	before, _ := r.Activity("game")
-	time.Sleep(2 * time.Millisecond) // the clock must move for the next mark to be later
-	echoOverUDP(t, addr, "ping")
-	if after, _ := r.Activity("game"); !after.After(before) {
-		t.Fatalf("a datagram in did not count: %v then %v", before, after)
+	if d := <-opened; d != -1 {
+		t.Fatalf("the relay reported %+d open connections after the close, want -1", d)
+	}
+	// The connection's goroutine ends its meter last; Close waits for it.
+	r.Close()
+	if _, busy := r.Activity("game"); busy {
+		t.Fatal("the closed connection still keeps its app busy")
 	}
 }
 
@@ -371,16 +395,24 @@ func TestClosingTheRelayLeavesNoGoroutineBehind(t *testing.T) {
 	}
 }
 
-// countingRecorder counts dropped datagrams and refused UDP flows.
-type countingRecorder struct{ dropped, refusedUDP atomic.Int64 }
+// countingRecorder counts dropped datagrams and refused UDP flows, and
+// rings changed (when set) after each count.
+type countingRecorder struct {
+	dropped, refusedUDP atomic.Int64
+	changed             bell
+}
 
 func (c *countingRecorder) RawConnection(app, proto, outcome string, in, out int64) {
 	if proto == "udp" && outcome == "refused" {
 		c.refusedUDP.Add(1)
+		c.changed.ring()
 	}
 }
-func (c *countingRecorder) RawOpen(app, proto string, delta int)              {}
-func (c *countingRecorder) RawDropped(app string, n int)                      { c.dropped.Add(int64(n)) }
+func (c *countingRecorder) RawOpen(app, proto string, delta int) {}
+func (c *countingRecorder) RawDropped(app string, n int) {
+	c.dropped.Add(int64(n))
+	c.changed.ring()
+}
 func (c *countingRecorder) WakeWaited(via string, d time.Duration, err error) {}
 
 // syncLines gathers log lines from any goroutine.
@@ -401,14 +433,50 @@ func (l *syncLines) String() string {
 	return l.b.String()
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// bell is a signal that something changed: ring never blocks and keeps
+// one ring for a waiter that is not listening yet; a nil bell rings
+// nobody.
+type bell chan struct{}
+
+func newBell() bell { return make(bell, 1) }
+
+func (b bell) ring() {
+	select {
+	case b <- struct{}{}:
+	default:
+	}
+}
+
+// waitUntil checks cond after each ring of b, for up to 10 s in all.
+func waitUntil(t *testing.T, what string, b bell, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	timeout := time.After(10 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-b:
+		case <-timeout:
 			t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// openings is a Recorder that hands on each TCP connection's opening
+// (+1) and closing (-1) as the relay reports it.
+type openings chan int
+
+func (o openings) RawConnection(app, proto, outcome string, in, out int64) {}
+func (o openings) RawOpen(app, proto string, delta int) {
+	if proto == "tcp" {
+		o <- delta
+	}
+}
+func (o openings) RawDropped(app string, n int)                      {}
+func (o openings) WakeWaited(via string, d time.Duration, err error) {}
+
+// tickingClock moves one millisecond on each reading, so each mark of
+// traffic is later than the one before.
+type tickingClock struct{ n atomic.Int64 }
+
+func (c *tickingClock) Now() time.Time {
+	return time.Unix(1_800_000_000, 0).Add(time.Duration(c.n.Add(1)) * time.Millisecond)
 }
