@@ -90,3 +90,51 @@ func requireIPv6Loopback(t *testing.T) {
 	}
 	testenv.Missing(t, "IPv6 is enabled on lo, yet binding [::1] failed: "+err.Error())
 }
+
+// BenchmarkRawUDPRoundTrip sends one datagram through the relay on
+// listen to a guest that echoes it and waits for the answer, from one
+// flow: what reading each datagram's destination adds to the hot path
+// (the control messages are read for a flow's first datagram only).
+func BenchmarkRawUDPRoundTrip(b *testing.B) {
+	guest, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer guest.Close()
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := guest.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = guest.WriteTo(buf[:n], from)
+		}
+	}()
+	for _, listen := range []string{"127.0.0.1", "0.0.0.0"} {
+		b.Run("listen="+listen, func(b *testing.B) {
+			r := New(Options{ListenAddress: listen, Logf: b.Logf})
+			defer r.Close()
+			hp := freePort(b)
+			if err := r.ApplyPorts(b.Context(), []route.Port{{AppID: "bench", Index: 1, HostPort: hp, Addr: guest.LocalAddr().String(), State: route.Up}}); err != nil {
+				b.Fatal(err)
+			}
+			c, err := net.Dial("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(hp)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(time.Minute))
+			msg, buf := make([]byte, 512), make([]byte, 1500)
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Read(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -33,17 +33,31 @@ type flow struct {
 	in, out int64
 }
 
-// readUDP takes the port's datagrams until it is closed.
+// readUDP takes the port's datagrams until it is closed. On a wildcard
+// address it reads each with its packet-info control message, which
+// says where the client sent it; on any other the socket's own address
+// says that, and datagrams are read without.
 func (pt *port) readUDP() {
 	r := pt.r
 	defer r.wg.Done()
-	if err := recvDestination(pt.udp); err != nil {
-		r.opts.Logf("nibrunnerd: raw relay: udp port %v: %v; a flow refused on a wildcard address gets no port unreachable", pt.udp.LocalAddr(), err)
+	var oob []byte
+	if pt.udp.LocalAddr().(*net.UDPAddr).IP.IsUnspecified() {
+		if err := recvDestination(pt.udp); err != nil {
+			r.opts.Logf("nibrunnerd: raw relay: udp port %v: %v; a flow refused on this wildcard address gets no port unreachable", pt.udp.LocalAddr(), err)
+		} else {
+			oob = make([]byte, oobSpace)
+		}
 	}
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, oobSpace)
 	for {
-		n, oobn, _, from, err := pt.udp.ReadMsgUDPAddrPort(buf, oob)
+		var n, oobn int
+		var from netip.AddrPort
+		var err error
+		if oob != nil {
+			n, oobn, _, from, err = pt.udp.ReadMsgUDPAddrPort(buf, oob)
+		} else {
+			n, from, err = pt.udp.ReadFromUDPAddrPort(buf)
+		}
 		if err != nil {
 			if pt.closing() {
 				return
@@ -83,17 +97,18 @@ func (pt *port) flowFor(client netip.AddrPort, app string, oob []byte) *flow {
 	return f
 }
 
-// oobSpace holds a datagram's packet-info control messages: an IPv4
-// datagram on a dual-stack socket may carry both kinds.
-var oobSpace = unix.CmsgSpace(unix.SizeofInet4Pktinfo) + unix.CmsgSpace(unix.SizeofInet6Pktinfo)
+// oobSpace holds the one packet-info control message a datagram
+// carries (IPv6's is the larger).
+var oobSpace = unix.CmsgSpace(unix.SizeofInet6Pktinfo)
 
 // recvDestination asks the kernel to say, with each datagram c reads,
 // which address it was sent to (IP_PKTINFO, IPV6_RECVPKTINFO). On a
 // socket bound to a wildcard address that is the only way to learn it,
 // and a port unreachable must quote it: the client's kernel matches the
-// refusal to its socket by the address that socket sent to. A dual-stack
-// socket asks for both: Linux 6.18 gives an IPv4 datagram there both an
-// IPV6_PKTINFO (the address mapped) and an IP_PKTINFO.
+// refusal to its socket by the address that socket sent to. An IPv6
+// socket asks only for IPV6_PKTINFO: on a dual-stack one Linux gives an
+// IPv4 datagram that too, its address mapped (and IP_PKTINFO besides,
+// if asked, which would be a second message per datagram for nothing).
 func recvDestination(c *net.UDPConn) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
@@ -109,8 +124,8 @@ func recvDestination(c *net.UDPConn) error {
 		if domain == unix.AF_INET6 {
 			if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
 				serr = fmt.Errorf("set IPV6_RECVPKTINFO: %w", err)
-				return
 			}
+			return
 		}
 		if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
 			serr = fmt.Errorf("set IP_PKTINFO: %w", err)
