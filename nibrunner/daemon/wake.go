@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/route"
@@ -76,10 +75,10 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	}
 }
 
-// wakeable refuses a wake of an app the document does not ask up (mu held).
+// wakeable refuses a wake of an app the planner says is not wakeable (mu
+// held).
 func (d *Daemon) wakeable(app string) error {
-	in := d.instance(app)
-	if in == nil || in.DesiredState == desired.StateStopped || d.problems[app] != "" {
+	if !plan.Wakeable(d.instance(app), d.problems) {
 		return fmt.Errorf("wake %s: %w", app, route.ErrNotRunning)
 	}
 	return nil
@@ -129,37 +128,31 @@ func (d *Daemon) wakeDone(a *app) (bool, error) {
 	return false, nil
 }
 
-// decide plans app a alone, from what the daemon knows now, and hands the
-// action to its worker (mu held). It returns why nothing could be done.
+// decide asks the planner about app a alone, from what the daemon knows
+// now, and hands the action to its worker (mu held). It returns why
+// nothing could be done: the planner's refusal, or why admission held the
+// start back.
 func (d *Daemon) decide(a *app) string {
 	in := d.instance(a.id)
-	o, _ := d.observedApp(a)
 	obs := plan.Observed{Now: d.cfg.Now().UTC(), Instances: map[string]plan.Instance{}, Volumes: map[string]plan.Volume{}, Problems: d.problems}
-	if a.rec != nil {
+	if o, recorded := d.observedApp(a); recorded {
 		obs.Instances[a.id] = o
+	} else if a.note != "" {
+		// Never recorded: the planner plans it as never started, and
+		// hears why its last start was held back.
+		obs.Instances[a.id] = plan.Instance{Note: a.note}
 	}
 	for id, v := range d.vols {
 		if id == string(in.VolumeId) {
 			obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes}
 		}
 	}
-	x, ok := plan.App(d.doc, in, obs)
-	if !ok {
-		switch {
-		case a.rec != nil && a.rec.Budget.Exhausted && a.rec.DeploymentID == string(in.DeploymentId):
-			return "it is out of restarts until a new deploymentId"
-		case a.hasVM && !a.up():
-			return "it failed and waits for its restart"
-		}
-		return "nothing to wake: " + d.notOrPending(a)
-	}
-	switch x.Kind {
-	case plan.Start, plan.Wake, plan.Replace, plan.Recover, plan.Restart:
-	case plan.GiveUp:
+	x, refused := plan.WakeAction(d.doc, in, obs)
+	if x.Kind == plan.GiveUp {
 		a.gaveUp()
-		return "it is out of restarts until a new deploymentId"
-	default:
-		return fmt.Sprintf("the planner asks %s first", x.Kind)
+	}
+	if refused != "" {
+		return refused
 	}
 	if !a.hasSlot {
 		// Its first boot: the pass gives it a slot and starts it.
@@ -173,13 +166,6 @@ func (d *Daemon) decide(a *app) string {
 	}
 	d.dispatch(x, in, need)
 	return ""
-}
-
-func (d *Daemon) notOrPending(a *app) string {
-	if a.note != "" {
-		return a.note
-	}
-	return "its volume is not ready"
 }
 
 // Backend is host:port where app's guest answers now (the VMM's endpoint,

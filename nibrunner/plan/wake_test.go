@@ -1,0 +1,76 @@
+package plan
+
+import (
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/backoff"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
+)
+
+func TestOnlyAnAppTheDocumentAsksUpAndTheHostCanCarryIsWakeable(t *testing.T) {
+	running, onRequest, stopped := instance("a", "d1", desired.StateRunning), instance("a", "d1", desired.StateOnRequest), instance("a", "d1", desired.StateStopped)
+	tests := []struct {
+		name     string
+		in       *desired.DesiredInstance
+		problems map[string]string
+		want     bool
+	}{
+		{"an on-request app is wakeable", &onRequest, nil, true},
+		{"an app asked running is wakeable", &running, nil, true},
+		{"an app the document does not list is not", nil, nil, false},
+		{"an app asked stopped is not", &stopped, nil, false},
+		{"an app the host cannot carry is not", &onRequest, map[string]string{"a": "no raw proxy"}, false},
+		{"another app's problem is not this one's", &onRequest, map[string]string{"b": "no raw proxy"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Wakeable(tt.in, tt.problems); got != tt.want {
+				t.Fatalf("Wakeable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTheWakesAnswers(t *testing.T) {
+	onRequest := instance("a", "d1", desired.StateOnRequest) // at most 3 restarts, from 1 s doubling
+	tests := []struct {
+		name     string
+		obs      *Instance // nil: the daemon has no record of it
+		volume   bool      // the volume is on the host
+		wanted   desired.DesiredPresence
+		kind     InstanceKind
+		refusals string
+	}{
+		{"an app never started is started", nil, true, desired.Present, Start, ""},
+		{"a sleeping app is woken", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, Sleeping: true, WantAwake: true}, true, desired.Present, Wake, ""},
+		{"an app booted once and down is woken cold", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, WantAwake: true}, true, desired.Present, Wake, ""},
+		{"a snapshot of an older deployment is replaced", &Instance{Recorded: "d0", DeploymentID: "d0", Booted: true, Sleeping: true, WantAwake: true}, true, desired.Present, Replace, ""},
+		{"an exited guest whose backoff is over is restarted", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1"}, WantAwake: true}, true, desired.Present, Restart, ""},
+		{"an exited guest in its backoff waits for its restart", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0, Budget: backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0}, WantAwake: true}, true, desired.Present, "", "it failed and waits for its restart"},
+		{"a deployment out of restarts is out of restarts", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, Budget: spent, WantAwake: true}, true, desired.Present, "", "it is out of restarts until a new deploymentId"},
+		{"a failed guest that has just spent its budget gives up", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Failed, FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: t0.Add(-time.Minute)}, WantAwake: true}, true, desired.Present, GiveUp, "it is out of restarts until a new deploymentId"},
+		{"an app whose volume is not wanted has nothing to wake", nil, false, desired.Absent, "", "nothing to wake: its volume is not ready"},
+		{"an app with nothing to start on says why its start was held back", &Instance{Note: "waiting to be started: every slot of this host is taken (max_apps = 1)", WantAwake: true}, false, desired.Absent, "", "nothing to wake: waiting to be started: every slot of this host is taken (max_apps = 1)"},
+		{"a guest whose volume vanished is recovered", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, WantAwake: true}, false, desired.Present, Recover, ""},
+		{"a guest up and asked asleep is not woken: the planner sleeps it first", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, WantAsleep: true}, true, desired.Present, Sleep, "the planner asks sleep first"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := doc(onRequest)
+			d.Volumes[0].DesiredState = tt.wanted
+			obs := Observed{Now: t0, Instances: map[string]Instance{}, Volumes: map[string]Volume{}, Problems: map[string]string{}}
+			if tt.volume {
+				obs.Volumes = withVolumes("a")
+			}
+			if tt.obs != nil {
+				obs.Instances["a"] = *tt.obs
+			}
+			x, why := WakeAction(d, &onRequest, obs)
+			if x.Kind != tt.kind || why != tt.refusals {
+				t.Fatalf("WakeAction = %q, %q; want %q, %q", x.Kind, why, tt.kind, tt.refusals)
+			}
+		})
+	}
+}
