@@ -174,7 +174,9 @@ func (d *Daemon) work(x plan.InstanceAction, in *desired.DesiredInstance, n int,
 		d.commit(id, func(a *app) {
 			a.tookDown(err)
 			if err == nil && a.rec != nil {
-				a.rec.Sleeping = false
+				// Stopped, it has no failure left to restart: started
+				// again, it boots at once.
+				a.rec.Sleeping, a.rec.FailedAt = false, time.Time{}
 			}
 		})
 	case plan.Forget:

@@ -27,7 +27,8 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.mu.Lock()
 	seen := d.seq
 	d.passes++
-	defer d.passEnded(d.passes)
+	n, planned := d.passes, false
+	defer func() { d.passEnded(n, planned) }()
 	d.mu.Unlock()
 
 	// Observe, holding no lock.
@@ -70,6 +71,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		acts = plan.Plan(doc, d.observed(now, vols, cps, exps))
 	}
 	d.retryAt = acts.RetryAt
+	planned = true
 	d.mu.Unlock()
 
 	// Act.
@@ -107,15 +109,20 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	return perr
 }
 
-// passEnded records that pass n is over, however it ended: each app keeps
-// the note it left (what a wake that waited for the pass answers), and
-// whoever waits for a pass is woken.
-func (d *Daemon) passEnded(n uint64) {
+// passEnded records that pass n is over, however it ended, and wakes
+// whoever waits for a pass. A pass that planned counts as done: each app
+// keeps the note it left (what a wake that waited for the pass answers).
+// One that failed before it planned (a listing failed) decided nothing and
+// reset no note, so it does not count: a wake waiting for a pass waits for
+// the next one rather than answer with an older pass's note.
+func (d *Daemon) passEnded(n uint64, planned bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.passesDone = n
-	for _, a := range d.apps {
-		a.heldBack = a.note
+	if planned {
+		d.passesDone = n
+		for _, a := range d.apps {
+			a.heldBack = a.note
+		}
 	}
 	close(d.passed)
 	d.passed = make(chan struct{})
@@ -279,6 +286,12 @@ func (d *Daemon) facts(a *app) plan.Instance {
 		o.VolumeID, o.StartedAt = rec.VolumeID, rec.StartedAt
 		o.Budget, o.FailedAt = rec.Budget, rec.FailedAt
 		o.FailReason, o.Message = rec.FailReason, rec.Message
+		if !a.hasVM && !rec.FailedAt.IsZero() && rec.DeploymentID == a.failureDep {
+			// The failed start waits for its restart: the record says
+			// why, and the report when it is tried again or that it is
+			// out of restarts.
+			o.StartFailure, o.StartFailed = "", ""
+		}
 	}
 	if a.hasVM {
 		o.DeploymentID = a.vm.DeploymentID

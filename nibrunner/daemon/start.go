@@ -19,12 +19,13 @@ import (
 // that a request waits on goes first) and boots. The result is committed
 // under the lock.
 func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
-	id, dep := x.AppID, string(in.DeploymentId)
+	id := x.AppID
 	images, err := d.prepareLayers(ctx, in)
 	if err != nil {
+		now := d.cfg.Now().UTC()
 		d.commit(id, func(a *app) {
 			a.wantAwake = false
-			a.failure, a.failureDep = "its layers could not be made ready: "+err.Error(), dep
+			a.startFailed(x, in, "its layers could not be made ready: "+err.Error(), now)
 		})
 		return
 	}
@@ -76,23 +77,16 @@ func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
 // started records a start's outcome in a (mu held).
 func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
 	a.wantAwake = false
-	dep := string(in.DeploymentId)
-	rec := a.rec
-	if rec == nil || rec.DeploymentID != dep {
-		rec = &record{AppID: a.id, DeploymentID: dep, VolumeID: string(in.VolumeId), Budget: backoff.Budget{DeploymentID: dep}}
-		a.rec = rec
-	}
-	if x.Kind == plan.Restart {
-		// A restart that fails to boot still spends one restart, so a
-		// guest that cannot start backs off instead of spinning.
-		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
-	}
 	if err != nil {
-		a.failure, a.failureDep = "the microVM could not be started: "+err.Error(), dep
+		a.startFailed(x, in, "the microVM could not be started: "+err.Error(), now)
 		return
 	}
+	dep := string(in.DeploymentId)
+	rec := a.recordOf(in)
 	switch x.Kind {
-	case plan.Restart, plan.Wake:
+	case plan.Restart:
+		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
+	case plan.Wake:
 	default:
 		rec.Budget = rec.Budget.ForDeployment(dep).Started(now)
 	}
@@ -109,6 +103,36 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	}
 	a.vm, a.hasVM = st, true
 	d.startProber(a, st)
+}
+
+// recordOf is a's record of in's deployment, a fresh one (and budget)
+// when it has none (mu held).
+func (a *app) recordOf(in *desired.DesiredInstance) *record {
+	dep := string(in.DeploymentId)
+	if a.rec == nil || a.rec.DeploymentID != dep {
+		a.rec = &record{AppID: a.id, DeploymentID: dep, VolumeID: string(in.VolumeId), Budget: backoff.Budget{DeploymentID: dep}}
+	}
+	return a.rec
+}
+
+// startFailed records that x, a start, restart or wake of in, failed for
+// reason why at now (mu held). A restart still spends one restart. A
+// start or restart records the failure at now, and the planner tries again
+// as a restart once the next backoff (counted from this attempt) is over,
+// within the budget: a guest that cannot boot backs off instead of
+// spinning. A wake spends nothing and is not retried: the next request
+// wakes again.
+func (a *app) startFailed(x plan.InstanceAction, in *desired.DesiredInstance, why string, now time.Time) {
+	dep := string(in.DeploymentId)
+	a.failure, a.failureDep = why, dep
+	rec := a.recordOf(in)
+	if x.Kind == plan.Restart {
+		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
+	}
+	if x.Kind != plan.Wake {
+		rec.FailedAt, rec.FailReason = now, why
+		rec.Health.State = health.Failed
+	}
 }
 
 func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {

@@ -53,7 +53,8 @@ type Instance struct {
 	Booted bool
 	// Budget is what the host remembers of the restarts of the deployment
 	// it last started (Recorded); FailedAt is when the current failure was
-	// first seen (zero: none). The restart rule reads both.
+	// first seen, or when the last start or restart of it failed to boot
+	// (zero: none). The restart rule reads both.
 	Budget   backoff.Budget
 	FailedAt time.Time
 	// FailedSleeps counts the sleeps that failed in a row, the last at
@@ -118,11 +119,12 @@ type InstanceKind string
 
 // The instance actions.
 const (
-	// Start boots an app that is not up (first boot of a deployment).
+	// Start boots an app that is not up (first boot of a deployment). A
+	// start that fails is tried again as a Restart.
 	Start InstanceKind = "start"
-	// Restart boots again a guest that exited or failed its health check;
-	// it is planned once its backoff is over, and spends the restart
-	// budget.
+	// Restart boots again a guest that exited or failed its health check,
+	// or an app whose start or restart failed to boot; it is planned once
+	// its backoff is over, and spends the restart budget.
 	Restart InstanceKind = "restart"
 	// GiveUp: a failed guest's deployment has spent its restart budget.
 	// The daemon records it (it holds until a new deployment) and takes
@@ -331,6 +333,11 @@ func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]
 		return none() // on-request: it waits for a request
 	case outOfRestarts:
 		return none()
+	case o.failedToStart(dep):
+		// A start or restart of this deployment failed and left no guest:
+		// it is tried again as a restart, after its backoff and within
+		// its budget, never at once.
+		return restart(in, o, obs.Now)
 	case in.DesiredState == desired.StateOnRequest && booted:
 		// Booted once and now down without a snapshot (slept and the
 		// snapshot was discarded): it waits for a request like a sleeper,
@@ -384,6 +391,13 @@ func restart(in *desired.DesiredInstance, o Instance, now time.Time) (InstanceAc
 // budget.
 func (o Instance) outOfRestarts(dep string) bool {
 	return o.Budget.Exhausted && o.Budget.DeploymentID == dep
+}
+
+// failedToStart: the host recorded a failure of deployment dep (FailedAt)
+// and no guest or snapshot is left, so the failure was a start or restart
+// that did not boot (or one the daemon was stopped in the middle of).
+func (o Instance) failedToStart(dep string) bool {
+	return o.VM == NoVM && !o.Sleeping && o.Recorded == dep && !o.FailedAt.IsZero()
 }
 
 // SleepBackoff spaces the retries of a sleep that failed: 1 s, doubling,

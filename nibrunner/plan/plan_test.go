@@ -117,6 +117,14 @@ func TestRestartBudgets(t *testing.T) {
 	exited := func(b backoff.Budget, failedAgo time.Duration) Instance {
 		return Instance{DeploymentID: "d1", Recorded: "d1", VM: Exited, Booted: true, VolumeID: "vol-a", Budget: b, FailedAt: t0.Add(-failedAgo)}
 	}
+	bootFailed := func(b backoff.Budget, failedAgo time.Duration) Instance {
+		return Instance{DeploymentID: "d1", Recorded: "d1", VM: NoVM, Booted: true, VolumeID: "vol-a", Budget: b, FailedAt: t0.Add(-failedAgo),
+			StartFailure: "the microVM could not be started: boom", StartFailed: "d1"}
+	}
+	firstFailed := func(failedAgo time.Duration) Instance {
+		return Instance{DeploymentID: "d1", Recorded: "d1", VM: NoVM, VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d1"}, FailedAt: t0.Add(-failedAgo),
+			StartFailure: "its layers could not be made ready: boom", StartFailed: "d1"}
+	}
 	started := t0.Add(-time.Minute)
 	tests := []struct {
 		name    string
@@ -140,6 +148,23 @@ func TestRestartBudgets(t *testing.T) {
 			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 1}}, time.Time{}},
 		{"giving up is terminal however long ago", exited(spent, 48*time.Hour),
 			InstanceAction{}, time.Time{}},
+		// A restart whose boot failed leaves no guest (the exited one was
+		// taken down first) and a failure timed at that attempt.
+		{"a restart that failed to boot waits out the next backoff", bootFailed(backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0.Add(-time.Second)}, time.Second),
+			InstanceAction{}, t0.Add(time.Second)},
+		{"a restart that failed to boot is restarted once the next backoff is over", bootFailed(backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0.Add(-2 * time.Second)}, 2*time.Second),
+			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 2}}, time.Time{}},
+		{"a restart that failed to boot after the last is giving up", bootFailed(backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: t0.Add(-time.Hour)}, time.Hour),
+			InstanceAction{Kind: GiveUp, AppID: "a"}, time.Time{}},
+		{"an app out of restarts after failing to boot is not started again", bootFailed(spent, time.Hour),
+			InstanceAction{}, time.Time{}},
+		// A first start that failed: never booted, no restart spent yet.
+		{"a first start that failed waits the initial backoff", firstFailed(500 * time.Millisecond),
+			InstanceAction{}, t0.Add(500 * time.Millisecond)},
+		{"a first start that failed is tried again as the first restart", firstFailed(time.Second),
+			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 1}}, time.Time{}},
+		{"a failure of an older deployment does not hold back a start", Instance{VM: NoVM, Recorded: "d0", DeploymentID: "d0", VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d0"}, FailedAt: t0},
+			InstanceAction{Kind: Start, AppID: "a"}, time.Time{}},
 		{"the budget of an older deployment does not count", Instance{VM: NoVM, Recorded: "d0", DeploymentID: "d0", Booted: true, VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d0", Exhausted: true}},
 			InstanceAction{Kind: Start, AppID: "a"}, time.Time{}},
 	}
