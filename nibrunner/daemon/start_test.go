@@ -191,6 +191,12 @@ func TestAWakeWaitingForAFirstBootOutlastsAPassWhoseListingFailed(t *testing.T) 
 	if err := d.Pass(ctx); err == nil {
 		t.Fatal("the pass whose listing failed did not say so")
 	}
+	// The wake sees that pass end: it answers, or asks for another pass.
+	select {
+	case err := <-woke:
+		t.Fatalf("the wake answered %v after a pass that failed before it planned; it should wait for the next pass and boot a", err)
+	case <-d.kick:
+	}
 	// The passes go on; the next one gives a a slot and boots it.
 	done := make(chan struct{})
 	go func() {
