@@ -37,8 +37,9 @@ func WakeAction(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs 
 	switch {
 	case o.Recorded == dep && o.outOfRestarts(dep):
 		return x, outOfRestarts
-	case o.VM == Exited:
-		// Its restart's backoff is not over.
+	case o.VM == Exited || o.failedToStart(dep):
+		// Its restart's backoff is not over (the guest exited, or its
+		// last start failed).
 		return x, "it failed and waits for its restart"
 	case o.Note != "":
 		return x, "nothing to wake: " + o.Note
