@@ -52,12 +52,20 @@ func (pt *port) serveTCP(c *net.TCPConn) {
 	}()
 	p := pt.route()
 	m := r.meters.Of(p.AppID)
+	// The recorder hears of the connection once the app counts as busy
+	// with it, and of its end once it no longer does, so what it reports
+	// is already true of the meter.
+	rec := r.opts.Recorder
 	m.Begin(r.opts.Now())
-	defer func() { m.End(r.opts.Now()) }()
-	if rec := r.opts.Recorder; rec != nil {
+	if rec != nil {
 		rec.RawOpen(p.AppID, "tcp", 1)
-		defer rec.RawOpen(p.AppID, "tcp", -1)
 	}
+	defer func() {
+		m.End(r.opts.Now())
+		if rec != nil {
+			rec.RawOpen(p.AppID, "tcp", -1)
+		}
+	}()
 	if err := r.ready(r.ctx, p, "tcp"); err != nil {
 		r.refuse(c, p.AppID)
 		return
