@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"io/fs"
 	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,6 @@ import (
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/reported"
 )
-
-// syncBuffer is a log destination tests read while serve writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestNobodyElseCanReadWhatServeKeeps runs serve (fake VMM) on a host whose
 // state, runtime and snapshot folders do not exist yet, under an open
@@ -48,7 +28,7 @@ func TestNobodyElseCanReadWhatServeKeeps(t *testing.T) {
 	setpriv := testenv.RequireCommand(t, "setpriv")
 	old := unix.Umask(0o022)
 	t.Cleanup(func() { unix.Umask(old) })
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	log.SetOutput(logs)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 

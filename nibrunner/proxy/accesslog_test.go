@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"alpnib.dev/internal/testenv"
 )
 
 // slogLine is the line log/slog's JSONHandler writes for l: the shape the
@@ -64,7 +66,7 @@ func TestAnAccessLogLineAllocatesNothingOnceItsBufferHasGrown(t *testing.T) {
 type stuckWriter struct {
 	began   chan struct{}
 	release chan struct{}
-	out     syncBuffer
+	out     testenv.SyncBuffer
 }
 
 func (w *stuckWriter) Write(p []byte) (int, error) {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/route"
 )
 
@@ -258,7 +259,7 @@ func TestASlowlorisClientDoesNotDelayANormalRequest(t *testing.T) {
 }
 
 func TestEveryRequestLeavesOneAccessLogLine(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.SyncBuffer
 	p := New(Options{Logf: t.Logf, AccessLog: &buf})
 	base := "http://" + serve(t, p, ListenConfig{})
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
@@ -286,24 +287,6 @@ func TestEveryRequestLeavesOneAccessLogLine(t *testing.T) {
 	if second["app"] != "" || second["status"] != 404.0 || second["id"] == first["id"] {
 		t.Errorf("second line %v", second)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // openFiles is how many file descriptors this process holds.

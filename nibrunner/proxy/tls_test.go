@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/route"
 )
 
@@ -133,7 +134,7 @@ func TestACertificateWithoutItsKeyIsRefused(t *testing.T) {
 
 func TestAnH2RequestIsLoggedLikeAnHTTP1One(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t, "shop.example.com")
-	var buf syncBuffer
+	var buf testenv.SyncBuffer
 	p := New(Options{Logf: t.Logf, AccessLog: &buf})
 	addr := serve(t, p, ListenConfig{CertFile: certFile, KeyFile: keyFile})
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))

@@ -74,7 +74,7 @@ func e2fsck(t testing.TB, img string) {
 func TestACheckpointOfAGuestWritingTheWholeTimeIsAFilesystemE2fsckPasses(t *testing.T) {
 	testenv.RequireRoot(t)
 	f := newFixture(t)
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	v := newVMM(t, f.dir, &logs)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

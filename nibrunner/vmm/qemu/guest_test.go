@@ -121,25 +121,6 @@ func (f fixture) spec(t testing.TB, app string) vmm.Spec {
 	}
 }
 
-// lockedBuffer collects guest messages written by the control goroutines
-// while the test reads them.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func newVMM(t testing.TB, runtime string, logs io.Writer) *VMM {
 	t.Helper()
 	img := testImage(t)
@@ -206,7 +187,7 @@ func console(v *VMM, app string) string {
 func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.T) {
 	testenv.RequireRoot(t) // the init's chroot and setuid need nothing of the host, but QEMU's drives are root's files
 	f := newFixture(t)
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	v := newVMM(t, f.dir, &logs)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -476,7 +457,7 @@ func TestAGuestOutlivesTheDaemonThatStartedItAndIsAdopted(t *testing.T) {
 func TestATenantThatKeepsFailingIsRestartedByThePolicyThenTheGuestEndsWithItsExitCode(t *testing.T) {
 	testenv.RequireRoot(t)
 	f := newFixture(t)
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	v := newVMM(t, f.dir, &logs)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

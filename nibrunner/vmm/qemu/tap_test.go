@@ -66,7 +66,7 @@ func getOnThisThread(addr, path string) (string, error) {
 func TestAGuestOnItsSlotsTapAnswersAtItsSlotAddress(t *testing.T) {
 	testenv.RequireRoot(t)
 	f := newFixture(t)
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	v := newVMM(t, f.dir, &logs)
 	const slot = 5
 	spec := f.spec(t, "tapped")
