@@ -3,11 +3,9 @@ package registrycopy_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -19,11 +17,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"alpnib.dev/alpage/registrycopy"
-	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/certificate"
-	"alpnib.dev/ic/identity"
 	"alpnib.dev/ic/localnet"
-	"alpnib.dev/ic/localnet/governance"
+	"alpnib.dev/ic/localnet/localnettest"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/nns/registrypb"
@@ -40,21 +36,7 @@ type network struct {
 
 func serve(t testing.TB, reg *registry.Registry) *network {
 	t.Helper()
-	srv, err := localnet.New(localnet.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.InstallNNS(reg, governance.New(governance.Config{}, localnet.RegistryExecutor(reg)))
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	me, err := identity.GenerateEd25519(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(agent.Config{URL: hs.URL, Identity: me, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, a := localnettest.Serve(t, reg)
 	v, err := certificate.NewVerifier(srv.RootKeyDER(), certificate.Options{})
 	if err != nil {
 		t.Fatal(err)

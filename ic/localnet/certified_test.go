@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"alpnib.dev/ic/certificate"
+	"alpnib.dev/ic/localnet/localnettest"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/nns/registrypb"
@@ -61,7 +62,7 @@ func TestACertifiedReplyThatDropsAVersionIsRefusedThoughItVerifies(t *testing.T)
 	for _, k := range []string{"a", "b", "c"} {
 		reg.Apply([]registry.Mutation{{Key: k, Value: []byte(k)}})
 	}
-	srv, a := serveRegistry(t, reg)
+	srv, a := localnettest.Serve(t, reg)
 	v, err := certificate.NewVerifier(srv.RootKeyDER(), certificate.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestTheLocalRegistryCertifiesItsChangeLogAsTheCanisterDoes(t *testing.T) {
 	reg.Apply([]registry.Mutation{{Key: "small", Delete: true}})
 	reg.ElectVersion("v1", nns.ReplicaVersionRecordPB{})
 
-	srv, a := serveRegistry(t, reg)
+	srv, a := localnettest.Serve(t, reg)
 	v, err := certificate.NewVerifier(srv.RootKeyDER(), certificate.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/ic/localnet/localnettest"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -30,7 +31,7 @@ func TestALargeRecordTravelsInChunksAndComesBackWhole(t *testing.T) {
 		t.Fatalf("a %d-byte value was stored in %d chunks", len(value), len(e.ChunkKeys))
 	}
 
-	_, a := serveRegistry(t, reg)
+	_, a := localnettest.Serve(t, reg)
 	r := nns.RegistryClient{Caller: a}
 
 	got, _, found, err := r.GetValue(ctx, key, 0)
@@ -57,7 +58,7 @@ func TestAPinnedClientReadsTheSubnetAsItWasAtItsVersion(t *testing.T) {
 	v1 := reg.Apply([]registry.Mutation{{Key: key, Value: rec.Marshal()}})
 	rec.ReplicaVersionID = "v2"
 	reg.Apply([]registry.Mutation{{Key: key, Value: rec.Marshal()}})
-	_, a := serveRegistry(t, reg)
+	_, a := localnettest.Serve(t, reg)
 	r := nns.RegistryClient{Caller: a}
 
 	latest, err := r.GetSubnet(ctx, subnet)
@@ -87,7 +88,7 @@ func TestTheElectedSetIsTheReplicaVersionRecordsForTheRegistryAndTheClientAlike(
 	// A blessed list that disagrees: it names c (no record) and not b.
 	stale := nns.BlessedReplicaVersionsPB{BlessedVersionIDs: []string{"a", "c"}}
 	reg.Apply([]registry.Mutation{{Key: nns.BlessedReplicaVersionsKey, Value: stale.Marshal()}})
-	_, a := serveRegistry(t, reg)
+	_, a := localnettest.Serve(t, reg)
 
 	got, err := nns.RegistryClient{Caller: a}.ElectedVersions(ctx)
 	if err != nil || !reflect.DeepEqual(got, []string{"a", "b"}) {
@@ -120,7 +121,7 @@ func TestALongChangeLogIsReadPageByPageToTheEnd(t *testing.T) {
 	for i := range 20 {
 		reg.Apply([]registry.Mutation{{Key: fmt.Sprintf("key_%02d", i), Value: bytes.Repeat([]byte{byte(i)}, 50)}})
 	}
-	_, a := serveRegistry(t, reg)
+	_, a := localnettest.Serve(t, reg)
 	pages := 0
 	r := nns.RegistryClient{Caller: countingCaller{Caller: a, method: "get_changes_since", n: &pages}}
 	changes, latest, err := r.GetChangesSince(ctx, 0)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/ic/localnet/localnettest"
 	"alpnib.dev/ic/localnet/registry"
 	"alpnib.dev/ic/nns"
 )
@@ -14,7 +15,7 @@ func TestTheRegistryLatestVersionMovesWithEveryMutation(t *testing.T) {
 	defer cancel()
 	reg := registry.New()
 	reg.AddDataCenter(registry.DataCenter{ID: "zh1", Region: "Europe,CH,Zurich"})
-	_, a := serveRegistry(t, reg)
+	_, a := localnettest.Serve(t, reg)
 	r := nns.RegistryClient{Caller: a}
 	before, err := r.GetLatestVersion(ctx)
 	if err != nil || before != reg.Version() || before == 0 {
