@@ -87,7 +87,7 @@ func (pt *port) serveTCP(c *net.TCPConn) {
 		gc.Close()
 	}()
 	in, out := splice(c, gc)
-	if rec := r.opts.Recorder; rec != nil {
+	if rec != nil {
 		rec.RawConnection(p.AppID, "tcp", "relayed", in, out)
 	}
 }
