@@ -198,16 +198,18 @@ func (d *Daemon) work(x plan.InstanceAction, in *desired.DesiredInstance, n int,
 		err := d.sleepGuest(ctx, id)
 		d.commit(id, func(a *app) { a.slept(err, d.cfg.Now().UTC()) })
 	case plan.Replace, plan.Recover, plan.Restart:
-		// A restart keeps the snapshot-less guest's state; a replacement
-		// or recovery drops any snapshot of the old one.
-		err := d.takeDown(ctx, id, x.Kind != plan.Restart)
+		// Each boots cold, so any snapshot goes: a replacement's or a
+		// recovery's is of the old guest, and one a restart finds (a wake
+		// that failed, whose drop failed too) would otherwise be restored
+		// later over a volume that has moved on.
+		err := d.takeDown(ctx, id, true)
 		if err != nil {
 			d.commit(id, func(a *app) { a.tookDown(err) })
 			return
 		}
 		d.update(id, func(a *app) {
 			a.tookDown(nil)
-			if a.rec != nil && x.Kind != plan.Restart {
+			if a.rec != nil {
 				a.rec.Sleeping = false
 			}
 		})

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -36,13 +37,22 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 	}
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	var st vmm.Status
+	var discardErr error
 	if x.Kind == plan.Wake {
 		st, err = d.deps.VMM.Wake(cctx, spec)
+		if err != nil {
+			// A snapshot whose wake failed is not tried again: its retry
+			// is a restart, which boots cold (see startFailed).
+			discardErr = d.deps.VMM.Discard(cctx, id)
+		}
 	} else {
 		st, err = d.deps.VMM.Start(cctx, spec)
 	}
 	cancel()
 	d.vmGate.release()
+	if discardErr != nil {
+		d.cfg.Logf("nibrunnerd: discard the snapshot of %s after its wake failed: %v", id, discardErr)
+	}
 	now := d.cfg.Now().UTC()
 	d.commit(id, func(a *app) { d.started(a, x, in, st, err, now) })
 }
@@ -74,15 +84,22 @@ func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
 	return specs
 }
 
-// started records a start's outcome in a (mu held).
+// started records a start's outcome in a (mu held). A wake of a snapshot
+// that the VMM booted cold instead (it could not restore it, and dropped
+// it) says so in the record's message until the guest next goes down.
 func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
 	a.wantAwake = false
 	if err != nil {
-		a.startFailed(x, in, "the microVM could not be started: "+err.Error(), now)
+		verb := "started"
+		if x.Kind == plan.Wake {
+			verb = "woken"
+		}
+		a.startFailed(x, in, fmt.Sprintf("the microVM could not be %s: %v", verb, err), now)
 		return
 	}
 	dep := string(in.DeploymentId)
 	rec := a.recordOf(in)
+	coldWake := x.Kind == plan.Wake && rec.Sleeping && !st.Restored
 	switch x.Kind {
 	case plan.Restart:
 		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
@@ -96,6 +113,9 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	rec.Health = health.Started(now)
 	rec.StartedAt = now // the daemon's clock, which the sleep policy reads
 	rec.FailedAt, rec.FailReason, rec.Message = time.Time{}, "", ""
+	if coldWake {
+		rec.Message = msgWokenCold
+	}
 	rec.ConvergedAt = time.Time{}
 	rec.LayerDigests = rec.LayerDigests[:0]
 	for _, l := range in.Layers {
@@ -116,23 +136,25 @@ func (a *app) recordOf(in *desired.DesiredInstance) *record {
 }
 
 // startFailed records that x, a start, restart or wake of in, failed for
-// reason why at now (mu held). A restart still spends one restart. A
-// start or restart records the failure at now, and the planner tries again
-// as a restart once the next backoff (counted from this attempt) is over,
-// within the budget: a guest that cannot boot backs off instead of
-// spinning. A wake spends nothing and is not retried: the next request
-// wakes again.
+// reason why at now (mu held). A restart still spends one restart. The
+// failure is recorded at now, and the planner tries again as a restart
+// once the next backoff (counted from this attempt) is over, within the
+// budget: a guest that cannot boot backs off instead of spinning. A wake
+// spends nothing itself, but its snapshot is gone (bringUp drops it), so
+// it too is retried as a restart, cold, from the volume.
 func (a *app) startFailed(x plan.InstanceAction, in *desired.DesiredInstance, why string, now time.Time) {
 	dep := string(in.DeploymentId)
-	a.failure, a.failureDep = why, dep
 	rec := a.recordOf(in)
+	if x.Kind == plan.Wake && rec.Sleeping {
+		why += msgSnapshotDropped
+		rec.Sleeping = false
+	}
+	a.failure, a.failureDep = why, dep
 	if x.Kind == plan.Restart {
 		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
 	}
-	if x.Kind != plan.Wake {
-		rec.FailedAt, rec.FailReason = now, why
-		rec.Health.State = health.Failed
-	}
+	rec.FailedAt, rec.FailReason = now, why
+	rec.Health.State = health.Failed
 }
 
 func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {

@@ -1,12 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/vmm"
 )
 
 func TestAWakeOfAnAppThatNeverHadASlotSaysWhyItsStartIsHeldBackRatherThanHang(t *testing.T) {
@@ -39,5 +47,182 @@ func TestAWakeOfAnAppThatNeverHadASlotSaysWhyItsStartIsHeldBackRatherThanHang(t 
 		if want := "wake a: " + full; err.Error() != want {
 			t.Fatalf("the wake said %q, want %q", err, want)
 		}
+	}
+}
+
+// wakeFails is the fake VMM whose wakes fail while failWakes is set (the
+// restore refused, and no cold boot to fall back on) and whose starts fail
+// while its bootFails says so. It notes when each failed wake was asked
+// and rings woke at each.
+type wakeFails struct {
+	*bootFails
+	failWakes atomic.Bool
+	mu        sync.Mutex
+	wakes     []time.Time
+	woke      chan struct{}
+}
+
+func (f *wakeFails) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
+	if !f.failWakes.Load() {
+		return f.VMM.Wake(ctx, spec)
+	}
+	f.mu.Lock()
+	f.wakes = append(f.wakes, time.Now())
+	f.mu.Unlock()
+	select {
+	case f.woke <- struct{}{}:
+	default:
+	}
+	return vmm.Status{}, errors.New("QEMU refused the incoming migration")
+}
+
+func (f *wakeFails) wakeAttempts() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.wakes...)
+}
+
+// failingWakes runs a daemon on a fake VMM whose wakes and starts fail on
+// demand.
+func (h *host) failingWakes(t *testing.T) (*Daemon, *wakeFails) {
+	t.Helper()
+	deps, v, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wakeFails{bootFails: &bootFails{VMM: v}, woke: make(chan struct{}, 1)}
+	deps.VMM = w
+	d, _ := h.run(t, deps)
+	return d, w
+}
+
+// asleep boots on-request app in, puts it to sleep and waits until the
+// report says it is idle with a snapshot kept.
+func (h *host) asleep(t *testing.T, d *Daemon, in desired.DesiredInstance) {
+	t.Helper()
+	h.write(t, doc(in))
+	h.waitFor(t, string(in.AppId)+"'s first boot", allIn(reported.InstanceRunning, string(in.AppId)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Sleep(ctx, string(in.AppId)); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, string(in.AppId)+" asleep", allIn(reported.InstanceIdle, string(in.AppId)))
+	if _, err := os.Stat(h.snapshot(string(in.AppId))); err != nil {
+		t.Fatalf("no snapshot of %s after its sleep: %v", in.AppId, err)
+	}
+}
+
+// snapshot is the fake VMM's snapshot stamp of app.
+func (h *host) snapshot(app string) string { return filepath.Join(h.dir, "snap", app, "stamp.json") }
+
+func TestAFailedWakeOfASleepingAppIsRetriedAsARestartAfterItsBackoffWithinTheBudgetThenGivenUp(t *testing.T) {
+	h := newHost(t)
+	d, w := h.failingWakes(t)
+	a := h.app("a", "a1", withState(desired.StateOnRequest))
+	a.Config.RestartPolicy = threeRestarts
+	h.asleep(t, d, a)
+
+	// Its restore is refused and no boot succeeds; the document now asks
+	// it running, so every pass wants it up.
+	w.failWakes.Store(true)
+	w.fail.Store(true)
+	a.DesiredState = desired.StateRunning
+	h.write(t, doc(a))
+	<-w.woke
+	afterPasses(d, 3)
+	if n := len(w.wakeAttempts()); n != 1 {
+		t.Fatalf("a failed wake was tried %d times within 3 passes; it should wait for its restart's backoff", n)
+	}
+	h.waitFor(t, "a failed, its snapshot dropped, a restart waiting", func(r *reported.HostReportedState) bool {
+		a := instance(r, "a")
+		return a != nil && a.State == reported.InstanceFailed &&
+			strings.HasPrefix(a.Message, "the microVM could not be woken: QEMU refused the incoming migration; its memory snapshot was dropped and it is booted again from its volume; restart 1 of 3 in ")
+	})
+	if _, err := os.Stat(h.snapshot("a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the snapshot whose restore failed is still kept (%v); the restart boots cold", err)
+	}
+
+	r := h.waitFor(t, "a out of restarts", outOfRestarts)
+	if got := instance(r, "a"); got.RestartCount != 3 || !strings.Contains(got.Message, "restarted 3 times") || !strings.Contains(got.Message, "boom") {
+		t.Fatalf("out of restarts: restartCount %d, message %q; want 3 restarts and the last boot's failure", got.RestartCount, got.Message)
+	}
+	// The wake, then one restart per budget unit, each after its backoff
+	// from the attempt before; none follows the last.
+	afterPasses(d, 5)
+	if n := len(w.wakeAttempts()); n != 1 {
+		t.Fatalf("%d wakes, want 1: the retries of a failed wake are restarts", n)
+	}
+	checkSpacing(t, append(w.wakeAttempts(), w.attempts()...), 4, 500*time.Millisecond, time.Second, time.Second)
+}
+
+func TestAWakeOfASleepingAppWhoseSnapshotCannotBeRestoredBootsColdOnItsVolumeAndSaysTheSnapshotWasDropped(t *testing.T) {
+	h := newHost(t)
+	d, _, _ := h.start(t)
+	a := h.app("a", "a1", withState(desired.StateOnRequest))
+	h.asleep(t, d, a)
+	vol := filepath.Join(h.dir, "volumes", "a-data.img")
+	f, err := os.OpenFile(vol, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("what the tenant wrote before it slept"), 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot cannot be read back.
+	if err := os.WriteFile(h.snapshot("a"), []byte("not a stamp"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Wake(ctx, "a"); err != nil {
+		t.Fatalf("a wake whose snapshot cannot be restored failed (%v); it should boot cold", err)
+	}
+	r := h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	const dropped = "woken by a cold boot: its memory snapshot could not be restored and was dropped, so what the guest held in memory is lost; its volume is as the guest left it"
+	if got := instance(r, "a"); got.Message != dropped || got.RestartCount != 0 {
+		t.Fatalf("after a cold wake the report says %q (restartCount %d), want %q and no restart spent", got.Message, got.RestartCount, dropped)
+	}
+	after, err := os.ReadFile(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the volume changed across a cold wake; it must be kept as the guest left it")
+	}
+	if _, err := os.Stat(h.snapshot("a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the snapshot that could not be restored is still kept (%v)", err)
+	}
+}
+
+func TestARequestForAnAppWhoseWakeJustFailedIsToldItWaitsForItsRestartAndWakesNothing(t *testing.T) {
+	h := newHost(t)
+	d, w := h.failingWakes(t)
+	a := h.app("a", "a1", withState(desired.StateOnRequest))
+	a.Config.RestartPolicy = desired.RestartPolicy{MaxRestarts: 3, InitialBackoffMs: 600000, MaxBackoffMs: 600000, BackoffFactor: 2, ResetAfterMs: 600000}
+	h.asleep(t, d, a)
+	w.failWakes.Store(true)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const failed = "wake a: the microVM could not be woken: QEMU refused the incoming migration; its memory snapshot was dropped and it is booted again from its volume"
+	if err := d.Wake(ctx, "a"); err == nil || err.Error() != failed {
+		t.Fatalf("the failed wake answered %v, want %q", err, failed)
+	}
+	for range 3 {
+		if err := d.Wake(ctx, "a"); err == nil || err.Error() != "wake a: it failed and waits for its restart" {
+			t.Fatalf("a request during the failed wake's backoff was answered %v, want that it waits for its restart", err)
+		}
+	}
+	if n := len(w.wakeAttempts()); n != 1 {
+		t.Fatalf("%d wakes, want 1: requests during the backoff wake nothing", n)
 	}
 }

@@ -126,6 +126,9 @@ func TestRestartBudgets(t *testing.T) {
 			StartFailure: "its layers could not be made ready: boom", StartFailed: "d1"}
 	}
 	started := t0.Add(-time.Minute)
+	wakeFailed := func(failedAgo time.Duration) Instance {
+		return Instance{DeploymentID: "d1", Recorded: "d1", VM: NoVM, Booted: true, VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d1", LastStart: started}, FailedAt: t0.Add(-failedAgo)}
+	}
 	tests := []struct {
 		name    string
 		obs     Instance
@@ -162,6 +165,12 @@ func TestRestartBudgets(t *testing.T) {
 		{"a first start that failed waits the initial backoff", firstFailed(500 * time.Millisecond),
 			InstanceAction{}, t0.Add(500 * time.Millisecond)},
 		{"a first start that failed is tried again as the first restart", firstFailed(time.Second),
+			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 1}}, time.Time{}},
+		// A wake that failed: the daemon dropped the snapshot and timed the
+		// failure at the wake, which spent no restart.
+		{"a wake that failed waits the initial backoff", wakeFailed(500 * time.Millisecond),
+			InstanceAction{}, t0.Add(500 * time.Millisecond)},
+		{"a wake that failed is tried again as the first restart, cold", wakeFailed(time.Second),
 			InstanceAction{Kind: Restart, AppID: "a", Restart: backoff.Decision{At: t0, N: 1}}, time.Time{}},
 		{"a failure of an older deployment does not hold back a start", Instance{VM: NoVM, Recorded: "d0", DeploymentID: "d0", VolumeID: "vol-a", Budget: backoff.Budget{DeploymentID: "d0"}, FailedAt: t0},
 			InstanceAction{Kind: Start, AppID: "a"}, time.Time{}},
