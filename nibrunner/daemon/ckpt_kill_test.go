@@ -3,10 +3,17 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -90,13 +97,15 @@ func TestADaemonKilledMidExportFinishesItAfterARestartAndLeavesNoIncompleteUploa
 	h.write(t, d)
 	env := []string{"NIBRUN_TEST_DAEMON_DIR=" + h.dir, ext4Env + "=1", exportsURLEnv + "=s3://exports/host-k"}
 
+	// The first daemon reaches S3 through a watch that says when the
+	// upload has stored its first part: it is killed then, mid-upload.
+	endpoint, partStored := watchS3(t, srv)
+	t.Setenv("NIB_S3_ENDPOINT", endpoint)
 	first := startSelf(t, "^$", env...)
-	deadline := time.Now().Add(2 * time.Minute)
-	for uploads() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the export's upload never began")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-partStored:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the export's upload never began")
 	}
 	first.Process.Signal(syscall.SIGKILL)
 	first.Wait()
@@ -108,6 +117,7 @@ func TestADaemonKilledMidExportFinishesItAfterARestartAndLeavesNoIncompleteUploa
 	}
 
 	os.Remove(h.reportPath())
+	t.Setenv("NIB_S3_ENDPOINT", srv.Endpoint)
 	startSelf(t, "^$", env...)
 	r := h.waitFor(t, "e1 ready after the restart", func(r *reported.HostReportedState) bool {
 		return len(r.Exports) == 1 && r.Exports[0].State == reported.ExportReady
@@ -126,6 +136,33 @@ func TestADaemonKilledMidExportFinishesItAfterARestartAndLeavesNoIncompleteUploa
 	if held := loopsUnder(t, h.dir); len(held) != 0 {
 		t.Errorf("loop devices are still attached to staged copies: %v", held)
 	}
+}
+
+// watchS3 stands between a daemon and srv: it passes every request on as
+// it is (keeping the Host header, which the request's signature covers)
+// and closes partStored once srv has stored a part of a multipart upload.
+// It returns the endpoint to give the daemon.
+func watchS3(t *testing.T, srv *s3test.Server) (endpoint string, partStored <-chan struct{}) {
+	t.Helper()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := make(chan struct{})
+	var once sync.Once
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		q := resp.Request.URL.Query()
+		if resp.Request.Method == http.MethodPut && q.Has("partNumber") && q.Has("uploadId") && resp.StatusCode == http.StatusOK {
+			once.Do(func() { close(stored) })
+		}
+		return nil
+	}
+	// The kill cuts requests in flight; that is the test, not an error.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	ts := httptest.NewServer(rp)
+	t.Cleanup(ts.Close)
+	return ts.URL, stored
 }
 
 // loopsUnder lists the loop devices whose backing file is under dir
