@@ -1,5 +1,7 @@
 package daemon
 
+import "fmt"
+
 // The sentences the daemon says of an app in reported.json and in a wake's
 // answer, where they are fixed words rather than built from a plan.
 
@@ -9,4 +11,23 @@ const (
 	msgWokenCold = "woken by a cold boot: its memory snapshot could not be restored and was dropped, so what the guest held in memory is lost; its volume is as the guest left it"
 	// msgSnapshotDropped follows why a wake of a snapshot failed.
 	msgSnapshotDropped = "; its memory snapshot was dropped and it is booted again from its volume"
+)
+
+// A wake's answers are "wake APP: " and why it did not bring the app up.
+
+// wakeRefused is a wake's answer for app when why is a sentence: the
+// planner's refusal, the guest's failure, why its start is held back.
+func wakeRefused(app, why string) error { return fmt.Errorf("wake %s: %s", app, why) }
+
+// wakeFailed is a wake's answer for app when err is what ended it (the
+// daemon closing, the caller's context, an app that is not running); the
+// answer wraps err, so callers can tell which.
+func wakeFailed(app string, err error) error { return fmt.Errorf("wake %s: %w", app, err) }
+
+// What a wake answers when it has no other word: the pass it waited for
+// held the app's first start back and left no note, or its start
+// committed without a guest up and no failure.
+const (
+	msgNoSlotYet      = "its first start was held back and it has no slot yet; the next pass tries again"
+	msgWentDownWaking = "the guest went down while waking"
 )

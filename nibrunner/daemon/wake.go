@@ -1,9 +1,9 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
@@ -37,7 +37,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	var pass uint64
 	for {
 		if d.workCtx.Err() != nil {
-			return fmt.Errorf("wake %s: %w", app, ErrClosed)
+			return wakeFailed(app, ErrClosed)
 		}
 		if err := d.wakeable(app); err != nil {
 			a.wantAwake = false
@@ -48,11 +48,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 			// not recorded, the gate shut): the wake says why rather than
 			// wait for a signal that will not come.
 			a.wantAwake = false
-			why := a.heldBack
-			if why == "" {
-				why = "its first start was held back and it has no slot yet; the next pass tries again"
-			}
-			return fmt.Errorf("wake %s: %s", app, why)
+			return wakeRefused(app, cmp.Or(a.heldBack, msgNoSlotYet))
 		}
 		done, err := d.wakeDone(a)
 		if done {
@@ -66,7 +62,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		select {
 		case <-ctx.Done():
 			d.mu.Lock()
-			return fmt.Errorf("wake %s: %w", app, ctx.Err())
+			return wakeFailed(app, ctx.Err())
 		case <-d.workCtx.Done():
 		case <-ch:
 		case <-passed:
@@ -79,7 +75,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 // held).
 func (d *Daemon) wakeable(app string) error {
 	if !plan.Wakeable(d.instance(app), d.problems) {
-		return fmt.Errorf("wake %s: %w", app, route.ErrNotRunning)
+		return wakeFailed(app, route.ErrNotRunning)
 	}
 	return nil
 }
@@ -96,7 +92,7 @@ func (d *Daemon) wakeDone(a *app) (bool, error) {
 		case health.Running:
 			return true, nil
 		case health.Failed, health.Unhealthy:
-			return true, fmt.Errorf("wake %s: %s", app, a.prober.failureMessage())
+			return true, wakeRefused(app, a.prober.failureMessage())
 		}
 		return false, nil
 	}
@@ -116,14 +112,11 @@ func (d *Daemon) wakeDone(a *app) (bool, error) {
 		if why == "" && !a.hasSlot {
 			why = a.heldBack
 		}
-		if why == "" {
-			why = "the guest went down while waking"
-		}
-		return true, fmt.Errorf("wake %s: %s", app, why)
+		return true, wakeRefused(app, cmp.Or(why, msgWentDownWaking))
 	}
 	if why := d.decide(a); why != "" {
 		a.wantAwake = false
-		return true, fmt.Errorf("wake %s: %s", app, why)
+		return true, wakeRefused(app, why)
 	}
 	return false, nil
 }
