@@ -113,11 +113,15 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	g := f.group(ctx)
 
 	// Everything the registry, governance and the explorer say, at once.
+	subnets := UndeclaredSubnets(res)
 	for _, s := range res.Subnets {
+		subnets = append(subnets, s.ID)
+	}
+	for _, id := range subnets {
 		g.run(func(ctx context.Context) {
-			facts := at.subnet(ctx, s.ID)
+			facts := at.subnet(ctx, id)
 			mu.Lock()
-			live.Subnets[s.ID] = facts
+			live.Subnets[id] = facts
 			mu.Unlock()
 		})
 	}

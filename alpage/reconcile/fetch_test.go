@@ -336,3 +336,20 @@ func TestReadsRunConcurrentlyWithinTheBound(t *testing.T) {
 		t.Fatalf("peak %d reads in flight, want 2..3", slow.peak)
 	}
 }
+
+func TestASubnetOnlyNodeBlocksNameIsReadAndItsDeclaredMembersChecked(t *testing.T) {
+	_, f, _ := startLive(t)
+	res := quick()
+	res.Subnets = nil              // nodes a and b still name subnetID
+	res.Nodes[2].Subnet = subnetID // node c is in no subnet on the devnet
+	r := Reconcile(res, fetch(t, f, res, state.New(), false))
+	if !r.Ran() {
+		t.Fatalf("failed reads: %v", r.FailedReads)
+	}
+	for name, want := range map[string]Status{"a": InSync, "b": InSync, "c": Missing} {
+		id := map[string]string{"a": nodeA, "b": nodeB, "c": nodeC}[name]
+		if row := rowOf(t, r, SectionSubnet, name, id); row.Status != want {
+			t.Fatalf("node %s: %+v, want %s\n%s", name, row, want, text(r))
+		}
+	}
+}

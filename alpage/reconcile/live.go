@@ -11,7 +11,8 @@ type Live struct {
 	// and the version every registry record was read at (get_value takes
 	// it), so a report never mixes two registry states.
 	RegistryVersion uint64 `json:"registry_version"`
-	// Subnets holds each declared subnet's record.
+	// Subnets holds each declared subnet's record, and the record of each
+	// subnet a node block names that no subnet block declares.
 	Subnets map[string]SubnetFacts `json:"subnets"`
 	// DataCenters holds each declared data center's record.
 	DataCenters map[string]DataCenterFacts `json:"data_centers"`

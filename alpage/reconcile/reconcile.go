@@ -102,6 +102,9 @@ func Reconcile(res *config.Resources, live *Live) Report {
 	for _, s := range res.Subnets {
 		r.Sections = append(r.Sections, subnetSection(res, s, live, n))
 	}
+	for _, id := range UndeclaredSubnets(res) {
+		r.Sections = append(r.Sections, undeclaredSubnetSection(res, id, live))
+	}
 	if len(res.DataCenters) > 0 {
 		r.Sections = append(r.Sections, dataCentersSection(res, live))
 	}
@@ -223,29 +226,7 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 		sec.Rows = []Row{{Status: Gone, Name: s.Name, ID: s.ID, Detail: "no subnet record in the registry"}}
 		return sec
 	}
-	members := map[string]bool{}
-	for _, m := range facts.Members {
-		members[m] = true
-	}
-	declared := map[string]*config.Node{}
-	var rows []Row
-	for _, node := range res.Nodes {
-		if node.Subnet != s.ID || node.Decommissioned {
-			continue
-		}
-		declared[node.ID] = node
-		row := Row{Status: InSync, Name: node.Name, ID: node.ID}
-		if !members[node.ID] {
-			nf, ok := live.Nodes[node.ID]
-			switch {
-			case ok && nf.Err == "" && !nf.Found:
-				row.Status, row.Detail = Deregistered, "declared a member; its node record is gone"
-			default:
-				row.Status, row.Detail = Missing, "declared a member, not one on-chain"
-			}
-		}
-		rows = append(rows, row)
-	}
+	rows, declared := declaredMemberRows(res, s.ID, facts, live)
 	for _, m := range facts.Members {
 		if declared[m] != nil {
 			continue
@@ -265,6 +246,80 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 	}
 	sortRows(rows)
 	sec.Rows = append(rows, subnetFacts(s, facts)...)
+	return sec
+}
+
+// declaredMemberRows is a row for every node block that declares itself a
+// member of subnet id: in-sync, missing, or deregistered when its own
+// record is gone. declared holds those nodes by id.
+func declaredMemberRows(res *config.Resources, id string, facts SubnetFacts, live *Live) (rows []Row, declared map[string]*config.Node) {
+	members := map[string]bool{}
+	for _, m := range facts.Members {
+		members[m] = true
+	}
+	declared = map[string]*config.Node{}
+	for _, node := range res.Nodes {
+		if node.Subnet != id || node.Decommissioned {
+			continue
+		}
+		declared[node.ID] = node
+		row := Row{Status: InSync, Name: node.Name, ID: node.ID}
+		if !members[node.ID] {
+			nf, ok := live.Nodes[node.ID]
+			switch {
+			case ok && nf.Err == "" && !nf.Found:
+				row.Status, row.Detail = Deregistered, "declared a member; its node record is gone"
+			default:
+				row.Status, row.Detail = Missing, "declared a member, not one on-chain"
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, declared
+}
+
+// UndeclaredSubnets lists, sorted, the subnets that node blocks name as
+// theirs (node.subnet) but no subnet block declares. Their membership is
+// still a declared fact, so reconcile reads those subnet records too.
+func UndeclaredSubnets(res *config.Resources) []string {
+	blocks := map[string]bool{}
+	for _, s := range res.Subnets {
+		blocks[s.ID] = true
+	}
+	var out []string
+	for _, node := range res.Nodes {
+		if node.Subnet == "" || node.Decommissioned || blocks[node.Subnet] || slices.Contains(out, node.Subnet) {
+			continue
+		}
+		out = append(out, node.Subnet)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// undeclaredSubnetSection checks the node blocks that name subnet id, which
+// no subnet block declares, against its membership. Only those nodes: the
+// subnet's other members and its record facts are not declared, so they
+// are neither unmanaged nor drift.
+func undeclaredSubnetSection(res *config.Resources, id string, live *Live) Section {
+	sec := Section{Kind: SectionSubnet, Title: fmt.Sprintf("subnet %s (no subnet block; named by node blocks)", id)}
+	facts, read := live.Subnets[id]
+	var rows []Row
+	switch {
+	case !read || facts.Err != "":
+		for _, node := range res.Nodes {
+			if node.Subnet == id && !node.Decommissioned {
+				rows = append(rows, Row{Status: Unknown, Name: node.Name, ID: node.ID, Detail: "subnet record unread: " + orText(facts.Err, "not fetched"), Unread: ReadRegistry})
+			}
+		}
+	default:
+		if !facts.Found {
+			sec.Warnings = append(sec.Warnings, "the registry has no record of subnet "+id)
+		}
+		rows, _ = declaredMemberRows(res, id, facts, live)
+	}
+	sortRows(rows)
+	sec.Rows = rows
 	return sec
 }
 

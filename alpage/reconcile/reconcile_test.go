@@ -487,3 +487,49 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("output differs from %s:\n%s\nwant:\n%s", path, got, want)
 	}
 }
+
+func TestANodeNamingASubnetNoBlockDeclaresIsCheckedAgainstThatSubnet(t *testing.T) {
+	member := func(members ...string) func(*config.Resources, *Live) {
+		return func(res *config.Resources, l *Live) {
+			res.Nodes[2].Subnet = "s2"
+			l.Subnets["s2"] = SubnetFacts{Found: true, Members: members, Type: "system"}
+		}
+	}
+	cases := []struct {
+		name   string
+		change func(*config.Resources, *Live)
+		status Status
+		detail string
+	}{
+		{"a member it is not is missing", member("stranger"), Missing, "not one on-chain"},
+		{"a member it is is in sync", member("n3", "stranger"), InSync, ""},
+		{"a subnet the registry has no record of leaves it missing", func(res *config.Resources, l *Live) {
+			res.Nodes[2].Subnet = "s2"
+			l.Subnets["s2"] = SubnetFacts{}
+		}, Missing, "not one on-chain"},
+		{"a subnet record that could not be read is unknown", func(res *config.Resources, l *Live) {
+			res.Nodes[2].Subnet = "s2"
+			l.Subnets["s2"] = SubnetFacts{Err: "registry timeout"}
+		}, Unknown, "registry timeout"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, live := fleet()
+			c.change(res, live)
+			r := Reconcile(res, live)
+			row := rowOf(t, r, SectionSubnet, "n3", "n3")
+			if row.Status != c.status || !strings.Contains(row.Detail, c.detail) || row.Drift != c.status.Drift() {
+				t.Fatalf("row %+v, want %s %q\n%s", row, c.status, c.detail, text(r))
+			}
+			out := text(r)
+			if !strings.Contains(out, "subnet s2 (no subnet block; named by node blocks)") {
+				t.Fatalf("no section for s2:\n%s", out)
+			}
+			// Only what a node block declares is compared: the subnet's
+			// other members and its record facts are nobody's declaration.
+			if strings.Contains(out, "stranger") || strings.Contains(out, "declared=application live=system") {
+				t.Fatalf("undeclared facts of s2 reported:\n%s", out)
+			}
+		})
+	}
+}

@@ -32,8 +32,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		Use:   "reconcile",
 		Short: "Diff the declared fleet against live state (read-only; the CI gate)",
 		Long: `reconcile compares everything resources.hcl declares with the live NNS and
-prints one report: per declared subnet its membership and record facts, node
-providers and operators, the nodes of each operator, chip ids (vouched for by
+prints one report: per declared subnet its membership and record facts (and,
+for a subnet node blocks name but no subnet block declares, whether those
+nodes are its members), node providers and operators, the nodes of each operator, chip ids (vouched for by
 AMD KDS), and the GuestOS version each node runs (read from the node itself
 over IPv6, else from the ICP dashboard, marked "via dashboard").
 
