@@ -18,9 +18,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
@@ -46,32 +48,53 @@ const FileName = "registry.sqlite"
 // Copy is an open registry copy. It is safe for concurrent use, and
 // several processes may open the same file: writes take SQLite's write
 // lock (BEGIN IMMEDIATE) and readers see the last committed version.
+// While it is open it holds a shared lock on its dir's lockFile, so no run
+// discards the file under it (see lockFile).
 type Copy struct {
 	db   *sql.DB
 	path string
+	lock *os.File // the shared lock on lockFile; closing it releases the lock
 }
 
-// Open opens (creating when absent) the copy in dir. Runs that open the
-// same dir at once take turns: SQLite answers "database is locked", without
-// waiting on its busy timeout, to a connection that switches a file another
-// connection is creating to WAL, so creating the file is done under a lock
-// on dir (lockFile).
-func Open(dir string) (*Copy, error) {
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	return open(dir)
+// Open opens (creating when absent) the copy in dir, and holds it in use
+// (a shared lock on lockFile) until Close. It waits for a run that holds
+// the exclusive lock (creating or discarding the file) for up to
+// LockWait, or until ctx is done.
+func Open(ctx context.Context, dir string) (*Copy, error) {
+	return openShared(ctx, dir, layout{schema: schemaVersion, wait: LockWait})
 }
 
-// lockFile, in a copy's dir, is held while the copy is created or
-// discarded.
+// LockWait bounds how long a run waits for the lock on a copy's dir: to
+// use the copy while another run creates or discards it (which is short),
+// or to discard it while other runs use it (which lasts as long as they
+// do). After it, the run fails saying which file is in use.
+var LockWait = 30 * time.Second
+
+// ErrInUse: the copy's lock was not had within LockWait.
+var ErrInUse = errors.New("in use by another run")
+
+// layout is what a run expects of the file (the schema version this code
+// writes) and how long it waits for the lock; tests vary both to act as a
+// run of another version.
+type layout struct {
+	schema int
+	wait   time.Duration
+}
+
+// lockFile, in a copy's dir, says who may touch the copy's file. Each run
+// that has the copy open holds a shared lock on it (LOCK_SH), so several
+// runs read and write the copy at once. Creating the file, and discarding
+// a file that is not a copy (damaged, or of another layout: a binary of
+// another version), take the exclusive lock (LOCK_EX), and so happen only
+// while no run has the file open. SQLite's own locks order the writes;
+// this one keeps a run from removing the file another run is using (it
+// would go on writing to an unlinked file, and its work would be lost),
+// and runs that create the file at once from switching it to WAL together
+// (SQLite answers "database is locked" to that without waiting).
 const lockFile = "registry.lock"
 
-// lockDir creates dir and takes an exclusive lock on its lockFile; the
-// func releases it.
-func lockDir(dir string) (func(), error) {
+// openLock creates dir and opens its lockFile, without locking it.
+func openLock(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("registry copy: %w", err)
 	}
@@ -79,17 +102,113 @@ func lockDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry copy: lock: %w", err)
 	}
+	return f, nil
+}
+
+// lockPoll is the first and the longest pause between tries of a lock
+// another run holds.
+const lockPoll, lockPollMax = time.Millisecond, 50 * time.Millisecond
+
+// tryLock takes how (unix.LOCK_SH or unix.LOCK_EX) on f without waiting;
+// held is false when another run holds a lock that excludes it.
+func tryLock(f *os.File, how int) (held bool, err error) {
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("registry copy: lock %s: %w", f.Name(), err)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return false, nil
 	}
-	return func() { f.Close() }, nil // closing the file releases the lock
+	return false, fmt.Errorf("registry copy: lock %s: %w", f.Name(), err)
+}
+
+// lock takes how on f, trying again until wait has passed or ctx is done.
+// f is not closed on failure. what the run was doing, and what the user can
+// do about a lock not had in time, go into the error.
+func lock(ctx context.Context, f *os.File, how int, wait time.Duration, what, todo string) error {
+	deadline := time.Now().Add(wait)
+	pause := lockPoll
+	for {
+		held, err := tryLock(f, how)
+		if held || err != nil {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("registry copy %s: %w: %s, waited %s for the lock on %s; %s", filepath.Join(filepath.Dir(f.Name()), FileName), ErrInUse, what, wait, f.Name(), todo)
+		}
+		t := time.NewTimer(min(pause, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("registry copy %s: %s: waiting for the lock on %s: %w", filepath.Join(filepath.Dir(f.Name()), FileName), what, f.Name(), ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, lockPollMax)
+	}
+}
+
+// openShared opens the copy in dir under a shared lock, which the Copy
+// keeps. A file that is not there yet is first created, under the
+// exclusive lock; then the run opens it as every other run does.
+func openShared(ctx context.Context, dir string, l layout) (*Copy, error) {
+	path := filepath.Join(dir, FileName)
+	for {
+		f, err := openLock(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := lock(ctx, f, unix.LOCK_SH, l.wait, "opening it",
+			"another run holds it to create or discard the copy: let that run finish and run again"); err != nil {
+			f.Close()
+			return nil, err
+		}
+		// Under the shared lock nobody creates or discards the file.
+		if _, err := os.Stat(path); err == nil {
+			c, err := open(dir, l.schema)
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			c.lock = f
+			return c, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			f.Close()
+			return nil, fmt.Errorf("registry copy: %w", err)
+		}
+		f.Close()
+		if err := create(ctx, dir, l); err != nil {
+			return nil, err
+		}
+		// Open it as any other run would; it may be gone again by then
+		// (discarded by a run of another version), and is made again.
+	}
+}
+
+// create makes the copy's file in dir, under the exclusive lock, unless
+// another run made it first.
+func create(ctx context.Context, dir string, l layout) error {
+	f, err := openLock(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // closing the file releases the lock
+	if err := lock(ctx, f, unix.LOCK_EX, l.wait, "creating it",
+		"other runs still have a copy at this path open (one that was removed under them): let them finish and run again"); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err == nil {
+		return nil // another run made it
+	}
+	c, err := open(dir, l.schema)
+	if err != nil {
+		return err
+	}
+	return c.db.Close()
 }
 
 // damaged says whether an error from Open means the file is not a copy
@@ -110,14 +229,16 @@ func damaged(err error) bool {
 	return false
 }
 
-func open(dir string) (*Copy, error) {
+// open opens the file in dir, creating it when absent, and checks that it
+// is a copy of the given schema version. The caller holds the lock.
+func open(dir string, schema int) (*Copy, error) {
 	path := filepath.Join(dir, FileName)
 	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 	if err != nil {
 		return nil, fmt.Errorf("registry copy %s: %w", path, err)
 	}
 	c := &Copy{db: db, path: path}
-	if err := c.init(); err != nil {
+	if err := c.init(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("registry copy %s: %w", path, err)
 	}
@@ -127,7 +248,7 @@ func open(dir string) (*Copy, error) {
 // errSchema: the file is a copy of another layout.
 var errSchema = errors.New("the copy has another layout")
 
-func (c *Copy) init() error {
+func (c *Copy) init(schema int) error {
 	tx, err := c.db.Begin()
 	if err != nil {
 		return err
@@ -137,19 +258,19 @@ func (c *Copy) init() error {
 		`CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 		// One row per version of a key; a NULL value is a deletion.
 		`CREATE TABLE IF NOT EXISTS entries (key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB, PRIMARY KEY (key, version)) WITHOUT ROWID`,
-		`INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', '` + strconv.Itoa(schemaVersion) + `'), ('version', '0')`,
+		`INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', '` + strconv.Itoa(schema) + `'), ('version', '0')`,
 	}
 	for _, s := range stmts {
 		if _, err := tx.Exec(s); err != nil {
 			return err
 		}
 	}
-	var schema string
-	if err := tx.QueryRow(`SELECT value FROM meta WHERE name = 'schema'`).Scan(&schema); err != nil {
+	var got string
+	if err := tx.QueryRow(`SELECT value FROM meta WHERE name = 'schema'`).Scan(&got); err != nil {
 		return err
 	}
-	if schema != strconv.Itoa(schemaVersion) {
-		return fmt.Errorf("%w (%s, not %d)", errSchema, schema, schemaVersion)
+	if got != strconv.Itoa(schema) {
+		return fmt.Errorf("%w (%s, not %d)", errSchema, got, schema)
 	}
 	return tx.Commit()
 }
@@ -157,8 +278,14 @@ func (c *Copy) init() error {
 // Path is the copy's file.
 func (c *Copy) Path() string { return c.path }
 
-// Close closes the file.
-func (c *Copy) Close() error { return c.db.Close() }
+// Close closes the file, then lets go of it (the shared lock).
+func (c *Copy) Close() error {
+	err := c.db.Close()
+	if c.lock != nil {
+		c.lock.Close()
+	}
+	return err
+}
 
 // Version is the registry version the copy holds every change up to.
 func (c *Copy) Version(ctx context.Context) (uint64, error) {
@@ -228,28 +355,78 @@ func (c *Copy) Scan(ctx context.Context, prefix string, version uint64) ([]Recor
 }
 
 // discardAndOpen opens the copy in dir, first removing its files (the
-// database and its WAL) when they are still not a copy (damaged) once it
-// holds the lock: several runs may each have found the same damaged file,
-// and only the first may discard it — the others open the copy it made.
-// why is the damage found, nil when there was none left to discard.
-func discardAndOpen(dir string) (c *Copy, why error, err error) {
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return nil, nil, err
+// database and its WAL) when they are still not a copy (damaged). It
+// removes them only under the exclusive lock, so only once no run has the
+// file open: a run of another version may be using it, and several runs
+// may each have found the same damaged file — only the first may discard
+// it, and the others open the copy it made. While other runs hold the file
+// it looks again every so often, opening the file as soon as it is a copy
+// (another run rebuilt it), and gives up after l.wait with ErrInUse. It
+// says on log when it has to wait. why is the damage it found and
+// discarded, nil when it discarded nothing.
+func discardAndOpen(ctx context.Context, dir string, l layout, log io.Writer) (c *Copy, why error, err error) {
+	deadline := time.Now().Add(l.wait)
+	pause := lockPoll
+	said := false
+	for {
+		c, err := openShared(ctx, dir, l)
+		if err == nil || !damaged(err) {
+			return c, why, err
+		}
+		f, err := openLock(dir)
+		if err != nil {
+			return nil, why, err
+		}
+		held, err := tryLock(f, unix.LOCK_EX)
+		if err != nil {
+			f.Close()
+			return nil, why, err
+		}
+		if held {
+			discarded, err := discardDamaged(dir, l.schema)
+			f.Close()
+			if err != nil {
+				return nil, why, err
+			}
+			if discarded != nil {
+				why = discarded
+			}
+			continue // open what is there now, as any run would
+		}
+		f.Close()
+		if !said {
+			fmt.Fprintf(log, "registry copy %s: another run has it open; waiting up to %s for it to finish before discarding it\n", filepath.Join(dir, FileName), l.wait)
+			said = true
+		}
+		if !time.Now().Before(deadline) {
+			return nil, why, fmt.Errorf("registry copy %s: %w: it is not a copy this alp can read, and after %s another run (an alp of another version?) still has it open, so it was not discarded; let that run finish and run again, or give this alp a cache of its own (XDG_CACHE_HOME)", filepath.Join(dir, FileName), ErrInUse, l.wait)
+		}
+		t := time.NewTimer(min(pause, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, why, fmt.Errorf("registry copy %s: waiting to discard it: %w", filepath.Join(dir, FileName), ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, lockPollMax)
 	}
-	defer unlock()
-	c, why = open(dir)
+}
+
+// discardDamaged, under the exclusive lock, looks at the file in dir once
+// more and removes it when it is still not a copy of schema, returning why
+// (nil when it is a copy now: another run rebuilt it first).
+func discardDamaged(dir string, schema int) (error, error) {
+	c, why := open(dir, schema)
 	if why == nil {
-		return c, nil, nil
+		return nil, c.db.Close()
 	}
 	if !damaged(why) {
-		return nil, nil, why
+		return nil, why
 	}
 	if err := discard(dir); err != nil {
-		return nil, why, fmt.Errorf("registry copy: discard: %w", err)
+		return nil, fmt.Errorf("registry copy %s: discard: %w", filepath.Join(dir, FileName), err)
 	}
-	c, err = open(dir)
-	return c, why, err
+	return why, nil
 }
 
 func discard(dir string) error {

@@ -304,7 +304,7 @@ func TestRunsThatCreateTheCopyAtOnceAllOpenIt(t *testing.T) {
 		errs := make([]error, 4)
 		for i := range 4 {
 			wg.Go(func() {
-				c, err := registrycopy.Open(dir)
+				c, err := registrycopy.Open(ctx(t), dir)
 				if err == nil {
 					_, err = c.Version(ctx(t))
 					c.Close()

@@ -37,15 +37,23 @@ type Result struct {
 // version. A reply that does not verify, or a file that is not a copy,
 // discards the copy and rebuilds it from version 0, saying so on log; when
 // the rebuild fails too, Sync fails and the copy is left empty.
+//
+// A file another run has open is discarded only once that run has closed
+// it: Sync waits up to LockWait for that, then fails with ErrInUse.
 func Sync(ctx context.Context, dir string, src Source, v *certificate.Verifier, log io.Writer) (*Copy, Result, error) {
-	c, err := Open(dir)
+	return syncAs(ctx, dir, layout{schema: schemaVersion, wait: LockWait}, src, v, log)
+}
+
+// syncAs is Sync for a run that expects the layout l.
+func syncAs(ctx context.Context, dir string, l layout, src Source, v *certificate.Verifier, log io.Writer) (*Copy, Result, error) {
+	c, err := openShared(ctx, dir, l)
 	if err != nil && !damaged(err) {
 		return nil, Result{}, err
 	}
 	if err != nil {
 		// Not a copy we can read (damaged, another layout): start again,
 		// unless another run already did.
-		c, why, err := discardAndOpen(dir)
+		c, why, err := discardAndOpen(ctx, dir, l, log)
 		if why != nil {
 			fmt.Fprintf(log, "registry copy: %v; discarded it and rebuilding it from version 0\n", why)
 		}
