@@ -162,7 +162,7 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {
   kind = "update_subnet"
-  title = "t"
+  title = "a title"
   update_subnet {
     subnet_id = subnet.a.id
     features {
@@ -176,7 +176,7 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {
   kind = "update_subnet"
-  title = "t"
+  title = "a title"
   update_subnet {
     subnet_id = subnet.a.id
     resource_limits { maximum_state_size = 1 }
@@ -186,7 +186,7 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
 		{"remove_node_operators without operators", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "remove_node_operators"
-  title = "t"
+  title = "a title"
   remove_node_operators {}
 }`,
 		}, []string{"proposals.hcl:4:", `"operators" is required`}},
@@ -196,6 +196,29 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }`,
 		}, []string{"proposals.hcl:1:", `"title" is required`}},
+		{"a title governance refuses as too short", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_provider"
+  title = "fix"
+  remove_node_provider { node_provider_id = "2vxsx-fae" }
+}`,
+		}, []string{"proposals.hcl:3:3:", "Invalid proposal title", "3 bytes", "5 to 256 bytes"}},
+		{"a summary governance refuses as too long", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_provider"
+  title = "a title"
+  summary = "` + strings.Repeat("x", 30001) + `"
+  remove_node_provider { node_provider_id = "2vxsx-fae" }
+}`,
+		}, []string{"proposals.hcl:4:3:", "Invalid proposal summary", "30001 bytes"}},
+		{"a url off the forum", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_provider"
+  title = "a title"
+  url = "https://github.com/dfinity/ic/pull/1"
+  remove_node_provider { node_provider_id = "2vxsx-fae" }
+}`,
+		}, []string{"proposals.hcl:4:3:", "Invalid proposal url", "links to github.com", "https://forum.dfinity.org/t/"}},
 		{"undeclared reference", map[string]string{
 			"resources.hcl": subnetA + `node "n" {
   id = "5ffj3-jarcq-lruhj-aemtc-sla"
@@ -268,14 +291,14 @@ guestos_version "b" {
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {
   kind = "membership"
-  title = "t"
+  title = "a title"
 }`,
 		}, []string{"proposals.hcl:2:", "needs a membership { } block"}},
 		{"proposal block of another kind", map[string]string{
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {
   kind = "deploy_guestos"
-  title = "t"
+  title = "a title"
   deploy_guestos {
     subnet_id = subnet.a.id
     replica_version_id = "ab"
@@ -289,13 +312,13 @@ guestos_version "b" {
 		{"the old resize kind", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "resize"
-  title = "t"
+  title = "a title"
 }`,
 		}, []string{"proposals.hcl:2:", `renamed "membership" in v0.3.0`}},
 		{"a proposal written for v0.2.0", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "resize"
-  title = "t"
+  title = "a title"
   resize {
     subnet_id = "2vxsx-fae"
     remove { id = "2vxsx-fae" }
@@ -306,19 +329,19 @@ guestos_version "b" {
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {
   kind = "remove_node_provider"
-  title = "t"
+  title = "a title"
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }
 proposal "p" {
   kind = "remove_node_provider"
-  title = "t"
+  title = "a title"
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }`,
 		}, []string{"proposals.hcl:6:", "Duplicate proposal name"}},
 		{"a bad id inside a proposal", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "remove_nodes"
-  title = "t"
+  title = "a title"
   remove_nodes {
     node { id = "nope" }
   }
@@ -327,7 +350,7 @@ proposal "p" {
 		{"the second removed node is no principal", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "membership"
-  title = "t"
+  title = "a title"
   membership {
     subnet_id = "67htk-vfkxp-gn33q-baibq"
     remove { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
@@ -341,7 +364,7 @@ proposal "p" {
 		{"a canister count with a fraction", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "update_subnet"
-  title = "t"
+  title = "a title"
   update_subnet {
     subnet_id = "2vxsx-fae"
     max_number_of_canisters = 2.5
@@ -470,7 +493,7 @@ node "n" {
 }`,
 		"proposals.hcl": `proposal "p" {
   kind  = "membership"
-  title = "t"
+  title = "a title"
   membership {
     subnet_id = subnet.a.id
     remove { id = "5FFJ3-JARCQ-LRUHJ-AEMTC-SLA" }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"alpnib.dev/ic/nns"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -103,6 +104,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 			l.errorf(&at, "Block does not match the kind", "proposal %q is of kind %q, so it cannot hold a %s block; change kind or move the block to its own proposal", p.Name, p.Kind, bodyBlock[kind])
 		}
 	}
+	l.checkProposalFields(p, b)
 	if l.diags.HasErrors() {
 		return
 	}
@@ -167,6 +169,26 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 		}
 	case KindRemoveNodeProvider:
 		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID, at("", 0, "node_provider_id"))
+	}
+}
+
+// checkProposalFields refuses a title, summary or url that governance
+// would refuse when the proposal is made, so list and plan fail on it too,
+// not only the dry run or the submission.
+func (l *loader) checkProposalFields(p *Proposal, b *hcl.Block) {
+	fields := []struct {
+		name, fix string
+		err       error
+	}{
+		{"title", "write a title of 5 to 256 bytes", nns.CheckProposalTitle(p.Title)},
+		{"summary", "shorten it, and link the rest from the forum thread url names", nns.CheckProposalSummary(p.Summary)},
+		{"url", "link the proposal's forum thread (https://forum.dfinity.org/t/…) or leave url out", nns.CheckProposalURL(p.URL)},
+	}
+	for _, f := range fields {
+		if f.err != nil {
+			at := attrRange(b, f.name)
+			l.errorf(&at, "Invalid proposal "+f.name, "proposal %q: %v; %s", p.Name, f.err, f.fix)
+		}
 	}
 }
 

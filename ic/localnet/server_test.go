@@ -289,7 +289,7 @@ func makeProposal(t *testing.T, c *client, neuron uint64, fn nns.NnsFunction, pa
 	title := "A proposal from the test"
 	req := nns.ManageNeuronRequest{
 		NeuronIDOrSubaccount: &nns.NeuronIDOrSubaccount{NeuronID: &nns.NeuronID{ID: neuron}},
-		Command: &nns.ManageNeuronCommandRequest{MakeProposal: &nns.MakeProposalRequest{Title: &title, Summary: "test", URL: "https://example.org",
+		Command: &nns.ManageNeuronCommandRequest{MakeProposal: &nns.MakeProposalRequest{Title: &title, Summary: "test", URL: "https://forum.dfinity.org/t/a-test/1",
 			Action: &nns.ProposalActionRequest{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(fn), Payload: mustMarshal(t, payload)}}}},
 	}
 	raw, err := c.call(GovernanceID, "manage_neuron", mustMarshal(t, req))

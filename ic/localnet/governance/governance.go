@@ -175,11 +175,13 @@ func (g *Governance) MakeProposal(caller principal.Principal, neuronID uint64, r
 	if perr != nil {
 		return 0, perr
 	}
-	if req.Title == nil || len(*req.Title) < 5 || len(*req.Title) > 256 {
-		return 0, govErr(nns.ErrorTypeInvalidProposal, "proposal title must be between 5 and 256 characters")
+	if req.Title == nil {
+		return 0, govErr(nns.ErrorTypeInvalidProposal, "Proposal lacks a title")
 	}
-	if len(req.Summary) > 30000 {
-		return 0, govErr(nns.ErrorTypeInvalidProposal, "proposal summary is longer than 30000 bytes")
+	for _, err := range []error{nns.CheckProposalTitle(*req.Title), nns.CheckProposalSummary(req.Summary), nns.CheckProposalURL(req.URL)} {
+		if err != nil {
+			return 0, govErr(nns.ErrorTypeInvalidProposal, "%v", err)
+		}
 	}
 	now := uint64(g.cfg.Now().Unix())
 	var total uint64

@@ -297,3 +297,25 @@ func TestIdsContinueAfterPurgedProposals(t *testing.T) {
 		t.Fatal("a purged id answers")
 	}
 }
+
+func TestAProposalWhoseTitleSummaryOrURLGovernanceRefusesIsNotFiled(t *testing.T) {
+	g, _, _ := setup(t, 0)
+	for name, change := range map[string]func(*nns.MakeProposalRequest){
+		"no title":                func(r *nns.MakeProposalRequest) { r.Title = nil },
+		"a four-byte title":       func(r *nns.MakeProposalRequest) { r.Title = title("four") },
+		"a 30001-byte summary":    func(r *nns.MakeProposalRequest) { r.Summary = strings.Repeat("x", 30001) },
+		"a url off the forum":     func(r *nns.MakeProposalRequest) { r.URL = "https://github.com/dfinity/ic" },
+		"a url that is not https": func(r *nns.MakeProposalRequest) { r.URL = "http://forum.dfinity.org/t/1" },
+	} {
+		req := removeProvider(pid("whoever"))
+		change(&req)
+		if id, err := g.MakeProposal(controller, 42, req); err == nil || err.ErrorType != nns.ErrorTypeInvalidProposal {
+			t.Errorf("%s: filed as %d (%v), want InvalidProposal", name, id, err)
+		}
+	}
+	req := removeProvider(pid("whoever"))
+	req.URL = "https://forum.dfinity.org/t/remove-a-provider/1"
+	if _, err := g.MakeProposal(controller, 42, req); err != nil {
+		t.Errorf("a forum url: %v", err)
+	}
+}
