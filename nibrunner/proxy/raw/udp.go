@@ -1,6 +1,7 @@
 package raw
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -22,8 +23,12 @@ type flow struct {
 	pt     *port
 	client netip.AddrPort
 	local  netip.AddrPort // where the client sent its first datagram
-	app    string
-	last   atomic.Int64 // unix nanoseconds of the last datagram either way
+	// from is the control message the guest's answers are sent with (on a
+	// wildcard socket): it makes them leave from local, not from
+	// whichever address the route to the client prefers. nil: send plain.
+	from []byte
+	app  string
+	last atomic.Int64 // unix nanoseconds of the last datagram either way
 
 	mu      sync.Mutex
 	guest   *net.UDPConn // nil until the app is ready
@@ -87,6 +92,7 @@ func (pt *port) flowFor(client netip.AddrPort, app string, oob []byte) *flow {
 		return f
 	}
 	f.local = pt.destination(oob)
+	f.from = replySource(oob)
 	pt.flows[client] = f
 	f.touch()
 	if rec := pt.r.opts.Recorder; rec != nil {
@@ -171,6 +177,58 @@ func pktinfoDestination(oob []byte) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// replySource is the control message that sends a flow's answers from
+// the address its client sent to, given the packet-info message of its
+// first datagram (oob): IP_PKTINFO with that datagram's local address as
+// ipi_spec_dst, or IPV6_PKTINFO with its destination (mapped, on a
+// dual-stack socket, which Linux then sends as IPv4 from it) and, for a
+// link-local one, the interface it came in on, whose zone the address is
+// of. nil when oob has neither, or the datagram was sent to a multicast
+// group, which is no source; those answers leave as routing picks.
+//
+// On a socket bound to a wildcard address the kernel otherwise picks the
+// source by the route back to the client, and on a host with several
+// addresses that can be another one than the client sent to: the
+// client's connected socket then drops the answer.
+func replySource(oob []byte) []byte {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_PKTINFO && len(m.Data) >= unix.SizeofInet4Pktinfo:
+			// struct in_pktinfo: ipi_ifindex, ipi_spec_dst, ipi_addr. On
+			// receipt ipi_spec_dst is the local address the datagram
+			// came to (for a broadcast, the interface's); sent, it is
+			// the source. The interface is left to routing.
+			return unix.PktInfo4(&unix.Inet4Pktinfo{Spec_dst: [4]byte(m.Data[4:8])})
+		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_PKTINFO && len(m.Data) >= unix.SizeofInet6Pktinfo:
+			// struct in6_pktinfo: ipi6_addr, ipi6_ifindex.
+			a := netip.AddrFrom16([16]byte(m.Data[0:16]))
+			if a.Unmap().IsMulticast() {
+				return nil
+			}
+			info := unix.Inet6Pktinfo{Addr: a.As16()}
+			if !a.Is4In6() && a.IsLinkLocalUnicast() {
+				info.Ifindex = binary.NativeEndian.Uint32(m.Data[16:20])
+			}
+			return unix.PktInfo6(&info)
+		}
+	}
+	return nil
+}
+
+// reply sends one of the guest's answers to the flow's client, from the
+// address the client sent to when the socket is a wildcard one.
+func (f *flow) reply(b []byte) {
+	if f.from != nil {
+		_, _, _ = f.pt.udp.WriteMsgUDPAddrPort(b, f.from, f.client)
+		return
+	}
+	_, _ = f.pt.udp.WriteToUDPAddrPort(b, f.client)
+}
+
 func (f *flow) touch() { f.last.Store(f.pt.r.opts.Now().UnixNano()) }
 
 // send passes one datagram on, or queues it while the app wakes: at most
@@ -250,7 +308,7 @@ func (f *flow) run() {
 			f.mu.Lock()
 			f.out += int64(n)
 			f.mu.Unlock()
-			_, _ = pt.udp.WriteToUDPAddrPort(buf[:n], f.client)
+			f.reply(buf[:n])
 			continue
 		}
 		var ne net.Error
