@@ -196,6 +196,11 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }`,
 		}, []string{"proposals.hcl:1:", `"title" is required`}},
+		{"a provider host that is no URL", map[string]string{
+			"proposals.hcl": `provider {
+  host = "icp-api.io"
+}`,
+		}, []string{"proposals.hcl:2:3:", "Invalid host", `provider.host "icp-api.io"`, "https://host[:port]"}},
 		{"a title governance refuses as too short", map[string]string{
 			"proposals.hcl": `proposal "p" {
   kind = "remove_node_provider"

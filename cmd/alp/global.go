@@ -77,6 +77,20 @@ func (g *globals) resolveHost(c *config.Config) string {
 	return MainnetHost
 }
 
+// hostSource names where resolveHost found the host, for an error about
+// it: the flag, the variable, or provider.host and its place.
+func (g *globals) hostSource(c *config.Config) string {
+	switch {
+	case g.host != "":
+		return "--host"
+	case os.Getenv("ALP_HOST") != "":
+		return "$ALP_HOST"
+	case c != nil && c.Provider != nil && c.Provider.Host != "":
+		return fmt.Sprintf("provider.host (%s:%d)", c.Provider.Range.Filename, c.Provider.Range.Start.Line)
+	}
+	return "the default host"
+}
+
 // resolveNeuron applies flag > $ALP_NEURON > provider.neuron; ok is false
 // when no neuron is configured anywhere.
 func (g *globals) resolveNeuron(c *config.Config) (id uint64, ok bool, err error) {

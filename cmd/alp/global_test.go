@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"alpnib.dev/alpage/config"
@@ -68,5 +69,16 @@ func TestTheRootKeyIsFetchedForAnyHostButMainnetUnlessTheEnvironmentOrTheProvide
 	t.Setenv("ALP_FETCH_ROOT_KEY", "true")
 	if !resolveFetchRootKey(withProvider(MainnetHost, 1, &no), "http://127.0.0.1:1") {
 		t.Error("$ALP_FETCH_ROOT_KEY=true lost to provider.fetch_root_key = false")
+	}
+}
+
+func TestAHostThatIsNoURLIsRefusedNamingWhereItCameFrom(t *testing.T) {
+	t.Setenv("ALP_HOST", "")
+	if _, err := execute(t, "plan", "--config", fixture, "--host", "icp-api.io"); err == nil || !strings.Contains(err.Error(), "the host from --host") {
+		t.Errorf("--host icp-api.io: %v", err)
+	}
+	t.Setenv("ALP_HOST", "127.0.0.1:8080")
+	if _, err := execute(t, "plan", "--config", fixture); err == nil || !strings.Contains(err.Error(), "the host from $ALP_HOST") {
+		t.Errorf("ALP_HOST=127.0.0.1:8080: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func (g *globals) newAgent(cfg *config.Config, id identity.Identity, progress io
 	host := g.resolveHost(cfg)
 	a, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host), SkipQuerySignatures: g.noVerifyQueries})
 	if err != nil {
-		return nil, host, err
+		return nil, host, fmt.Errorf("the host from %s: %w", g.hostSource(cfg), err)
 	}
 	if g.noVerifyQueries {
 		fmt.Fprintln(progress, term.For(progress).Paint(term.Yellow, "warning: ")+"query answers from "+host+" are not verified (--no-verify-queries): a boundary node or anyone on the path could change what is read")
