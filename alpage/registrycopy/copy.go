@@ -68,7 +68,7 @@ func Open(ctx context.Context, dir string) (*Copy, error) {
 // use the copy while another run creates or discards it (which is short),
 // or to discard it while other runs use it (which lasts as long as they
 // do). After it, the run fails saying which file is in use.
-var LockWait = 30 * time.Second
+const LockWait = 30 * time.Second
 
 // ErrInUse: the copy's lock was not had within LockWait.
 var ErrInUse = errors.New("in use by another run")
