@@ -196,6 +196,49 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }`,
 		}, []string{"proposals.hcl:1:", `"title" is required`}},
+		{"a node added twice", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "membership"
+  title = "a title"
+  membership {
+    subnet_id = subnet.a.id
+    add { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+    add { id = "5FFJ3-JARCQ-LRUHJ-AEMTC-SLA" }
+  }
+}`,
+		}, []string{"proposals.hcl:7:11:", "Duplicate node", "twice in add", "proposals.hcl:6 and ", "proposals.hcl:7)", "keep one"}},
+		{"a node both added and removed", map[string]string{
+			"resources.hcl": subnetA,
+			"proposals.hcl": `proposal "p" {
+  kind = "membership"
+  title = "a title"
+  membership {
+    subnet_id = subnet.a.id
+    add { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+    remove { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+  }
+}`,
+		}, []string{"proposals.hcl:7:14:", "Contradictory node", "in both add (at ", "proposals.hcl:6) and remove (at ", "proposals.hcl:7)"}},
+		{"a node deregistered twice", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_nodes"
+  title = "a title"
+  remove_nodes {
+    node { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+    node { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+  }
+}`,
+		}, []string{"proposals.hcl:6:12:", "Duplicate node", "twice in remove_nodes"}},
+		{"an operator listed twice", map[string]string{
+			"proposals.hcl": `proposal "p" {
+  kind = "remove_node_operators"
+  title = "a title"
+  remove_node_operators {
+    operators = ["2vxsx-fae", "2vxsx-fae"]
+  }
+}`,
+		}, []string{"proposals.hcl:5:5:", "Duplicate operator", "2vxsx-fae twice in operators"}},
 		{"a provider host that is no URL", map[string]string{
 			"proposals.hcl": `provider {
   host = "icp-api.io"

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"strings"
 
 	"alpnib.dev/ic/nns"
 	"github.com/hashicorp/hcl/v2"
@@ -127,15 +128,38 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 	check := func(field, id string, where hcl.Range) {
 		l.checkPrincipal(id, where, "proposal", p.Name, field)
 	}
+	// once refuses an id the proposal names a second time: as the same
+	// field it would travel twice in the payload, as add and remove it
+	// contradicts itself. Principal text compares case-insensitively.
+	type named struct {
+		field string
+		at    hcl.Range
+	}
+	seen := map[string]named{}
+	once := func(what, field, id string, where hcl.Range) {
+		key := strings.ToLower(id)
+		first, dup := seen[key]
+		if !dup {
+			seen[key] = named{field, where}
+			return
+		}
+		if first.field == field {
+			l.errorf(&where, "Duplicate "+what, "proposal %q names %s %s twice in %s (at %s and %s); keep one", p.Name, what, id, field, site(first.at), site(where))
+			return
+		}
+		l.errorf(&where, "Contradictory "+what, "proposal %q names %s %s in both %s (at %s) and %s (at %s); keep the one you mean", p.Name, what, id, first.field, site(first.at), field, site(where))
+	}
 	switch p.Kind {
 	case KindMembership:
 		m := p.Membership
 		check("subnet_id", m.SubnetID, at("", 0, "subnet_id"))
 		for i, n := range m.Add {
 			check("add.id", n.ID, at("add", i, "id"))
+			once("node", "add", n.ID, at("add", i, "id"))
 		}
 		for i, n := range m.Remove {
 			check("remove.id", n.ID, at("remove", i, "id"))
+			once("node", "remove", n.ID, at("remove", i, "id"))
 		}
 		if len(m.Add) == 0 && len(m.Remove) == 0 {
 			l.errorf(&body, "Empty membership change", "proposal %q adds and removes no node; add at least one add { } or remove { } block", p.Name)
@@ -153,6 +177,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 			r := at("", 0, "subnet_admins")
 			for _, a := range *u.SubnetAdmins {
 				check("subnet_admins", a, r)
+				once("admin", "subnet_admins", a, r)
 			}
 			if len(*u.SubnetAdmins) > MaxSubnetAdmins {
 				l.errorf(&r, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins)
@@ -164,6 +189,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 		}
 		for i, n := range p.RemoveNodes.Nodes {
 			check("node.id", n.ID, at("node", i, "id"))
+			once("node", "remove_nodes", n.ID, at("node", i, "id"))
 		}
 	case KindRemoveNodeOperators:
 		r := at("", 0, "operators")
@@ -172,6 +198,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 		}
 		for _, o := range p.RemoveNodeOperators.Operators {
 			check("operators", o, r)
+			once("operator", "operators", o, r)
 		}
 	case KindRemoveNodeProvider:
 		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID, at("", 0, "node_provider_id"))
