@@ -18,13 +18,19 @@ import (
 // slot and the network its rules, admits starts into memory and hands them
 // to the workers; then checkpoints and exports. It does not wait for the
 // workers: each commits its result and asks for a pass.
-func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) {
+//
+// The plan is of the apps as they were at commit plannedAt. An app whose
+// worker is busy, or committed since (a wake a request asked while this
+// pass made a volume), is left alone, at both points where act hands out
+// work: the plan no longer says what it needs, and its commit asked for
+// the pass that will.
+func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, plannedAt uint64, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) {
 	var ups, sleeps []plan.InstanceAction
 	d.mu.Lock()
 	for _, x := range acts.Instances {
 		a := d.apps[x.AppID]
-		if a != nil && a.busy {
-			continue // its worker is at it; the next pass plans again
+		if a != nil && a.stale(plannedAt) {
+			continue // its worker is at it, or was; the next pass plans again
 		}
 		switch x.Kind {
 		case plan.Stop, plan.Forget:
@@ -72,6 +78,9 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 	if d.doc == doc {
 		inUse := d.inUseMiB()
 		for _, x := range ups {
+			if a := d.apps[x.AppID]; a != nil && a.stale(plannedAt) {
+				continue // its worker acted while this pass made volumes and the network
+			}
 			if in := d.instance(x.AppID); in != nil {
 				if need, ok := d.admit(x, in, vols, inUse); ok {
 					inUse += need

@@ -72,11 +72,14 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	}
 	d.retryAt = acts.RetryAt
 	planned = true
+	// What the plan read of each app is as of this commit: act leaves an
+	// app alone whose worker committed since.
+	plannedAt := d.seq
 	d.mu.Unlock()
 
 	// Act.
 	if doc != nil {
-		d.act(ctx, now, doc, acts, vols, cps, exps)
+		d.act(ctx, now, doc, acts, plannedAt, vols, cps, exps)
 		if len(acts.Volumes) > 0 {
 			// Report the volumes as they are now, not as apply thinks.
 			if vols, err = d.deps.Volumes.List(ctx); err != nil {
@@ -136,8 +139,9 @@ func (d *Daemon) afterPass() <-chan struct{} {
 	return d.passed
 }
 
-// stale reports whether what a pass that began at seq seen observed of a
-// is out of date: its worker is busy, or committed since.
+// stale reports whether what a pass knew of a at commit seen (what it
+// observed, what it planned) is out of date: its worker is busy, or
+// committed since.
 func (a *app) stale(seen uint64) bool { return a.busy || a.changedAt > seen }
 
 // observeGuests brings records up to date with the guests the VMM shows:

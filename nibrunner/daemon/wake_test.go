@@ -15,6 +15,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/volume"
 )
 
 func TestAWakeOfAnAppThatNeverHadASlotSaysWhyItsStartIsHeldBackRatherThanHang(t *testing.T) {
@@ -52,8 +53,8 @@ func TestAWakeOfAnAppThatNeverHadASlotSaysWhyItsStartIsHeldBackRatherThanHang(t 
 
 // wakeFails is the fake VMM whose wakes fail while failWakes is set (the
 // restore refused, and no cold boot to fall back on) and whose starts fail
-// while its bootFails says so. It notes when each failed wake was asked
-// and rings woke at each.
+// while its bootFails says so. It notes when each wake was asked and rings
+// woke at each.
 type wakeFails struct {
 	*bootFails
 	failWakes atomic.Bool
@@ -63,15 +64,15 @@ type wakeFails struct {
 }
 
 func (f *wakeFails) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
-	if !f.failWakes.Load() {
-		return f.VMM.Wake(ctx, spec)
-	}
 	f.mu.Lock()
 	f.wakes = append(f.wakes, time.Now())
 	f.mu.Unlock()
 	select {
 	case f.woke <- struct{}{}:
 	default:
+	}
+	if !f.failWakes.Load() {
+		return f.VMM.Wake(ctx, spec)
 	}
 	return vmm.Status{}, errors.New("QEMU refused the incoming migration")
 }
@@ -86,14 +87,22 @@ func (f *wakeFails) wakeAttempts() []time.Time {
 // demand.
 func (h *host) failingWakes(t *testing.T) (*Daemon, *wakeFails) {
 	t.Helper()
+	deps, w := h.wakeDeps(t)
+	d, _ := h.run(t, deps)
+	return d, w
+}
+
+// wakeDeps are the host's deps on a fake VMM whose wakes and starts fail
+// on demand.
+func (h *host) wakeDeps(t *testing.T) (Deps, *wakeFails) {
+	t.Helper()
 	deps, v, err := h.deps(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &wakeFails{bootFails: &bootFails{VMM: v}, woke: make(chan struct{}, 1)}
 	deps.VMM = w
-	d, _ := h.run(t, deps)
-	return d, w
+	return deps, w
 }
 
 // asleep boots on-request app in, puts it to sleep and waits until the
@@ -224,5 +233,59 @@ func TestARequestForAnAppWhoseWakeJustFailedIsToldItWaitsForItsRestartAndWakesNo
 	}
 	if n := len(w.wakeAttempts()); n != 1 {
 		t.Fatalf("%d wakes, want 1: requests during the backoff wake nothing", n)
+	}
+}
+
+// heldVolumes are volume files whose first Converge of volume hold rings
+// held and then waits until release is closed: a pass that makes it is
+// held in the middle of acting.
+type heldVolumes struct {
+	volume.Files
+	hold          string
+	once          sync.Once
+	held, release chan struct{}
+}
+
+func (v *heldVolumes) Converge(ctx context.Context, spec volume.Spec) (volume.Volume, error) {
+	if spec.VolumeID == v.hold {
+		v.once.Do(func() {
+			close(v.held)
+			<-v.release
+		})
+	}
+	return v.Files.Converge(ctx, spec)
+}
+
+func TestAPassDoesNotWakeAnAppARequestWokeWhileThePassWasActing(t *testing.T) {
+	h := newHost(t)
+	deps, w := h.wakeDeps(t)
+	vols := &heldVolumes{Files: deps.Volumes.(volume.Files), hold: "c-data", held: make(chan struct{}), release: make(chan struct{})}
+	deps.Volumes = vols
+	d, _ := h.run(t, deps)
+	a := h.app("a", "a1", withState(desired.StateOnRequest))
+	h.asleep(t, d, a)
+
+	// The document now asks a running, and a new app c (stopped) with a
+	// volume: the pass that plans a's wake makes c's volume before it
+	// dispatches the wake, and is held there.
+	a.DesiredState = desired.StateRunning
+	h.write(t, doc(a, h.app("c", "c1", withState(desired.StateStopped))))
+	<-vols.held
+	passEnded := d.afterPass()
+	// Meanwhile a request wakes a.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Wake(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	close(vols.release)
+	<-passEnded
+	afterPasses(d, 2)
+	if n := len(w.wakeAttempts()); n != 1 {
+		t.Fatalf("a was woken %d times: the held pass acted on its plan from before the request's wake", n)
+	}
+	r := h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	if got := instance(r, "a"); got.Message != "" || got.RestartCount != 0 {
+		t.Fatalf("a is running with message %q and restartCount %d; want neither", got.Message, got.RestartCount)
 	}
 }
