@@ -18,6 +18,10 @@ const (
 	// drift, since its payload on-chain is immutable and nothing can be
 	// resubmitted under its name.
 	Settled Sync = "settled"
+	// Undeclared is a proposal state.json records under a name no
+	// proposal block declares (renamed or deleted since): shown so that
+	// what was submitted stays visible offline, and never drift.
+	Undeclared Sync = "not declared"
 )
 
 // Color is the colour the word is shown in on a terminal.
@@ -27,7 +31,7 @@ func (s Sync) Color() term.Color {
 		return term.Green
 	case Drift:
 		return term.Red
-	case Settled:
+	case Settled, Undeclared:
 		return term.Dim
 	}
 	return term.Yellow

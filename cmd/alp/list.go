@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,7 +25,9 @@ proposal, its kind, the sha256 of the payload the config declares now, and
 whether it is not submitted, in sync with what was submitted, DRIFT (the
 config payload changed since submit), or settled (it changed after the
 proposal was executed, rejected or failed: a note, not drift, since the
-payload on-chain is immutable). It reads nothing from the network.
+payload on-chain is immutable). A proposal state.json records under a name
+no block declares any more is listed after them as not declared. It reads
+nothing from the network.
 Exit status 2 when any proposal drifted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,7 +81,32 @@ func listRows(decls []*config.Proposal, st *state.State) ([]listRow, error) {
 		sync, note := proposal.Compare(p, rec)
 		rows = append(rows, listRow{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256, Sync: sync, Note: note, State: rec})
 	}
+	declared := map[string]bool{}
+	for _, d := range decls {
+		declared[d.Name] = true
+	}
+	var undeclared []string
+	for name := range st.Proposals {
+		if !declared[name] {
+			undeclared = append(undeclared, name)
+		}
+	}
+	slices.Sort(undeclared)
+	for _, name := range undeclared {
+		rec := st.Proposals[name]
+		rows = append(rows, listRow{Name: name, Kind: rec.Kind, PayloadSHA256: rec.PayloadSHA256, Sync: proposal.Undeclared,
+			Note: "recorded in state.json; no proposal block declares it", State: rec})
+	}
 	return rows, nil
+}
+
+// shortHash is the first 12 characters of a payload hash, or all of a
+// shorter one (a hand-edited state.json may hold anything).
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 func countDrift(rows []listRow) int {
@@ -115,7 +143,7 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 		if r.Note != "" {
 			sync += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Printable(r.Name), r.Kind, r.PayloadSHA256[:12], sync, id, status, submitted)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Printable(r.Name), term.Printable(r.Kind), shortHash(term.Printable(r.PayloadSHA256)), sync, id, status, submitted)
 	}
 	return tw.Flush()
 }

@@ -130,3 +130,27 @@ func TestListRefusesABrokenConfigWithItsPlace(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestAProposalStateRecordsButNoBlockDeclaresIsListedAsNotDeclaredNotDrift(t *testing.T) {
+	st := state.New()
+	st.Proposals["renamed-since"] = &state.Proposal{Kind: "membership", ProposalID: 77, PayloadSHA256: "ab", Status: state.StatusExecuted}
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := st.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "list", "--config", fixture, "--state", path)
+	if err != nil {
+		t.Fatalf("exit %d (%v), want 0: a proposal no block declares is not drift\n%s", exitCode(err), err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"renamed-since", "membership", "not declared", "77", "executed"} {
+		if !strings.Contains(last, want) {
+			t.Fatalf("last line %q lacks %q:\n%s", last, want, out)
+		}
+	}
+	out, _ = execute(t, "list", "--config", fixture, "--state", path, "--output", "json")
+	if !strings.Contains(out, `"sync": "not declared"`) || !strings.Contains(out, `"proposal_id": 77`) {
+		t.Fatalf("json lacks the undeclared proposal:\n%s", out)
+	}
+}
