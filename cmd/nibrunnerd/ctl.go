@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,10 +18,9 @@ import (
 	"alpnib.dev/nibrunner/vmm"
 )
 
-// serveControl runs the control socket beside the daemon until ctx ends.
-// A socket that cannot be opened is logged, not fatal: the daemon's job is
-// the converge loop, and the socket only lets others ask it things.
-func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM) {
+// serveControl runs the control socket serve bound (listenControl) beside
+// the daemon until ctx ends.
+func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM, l net.Listener) {
 	s := &control.Server{
 		Apps:        d,
 		ReportPath:  filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
@@ -27,9 +28,26 @@ func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon,
 		Logs:        logFiles(v),
 		Conflicts:   []error{daemon.ErrCannotSleep, route.ErrNotRunning},
 	}
-	if err := s.ListenAndServe(ctx, control.SocketPath(cfg.Paths.RuntimeDir)); err != nil {
+	if err := s.Serve(ctx, control.SocketPath(cfg.Paths.RuntimeDir), l); err != nil {
 		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)
 	}
+}
+
+// listenControl binds the control socket before the daemon opens: a live
+// daemon answering on it stops this one (control.ErrInUse). A socket that
+// cannot be bound otherwise is logged, not fatal, and l is nil: the
+// daemon's job is the converge loop, and the socket only lets others ask
+// it things.
+func listenControl(path string) (l net.Listener, err error) {
+	l, err = control.Listen(path)
+	if errors.Is(err, control.ErrInUse) {
+		return nil, err
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)
+		return nil, nil
+	}
+	return l, nil
 }
 
 // logFiles names an app's logs for the VMM that runs its guest: the

@@ -20,6 +20,7 @@ import (
 
 	"alpnib.dev/internal/version"
 	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/guestimage"
@@ -76,6 +77,25 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if err != nil {
 		return err
 	}
+	// One daemon a host: the state_dir lock first, then the control
+	// socket, before anything is opened, adopted or changed.
+	unlock, err := lockStateDir(cfg.Paths.StateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sock := control.SocketPath(cfg.Paths.RuntimeDir)
+	ctl, err := listenControl(sock)
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() {
+		if !served && ctl != nil {
+			ctl.Close()
+			os.Remove(sock)
+		}
+	}()
 	if err := privateFolders(cfg); err != nil {
 		return err
 	}
@@ -234,7 +254,10 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	// Before the first pass: a checkpoint that pass starts must not have
 	// its fresh freeze ended by this thaw.
 	thawFrozen(ctx, deps.VMM)
-	spawn(func() { serveControl(ctx, cfg, d, deps.VMM) })
+	if ctl != nil {
+		served = true
+		spawn(func() { serveControl(ctx, cfg, d, deps.VMM, ctl) })
+	}
 	if mxServer != nil {
 		spawn(func() {
 			if err := mxServer.Serve(ctx); err != nil {

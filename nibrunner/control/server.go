@@ -139,16 +139,29 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 }
 
 // ListenAndServe serves the API on the unix socket at path until ctx ends,
-// then removes the socket. A socket left by a daemon that died is replaced;
-// one a live daemon answers on is not (two daemons on one runtime_dir are
-// a mistake worth stopping for).
+// then removes the socket (Listen, then Serve).
 func (s *Server) ListenAndServe(ctx context.Context, path string) error {
+	l, err := Listen(path)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, path, l)
+}
+
+// ErrInUse is Listen's error when a live daemon answers on the socket.
+var ErrInUse = errors.New("another nibrunnerd is listening on it")
+
+// Listen binds the control socket at path, mode 0600. A socket left by a
+// daemon that died is replaced; one a live daemon answers on is not (two
+// daemons on one runtime_dir are a mistake worth stopping for). Closing
+// the listener leaves the socket file; Serve removes it when it ends.
+func Listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), perm.Dir); err != nil {
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
-		return fmt.Errorf("control socket %s: another nibrunnerd is listening on it", path)
+		return nil, fmt.Errorf("control socket %s: %w; stop it first, or give this one a configuration with another paths.runtime_dir", path, ErrInUse)
 	}
 	// Bound under a temporary name, made 0600, then renamed into place:
 	// nobody can connect in between.
@@ -156,19 +169,25 @@ func (s *Server) ListenAndServe(ctx context.Context, path string) error {
 	os.Remove(tmp)
 	l, err := net.Listen("unix", tmp)
 	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		l.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		l.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	return l, nil
+}
+
+// Serve answers the API on l, the socket Listen bound at path, until ctx
+// ends, then removes the socket.
+func (s *Server) Serve(ctx context.Context, path string, l net.Listener) error {
 	if s.Journal == nil {
 		s.Journal = NewJournal(0)
 		if s.ReportPath != "" {
@@ -189,7 +208,7 @@ func (s *Server) ListenAndServe(ctx context.Context, path string) error {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	err = srv.Serve(l)
+	err := srv.Serve(l)
 	<-done
 	os.Remove(path)
 	if errors.Is(err, http.ErrServerClosed) {
