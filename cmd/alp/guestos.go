@@ -86,11 +86,11 @@ changes nothing.`,
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: release names unavailable (%v); keeping the labels the file has\n", err)
 			}
-			elsewhere := map[string]string{}
+			elsewhere := map[string]declaredAt{}
 			if cfg != nil {
 				for _, v := range cfg.GuestOSVersions {
 					if filepath.Clean(v.Range.Filename) != filepath.Clean(path) {
-						elsewhere[v.ID] = fmt.Sprintf("%s:%d", v.Range.Filename, v.Range.Start.Line)
+						elsewhere[v.ID] = declaredAt{Name: v.Name, Where: fmt.Sprintf("%s:%d", v.Range.Filename, v.Range.Start.Line)}
 					}
 				}
 			}
@@ -99,7 +99,8 @@ changes nothing.`,
 			prev, readErr := os.ReadFile(path)
 			res.Path, res.Changed = path, !bytes.Equal(prev, content)
 			if errors.Is(readErr, os.ErrNotExist) && !res.declares() {
-				res.Changed = false // nothing to declare: do not create an empty file
+				// Nothing to declare: do not create an empty file.
+				res.Changed, res.Absent = false, true
 			}
 			if res.Changed {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -134,10 +135,17 @@ type guestosBlock struct {
 
 // guestosSync is the outcome of `alp guestos sync`, and its JSON form.
 type guestosSync struct {
-	Path    string         `json:"path"`
-	Changed bool           `json:"changed"`
-	Blocks  []guestosBlock `json:"versions"`
+	Path    string `json:"path"`
+	Changed bool   `json:"changed"`
+	// Absent is set when the file does not exist and was not written,
+	// since another resource file declares every elected version.
+	Absent bool           `json:"absent,omitempty"`
+	Blocks []guestosBlock `json:"versions"`
 }
+
+// declaredAt is a guestos_version block of another resource file: its
+// name and file:line.
+type declaredAt struct{ Name, Where string }
 
 // declares reports whether the synced file holds any block.
 func (s guestosSync) declares() bool {
@@ -230,7 +238,7 @@ func electedVersions(ctx context.Context, reg nns.RegistryClient) ([]string, err
 // declared elsewhere, named as before or after its release; every old
 // block no longer elected dropped unless it is the default or referenced.
 // Kept blocks come first in their old order, then new ones by release name.
-func syncGuestos(old []guestosBlock, elected []string, elections []source.Election, refs, elsewhere map[string]string) guestosSync {
+func syncGuestos(old []guestosBlock, elected []string, elections []source.Election, refs map[string]string, elsewhere map[string]declaredAt) guestosSync {
 	release := map[string]string{}
 	for _, e := range elections {
 		release[e.VersionID] = e.Release
@@ -267,8 +275,8 @@ func syncGuestos(old []guestosBlock, elected []string, elections []source.Electi
 		if have[id] {
 			continue
 		}
-		if where, ok := elsewhere[id]; ok {
-			res.Blocks = append(res.Blocks, guestosBlock{ID: id, Status: "elsewhere", Why: "declared at " + where})
+		if at, ok := elsewhere[id]; ok {
+			res.Blocks = append(res.Blocks, guestosBlock{Name: at.Name, ID: id, Status: "elsewhere", Why: "declared at " + at.Where})
 			continue
 		}
 		added = append(added, guestosBlock{ID: id, Label: release[id], Status: "added"})
@@ -360,8 +368,11 @@ func renderGuestosSync(w io.Writer, paint term.Painter, res guestosSync) error {
 		fmt.Fprintln(w, paint.Paint(color, line))
 	}
 	what := "unchanged"
-	if res.Changed {
+	switch {
+	case res.Changed:
 		what = "written"
+	case res.Absent:
+		what = "not written: another resource file declares every elected version"
 	}
 	_, err := fmt.Fprintf(w, "%s %s\n", res.Path, what)
 	return err

@@ -102,7 +102,7 @@ func TestGuestosSyncWritesAFreshFileAndLeavesVersionsDeclaredElsewhere(t *testin
 	for _, b := range res.Blocks {
 		got[b.ID] = b
 	}
-	if b := got["1111111111111111111111111111111111111111"]; b.Status != "elsewhere" || !strings.Contains(b.Why, "resources.hcl:1") {
+	if b := got["1111111111111111111111111111111111111111"]; b.Status != "elsewhere" || b.Name != "mine" || !strings.Contains(b.Why, "resources.hcl:1") {
 		t.Errorf("version declared in resources.hcl: %+v", b)
 	}
 	if b := got["2222222222222222222222222222222222222222"]; b.Status != "added" || b.Name != "release-2026-11-01_00-00-base" || b.Label != b.Name {
@@ -140,7 +140,8 @@ func TestGuestosSyncCreatesNoEmptyFile(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "resources.hcl"), []byte(decl.String()), 0o644)
 	out, _, err := runSplit("guestos", "sync", "--config", filepath.Join(dir, "proposals.hcl"), "--host", d.ICURL, "--dashboard-url", d.DashboardURL)
-	if err != nil || !strings.Contains(out, "unchanged") {
+	if err != nil || !strings.Contains(out, "resources/guestos.hcl not written: another resource file declares every elected version") ||
+		!strings.Contains(out, "elsewhere va  1111111111111111111111111111111111111111") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "resources", "guestos.hcl")); !os.IsNotExist(err) {
