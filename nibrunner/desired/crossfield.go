@@ -10,6 +10,12 @@ import (
 // decode is empty and its rules are skipped rather than reported twice.
 func (d *decoder) crossField(doc *HostDesiredState) {
 	volumes := unique(d, doc.Volumes, "volumes", "volumeId", func(v DesiredVolume) VolumeId { return v.VolumeId })
+	owner := make(map[VolumeId]int, len(doc.Volumes))
+	for i := len(doc.Volumes) - 1; i >= 0; i-- {
+		if v := doc.Volumes[i]; v.VolumeId != "" {
+			owner[v.VolumeId] = i
+		}
+	}
 	unique(d, doc.Instances, "instances", "appId", func(in DesiredInstance) AppId { return in.AppId })
 	unique(d, doc.Checkpoints, "checkpoints", "checkpointId", func(c DesiredCheckpoint) CheckpointId { return c.CheckpointId })
 	unique(d, doc.Exports, "exports", "exportId", func(e DesiredExport) ExportId { return e.ExportId })
@@ -18,6 +24,10 @@ func (d *decoder) crossField(doc *HostDesiredState) {
 		p := fmt.Sprintf("instances[%d]", i)
 		if in.VolumeId != "" && !volumes[in.VolumeId] {
 			d.fail(p+".volumeId", "%s is not one of this document's volumes", quote(string(in.VolumeId)))
+		}
+		if other, j, ok := otherOwner(in.AppId, in.VolumeId, doc.Volumes, owner); ok {
+			d.fail(p+".volumeId", "%s is app %s's volume (volumes[%d].appId), not %s's: two guests writing one filesystem would corrupt it; give %s a volume of its own",
+				quote(string(in.VolumeId)), quote(other), j, quote(string(in.AppId)), quote(string(in.AppId)))
 		}
 		if in.Activation != nil && in.IdleTimeoutMs != nil {
 			d.fail(p+".activation", "is refused beside idleTimeoutMs, its older spelling: name one of them")
@@ -29,6 +39,25 @@ func (d *decoder) crossField(doc *HostDesiredState) {
 		}
 		d.ports(p+".config", in.Config)
 	}
+	for i, e := range doc.Exports {
+		if other, j, ok := otherOwner(e.AppId, e.VolumeId, doc.Volumes, owner); ok {
+			d.fail(fmt.Sprintf("exports[%d].appId", i), "%s does not own volume %s: volumes[%d] is app %s's; an export holds one app's volume, so name that app",
+				quote(string(e.AppId)), quote(string(e.VolumeId)), j, quote(other))
+		}
+	}
+}
+
+// otherOwner returns the app owning volume id, and its index, when that
+// is a volume of this document belonging to an app other than app. A
+// volume the document does not list is not judged (an instance's is
+// refused as missing; an export's may be one an earlier document listed,
+// since volumes are not authoritative).
+func otherOwner(app AppId, id VolumeId, volumes []DesiredVolume, owner map[VolumeId]int) (string, int, bool) {
+	i, listed := owner[id]
+	if app == "" || !listed || volumes[i].AppId == "" || volumes[i].AppId == app {
+		return "", 0, false
+	}
+	return string(volumes[i].AppId), i, true
 }
 
 // unique refuses an id that an earlier entry of list already uses, naming

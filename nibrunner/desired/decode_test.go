@@ -267,6 +267,9 @@ var refusals = []refusal{
 
 	// References and uniqueness.
 	{"an instance's volume is not in the document", set("instances.0.volumeId", "v9"), "instances[0].volumeId", `"v9" is not one of this document's volumes`},
+	{"an instance runs on another app's volume", set("instances.1.volumeId", "v1"), "instances[1].volumeId", `"v1" is app "web"'s volume (volumes[0].appId), not "api"'s: two guests writing one filesystem would corrupt it`},
+	{"a volume names another app than its instance", set("volumes.1.appId", "web"), "instances[1].volumeId", `"v2" is app "web"'s volume`},
+	{"an export names another app than its volume's", set("exports.0.appId", "api"), "exports[0].appId", `"api" does not own volume "v1": volumes[0] is app "web"'s`},
 	{"two instances share an app id", set("instances.1.appId", "web"), "instances[1].appId", `"web" is already used by instances[0]`},
 	{"two volumes share a volume id", set("volumes.1.volumeId", "v1"), "volumes[1].volumeId", `"v1" is already used by volumes[0]`},
 	{"two checkpoints share an id", appendTo("checkpoints", `{"checkpointId": "c1", "volumeId": "v2", "desiredState": "absent"}`), "checkpoints[1].checkpointId", `"c1" is already used by checkpoints[0]`},

@@ -162,7 +162,8 @@ type DesiredInstance struct {
 	AppId AppId `json:"appId"`
 	// DeploymentId: a running instance is replaced when, and only when, it changes.
 	DeploymentId DeploymentId `json:"deploymentId"`
-	// VolumeId names one of this document's volumes.
+	// VolumeId names one of this document's volumes, one whose appId is
+	// this instance's.
 	VolumeId     VolumeId             `json:"volumeId"`
 	DesiredState DesiredInstanceState `json:"desiredState"`
 	// Layers stack first at the bottom; 1 to 8 of them.
