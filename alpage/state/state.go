@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
@@ -185,13 +186,23 @@ func (s *State) Marshal() ([]byte, error) {
 }
 
 // Save writes the state to path atomically: a crash leaves the old file or
-// the new one, never a mix.
+// the new one, never a mix. An existing file keeps its permissions, and a
+// path that is a symbolic link has its target rewritten (the rename would
+// otherwise replace the link with a file and leave the target, which other
+// checkouts may read, behind); a new file is 0644.
 func (s *State) Save(path string) error {
 	data, err := s.Marshal()
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+	perm := os.FileMode(0o644)
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+		if st, err := os.Stat(target); err == nil {
+			perm = st.Mode().Perm()
+		}
+	}
+	if err := atomicfile.WriteFile(path, data, perm); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	return nil

@@ -295,3 +295,36 @@ func TestADuplicateKeyAtAnyLevelIsRefusedNamingTheKeyAndItsLine(t *testing.T) {
 		})
 	}
 }
+
+func TestSavingKeepsTheFilesPermissionsAndWritesThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "shared", "state.json")
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := New().Save(target); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(target, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "state.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	s := New()
+	s.Proposals["p"] = &Proposal{Kind: "membership", ProposalID: 5}
+	if err := s.Save(link); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("state.json is no longer a link: %v %v", fi.Mode(), err)
+	}
+	got, err := Load(target)
+	if err != nil || got.Proposals["p"] == nil {
+		t.Fatalf("the link's target was not written: %v", err)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want the 0600 the file had", fi.Mode().Perm())
+	}
+}
