@@ -20,11 +20,20 @@ type HostLimits struct {
 // on a host with no raw proxy, hostnames on a host with no HTTP proxy, an
 // environment value holding a newline, CR or NUL. The spec charges these
 // to the instance (it is failed naming the reason), not to the document,
-// which is still accepted. Apps with no problem are absent from the map.
+// which is still accepted; so is asking for no memory or no vCPU, which
+// the seed does not bound. Apps with no problem are absent from the map.
 func InstanceProblems(doc *HostDesiredState, limits HostLimits) map[AppId]string {
 	out := map[AppId]string{}
 	for _, in := range doc.Instances {
 		var why []string
+		// The VMM would boot a 0 with a default of its own while memory
+		// admission counted nothing for it.
+		if in.Config.Resources.MemoryMib == 0 {
+			why = append(why, "config.resources.memoryMib is 0, and a guest cannot boot without memory: give it the MiB the app needs (128 or more)")
+		}
+		if in.Config.Resources.VcpuCount == 0 {
+			why = append(why, "config.resources.vcpuCount is 0, and a guest cannot run without a CPU: give it 1 or more")
+		}
 		if n := len(in.Config.Ports); n > 0 {
 			switch {
 			case !limits.RawProxy:

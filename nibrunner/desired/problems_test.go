@@ -44,6 +44,10 @@ func TestInstanceProblemsFailTheInstanceButKeepTheDocument(t *testing.T) {
 			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "environment variable MOTD holds a newline"},
 		{"an environment value with a carriage return", []func(any){set("instances.1.config.command.environment.CR", "a\rb")},
 			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "environment variable CR holds"},
+		{"a guest with no memory", []func(any){set("instances.1.config.resources.memoryMib", 0.0)},
+			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "config.resources.memoryMib is 0, and a guest cannot boot without memory"},
+		{"a guest with no vCPU", []func(any){set("instances.1.config.resources.vcpuCount", 0.0)},
+			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "config.resources.vcpuCount is 0, and a guest cannot run without a CPU"},
 		{"an environment value with a NUL", []func(any){set("instances.1.config.command.environment.Z", "a\x00b")},
 			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "environment variable Z holds"},
 	}
