@@ -22,8 +22,11 @@ type Kind string
 const (
 	KindPing Kind = "ping"
 	// KindFreeze freezes the volume's filesystem (FIFREEZE) for at most
-	// TimeoutMs (DefaultFreezeTimeoutMs when 0); KindThaw thaws it, and
-	// succeeds on a filesystem that is not frozen.
+	// TimeoutMs of the guest's monotonic time (DefaultFreezeTimeoutMs when
+	// 0), which stands still while the guest is paused or asleep; a volume
+	// already frozen is refused (EBUSY). KindThaw thaws it, and succeeds on
+	// a filesystem that is not frozen. Checkpoints freeze a running guest;
+	// a sleep freezes it before the pause and the wake thaws it.
 	KindFreeze   Kind = "freeze"
 	KindThaw     Kind = "thaw"
 	KindMeasure  Kind = "measure"

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -92,7 +93,8 @@ func (v *VMM) keepAttaching(g *vmGuest) {
 
 // resumeIfPaused continues a guest that a daemon paused to sleep it and
 // then died before the guest's process ended: its half-written snapshot has
-// no stamp (and is removed), so the guest must run on.
+// no stamp (and is removed), so the guest must run on, its volume thawed
+// (the sleep froze it before the pause; nothing else pauses a guest).
 func (v *VMM) resumeIfPaused(ctx context.Context, g *vmGuest) {
 	q, err := g.monitor()
 	if err != nil {
@@ -107,7 +109,12 @@ func (v *VMM) resumeIfPaused(ctx context.Context, g *vmGuest) {
 	switch st {
 	case "paused", "postmigrate", "finish-migrate":
 		_, _ = q.execute(qctx, "migrate_cancel", nil)
-		_, _ = q.execute(qctx, "cont", nil)
+		if _, err := q.execute(qctx, "cont", nil); err != nil {
+			return
+		}
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindThaw})
 	}
 }
 

@@ -67,7 +67,7 @@ func e2fsck(t testing.TB, img string) {
 	t.Helper()
 	out, err := exec.Command(testenv.RequireCommand(t, "e2fsck"), "-fn", img).CombinedOutput()
 	if err != nil {
-		t.Fatalf("e2fsck -fn of the checkpoint: %v\n%s", err, out)
+		t.Fatalf("e2fsck -fn %s: %v\n%s", img, err, out)
 	}
 }
 
@@ -79,16 +79,7 @@ func TestACheckpointOfAGuestWritingTheWholeTimeIsAFilesystemE2fsckPasses(t *test
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	spec := f.writerSpec(t, "busy")
-	st, err := v.Start(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Stop(context.Background(), spec.AppID)
-	defer func() {
-		if t.Failed() {
-			t.Logf("console:\n%s\nmessages:\n%s", console(v, spec.AppID), logs.String())
-		}
-	}()
+	st := started(t, ctx, v, spec, &logs)
 	n := waitWriting(t, st.Endpoint, 20, 2*time.Minute)
 	for i := range 3 {
 		img := filepath.Join(f.dir, fmt.Sprintf("ckpt-%d.img", i))

@@ -179,6 +179,23 @@ func put(t testing.TB, endpoint, path, body string) {
 	}
 }
 
+// started starts spec on v and, when the test ends, logs the guest's
+// console and the messages in logs if it failed, then stops the guest.
+func started(t testing.TB, ctx context.Context, v *VMM, spec vmm.Spec, logs *testenv.SyncBuffer) vmm.Status {
+	t.Helper()
+	st, err := v.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() && logs != nil {
+			t.Logf("console:\n%s\nmessages:\n%s", console(v, spec.AppID), logs.String())
+		}
+		_ = v.Stop(context.Background(), spec.AppID)
+	})
+	return st
+}
+
 func console(v *VMM, app string) string {
 	b, _ := os.ReadFile(v.ConsolePath(app))
 	return string(b)
@@ -192,20 +209,11 @@ func TestAGuestServesHTTPAndKeepsItsFilesAndMemoryAcrossSleepAndWake(t *testing.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	spec := f.spec(t, "counter")
-	st, err := v.Start(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Stop(context.Background(), spec.AppID)
+	st := started(t, ctx, v, spec, &logs)
 	t.Logf("started pid %d under %s", st.PID, v.Version())
 	if st.State != vmm.Running || st.Endpoint == "" || st.Restored {
 		t.Fatalf("status after start: %+v", st)
 	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("console:\n%s\nmessages:\n%s", console(v, spec.AppID), logs.String())
-		}
-	}()
 	if who := get(t, st.Endpoint, "/whoami", 90*time.Second); who != "65534:65534 /data counter.example.com shm" {
 		t.Errorf("the tenant runs as %q, want 65534:65534 in /data with its hostname and a writable /dev/shm", who)
 	}

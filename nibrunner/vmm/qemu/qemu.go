@@ -9,10 +9,11 @@
 // freeze/thaw and measurements travel over the virtio-serial control port
 // (nibrunner/guest). KVM is used when a probe boot succeeds, TCG otherwise.
 //
-// Sleep pauses the guest and migrates its state to a file with QMP
-// (exec:cat > FILE), stamps it and ends the process; Wake starts the same
-// machine with -incoming from that file and resumes it, or boots cold when
-// the stamp does not match.
+// Sleep freezes the guest's volume through its init, pauses the guest and
+// migrates its state to a file with QMP (exec:cat > FILE), stamps it and
+// ends the process; Wake starts the same machine with -incoming from that
+// file, resumes it and thaws its volume, or boots cold when the stamp does
+// not match.
 package qemu
 
 import (

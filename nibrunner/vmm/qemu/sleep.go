@@ -34,10 +34,43 @@ var freeBytes = func(dir string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
-// Sleep pauses the guest, migrates its state and memory to
-// snapshot_dir/<app>/state, writes the stamp and ends QEMU. On any failure
-// before the state is complete the guest is resumed and keeps running.
+// sleepFreezeBound is the freeze a sleep asks the guest's init for: the
+// init thaws by itself once that much of the guest's time has passed
+// without a thaw. The guest's monotonic clock stands still while it is
+// paused and while it sleeps (QEMU stops the guest's ticks at `stop` and
+// migrates them; kvmclock likewise), so the bound is spent only while the
+// guest runs: from the freeze to `stop`, and after a wake from `cont` to
+// the wake's thaw. It is a variable so a test can make the init's own thaw
+// too late to be the one it sees.
+var sleepFreezeBound = 60 * time.Second
+
+// sleepStopBudget is how long, in the host's time from the freeze request,
+// the guest may take to be frozen and stopped. Past it the init may have
+// thawed by itself before the stop (a TCG guest's clock runs at the
+// host's TSC rate, which may be faster than the one the guest was told),
+// so the snapshot would not hold a frozen filesystem and the sleep is
+// given up. A quarter of the bound leaves room for a guest clock four
+// times the host's.
+func sleepStopBudget() time.Duration { return sleepFreezeBound / 4 }
+
+// ErrFreeze is returned (wrapped) by Sleep when the guest's init did not
+// freeze the app's volume; the guest is left running.
+var ErrFreeze = errors.New("its volume could not be frozen")
+
+// Sleep freezes the app's volume through the guest's init (FIFREEZE, so
+// the volume file holds everything the tenant wrote), pauses the guest,
+// migrates its state and memory to snapshot_dir/<app>/state, writes the
+// stamp and ends QEMU. The snapshot holds a frozen filesystem: Wake thaws
+// it right after it resumes the guest. A freeze that fails refuses the
+// sleep, and on any failure before the state is complete the guest is
+// resumed, its volume thawed, and it keeps running.
 func (v *VMM) Sleep(ctx context.Context, appID string) error {
+	return v.sleep(ctx, appID, true)
+}
+
+// sleep is Sleep; freeze false is the sleep of the builds before the
+// freeze, kept for the benchmark that measures what the freeze costs.
+func (v *VMM) sleep(ctx context.Context, appID string, freeze bool) error {
 	g, err := v.live(appID)
 	if err != nil {
 		return fmt.Errorf("sleep: %w", err)
@@ -63,13 +96,31 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 	_ = os.Remove(filepath.Join(dir, stampFile))
 	tmp := filepath.Join(dir, stateFile+".tmp")
 	_ = os.Remove(tmp)
+	frozen := false
 	resume := func(cause error) error {
-		_, _ = q.execute(context.WithoutCancel(ctx), "cont", nil)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = q.execute(rctx, "cont", nil)
 		_ = os.Remove(tmp)
+		if frozen {
+			if _, err := g.ctl.request(rctx, guest.Message{Kind: guest.KindThaw}); err != nil {
+				return fmt.Errorf("sleep %s: %w; it keeps running, but its volume is still frozen (%v): its init thaws it by itself within %s", appID, cause, err, sleepFreezeBound)
+			}
+		}
 		return fmt.Errorf("sleep %s: %w; it keeps running", appID, cause)
+	}
+	asked := time.Now()
+	if freeze {
+		if err := v.freezeForSleep(ctx, g); err != nil {
+			return fmt.Errorf("sleep %s: %w; it keeps running", appID, err)
+		}
+		frozen = true
 	}
 	if _, err := q.execute(ctx, "stop", nil); err != nil {
 		return resume(err)
+	}
+	if took := time.Since(asked); freeze && took >= sleepStopBudget() {
+		return resume(fmt.Errorf("the guest stopped %s after its volume's freeze was asked, past the %s within which it is sure to be still frozen (the init thaws by itself after %s of the guest's time); the sleep is tried again later", took.Round(time.Millisecond), sleepStopBudget(), sleepFreezeBound))
 	}
 	// The default bandwidth cap (128 MiB/s) is for live migration over a
 	// network; a file on local disk takes what it can.
@@ -112,6 +163,26 @@ func (v *VMM) Sleep(ctx context.Context, appID string) error {
 	return nil
 }
 
+// freezeForSleep asks the guest's init to freeze the app's volume for
+// sleepFreezeBound, waiting for its answer no longer than the stop budget.
+// A refusal (the init's FIFREEZE failed, e.g. a checkpoint holds the
+// volume frozen) is left as it is; a freeze that went unanswered may still
+// happen, so a thaw is sent after it (the init answers requests in order).
+func (v *VMM) freezeForSleep(ctx context.Context, g *vmGuest) error {
+	fctx, cancel := context.WithTimeout(ctx, sleepStopBudget())
+	defer cancel()
+	r, err := g.ctl.request(fctx, guest.Message{Kind: guest.KindFreeze, TimeoutMs: sleepFreezeBound.Milliseconds()})
+	if err == nil {
+		return nil
+	}
+	if r.Error == "" {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindThaw})
+	}
+	return fmt.Errorf("%w: %w (a sleep without the freeze would leave the tenant's latest writes in the memory snapshot only, so it is refused)", ErrFreeze, err)
+}
+
 func waitMigration(ctx context.Context, q *qmp) error {
 	for {
 		b, err := q.execute(ctx, "query-migrate", nil)
@@ -139,8 +210,12 @@ func waitMigration(ctx context.Context, q *qmp) error {
 }
 
 // Wake restores the app's snapshot when its stamp matches spec and boots
-// spec cold otherwise (or when the restore fails). The snapshot is deleted
-// once the guest runs again: its memory no longer matches the volume.
+// spec cold otherwise (or when the restore fails). A restored guest is
+// resumed, its clock set and its volume thawed (Sleep froze it) before
+// Wake returns; a guest whose init does not answer the thaw is ended and
+// booted cold, on a volume that is as the freeze left it. The snapshot is
+// deleted once the guest runs again: its memory no longer matches the
+// volume.
 func (v *VMM) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 	if err := v.claim(spec.AppID); err != nil {
 		return vmm.Status{}, err
@@ -217,13 +292,17 @@ func (v *VMM) restore(ctx context.Context, spec vmm.Spec) (*vmGuest, error) {
 	if _, err := g.qmp.execute(rctx, "cont", nil); err != nil {
 		return abort(err)
 	}
+	// The guest's clock stood still while it slept; set it before the
+	// thaw lets the tenant's writes go on, so they carry today's times.
+	tctx, tcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer tcancel()
+	_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindSetTime, UnixMs: time.Now().UnixMilli()})
+	// Its volume was frozen for the sleep (a snapshot of an earlier build
+	// was not, and the init leaves an unfrozen volume as it is).
+	if _, err := g.ctl.request(tctx, guest.Message{Kind: guest.KindThaw}); err != nil {
+		return abort(fmt.Errorf("thaw its volume after resuming it: %w", err))
+	}
 	_ = v.Discard(ctx, spec.AppID)
-	// The guest's clock stood still while it slept.
-	go func() {
-		tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindSetTime, UnixMs: time.Now().UnixMilli()})
-	}()
 	return g, nil
 }
 
