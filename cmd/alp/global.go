@@ -117,6 +117,18 @@ func (g *globals) resolveNeuron(c *config.Config) (id uint64, ok bool, err error
 // --print-env)"` points alp at a local network whatever proposals.hcl says,
 // and that network's root key must be fetched. For a mainnet host a true
 // here is refused by agent.New, naming the root key.
+// checkFetchRootKeyEnv refuses a $ALP_FETCH_ROOT_KEY that is set but is no
+// boolean, which resolveFetchRootKey would otherwise pass over in silence
+// and take provider.fetch_root_key or the default instead.
+func checkFetchRootKeyEnv() error {
+	if v := os.Getenv("ALP_FETCH_ROOT_KEY"); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("$ALP_FETCH_ROOT_KEY %q is not true or false; set one of them, or unset it to let provider.fetch_root_key or the host decide", v)
+		}
+	}
+	return nil
+}
+
 func resolveFetchRootKey(c *config.Config, host string) bool {
 	if v, err := strconv.ParseBool(os.Getenv("ALP_FETCH_ROOT_KEY")); err == nil {
 		return v

@@ -82,3 +82,10 @@ func TestAHostThatIsNoURLIsRefusedNamingWhereItCameFrom(t *testing.T) {
 		t.Errorf("ALP_HOST=127.0.0.1:8080: %v", err)
 	}
 }
+
+func TestAFetchRootKeyVariableThatIsNoBooleanIsRefusedByName(t *testing.T) {
+	t.Setenv("ALP_FETCH_ROOT_KEY", "yes please")
+	if _, err := execute(t, "plan", "--config", fixture); err == nil || !strings.Contains(err.Error(), `$ALP_FETCH_ROOT_KEY "yes please" is not true or false`) {
+		t.Fatalf("plan with ALP_FETCH_ROOT_KEY=yes please: %v", err)
+	}
+}

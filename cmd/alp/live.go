@@ -49,6 +49,9 @@ func (g *globals) readAgent(cfg *config.Config, progress io.Writer) (*agent.Agen
 // --no-verify-queries, and then a warning on progress says so.
 func (g *globals) newAgent(cfg *config.Config, id identity.Identity, progress io.Writer) (*agent.Agent, string, error) {
 	host := g.resolveHost(cfg)
+	if err := checkFetchRootKeyEnv(); err != nil {
+		return nil, host, err
+	}
 	a, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host), SkipQuerySignatures: g.noVerifyQueries})
 	if err != nil {
 		return nil, host, fmt.Errorf("the host from %s: %w", g.hostSource(cfg), err)
