@@ -22,8 +22,10 @@ func newCheckCmd() *cobra.Command {
 		Short: "Validate a desired.json and print why this host would refuse it",
 		Long: `check reads a desired.json (FILE, or - for standard input) the way the daemon
 does and prints "ok" when it would be accepted, or each reason it would be
-refused whole, one per line as "path: rule". It exits 0 when the document is
-accepted and 1 otherwise.`,
+refused whole, one per line as "path: rule". After "ok" it names each instance
+the host would fail while it runs the rest (no memory, an environment value
+with a newline; with --config also what this host cannot carry). It exits 0
+when the document is accepted and 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readDocument(cmd.InOrStdin(), args[0])
@@ -45,12 +47,16 @@ accepted and 1 otherwise.`,
 				return fmt.Errorf("%s: %w", args[0], errRefused)
 			}
 			fmt.Fprintln(out, "ok")
+			// Without a configuration, what fails an instance on any host:
+			// limits no host exceeds leave only those problems.
+			limits := desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: hostconfig.MaxPortsPerGuest}
 			if host != nil {
-				problems := desired.InstanceProblems(doc, host.Limits())
-				for i, in := range doc.Instances {
-					if why, ok := problems[in.AppId]; ok {
-						fmt.Fprintf(out, "instances[%d] (%s): %s\n", i, in.AppId, why)
-					}
+				limits = host.Limits()
+			}
+			problems := desired.InstanceProblems(doc, limits)
+			for i, in := range doc.Instances {
+				if why, ok := problems[in.AppId]; ok {
+					fmt.Fprintf(out, "instances[%d] (%s): %s\n", i, in.AppId, why)
 				}
 			}
 			return nil
@@ -60,17 +66,22 @@ accepted and 1 otherwise.`,
 	return cmd
 }
 
+// readDocument reads at most one byte more than desired.MaxDocumentBytes,
+// enough for Decode to refuse a document over the limit without holding
+// all of it.
 func readDocument(stdin io.Reader, path string) ([]byte, error) {
-	if path == "-" {
-		data, err := io.ReadAll(stdin)
+	what, r := "standard input", stdin
+	if path != "-" {
+		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("reading standard input: %w", err)
+			return nil, fmt.Errorf("reading the document: %w", err)
 		}
-		return data, nil
+		defer f.Close()
+		what, r = path, f
 	}
-	data, err := os.ReadFile(path)
+	data, err := io.ReadAll(io.LimitReader(r, desired.MaxDocumentBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the document: %w", err)
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
 	return data, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"sort"
@@ -45,6 +46,15 @@ func (r *Refusal) Error() string {
 	return strings.Join(parts, "; ")
 }
 
+// MaxDocumentBytes is the largest document Decode reads. Decoding builds
+// a tree of the whole document first, about 20 times its size in memory,
+// under the daemon's lock; a thousand apps with generous environments are
+// a few MiB.
+const MaxDocumentBytes = 16 << 20
+
+// writeWhole is what to do about a document that was read unfinished.
+const writeWhole = "write the whole document to a temporary file in the same folder and rename it into place, so the host never reads it half-written"
+
 // Decode reads a desired.json document and enforces every rule of the seed:
 // each scalar's pattern and range, required fields, and the cross-field
 // rules. Unknown properties are ignored and null is the same as absent for
@@ -54,13 +64,21 @@ func (r *Refusal) Error() string {
 // Problems the spec charges to one instance rather than the document (see
 // InstanceProblems) do not refuse it.
 func Decode(data []byte) (*HostDesiredState, error) {
+	if len(data) > MaxDocumentBytes {
+		return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is larger than %d bytes (16 MiB), the most that is read: a host's document is far smaller, so this one was written wrong (a log or a binary in its place?)", MaxDocumentBytes)}}}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
 		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
+		switch {
+		case errors.As(err, &syntax):
 			return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is not JSON: %v (at byte %d)", err, syntax.Offset)}}}
+		case errors.Is(err, io.EOF) && len(bytes.TrimSpace(data)) == 0:
+			return nil, &Refusal{Reasons: []Reason{{Rule: "is empty: " + writeWhole}}}
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is not JSON: it ends after %d bytes in the middle of a value, as a file read while it is written does: %s", len(data), writeWhole)}}}
 		}
 		return nil, &Refusal{Reasons: []Reason{{Rule: "is not JSON: " + err.Error()}}}
 	}

@@ -335,6 +335,30 @@ func examples(t testing.TB) []string {
 	return paths
 }
 
+func TestATruncatedOrEmptyDocumentIsRefusedSayingHowToWriteOneWhole(t *testing.T) {
+	for input, want := range map[string]string{
+		base[:300]: "is not JSON: it ends after 300 bytes in the middle of a value",
+		"":         "is empty",
+		" \n":      "is empty",
+	} {
+		_, err := Decode([]byte(input))
+		rs := Reasons(err)
+		if len(rs) != 1 || !strings.HasPrefix(rs[0].Rule, want) || !strings.Contains(rs[0].Rule, "rename it into place") {
+			t.Fatalf("%q: %v, want one reason starting %q and saying to rename a whole file into place", input, rs, want)
+		}
+	}
+}
+
+func TestADocumentOverTheSizeLimitIsRefusedBeforeItIsParsed(t *testing.T) {
+	tree := parseTree(t, base)
+	set("padding", strings.Repeat("x", MaxDocumentBytes))(tree)
+	_, err := Decode(mustJSON(t, tree))
+	rs := Reasons(err)
+	if len(rs) != 1 || !strings.Contains(rs[0].Rule, "is larger than 16777216 bytes (16 MiB), the most that is read") {
+		t.Fatalf("%v, want one reason naming the limit", rs)
+	}
+}
+
 func TestADocumentThatIsNotJSONIsRefusedSayingSo(t *testing.T) {
 	for _, input := range []string{``, `{`, `{"hostId": "h"} {}`, `[]`, `"host"`, `null`} {
 		doc, err := Decode([]byte(input))

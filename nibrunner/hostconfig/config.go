@@ -200,6 +200,10 @@ type RawProxy struct {
 	MaxPortsPerGuest int    `toml:"max_ports_per_guest"`
 }
 
+// MaxPortsPerGuest is the most raw ports a host carries for one guest:
+// its 8 host ports less the HTTP one.
+const MaxPortsPerGuest = 7
+
 // Metrics serves Prometheus /metrics.
 type Metrics struct {
 	ListenAddress string `toml:"listen_address"`
@@ -352,8 +356,8 @@ func (c *Config) validate(v *validator) {
 	}
 	if r := c.Proxy.Raw; r != nil {
 		v.address("proxy.raw.listen_address", r.ListenAddress)
-		if r.MaxPortsPerGuest < 1 || r.MaxPortsPerGuest > 7 {
-			v.fail("proxy.raw.max_ports_per_guest is %d; it must be 1 to 7 (each app has 7 host ports beside its HTTP one)", r.MaxPortsPerGuest)
+		if r.MaxPortsPerGuest < 1 || r.MaxPortsPerGuest > MaxPortsPerGuest {
+			v.fail("proxy.raw.max_ports_per_guest is %d; it must be 1 to %d (each app has %d host ports beside its HTTP one)", r.MaxPortsPerGuest, MaxPortsPerGuest, MaxPortsPerGuest)
 		}
 	}
 	if m := c.Metrics; m != nil {
