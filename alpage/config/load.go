@@ -165,6 +165,9 @@ type loader struct {
 	// defs finds a decoded resource's block again by its header range, so
 	// a rule broken by one attribute can point at that attribute.
 	defs map[hcl.Range]*hcl.Block
+	// versionNames maps each guestos_version block name that is not also a
+	// version id to its id, to tell a name written where an id belongs.
+	versionNames map[string]string
 }
 
 func newLoader(lim Limits) *loader {

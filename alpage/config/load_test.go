@@ -196,6 +196,24 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }`,
 		}, []string{"proposals.hcl:1:", `"title" is required`}},
+		{"a node naming its version by block name", map[string]string{
+			"resources.hcl": `guestos_version "current" { id = "f7a20dd476ef99474b4f932fb0a24327bdeb4a67" }
+node "n" {
+  id = "5ffj3-jarcq-lruhj-aemtc-sla"
+  guestos_version = "current"
+}`,
+		}, []string{"resources.hcl:4:3:", "GuestOS version name, not id", `guestos_version "current" is the name`, "guestos_version = guestos_version.current.id"}},
+		{"a deploy naming its version by block name", map[string]string{
+			"resources.hcl": subnetA + `guestos_version "current" { id = "f7a20dd476ef99474b4f932fb0a24327bdeb4a67" }`,
+			"proposals.hcl": `proposal "p" {
+  kind = "deploy_guestos"
+  title = "a title"
+  deploy_guestos {
+    subnet_id = subnet.a.id
+    replica_version_id = "current"
+  }
+}`,
+		}, []string{"proposals.hcl:6:5:", "GuestOS version name, not id", "replica_version_id = guestos_version.current.id"}},
 		{"a node added twice", map[string]string{
 			"resources.hcl": subnetA,
 			"proposals.hcl": `proposal "p" {

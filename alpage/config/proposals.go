@@ -166,9 +166,14 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 		}
 	case KindDeployGuestOS:
 		check("subnet_id", p.DeployGuestOS.SubnetID, at("", 0, "subnet_id"))
-		if p.DeployGuestOS.ReplicaVersionID == "" {
+		v := p.DeployGuestOS.ReplicaVersionID
+		if v == "" {
 			r := at("", 0, "replica_version_id")
 			l.errorf(&r, "Missing replica version", "proposal %q: replica_version_id is empty", p.Name)
+		}
+		if id, isName := l.versionNames[v]; isName {
+			r := at("", 0, "replica_version_id")
+			l.errorf(&r, "GuestOS version name, not id", "proposal %q: replica_version_id %q is the name of a guestos_version block (id %s), and the payload takes the id; write replica_version_id = guestos_version.%s.id", p.Name, v, id, v)
 		}
 	case KindUpdateSubnet:
 		u := p.UpdateSubnet

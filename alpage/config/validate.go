@@ -211,7 +211,22 @@ func (l *loader) applyGuestOSDefault(r *Resources) {
 		}
 		def = v
 	}
+	ids := map[string]bool{}
+	for _, v := range r.GuestOSVersions {
+		ids[v.ID] = true
+	}
+	l.versionNames = map[string]string{}
+	for _, v := range r.GuestOSVersions {
+		if !ids[v.Name] && v.Name != VersionNone {
+			l.versionNames[v.Name] = v.ID
+		}
+	}
 	for _, n := range r.Nodes {
+		if id, isName := l.versionNames[n.GuestOSVersion]; isName {
+			at := l.attr(n.Range, "guestos_version")
+			l.errorf(&at, "GuestOS version name, not id", "node %q: guestos_version %q is the name of a guestos_version block (id %s), and this field takes an id; write guestos_version = guestos_version.%s.id", n.Name, n.GuestOSVersion, id, n.GuestOSVersion)
+			continue
+		}
 		switch {
 		case n.GuestOSVersion == VersionNone:
 			n.Version = ""
