@@ -252,6 +252,35 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 	}
 }
 
+func TestAnOptionalSettingWrittenAsZeroOrEmptyIsRefusedNotTakenAsItsDefault(t *testing.T) {
+	cases := []struct {
+		key  string
+		val  any
+		want string
+	}{
+		{"max_concurrent_vm_starts", int64(0), "max_concurrent_vm_starts is 0; leave the key out for its default, or give it a value"},
+		{"layer_cache_bytes", int64(0), "layer_cache_bytes is 0; leave the key out"},
+		{"paths.desired_state_poll_ms", int64(0), "paths.desired_state_poll_ms is 0; leave the key out"},
+		{"paths.reported_state_url", "", "paths.reported_state_url is empty; leave the key out for its default"},
+		{"checkpoints.store_url", "", "checkpoints.store_url is empty; leave the key out"},
+		{"checkpoints.freeze_timeout_ms", int64(0), "checkpoints.freeze_timeout_ms is 0; leave the key out"},
+		{"checkpoints.max_concurrent", int64(0), "checkpoints.max_concurrent is 0; leave the key out"},
+	}
+	for _, tc := range cases {
+		tree := treeOf(t, readFull(t))
+		parts := strings.Split(tc.key, ".")
+		m := tree
+		for _, p := range parts[:len(parts)-1] {
+			if m[p] == nil {
+				m[p] = map[string]any{}
+			}
+			m = m[p].(map[string]any)
+		}
+		m[parts[len(parts)-1]] = tc.val
+		wantReason(t, render(t, tree), tc.want)
+	}
+}
+
 func TestATOMLSyntaxErrorNamesTheLine(t *testing.T) {
 	wantReason(t, []byte("max_apps = 1\n[paths\n"), "is not TOML: line 2")
 }

@@ -113,12 +113,18 @@ func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 			}
 			v.shape(key, sub, ft)
 		case reflect.String:
-			if _, ok := val.(string); !ok {
+			if str, ok := val.(string); !ok {
 				v.fail("%s must be a string", key)
+			} else if str == "" && optionalKey(f) {
+				v.fail("%s is empty; leave the key out for its default, or give it a value", key)
 			}
 		case reflect.Int:
-			if _, ok := val.(int64); !ok {
+			if n, ok := val.(int64); !ok {
 				v.fail("%s must be an integer", key)
+			} else if n == 0 && optionalKey(f) {
+				// Absent and 0 are one value once parsed: an explicit 0 would
+				// silently be the default, which is not what it says.
+				v.fail("%s is 0; leave the key out for its default, or give it a value", key)
 			}
 		case reflect.Slice:
 			list, ok := val.([]any)
