@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -43,6 +47,22 @@ func (g *globals) limits() config.Limits { return config.Limits{MaxFileBytes: g.
 
 func (g *globals) loadConfig() (*config.Config, error) {
 	return config.LoadWith(g.configPath, g.limits())
+}
+
+// loadResourcesConfig is loadConfig for a command that reads only the
+// resources (reconcile): when the proposals file does not exist but a
+// resources.hcl does beside it, the resources are loaded alone, so a
+// repository that declares a fleet and makes no proposals can still run
+// the gate. Any other failure is loadConfig's.
+func (g *globals) loadResourcesConfig(progress io.Writer) (*config.Config, error) {
+	dir := filepath.Dir(g.configPath)
+	if _, err := os.Stat(g.configPath); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, "resources.hcl")); err == nil {
+			fmt.Fprintf(progress, "no %s: reading %s alone\n", g.configPath, filepath.Join(dir, "resources.hcl"))
+			return config.LoadResourcesWith(dir, g.limits())
+		}
+	}
+	return g.loadConfig()
 }
 
 func (g *globals) loadState() (*state.State, error) {

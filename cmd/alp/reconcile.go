@@ -31,8 +31,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reconcile",
 		Short: "Diff the declared fleet against live state (read-only; the CI gate)",
-		Long: `reconcile compares everything resources.hcl declares with the live NNS and
-prints one report: per declared subnet its membership and record facts (and,
+		Long: `reconcile compares everything resources.hcl declares with the live NNS (it
+needs no proposals.hcl: without one, resources.hcl and resources/*.hcl beside
+the --config path are read alone) and prints one report: per declared subnet its membership and record facts (and,
 for a subnet node blocks name but no subnet block declares, whether those
 nodes are its members), node providers and operators, the nodes of each operator, chip ids (vouched for by
 AMD KDS), and the GuestOS version each node runs (read from the node itself
@@ -67,7 +68,7 @@ included.`,
 			if err := nodes.check(); err != nil {
 				return err
 			}
-			cfg, err := g.loadConfig()
+			cfg, err := g.loadResourcesConfig(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -182,3 +182,27 @@ func TestAFailedGovernanceReadMeansTheGateDidNotRunAndExitsOneNamingIt(t *testin
 		t.Fatalf("report:\n%s", out)
 	}
 }
+
+func TestReconcileRunsOnResourcesAloneWhenNoProposalsFileExists(t *testing.T) {
+	d := startExampleDevnet(t)
+	dir := t.TempDir()
+	resources, err := os.ReadFile(filepath.Join(filepath.Dir(exampleConfig), "resources.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resources.hcl"), resources, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runSplit(reconcileArgs(d, filepath.Join(dir, "proposals.hcl"), noState(t))...)
+	if exitCode(err) != 2 || !strings.Contains(out, "reconcile: 1 drift") {
+		t.Fatalf("exit %d (%v), want 2 for node_05's drift, as with proposals.hcl beside it\n%s%s", exitCode(err), err, out, errOut)
+	}
+	if !strings.Contains(errOut, "reading "+filepath.Join(dir, "resources.hcl")+" alone") {
+		t.Errorf("stderr does not say the resources were read alone:\n%s", errOut)
+	}
+	// Without resources.hcl either, the missing file is still an error.
+	empty := t.TempDir()
+	if _, err := execute(t, "reconcile", "--config", filepath.Join(empty, "proposals.hcl")); exitCode(err) != 1 || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("no config at all: %v", err)
+	}
+}
