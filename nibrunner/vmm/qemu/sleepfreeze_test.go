@@ -3,6 +3,7 @@ package qemu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,17 +23,21 @@ import (
 // volume waits for the thaw.
 func noteWithin(t testing.TB, endpoint, body string, wait time.Duration) {
 	t.Helper()
+	name := strconv.Quote(body)
+	if len(body) > 64 {
+		name = fmt.Sprintf("of %d bytes", len(body))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+endpoint+"/note", strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("write the note %q within %s: %v (is the volume still frozen?)", body, wait, err)
+		t.Fatalf("write the note %s within %s: %v (is the volume still frozen?)", name, wait, err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Fatalf("write the note %q: %s %s", body, resp.Status, b)
+		t.Fatalf("write the note %s: %s %s", name, resp.Status, b)
 	}
 }
 
