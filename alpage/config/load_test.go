@@ -196,6 +196,12 @@ func TestRefusedConfigurationsNameTheFileLineAndRule(t *testing.T) {
   remove_node_provider { node_provider_id = "2vxsx-fae" }
 }`,
 		}, []string{"proposals.hcl:1:", `"title" is required`}},
+		{"a reference to a kind nothing declares", map[string]string{
+			"resources.hcl": `node "n" {
+  id = "5ffj3-jarcq-lruhj-aemtc-sla"
+  subnet = subnet.app1.id
+}`,
+		}, []string{"resources.hcl:3:", "subnet.app1 is not declared (no subnet block is declared; declare subnet \"app1\" in resources.hcl)"}},
 		{"a node naming its version by block name", map[string]string{
 			"resources.hcl": `guestos_version "current" { id = "f7a20dd476ef99474b4f932fb0a24327bdeb4a67" }
 node "n" {

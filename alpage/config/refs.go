@@ -110,11 +110,11 @@ func (l *loader) checkRefs(body hcl.Body, s *scope, allowed map[string]bool, wha
 		}
 		if _, declared := s.kinds[root][name]; !declared {
 			known := s.names(root)
-			hint := "none is declared"
+			hint := fmt.Sprintf("no %s block is declared; declare %s %q in resources.hcl", root, root, name)
 			if len(known) > 0 {
-				hint = "declared: " + strings.Join(known, ", ")
+				hint = root + " declared: " + strings.Join(known, ", ")
 			}
-			l.errorf(&rng, "Reference to an undeclared block", "%s.%s is not declared (%s %s)", root, name, root, hint)
+			l.errorf(&rng, "Reference to an undeclared block", "%s.%s is not declared (%s)", root, name, hint)
 			ok = false
 			continue
 		}

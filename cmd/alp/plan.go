@@ -68,7 +68,11 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 				if output == "json" {
 					return writeJSON(stdout, planJSON{Proposals: []preflight.Report{}})
 				}
-				_, err := fmt.Fprintln(stdout, "nothing to plan: state.json records every declared proposal (name one to plan it anyway)")
+				msg := "nothing to plan: state.json records every declared proposal (name one to plan it anyway)"
+				if len(cfg.Proposals) == 0 {
+					msg = "nothing to plan: " + g.configPath + " declares no proposal"
+				}
+				_, err := fmt.Fprintln(stdout, msg)
 				return err
 			}
 			f, host, err := g.preflightFetcher(cfg, live, cmd.ErrOrStderr())

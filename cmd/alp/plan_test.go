@@ -184,3 +184,14 @@ func TestPlanForceTurnsAnUnelectedVersionIntoAWarning(t *testing.T) {
 		t.Fatalf("want ready with a warning:\n%s", out)
 	}
 }
+
+func TestPlanOfAConfigDeclaringNoProposalSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "proposals.hcl"), []byte("provider {\n  neuron = 1\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "plan", "--config", filepath.Join(dir, "proposals.hcl"), "--state", noState(t))
+	if err != nil || !strings.Contains(out, "declares no proposal") {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+}
