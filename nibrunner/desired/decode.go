@@ -82,8 +82,15 @@ func Decode(data []byte) (*HostDesiredState, error) {
 		}
 		return nil, &Refusal{Reasons: []Reason{{Rule: "is not JSON: " + err.Error()}}}
 	}
-	if _, err := dec.Token(); err == nil {
-		return nil, &Refusal{Reasons: []Reason{{Rule: "is not one JSON value: something follows the document"}}}
+	// Anything but the end after the value: a token, or bytes that are
+	// none (a stray "}" is a syntax error to Token, not an end).
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is not one JSON value: something follows the document at byte %d", dec.InputOffset())}}}
+	}
+	if dups := duplicateKeys(data); len(dups) > 0 {
+		// The tree kept the last of each silently: refused before anything
+		// is read from either.
+		return nil, &Refusal{Reasons: dups}
 	}
 	var doc HostDesiredState
 	d := &decoder{}

@@ -359,8 +359,32 @@ func TestADocumentOverTheSizeLimitIsRefusedBeforeItIsParsed(t *testing.T) {
 	}
 }
 
+func TestAKeyGivenTwiceInOneObjectIsRefusedNamingItsPath(t *testing.T) {
+	var env strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&env, `"V%d": "x", `, i)
+	}
+	cases := map[string]struct{ input, path string }{
+		"a second instances list": {strings.Replace(base, `"checkpoints":`, `"instances": [], "checkpoints":`, 1), "instances"},
+		"a nested field":          {strings.Replace(base, `"httpPort": 3000,`, `"httpPort": 3000, "httpPort": 3001,`, 1), "instances[1].config.httpPort"},
+		"the same key escaped":    {strings.Replace(base, `"hostId": "host-1",`, `"hostId": "host-1", "host\u0049d": "host-2",`, 1), "hostId"},
+		"a long environment":      {strings.Replace(base, `"environment": {}`, `"environment": {`+env.String()+`"V7": "y"}`, 1), "instances[1].config.command.environment.V7"},
+	}
+	for name, tc := range cases {
+		doc, err := Decode([]byte(tc.input))
+		rs := Reasons(err)
+		if doc != nil || len(rs) != 1 || rs[0].Path != tc.path || !strings.Contains(rs[0].Rule, "is given twice in one object: name each key once") {
+			t.Errorf("%s: %v, want one reason at %s", name, rs, tc.path)
+		}
+	}
+	// The same key in two objects is no duplicate.
+	if _, err := Decode([]byte(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestADocumentThatIsNotJSONIsRefusedSayingSo(t *testing.T) {
-	for _, input := range []string{``, `{`, `{"hostId": "h"} {}`, `[]`, `"host"`, `null`} {
+	for _, input := range []string{``, `{`, `{"hostId": "h"} {}`, `[]`, `"host"`, `null`, base + ` }`, base + `]`} {
 		doc, err := Decode([]byte(input))
 		if doc != nil || err == nil {
 			t.Fatalf("%q accepted", input)
