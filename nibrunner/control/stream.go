@@ -48,8 +48,8 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	app := r.PathValue("app")
 	q := r.URL.Query()
 	n, err := intParam(q.Get("tail"), -1)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "tail: "+err.Error())
+	if err != nil || n < -1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("tail: %q is not a number of lines: give ?tail=N for the last N lines of each log, or leave it out for all of them", q.Get("tail")))
 		return
 	}
 	if _, ok := s.appStatus(w, app); !ok {

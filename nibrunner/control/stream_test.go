@@ -129,6 +129,18 @@ func TestLogsOfAnAppNotOnThisHostSaySo(t *testing.T) {
 	}
 }
 
+func TestATailThatIsNoNumberOfLinesIsRefusedSayingWhatToGive(t *testing.T) {
+	c, _, report := serveWith(t, func(dir string) *Server {
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"),
+			Logs: func(string) []LogFile { return []LogFile{{Source: "tenant", Path: filepath.Join(dir, "none")}} }}
+	})
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	err := c.Logs(context.Background(), "web", -5, false, func(LogLine) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), `tail: "-5" is not a number of lines: give ?tail=N`) {
+		t.Fatalf("%v", err)
+	}
+}
+
 func TestEventsFollowTheReportsTheDaemonWrites(t *testing.T) {
 	var report string
 	c, _, _ := serveWith(t, func(dir string) *Server {
