@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +117,23 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	subnets := UndeclaredSubnets(res)
 	for _, s := range res.Subnets {
 		subnets = append(subnets, s.ID)
+	}
+	// Whether a declared node sits in a subnet no block declares (one it
+	// says it is not in) is written only in that subnet's record, so with
+	// any node declared every subnet the registry lists is read.
+	if len(res.Nodes) > 0 {
+		var list nns.SubnetListRecordPB
+		lctx, cancel := context.WithTimeout(ctx, f.timeout())
+		_, err := at.record(lctx, nns.SubnetListKey, &list)
+		cancel()
+		if err != nil {
+			live.SubnetListErr = err.Error()
+		}
+		for _, b := range list.Subnets {
+			if id := principalText(b); !slices.Contains(subnets, id) {
+				subnets = append(subnets, id)
+			}
+		}
 	}
 	for _, id := range subnets {
 		g.run(func(ctx context.Context) {

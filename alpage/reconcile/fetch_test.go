@@ -353,3 +353,20 @@ func TestASubnetOnlyNodeBlocksNameIsReadAndItsDeclaredMembersChecked(t *testing.
 		}
 	}
 }
+
+func TestNodesDeclaredUnassignedAreFoundInSubnetsNoBlockDeclares(t *testing.T) {
+	_, f, _ := startLive(t)
+	res := quick()
+	res.Subnets = nil
+	res.Nodes[0].Subnet, res.Nodes[1].Subnet = "", "" // a and b are members of subnetID on the devnet
+	live := fetch(t, f, res, state.New(), false)
+	if _, read := live.Subnets[subnetID]; !read || live.SubnetListErr != "" {
+		t.Fatalf("subnet %s not read from the subnet list (%q)", subnetID, live.SubnetListErr)
+	}
+	r := Reconcile(res, live)
+	for name, id := range map[string]string{"a": nodeA, "b": nodeB} {
+		if row := rowOf(t, r, SectionSubnet, name, id); row.Status != Unmanaged || row.Detail != "a member, declared unassigned" {
+			t.Fatalf("node %s: %+v\n%s", name, row, text(r))
+		}
+	}
+}

@@ -11,9 +11,13 @@ type Live struct {
 	// and the version every registry record was read at (get_value takes
 	// it), so a report never mixes two registry states.
 	RegistryVersion uint64 `json:"registry_version"`
-	// Subnets holds each declared subnet's record, and the record of each
-	// subnet a node block names that no subnet block declares.
+	// Subnets holds each declared subnet's record, the record of each
+	// subnet a node block names that no subnet block declares, and, when
+	// nodes are declared, every subnet in the registry's subnet list.
 	Subnets map[string]SubnetFacts `json:"subnets"`
+	// SubnetListErr is set when the registry's subnet_list could not be
+	// read (a failed registry read: the gate did not run).
+	SubnetListErr string `json:"subnet_list_error,omitempty"`
 	// DataCenters holds each declared data center's record.
 	DataCenters map[string]DataCenterFacts `json:"data_centers"`
 	// Providers holds each node provider a declared operator names.

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/ic/nns"
 )
 
 // Row is one line of the report: `<status>  <name or ->  <id>[  detail]`.
@@ -102,8 +103,8 @@ func Reconcile(res *config.Resources, live *Live) Report {
 	for _, s := range res.Subnets {
 		r.Sections = append(r.Sections, subnetSection(res, s, live, n))
 	}
-	for _, id := range UndeclaredSubnets(res) {
-		r.Sections = append(r.Sections, undeclaredSubnetSection(res, id, live))
+	for _, id := range blocklessSubnets(res, live) {
+		r.Sections = append(r.Sections, undeclaredSubnetSection(res, id, live, n))
 	}
 	if len(res.DataCenters) > 0 {
 		r.Sections = append(r.Sections, dataCentersSection(res, live))
@@ -158,6 +159,7 @@ func failedReads(live *Live) []string {
 			out = append(out, fmt.Sprintf("%s: %s %s: %s", from, what, id, err))
 		}
 	}
+	add(ReadRegistry, "subnet list", nns.SubnetListKey, live.SubnetListErr)
 	for id, f := range live.Subnets {
 		add(ReadRegistry, "subnet record", id, f.Err)
 	}
@@ -233,20 +235,25 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 		}
 		row := Row{Status: Unmanaged, Name: n.nodes[m], ID: m, Detail: "a member without a node block"}
 		if node := n.node[m]; node != nil {
-			switch {
-			case node.Decommissioned:
-				row.Detail = "a member, declared decommissioned"
-			case node.Subnet == "":
-				row.Detail = "a member, declared unassigned"
-			default:
-				row.Detail = "a member, declared in subnet " + node.Subnet
-			}
+			row.Detail = memberDeclaredElsewhere(node)
 		}
 		rows = append(rows, row)
 	}
 	sortRows(rows)
 	sec.Rows = append(rows, subnetFacts(s, facts)...)
 	return sec
+}
+
+// memberDeclaredElsewhere says what the block of a node that is a member
+// of a subnet declares instead.
+func memberDeclaredElsewhere(node *config.Node) string {
+	switch {
+	case node.Decommissioned:
+		return "a member, declared decommissioned"
+	case node.Subnet == "":
+		return "a member, declared unassigned"
+	}
+	return "a member, declared in subnet " + node.Subnet
 }
 
 // declaredMemberRows is a row for every node block that declares itself a
@@ -297,12 +304,39 @@ func UndeclaredSubnets(res *config.Resources) []string {
 	return out
 }
 
-// undeclaredSubnetSection checks the node blocks that name subnet id, which
-// no subnet block declares, against its membership. Only those nodes: the
-// subnet's other members and its record facts are not declared, so they
-// are neither unmanaged nor drift.
-func undeclaredSubnetSection(res *config.Resources, id string, live *Live) Section {
-	sec := Section{Kind: SectionSubnet, Title: fmt.Sprintf("subnet %s (no subnet block; named by node blocks)", id)}
+// blocklessSubnets lists, sorted, every subnet without a subnet block that
+// a node block concerns: one a node names (UndeclaredSubnets), and one the
+// registry lists a declared node in (Live.Subnets holds every subnet when
+// the subnet list was read).
+func blocklessSubnets(res *config.Resources, live *Live) []string {
+	out := UndeclaredSubnets(res)
+	blocks, nodes := map[string]bool{}, map[string]bool{}
+	for _, s := range res.Subnets {
+		blocks[s.ID] = true
+	}
+	for _, node := range res.Nodes {
+		nodes[node.ID] = true
+	}
+	for id, f := range live.Subnets {
+		if blocks[id] || slices.Contains(out, id) {
+			continue
+		}
+		if slices.ContainsFunc(f.Members, func(m string) bool { return nodes[m] }) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// undeclaredSubnetSection checks the node blocks that concern subnet id,
+// which no subnet block declares: one naming it is in-sync or missing, and
+// a member whose block declares it unassigned, elsewhere or decommissioned
+// is unmanaged, as in a declared subnet. Only those nodes: the subnet's
+// other members and its record facts are nobody's declaration, so they are
+// neither unmanaged nor drift.
+func undeclaredSubnetSection(res *config.Resources, id string, live *Live, n names) Section {
+	sec := Section{Kind: SectionSubnet, Title: fmt.Sprintf("subnet %s (no subnet block; checked for the node blocks it concerns)", id)}
 	facts, read := live.Subnets[id]
 	var rows []Row
 	switch {
@@ -316,7 +350,13 @@ func undeclaredSubnetSection(res *config.Resources, id string, live *Live) Secti
 		if !facts.Found {
 			sec.Warnings = append(sec.Warnings, "the registry has no record of subnet "+id)
 		}
-		rows, _ = declaredMemberRows(res, id, facts, live)
+		var declared map[string]*config.Node
+		rows, declared = declaredMemberRows(res, id, facts, live)
+		for _, m := range facts.Members {
+			if node := n.node[m]; node != nil && declared[m] == nil {
+				rows = append(rows, Row{Status: Unmanaged, Name: node.Name, ID: m, Detail: memberDeclaredElsewhere(node)})
+			}
+		}
 	}
 	sortRows(rows)
 	sec.Rows = rows

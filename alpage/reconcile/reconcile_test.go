@@ -522,7 +522,7 @@ func TestANodeNamingASubnetNoBlockDeclaresIsCheckedAgainstThatSubnet(t *testing.
 				t.Fatalf("row %+v, want %s %q\n%s", row, c.status, c.detail, text(r))
 			}
 			out := text(r)
-			if !strings.Contains(out, "subnet s2 (no subnet block; named by node blocks)") {
+			if !strings.Contains(out, "subnet s2 (no subnet block; checked for the node blocks it concerns)") {
 				t.Fatalf("no section for s2:\n%s", out)
 			}
 			// Only what a node block declares is compared: the subnet's
@@ -531,5 +531,32 @@ func TestANodeNamingASubnetNoBlockDeclaresIsCheckedAgainstThatSubnet(t *testing.
 				t.Fatalf("undeclared facts of s2 reported:\n%s", out)
 			}
 		})
+	}
+}
+
+func TestANodeDeclaredUnassignedButInASubnetNoBlockDeclaresIsUnmanaged(t *testing.T) {
+	res, live := fleet()
+	live.Subnets["s9"] = SubnetFacts{Found: true, Members: []string{"n3", "stranger"}, Type: "system"}
+	r := Reconcile(res, live)
+	row := rowOf(t, r, SectionSubnet, "n3", "n3")
+	if row.Status != Unmanaged || !row.Drift || row.Detail != "a member, declared unassigned" {
+		t.Fatalf("row %+v\n%s", row, text(r))
+	}
+	if out := text(r); !strings.Contains(out, "subnet s9 (no subnet block;") || strings.Contains(out, "stranger") {
+		t.Fatalf("want a section for s9 with n3 alone:\n%s", out)
+	}
+	// A subnet that lists no declared node is none of the fleet's business.
+	live.Subnets["s9"] = SubnetFacts{Found: true, Members: []string{"stranger"}}
+	if out := text(Reconcile(res, live)); strings.Contains(out, "s9") {
+		t.Fatalf("a section for a subnet no declared node is in:\n%s", out)
+	}
+}
+
+func TestAnUnreadSubnetListMeansTheGateDidNotRun(t *testing.T) {
+	res, live := fleet()
+	live.SubnetListErr = "registry timeout"
+	r := Reconcile(res, live)
+	if r.Ran() || !strings.Contains(strings.Join(r.FailedReads, "\n"), "subnet list subnet_list: registry timeout") {
+		t.Fatalf("failed reads %v", r.FailedReads)
 	}
 }

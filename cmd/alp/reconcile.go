@@ -34,8 +34,9 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		Long: `reconcile compares everything resources.hcl declares with the live NNS (it
 needs no proposals.hcl: without one, resources.hcl and resources/*.hcl beside
 the --config path are read alone) and prints one report: per declared subnet its membership and record facts (and,
-for a subnet node blocks name but no subnet block declares, whether those
-nodes are its members), node providers and operators, the nodes of each operator, chip ids (vouched for by
+for a subnet without a subnet block that a node block names or that lists a
+declared node, whether those nodes are where their blocks say), node
+providers and operators, the nodes of each operator, chip ids (vouched for by
 AMD KDS), and the GuestOS version each node runs (read from the node itself
 over IPv6, else from the ICP dashboard, marked "via dashboard").
 
