@@ -20,8 +20,20 @@ func (d *decoder) crossField(doc *HostDesiredState) {
 	unique(d, doc.Checkpoints, "checkpoints", "checkpointId", func(c DesiredCheckpoint) CheckpointId { return c.CheckpointId })
 	unique(d, doc.Exports, "exports", "exportId", func(e DesiredExport) ExportId { return e.ExportId })
 
+	routed := map[Hostname]string{} // hostname -> where the document first names it
 	for i, in := range doc.Instances {
 		p := fmt.Sprintf("instances[%d]", i)
+		for j, h := range in.Hostnames {
+			if h.Hostname == "" {
+				continue
+			}
+			at := fmt.Sprintf("%s.hostnames[%d]", p, j)
+			if first, dup := routed[h.Hostname]; dup {
+				d.fail(at+".hostname", "%s is already named by %s: the proxy routes a hostname to one app, so name it once", quote(string(h.Hostname)), first)
+				continue
+			}
+			routed[h.Hostname] = fmt.Sprintf("%s (app %s)", at, quote(string(in.AppId)))
+		}
 		if in.VolumeId != "" && !volumes[in.VolumeId] {
 			d.fail(p+".volumeId", "%s is not one of this document's volumes", quote(string(in.VolumeId)))
 		}

@@ -112,6 +112,8 @@ var schemaCannotSay = map[string]bool{
 	"two ports share a guest port":                          true,
 	"an instance's volume is not in the document":           true,
 	"an instance runs on another app's volume":              true,
+	"two apps name one hostname":                            true,
+	"an app names one hostname twice":                       true,
 	"a volume names another app than its instance":          true,
 	"an export names another app than its volume's":         true,
 	"two instances share an app id":                         true,
