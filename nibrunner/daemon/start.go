@@ -40,13 +40,21 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 	var discardErr error
 	if x.Kind == plan.Wake {
 		st, err = d.deps.VMM.Wake(cctx, spec)
-		if err != nil {
-			// A snapshot whose wake failed is not tried again: its retry
-			// is a restart, which boots cold (see startFailed).
-			discardErr = d.deps.VMM.Discard(cctx, id)
-		}
 	} else {
 		st, err = d.deps.VMM.Start(cctx, spec)
+	}
+	if err != nil && ctx.Err() != nil {
+		// The daemon is closing: the start is abandoned, not failed (its
+		// snapshot kept); the next daemon's first pass repairs it.
+		cancel()
+		d.vmGate.release()
+		d.commit(id, func(a *app) { a.wantAwake = false })
+		return
+	}
+	if err != nil && x.Kind == plan.Wake {
+		// A snapshot whose wake failed is not tried again: its retry is a
+		// restart, which boots cold (see startFailed).
+		discardErr = d.deps.VMM.Discard(cctx, id)
 	}
 	cancel()
 	d.vmGate.release()

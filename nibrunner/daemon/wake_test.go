@@ -58,6 +58,9 @@ func TestAWakeOfAnAppThatNeverHadASlotSaysWhyItsStartIsHeldBackRatherThanHang(t 
 type wakeFails struct {
 	*bootFails
 	failWakes atomic.Bool
+	// hangWakes: a wake waits for its context to end (a daemon closing
+	// while QEMU loads the state) and fails with it.
+	hangWakes atomic.Bool
 	mu        sync.Mutex
 	wakes     []time.Time
 	woke      chan struct{}
@@ -71,10 +74,14 @@ func (f *wakeFails) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error)
 	case f.woke <- struct{}{}:
 	default:
 	}
-	if !f.failWakes.Load() {
-		return f.VMM.Wake(ctx, spec)
+	switch {
+	case f.hangWakes.Load():
+		<-ctx.Done()
+		return vmm.Status{}, ctx.Err()
+	case f.failWakes.Load():
+		return vmm.Status{}, errors.New("QEMU refused the incoming migration")
 	}
-	return vmm.Status{}, errors.New("QEMU refused the incoming migration")
+	return f.VMM.Wake(ctx, spec)
 }
 
 func (f *wakeFails) wakeAttempts() []time.Time {
@@ -287,5 +294,38 @@ func TestAPassDoesNotWakeAnAppARequestWokeWhileThePassWasActing(t *testing.T) {
 	r := h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
 	if got := instance(r, "a"); got.Message != "" || got.RestartCount != 0 {
 		t.Fatalf("a is running with message %q and restartCount %d; want neither", got.Message, got.RestartCount)
+	}
+}
+
+func TestADaemonClosedDuringAWakeKeepsTheSnapshotForTheNextOneToRestore(t *testing.T) {
+	h := newHost(t)
+	deps, w := h.wakeDeps(t)
+	d, stop := h.run(t, deps)
+	a := h.app("a", "a1", withState(desired.StateOnRequest))
+	h.asleep(t, d, a)
+
+	w.hangWakes.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	woke := make(chan error, 1)
+	go func() { woke <- d.Wake(ctx, "a") }()
+	<-w.woke
+	stop()
+	if err := <-woke; !errors.Is(err, ErrClosed) {
+		t.Fatalf("the wake of a closing daemon answered %v, want ErrClosed", err)
+	}
+	if _, err := os.Stat(h.snapshot("a")); err != nil {
+		t.Fatalf("the snapshot is gone after the daemon closed during its wake (%v); the wake was abandoned, not failed", err)
+	}
+
+	// The next daemon restores it, once its first pass has set the host up.
+	d, _, _ = h.start(t)
+	afterPasses(d, 1)
+	if err := d.Wake(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	r := h.waitFor(t, "a running", allIn(reported.InstanceRunning, "a"))
+	if got := instance(r, "a"); got.Message != "" || got.RestartCount != 0 {
+		t.Fatalf("a woke with message %q and restartCount %d; want it restored, no restart spent", got.Message, got.RestartCount)
 	}
 }
