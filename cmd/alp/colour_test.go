@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +70,25 @@ func TestListIsColouredOnATerminalAndNeverWithNO_COLOR(t *testing.T) {
 	}
 	// and never into a pipe or a file: the golden test of list compares
 	// plain text written into a buffer
+}
+
+func TestColouredColumnsLineUpWithTheirHeaderOnATerminal(t *testing.T) {
+	master, tty := openPTY(t)
+	t.Setenv("NO_COLOR", "")
+	out := listOn(t, master, tty)
+	if !strings.Contains(out, "\x1b[") {
+		t.Fatalf("not coloured:\n%q", out)
+	}
+	visible := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(out, "")
+	lines := strings.Split(visible, "\r\n")
+	header := strings.Index(lines[0], "PROPOSAL")
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "add-n2 ") {
+			if at := strings.Index(l, "101"); at != header {
+				t.Fatalf("add-n2's proposal id at column %d, its header at %d:\n%s", at, header, visible)
+			}
+			return
+		}
+	}
+	t.Fatalf("no add-n2 line:\n%s", visible)
 }

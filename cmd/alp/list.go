@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -124,8 +123,7 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 		_, err := fmt.Fprintln(w, "no proposal is declared")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tPAYLOAD\tSYNC\tPROPOSAL\tSTATUS\tSUBMITTED")
+	table := [][]cell{{plain("NAME"), plain("KIND"), plain("PAYLOAD"), plain("SYNC"), plain("PROPOSAL"), plain("STATUS"), plain("SUBMITTED")}}
 	for _, r := range rows {
 		id, status, submitted := "-", "-", "-"
 		if r.State != nil {
@@ -139,13 +137,14 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 				submitted = string(r.State.SubmittedAt)
 			}
 		}
-		sync := paint.Paint(r.Sync.Color(), string(r.Sync))
+		sync := cell{text: string(r.Sync), color: r.Sync.Color()}
 		if r.Note != "" {
-			sync += " (" + r.Note + ")"
+			sync.rest = " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Printable(r.Name), term.Printable(r.Kind), shortHash(term.Printable(r.PayloadSHA256)), sync, id, status, submitted)
+		table = append(table, []cell{plain(term.Printable(r.Name)), plain(term.Printable(r.Kind)), plain(shortHash(term.Printable(r.PayloadSHA256))), sync,
+			plain(id), plain(term.Printable(status)), plain(term.Printable(submitted))})
 	}
-	return tw.Flush()
+	return writeTable(w, paint, table)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -163,8 +162,7 @@ func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
 		_, err := fmt.Fprintln(w, "no proposal is recorded in state.json")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROPOSAL\tSTATUS\tTALLY\tNOTE")
+	table := [][]cell{{plain("NAME"), plain("PROPOSAL"), plain("STATUS"), plain("TALLY"), plain("NOTE")}}
 	counts := map[string]int{}
 	for _, r := range rows {
 		counts[r.Status]++
@@ -191,9 +189,10 @@ func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
 		if r.Failure != "" {
 			notes = append(notes, "failure: "+r.Failure)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", term.Printable(r.Name), r.ProposalID, paint.Paint(statusColor(r.Status), r.Status), tally, term.Printable(strings.Join(notes, "; ")))
+		table = append(table, []cell{plain(term.Printable(r.Name)), plain(fmt.Sprint(r.ProposalID)), {text: r.Status, color: statusColor(r.Status)},
+			plain(tally), plain(term.Printable(strings.Join(notes, "; ")))})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(w, paint, table); err != nil {
 		return err
 	}
 	var parts []string
