@@ -67,6 +67,9 @@ func Decode(data []byte) (*HostDesiredState, error) {
 	if len(data) > MaxDocumentBytes {
 		return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is larger than %d bytes (16 MiB), the most that is read: a host's document is far smaller, so this one was written wrong (a log or a binary in its place?)", MaxDocumentBytes)}}}
 	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil, &Refusal{Reasons: []Reason{{Rule: "is not JSON: it starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow; save it as UTF-8 without one"}}}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any

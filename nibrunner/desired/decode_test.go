@@ -351,6 +351,14 @@ func TestATruncatedOrEmptyDocumentIsRefusedSayingHowToWriteOneWhole(t *testing.T
 	}
 }
 
+func TestADocumentSavedWithAByteOrderMarkIsRefusedSayingToSaveItWithout(t *testing.T) {
+	_, err := Decode([]byte("\xef\xbb\xbf" + base))
+	rs := Reasons(err)
+	if len(rs) != 1 || !strings.Contains(rs[0].Rule, "starts with a UTF-8 byte order mark (EF BB BF)") || !strings.Contains(rs[0].Rule, "save it as UTF-8 without one") {
+		t.Fatalf("%v, want one reason naming the byte order mark", rs)
+	}
+}
+
 func TestADocumentOverTheSizeLimitIsRefusedBeforeItIsParsed(t *testing.T) {
 	tree := parseTree(t, base)
 	set("padding", strings.Repeat("x", MaxDocumentBytes))(tree)
