@@ -50,6 +50,9 @@ func Acquire(statePath string) (*Lock, error) {
 		if err == nil {
 			return &Lock{path: path}, nil
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("lock state: the folder of %s does not exist (%w); create it, or point --state at a state.json in an existing folder", statePath, err)
+		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock state: %w", err)
 		}

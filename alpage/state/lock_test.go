@@ -134,3 +134,11 @@ func TestUpdateRefusesWhileAnotherProcessHoldsTheState(t *testing.T) {
 		t.Fatalf("Update under a held lock: %v (change called: %v)", err, called)
 	}
 }
+
+func TestLockingAStateFileInAFolderThatDoesNotExistSaysWhatToDo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "state.json")
+	_, err := Acquire(path)
+	if err == nil || !strings.Contains(err.Error(), "the folder of "+path+" does not exist") || !strings.Contains(err.Error(), "point --state at") {
+		t.Fatalf("Acquire: %v", err)
+	}
+}
