@@ -75,8 +75,17 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	n, more := 0, 0
 	var last *hcl.Range
+	errs := 0
+	for _, d := range e.Diagnostics {
+		if d.Severity == hcl.DiagError {
+			errs++
+		}
+	}
 	for _, d := range e.Diagnostics {
 		if d.Severity != hcl.DiagError {
+			continue
+		}
+		if errs > 1 && isUnknownValueEcho(d) {
 			continue
 		}
 		if n == maxShownErrors {
@@ -98,6 +107,13 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "and %d more problem(s)", more)
 	}
 	return b.String()
+}
+
+// isUnknownValueEcho reports whether d is the decoder's "value must be
+// known", which only follows another error (a function call, an unknown
+// variable) that made the value unknown and says nothing that one does not.
+func isUnknownValueEcho(d *hcl.Diagnostic) bool {
+	return d.Summary == "Unsuitable value type" && strings.HasSuffix(d.Detail, "value must be known")
 }
 
 // FormatDiagnostic renders one diagnostic as "file:line:col: summary: detail".

@@ -581,3 +581,14 @@ node "n" {
 		t.Fatalf("subnet %s, node %+v, membership %+v", c.Subnets[0].ID, c.Nodes[0], m)
 	}
 }
+
+func TestAFunctionCallIsOneErrorWithoutTheDecodersEcho(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "resources.hcl"), []byte("node \"n\" {\n  id = upper(\"aaaaa-aa\")\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadResources(dir)
+	if err == nil || !strings.Contains(err.Error(), "Function calls not allowed") || strings.Contains(err.Error(), "value must be known") {
+		t.Fatalf("load: %v", err)
+	}
+}
