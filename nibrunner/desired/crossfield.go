@@ -38,8 +38,8 @@ func (d *decoder) crossField(doc *HostDesiredState) {
 			d.fail(p+".volumeId", "%s is not one of this document's volumes", quote(string(in.VolumeId)))
 		}
 		if other, j, ok := otherOwner(in.AppId, in.VolumeId, doc.Volumes, owner); ok {
-			d.fail(p+".volumeId", "%s is app %s's volume (volumes[%d].appId), not %s's: two guests writing one filesystem would corrupt it; give %s a volume of its own",
-				quote(string(in.VolumeId)), quote(other), j, quote(string(in.AppId)), quote(string(in.AppId)))
+			d.fail(p+".volumeId", "%s is app %s's volume (volumes[%d].appId), not %s's: two guests writing one filesystem would corrupt it; give %s a volume of its own, or, to hand this one over, set volumes[%d].appId to %s (and name it on no other instance)",
+				quote(string(in.VolumeId)), quote(other), j, quote(string(in.AppId)), quote(string(in.AppId)), j, quote(string(in.AppId)))
 		}
 		if in.Activation != nil && in.IdleTimeoutMs != nil {
 			d.fail(p+".activation", "is refused beside idleTimeoutMs, its older spelling: name one of them")

@@ -268,7 +268,7 @@ var refusals = []refusal{
 	// References and uniqueness.
 	{"an instance's volume is not in the document", set("instances.0.volumeId", "v9"), "instances[0].volumeId", `"v9" is not one of this document's volumes`},
 	{"an instance runs on another app's volume", set("instances.1.volumeId", "v1"), "instances[1].volumeId", `"v1" is app "web"'s volume (volumes[0].appId), not "api"'s: two guests writing one filesystem would corrupt it`},
-	{"a volume names another app than its instance", set("volumes.1.appId", "web"), "instances[1].volumeId", `"v2" is app "web"'s volume`},
+	{"a volume names another app than its instance", set("volumes.1.appId", "web"), "instances[1].volumeId", `"v2" is app "web"'s volume (volumes[1].appId), not "api"'s: two guests writing one filesystem would corrupt it; give "api" a volume of its own, or, to hand this one over, set volumes[1].appId to "api" (and name it on no other instance)`},
 	{"an export names another app than its volume's", set("exports.0.appId", "api"), "exports[0].appId", `"api" does not own volume "v1": volumes[0] is app "web"'s`},
 	{"two apps name one hostname", set("instances.1.hostnames", []any{map[string]any{"hostname": "web.example.com", "kind": "custom"}}), "instances[1].hostnames[0].hostname", `"web.example.com" is already named by instances[0].hostnames[0] (app "web"): the proxy routes a hostname to one app`},
 	{"an app names one hostname twice", appendTo("instances.0.hostnames", `{"hostname": "web.example.com", "kind": "platform"}`), "instances[0].hostnames[1].hostname", `"web.example.com" is already named by instances[0].hostnames[0]`},
