@@ -281,6 +281,18 @@ func TestAnOptionalSettingWrittenAsZeroOrEmptyIsRefusedNotTakenAsItsDefault(t *t
 	}
 }
 
+func TestAConfigurationFileOverOneMiBIsRefusedUnread(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	data := append(readFull(t), []byte("# "+strings.Repeat("x", MaxFileBytes)+"\n")...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path+" is refused: is larger than 1048576 bytes (1 MiB)") {
+		t.Fatalf("%v, want the file refused for its size", err)
+	}
+}
+
 func TestATOMLSyntaxErrorNamesTheLine(t *testing.T) {
 	wantReason(t, []byte("max_apps = 1\n[paths\n"), "is not TOML: line 2")
 }
