@@ -251,7 +251,7 @@ func (c *Cache) tempFile() (*os.File, error) {
 // commit moves a verified file into the cache, read-only, and writes the
 // record that lets later calls trust it without hashing it again.
 func (c *Cache) commit(tmp, path, digest string) error {
-	if err := os.Chmod(tmp, 0o444); err != nil {
+	if err := os.Chmod(tmp, 0o440); err != nil { // read-only, and root's: tenants' programs are no one else's to read
 		return err
 	}
 	_ = os.Remove(recordPath(path)) // a stale record must never vouch for the new file

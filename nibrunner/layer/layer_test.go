@@ -241,6 +241,41 @@ func TestACorruptedCacheEntryIsNotTrustedAndIsFetchedAgain(t *testing.T) {
 	}
 }
 
+func TestEveryFileTheCacheKeepsIsReadOnlyAndClosedToOthers(t *testing.T) {
+	testenv.RequireCommand(t, "mksquashfs")
+	f := newFixture(t)
+	fs := f.put(t, "layers/base", squashfsImage(t))
+	exe := f.put(t, "bin/app", []byte("#!/bin/sh\necho hi\n"))
+	for _, s := range []layer.Spec{
+		{Kind: layer.Filesystem, Digest: fs, ObjectKey: "layers/base"},
+		{Kind: layer.Executable, Digest: exe, ObjectKey: "bin/app", DestinationPath: "/usr/local/bin/app"},
+	} {
+		if _, err := f.cache.Prepare(ctx(t), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	filepath.WalkDir(f.dir, func(path string, d os.DirEntry, err error) error {
+		// A digest record (.sha256) is the cache's note on a file, made
+		// under the daemon's umask; the layers are chmod-ed.
+		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(path, ".sha256") {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		if m := info.Mode().Perm(); m&0o222 != 0 || m&0o007 != 0 {
+			t.Errorf("%s is %v: a cached layer is read-only and no one else's to read", path, m)
+		}
+		return nil
+	})
+	if n < 3 {
+		t.Fatalf("the cache holds %d files; want the two objects and the packed image", n)
+	}
+}
+
 func TestAnExecutableIsPackedAtItsDestinationRootOwnedMode0755(t *testing.T) {
 	unsq := testenv.RequireCommand(t, "unsquashfs")
 	f := newFixture(t)
