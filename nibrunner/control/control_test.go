@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/reported"
 )
 
 var errNotNow = errors.New("not now")
@@ -112,6 +114,16 @@ func TestTheDaemonsRefusalReachesTheCallerInItsOwnWords(t *testing.T) {
 	}
 	if err := c.Wake(context.Background(), "web"); err == nil || err.Error() != "wake web: the disk is on fire" {
 		t.Fatalf("wake: %v", err)
+	}
+}
+
+func TestWakingAnAppTheReportDoesNotHoldSaysThereIsNoSuchApp(t *testing.T) {
+	a := &apps{fail: map[string]error{"wake blog": errors.New("wake blog: this app is not running")}}
+	c, _, report := serve(t, a)
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	err := c.Wake(context.Background(), "blog")
+	if err == nil || err.Error() != `no app "blog" on this host: the report has no instance of it` {
+		t.Fatalf("wake of an app not on this host: %v", err)
 	}
 }
 

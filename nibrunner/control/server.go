@@ -118,6 +118,12 @@ func (s *Server) app(do func(context.Context, string) error) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		if err := do(ctx, app); err != nil {
+			// An app the report does not hold is the one thing to say,
+			// whatever the daemon made of it ("this app is not running").
+			if s.unknown(app) {
+				writeError(w, http.StatusNotFound, fmt.Sprintf("no app %q on this host: the report has no instance of it", app))
+				return
+			}
 			code := http.StatusInternalServerError
 			for _, c := range s.Conflicts {
 				if errors.Is(err, c) {
@@ -130,6 +136,20 @@ func (s *Server) app(do func(context.Context, string) error) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"app\":%q,\"ok\":true}\n", app)
 	}
+}
+
+// unknown says whether the daemon's last report holds no instance of app;
+// without a readable report it cannot say, and says no.
+func (s *Server) unknown(app string) bool {
+	if s.ReportPath == "" {
+		return false
+	}
+	rep := readReportFile(s.ReportPath)
+	if rep == nil {
+		return false
+	}
+	_, ok := StatusOf(rep, app, Owners{})
+	return !ok
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
