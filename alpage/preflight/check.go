@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,8 +48,9 @@ func Evaluate(p *config.Proposal, live *Snapshot, opts Options) Report {
 	default:
 		checks = []Check{{Severity: Refused, Message: fmt.Sprintf("kind %q has no preflight", p.Kind)}}
 	}
+	names := withLabels(opts.Names, p)
 	for i := range checks {
-		checks[i].Message = withNames(checks[i].Message, opts.Names)
+		checks[i].Message = withNames(checks[i].Message, names)
 	}
 	return Report{Name: p.Name, Kind: string(p.Kind), Verdict: verdict(checks, noop), RegistryVersion: live.RegistryVersion, Checks: checks}
 }
@@ -72,6 +74,33 @@ func NamesOf(r *config.Resources) map[string]string {
 		names[n.ID] = n.Name
 	}
 	return names
+}
+
+// withLabels adds to names the label of each add, remove and node block of
+// p whose id no resource block names (the schema's "optional
+// human-readable name"); a block name wins over a label.
+func withLabels(names map[string]string, p *config.Proposal) map[string]string {
+	var refs []config.NodeRef
+	switch {
+	case p.Membership != nil:
+		refs = append(append(refs, p.Membership.Add...), p.Membership.Remove...)
+	case p.RemoveNodes != nil:
+		refs = p.RemoveNodes.Nodes
+	}
+	out, cloned := names, false
+	for _, r := range refs {
+		if r.Label == "" || names[r.ID] != "" {
+			continue
+		}
+		if !cloned {
+			out, cloned = maps.Clone(names), true // the caller's map stays as it was
+			if out == nil {
+				out = map[string]string{}
+			}
+		}
+		out[r.ID] = r.Label
+	}
+	return out
 }
 
 // withNames writes "name (id)" for each id in msg that has a name, except

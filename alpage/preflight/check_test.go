@@ -290,3 +290,25 @@ func TestMessagesNameTheIdsTheConfigNames(t *testing.T) {
 		t.Fatal("no names changed the message")
 	}
 }
+
+func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
+	live := &Snapshot{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}}}
+	p := &config.Proposal{Name: "p", Kind: config.KindMembership, Membership: &config.Membership{
+		SubnetID: subnet,
+		Add:      []config.NodeRef{{ID: n3, Label: "the Geneva spare"}},
+		Remove:   []config.NodeRef{{ID: n1, Label: "ignored: a block names it"}},
+	}}
+	names := map[string]string{n1: "node_01"}
+	r := Evaluate(p, live, Options{Names: names})
+	out := dump(r)
+	if !strings.Contains(out, "node the Geneva spare ("+n3+")") || !strings.Contains(out, "node node_01 ("+n1+")") {
+		t.Fatalf("labels not used as names:\n%s", out)
+	}
+	if len(names) != 1 {
+		t.Fatalf("the caller's names were changed: %v", names)
+	}
+	r = Evaluate(&config.Proposal{Name: "r", Kind: config.KindRemoveNodes, RemoveNodes: &config.RemoveNodes{Nodes: []config.NodeRef{{ID: n3, Label: "spare"}}}}, live, Options{})
+	if out := dump(r); !strings.Contains(out, "node spare ("+n3+")") {
+		t.Fatalf("a remove_nodes label with no names at all:\n%s", out)
+	}
+}

@@ -206,7 +206,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	steps := submit.Steps{
 		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}, reg: reg},
 		Neuron:    applyNeuron{gov: gov, caller: id.Sender()},
-		Preflight: applyPreflight{decl: decl, force: o.force, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
+		Preflight: applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
 		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:    applySubmit{gov},
 		Store:     fileStore{g.statePath},
@@ -350,13 +350,15 @@ func (n applyNeuron) CheckNeuron(ctx context.Context, neuron uint64) (submit.Acc
 type applyPreflight struct {
 	decl  *config.Proposal
 	force bool
+	// names are the block names of declared resources, as plan shows them.
+	names map[string]string
 	f     *preflight.Fetcher
 }
 
 func (a applyPreflight) Preflight(ctx context.Context, _ *proposal.Proposal) (*submit.Preflight, error) {
 	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
 	defer cancel()
-	r, err := a.f.Run(ctx, a.decl, preflight.Options{ForApply: true, Force: a.force})
+	r, err := a.f.Run(ctx, a.decl, preflight.Options{ForApply: true, Force: a.force, Names: a.names})
 	if err != nil {
 		return nil, err
 	}

@@ -577,3 +577,14 @@ func parsed(t *testing.T, at state.Time) time.Time {
 	}
 	return v
 }
+
+func TestApplysPreflightNamesNodesAsPlanDoes(t *testing.T) {
+	startApplyDevnet(t)
+	out, errOut, err := runAlp(t, "", "apply", "add-node-08", "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "state.json"))
+	if err != nil {
+		t.Fatalf("apply: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out+errOut, "node node_08 (lea5s-hn4vi-mj74k-uhunx-sj3ct-s3hrh-xra7u-mc7bo-apknn-bryyv-pae) is registered") {
+		t.Fatalf("the preflight does not name node_08:\n%s%s", out, errOut)
+	}
+}
