@@ -163,6 +163,9 @@ func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, ne
 		// The guest goes down (or to sleep): its health no longer counts.
 		d.stopProber(a)
 	}
+	if x.Kind == plan.Restart && a.rec != nil {
+		d.cfg.Logf("nibrunnerd: restart %s (restart %d of its budget): %s", x.AppID, x.Restart.N, a.rec.FailReason)
+	}
 	urgent := a.wantAwake
 	n := a.slot
 	a.signal()

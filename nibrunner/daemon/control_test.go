@@ -65,7 +65,7 @@ func TestOnlyAnUpOnRequestAppCanBePutToSleep(t *testing.T) {
 		}
 	}
 	r := h.waitFor(t, "always still running", allIn(reported.InstanceRunning, "always"))
-	if instance(r, "always").RestartCount != 0 {
-		t.Fatal("a refused sleep restarted the app")
+	if got := instance(r, "always"); got.RestartCount != 0 {
+		t.Fatalf("a refused sleep restarted the app: %+v", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/export"
@@ -53,6 +54,9 @@ type host struct {
 	// h.watch), whose passes the waits below wait on; nil when it runs in
 	// a child process, and the waits watch reported.json instead.
 	daemon atomic.Pointer[Daemon]
+	// log is what the daemons of this host logged, shown when the test
+	// fails.
+	log testenv.SyncBuffer
 }
 
 func newHost(t testing.TB) *host {
@@ -69,6 +73,11 @@ func newHost(t testing.TB) *host {
 	sum := sha256.Sum256(obj)
 	h.layerDigest = hex.EncodeToString(sum[:])
 	t.Cleanup(func() { fake.KillAll(filepath.Join(h.dir, "run")) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("what the daemon logged:\n%s", h.log.String())
+		}
+	})
 	return h
 }
 
@@ -102,7 +111,9 @@ func (h *host) config() Config {
 		Debounce:   20 * time.Millisecond,
 		Now:        h.now,
 		LayerGrace: h.layerGrace,
-		Logf:       func(string, ...any) {},
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(&h.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+		},
 	}
 }
 
