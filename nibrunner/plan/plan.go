@@ -53,8 +53,8 @@ type Instance struct {
 	Booted bool
 	// Budget is what the host remembers of the restarts of the deployment
 	// it last started (Recorded); FailedAt is when the current failure was
-	// first seen, or when the last start or restart of it failed to boot
-	// (zero: none). The restart rule reads both.
+	// first seen, or when the last start, restart or wake of it failed to
+	// boot (zero: none). The restart rule reads both.
 	Budget   backoff.Budget
 	FailedAt time.Time
 	// FailedSleeps counts the sleeps that failed in a row, the last at
@@ -123,8 +123,9 @@ const (
 	// start that fails is tried again as a Restart.
 	Start InstanceKind = "start"
 	// Restart boots again a guest that exited or failed its health check,
-	// or an app whose start or restart failed to boot; it is planned once
-	// its backoff is over, and spends the restart budget.
+	// or an app whose start, restart or wake failed to boot (a failed
+	// wake's snapshot is dropped, so this boot is cold); it is planned
+	// once its backoff is over, and spends the restart budget.
 	Restart InstanceKind = "restart"
 	// GiveUp: a failed guest's deployment has spent its restart budget.
 	// The daemon records it (it holds until a new deployment) and takes
@@ -394,8 +395,8 @@ func (o Instance) outOfRestarts(dep string) bool {
 }
 
 // failedToStart: the host recorded a failure of deployment dep (FailedAt)
-// and no guest or snapshot is left, so the failure was a start or restart
-// that did not boot (or one the daemon was stopped in the middle of).
+// and no guest or snapshot is left, so the failure was a start, restart or
+// wake that did not boot (or one the daemon was stopped in the middle of).
 func (o Instance) failedToStart(dep string) bool {
 	return o.VM == NoVM && !o.Sleeping && o.Recorded == dep && !o.FailedAt.IsZero()
 }
