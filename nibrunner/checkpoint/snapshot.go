@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"alpnib.dev/nibrunner/vmm"
 )
 
 // DefaultFreezeTimeout bounds how long a guest's filesystem stays frozen
@@ -57,8 +59,12 @@ func Snapshot(ctx context.Context, vol Volume, dst string, bound time.Duration) 
 	start := time.Now()
 	if err := vol.Freezer.Freeze(fctx); err != nil {
 		// A freeze that failed on our side may still have reached the
-		// guest: thaw regardless (thawing a thawed filesystem is a no-op).
-		thaw(ctx, vol)
+		// guest: thaw (thawing a thawed filesystem is a no-op). Not after
+		// one that certainly froze nothing: the volume may be frozen by
+		// someone else (a sleep), whose freeze the thaw would end.
+		if !errors.Is(err, vmm.ErrFreezeRefused) {
+			thaw(ctx, vol)
+		}
 		return SnapshotStats{}, fmt.Errorf("freeze the filesystem of volume %s in its guest: %w", vol.ID, err)
 	}
 	st, cerr := CopySparse(fctx, vol.Path, dst)

@@ -195,7 +195,17 @@ type VMM interface {
 // (FIFREEZE) or thaw (FITHAW) the filesystem on the app's volume, so that
 // the volume file can be copied consistently while the guest runs. A VMM
 // without it cannot checkpoint a running guest's volume.
+//
+// Only one freeze of a volume holds at a time, and a thaw ends whichever
+// is in place; so a FreezeVolume that certainly froze nothing (the guest
+// refused it, or another freeze of this VMM's holds the volume) returns an
+// error wrapping ErrFreezeRefused, and its caller must not thaw. Any other
+// error may have frozen the volume, and is to be followed by a thaw.
 type Freezer interface {
 	FreezeVolume(ctx context.Context, app string) error
 	ThawVolume(ctx context.Context, app string) error
 }
+
+// ErrFreezeRefused is wrapped by a FreezeVolume that froze nothing (see
+// Freezer).
+var ErrFreezeRefused = errors.New("the volume was not frozen")

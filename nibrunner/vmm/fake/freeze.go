@@ -32,7 +32,8 @@ func (v *VMM) freezes() *freezes {
 }
 
 // FreezeVolume records a freeze of app's volume until ctx's deadline
-// (10 s without one), the bound the real guest's init keeps.
+// (10 s without one), the bound the real guest's init keeps; a volume
+// frozen already is refused (vmm.ErrFreezeRefused), as the init refuses.
 func (v *VMM) FreezeVolume(ctx context.Context, app string) error {
 	if _, _, ok := v.running(app); !ok {
 		return fmt.Errorf("freeze the volume of %s: %w", app, vmm.ErrNotFound)
@@ -44,6 +45,10 @@ func (v *VMM) FreezeVolume(ctx context.Context, app string) error {
 	f := v.freezes()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if held, ok := f.frozen[app]; ok && time.Now().Before(held) {
+		// As the guest's init refuses a second FIFREEZE (EBUSY).
+		return fmt.Errorf("freeze the volume of %s: %w: it is frozen already", app, vmm.ErrFreezeRefused)
+	}
 	f.frozen[app] = until
 	f.count[app]++
 	return nil

@@ -182,6 +182,9 @@ type vmGuest struct {
 	// holderKey is the pidfile under which g holds the guest's
 	// connections in this process (see supersede).
 	holderKey string
+	// freezeHeld is set while a freeze of the volume this process asked
+	// for (a checkpoint's or a sleep's) has not been thawed (freeze.go).
+	freezeHeld atomic.Bool
 }
 
 // errNoQMP says the guest's QMP connection is not (yet) established.

@@ -103,7 +103,7 @@ func (v *VMM) sleep(ctx context.Context, appID string, freeze bool) error {
 		_, _ = q.execute(rctx, "cont", nil)
 		_ = os.Remove(tmp)
 		if frozen {
-			if _, err := g.ctl.request(rctx, guest.Message{Kind: guest.KindThaw}); err != nil {
+			if err := g.thaw(rctx); err != nil {
 				return fmt.Errorf("sleep %s: %w; it keeps running, but its volume is still frozen (%v): its init thaws it by itself within %s", appID, cause, err, sleepFreezeBound)
 			}
 		}
@@ -165,20 +165,21 @@ func (v *VMM) sleep(ctx context.Context, appID string, freeze bool) error {
 
 // freezeForSleep asks the guest's init to freeze the app's volume for
 // sleepFreezeBound, waiting for its answer no longer than the stop budget.
-// A refusal (the init's FIFREEZE failed, e.g. a checkpoint holds the
-// volume frozen) is left as it is; a freeze that went unanswered may still
-// happen, so a thaw is sent after it (the init answers requests in order).
+// A refusal (the init's FIFREEZE failed, or a checkpoint of this process
+// holds the volume frozen) is left as it is; a freeze that went unanswered
+// may still happen, so a thaw is sent after it (the init answers requests
+// in order).
 func (v *VMM) freezeForSleep(ctx context.Context, g *vmGuest) error {
 	fctx, cancel := context.WithTimeout(ctx, sleepStopBudget())
 	defer cancel()
-	r, err := g.ctl.request(fctx, guest.Message{Kind: guest.KindFreeze, TimeoutMs: sleepFreezeBound.Milliseconds()})
+	err := g.freeze(fctx, sleepFreezeBound.Milliseconds())
 	if err == nil {
 		return nil
 	}
-	if r.Error == "" {
+	if !errors.Is(err, vmm.ErrFreezeRefused) {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindThaw})
+		_ = g.thaw(tctx)
 	}
 	return fmt.Errorf("%w: %w (a sleep without the freeze would leave the tenant's latest writes in the memory snapshot only, so it is refused)", ErrFreeze, err)
 }
