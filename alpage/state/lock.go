@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -37,8 +38,16 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("state is locked by %s (%s); wait for that alp to finish, or remove %s if no alp is running", holder, e.Path, e.Path)
 }
 
-// LockPath is the lock file of the state file at statePath.
-func LockPath(statePath string) string { return statePath + ".lock" }
+// LockPath is the lock file of the state file at statePath: beside the
+// file a symlink at statePath leads to, so checkouts whose state.json
+// links to one shared file take one lock, as they write one file (Save
+// writes through the link).
+func LockPath(statePath string) string {
+	if target, err := filepath.EvalSymlinks(statePath); err == nil {
+		statePath = target
+	}
+	return statePath + ".lock"
+}
 
 // Acquire claims the state file at statePath. A lock left behind by a
 // process of this host that no longer runs (a kill -9, a power cut) is

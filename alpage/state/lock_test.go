@@ -142,3 +142,44 @@ func TestLockingAStateFileInAFolderThatDoesNotExistSaysWhatToDo(t *testing.T) {
 		t.Fatalf("Acquire: %v", err)
 	}
 }
+
+func TestCheckoutsWhoseStateJSONLinksToOneFileShareItsLock(t *testing.T) {
+	root := t.TempDir()
+	shared := filepath.Join(root, "shared", "state.json")
+	if err := os.MkdirAll(filepath.Dir(shared), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := New().Save(shared); err != nil {
+		t.Fatal(err)
+	}
+	checkout := func(name string) string {
+		p := filepath.Join(root, name, "state.json")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(shared, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := checkout("a"), checkout("b")
+	var inner error
+	err := Update(a, func(s *State) (bool, error) {
+		inner = Update(b, func(s *State) (bool, error) { return true, s.Record("from-b", &Proposal{Kind: "k", ProposalID: 2}) })
+		return true, s.Record("from-a", &Proposal{Kind: "k", ProposalID: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locked *LockedError
+	if !errors.As(inner, &locked) {
+		t.Fatalf("checkout b updated the shared state.json while checkout a held it (%v): one of the two records would be lost", inner)
+	}
+	s, err := Load(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Proposals["from-a"]; !ok {
+		t.Fatalf("the shared file lost checkout a's record: %v", s.Proposals)
+	}
+}

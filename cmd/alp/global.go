@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,15 +51,23 @@ func (g *globals) loadConfig() (*config.Config, error) {
 }
 
 // loadResourcesConfig is loadConfig for a command that reads only the
-// resources (reconcile): when the proposals file does not exist but a
-// resources.hcl does beside it, the resources are loaded alone, so a
-// repository that declares a fleet and makes no proposals can still run
-// the gate. Any other failure is loadConfig's.
+// resources (reconcile): when the proposals file does not exist but
+// resources do beside it (resources.hcl, resources/*.hcl or both), the
+// resources are loaded alone, so a repository that declares a fleet and
+// makes no proposals can still run the gate. Any other failure is
+// loadConfig's.
 func (g *globals) loadResourcesConfig(progress io.Writer) (*config.Config, error) {
 	dir := filepath.Dir(g.configPath)
 	if _, err := os.Stat(g.configPath); errors.Is(err, fs.ErrNotExist) {
+		var found []string
 		if _, err := os.Stat(filepath.Join(dir, "resources.hcl")); err == nil {
-			fmt.Fprintf(progress, "no %s: reading %s alone\n", g.configPath, filepath.Join(dir, "resources.hcl"))
+			found = append(found, filepath.Join(dir, "resources.hcl"))
+		}
+		if more, _ := filepath.Glob(filepath.Join(dir, "resources", "*.hcl")); len(more) > 0 {
+			found = append(found, filepath.Join(dir, "resources", "*.hcl"))
+		}
+		if len(found) > 0 {
+			fmt.Fprintf(progress, "no %s: reading %s alone\n", g.configPath, strings.Join(found, " and "))
 			return config.LoadResourcesWith(dir, g.limits())
 		}
 	}

@@ -200,6 +200,21 @@ func TestReconcileRunsOnResourcesAloneWhenNoProposalsFileExists(t *testing.T) {
 	if !strings.Contains(errOut, "reading "+filepath.Join(dir, "resources.hcl")+" alone") {
 		t.Errorf("stderr does not say the resources were read alone:\n%s", errOut)
 	}
+	// Resources kept only in resources/*.hcl are read alone too.
+	split := t.TempDir()
+	if err := os.Mkdir(filepath.Join(split, "resources"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(split, "resources", "fleet.hcl"), resources, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = runSplit(reconcileArgs(d, filepath.Join(split, "proposals.hcl"), noState(t))...)
+	if exitCode(err) != 2 || !strings.Contains(out, "reconcile: 1 drift") {
+		t.Fatalf("resources/fleet.hcl alone: exit %d (%v), want 2 for node_05's drift\n%s%s", exitCode(err), err, out, errOut)
+	}
+	if !strings.Contains(errOut, "reading "+filepath.Join(split, "resources", "*.hcl")+" alone") {
+		t.Errorf("stderr does not say resources/*.hcl was read alone:\n%s", errOut)
+	}
 	// Without resources.hcl either, the missing file is still an error.
 	empty := t.TempDir()
 	if _, err := execute(t, "reconcile", "--config", filepath.Join(empty, "proposals.hcl")); exitCode(err) != 1 || !strings.Contains(err.Error(), "does not exist") {
