@@ -45,13 +45,16 @@ fi
 # shared machine the neighbours' builds and tests get what the benchmark
 # leaves, instead of deciding its tails (docs/bench.md has the runs with
 # and without). BENCH_PRIORITY=0 runs without it.
-cgroup=""
+cgroup="" cpu_enabled=""
 own_cpu() {
   [ "${BENCH_PRIORITY:-1}" != 0 ] && [ "$(id -u)" = 0 ] || return 0
   local root
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     root=/sys/fs/cgroup
-    grep -qw cpu "$root/cgroup.subtree_control" || echo +cpu >"$root/cgroup.subtree_control" 2>/dev/null || return 0
+    if ! grep -qw cpu "$root/cgroup.subtree_control"; then
+      echo +cpu >"$root/cgroup.subtree_control" 2>/dev/null || return 0
+      cpu_enabled=1
+    fi
     cgroup=$root/nibbench-$$
     mkdir "$cgroup" 2>/dev/null && echo 10000 >"$cgroup/cpu.weight" || { cgroup=""; return 0; }
   elif [ -f /sys/fs/cgroup/cpu/cpu.shares ]; then
@@ -65,9 +68,12 @@ own_cpu() {
   cgroup_root=$root
 }
 leave_cgroup() {
-  [ -n "$cgroup" ] || return 0
-  echo $$ >"$cgroup_root/cgroup.procs" 2>/dev/null || true
-  rmdir "$cgroup" 2>/dev/null || true
+  if [ -n "$cgroup" ]; then
+    echo $$ >"$cgroup_root/cgroup.procs" 2>/dev/null || true
+    rmdir "$cgroup" 2>/dev/null || echo "bench: could not remove $cgroup (a process of the benchmark outlived it: $(cat "$cgroup/cgroup.procs" 2>/dev/null | tr '\n' ' '))" >&2
+  fi
+  # Give the root back the controllers it had (refused while another group uses it).
+  [ "${cpu_enabled:-}" = 1 ] && { echo -cpu >/sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null || true
 }
 own_cpu
 
@@ -129,7 +135,10 @@ start_ours() {
     "restartPolicy": {"maxRestarts": 1, "initialBackoffMs": 1000, "maxBackoffMs": 1000, "backoffFactor": 1, "resetAfterMs": 60000}},
   "hostnames": [{"hostname": "bench.example.com", "kind": "platform"}]}]}
 JSON
-  "$bin" serve --config "$cfg" --vmm fake --reserve-mib 0 >"$root.log" 2>&1 &
+  # In a session of its own, as nginx (which daemonizes) and the guest
+  # are: with autogroup scheduling each session weighs the same, and in
+  # the script's session ours would share one share with wrk.
+  setsid "$bin" serve --config "$cfg" --vmm fake --reserve-mib 0 >"$root.log" 2>&1 &
   pids+=($!)
   echo $! >"$work/$name.serve-pid"
   local report="$root/var/lib/nibrunner/reported.json"
