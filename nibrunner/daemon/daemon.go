@@ -383,17 +383,21 @@ func (d *Daemon) Kick() {
 func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// What the host does meanwhile comes before the reasons, which can be
+	// many: the report's message is cut at reported.Truncate's length,
+	// and the log keeps the whole.
 	if doc.Err != nil {
-		d.refusal = reported.Truncate(fmt.Sprintf("no document to take: %v; %s", doc.Err, d.keeping()))
+		d.refusal = reported.Truncate(fmt.Sprintf("no document to take (%s): %v", d.keeping(), doc.Err))
 		return nil
 	}
 	parsed, err := desired.Decode(doc.Data)
 	if err != nil {
-		d.refusal = reported.Truncate(fmt.Sprintf("desired.json was refused: %s; %s", reasons(err), d.keeping()))
+		whole := fmt.Sprintf("desired.json was refused (%s): %s", d.keeping(), reasons(err))
+		d.refusal = reported.Truncate(whole)
 		if d.deps.Metrics != nil {
 			d.deps.Metrics.DocumentRefused()
 		}
-		d.cfg.Logf("nibrunnerd: %s", d.refusal)
+		d.cfg.Logf("nibrunnerd: %s", whole)
 		return nil
 	}
 	sum := sha256.Sum256(doc.Data)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
@@ -118,6 +119,9 @@ func TestARefusedDocumentKeepsTheLastGoodOneAndSetsMessage(t *testing.T) {
 		{strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"memoryMib":128`, `"memoryMib":-1`, 1), "instances[0].config.resources.memoryMib"},
 		{strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"appId":"a"`, `"appId":"-bad"`, 1), `"-bad" is not an identifier`},
 		{strings.Replace(mustJSON(t, doc(h.app("a", "a1"))), `"volumeId":"a-data","desiredState":"running"`, `"volumeId":"elsewhere","desiredState":"running"`, 1), "instances[0].volumeId"},
+		// So many reasons that the message is cut: what the host does
+		// meanwhile still shows, before them.
+		{strings.ReplaceAll(mustJSON(t, doc(h.app("a", "a1"), h.app("b", "b1"), h.app("c", "c1"), h.app("d", "d1"), h.app("e", "e1"), h.app("f", "f1"), h.app("g", "g1"), h.app("h", "h1"))), `"memoryMib":128`, `"memoryMib":-1`), "instances[0].config.resources.memoryMib"},
 	}
 	for _, bad := range refused {
 		h.writeRaw(t, []byte(bad.doc))
@@ -128,8 +132,8 @@ func TestARefusedDocumentKeepsTheLastGoodOneAndSetsMessage(t *testing.T) {
 		if string(r.AcceptedDigest) != good || instance(r, "a") == nil || instance(r, "a").State != reported.InstanceRunning {
 			t.Fatalf("the refused document changed the host: %+v", r)
 		}
-		if len(r.Message) > reported.MaxMessageLen {
-			t.Fatalf("message of %d bytes", len(r.Message))
+		if n := utf8.RuneCountInString(r.Message); n > reported.MaxMessageLen {
+			t.Fatalf("message of %d characters", n)
 		}
 		h.writeRaw(t, []byte(mustJSON(t, doc(h.app("a", "a1")))))
 		h.waitFor(t, "the message cleared", func(r *reported.HostReportedState) bool { return r.Message == "" })
