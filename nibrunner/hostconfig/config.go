@@ -38,8 +38,8 @@ const MaxApps = (65535 - 21000 + 1) / 8
 type Config struct {
 	MaxApps int `toml:"max_apps"`
 	// MaxConcurrentVMStarts bounds the guest starts, wakes, stops and
-	// sleeps in flight at once (ours; optional, 1 to 256). Absent (or 0):
-	// one per CPU, since a software-emulated boot keeps a core busy.
+	// sleeps in flight at once (ours; optional, 1 to 256; 0 is refused).
+	// Absent: one per CPU, since a software-emulated boot keeps a core busy.
 	MaxConcurrentVMStarts int `toml:"max_concurrent_vm_starts,omitempty"`
 	// LayerCacheBytes is the layer cache's budget (ours; optional). A
 	// layer no document references is removed an hour after the last
