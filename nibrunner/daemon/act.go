@@ -65,6 +65,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 	}
 	d.mu.Unlock()
 
+	d.clearSettledVolumes(acts.Volumes)
 	for _, v := range acts.Volumes {
 		d.applyVolume(ctx, now, doc, v, vols)
 	}

@@ -108,6 +108,25 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 	}
 }
 
+// clearSettledVolumes forgets the sentence of every volume the plan
+// leaves alone: it is as the document asks, so what an earlier pass said
+// of it (a refused shrink, a teardown held back, a failure since mended)
+// no longer holds. Only an action cleared it before, and a document that
+// asked for the size the volume already has plans none.
+func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
+	acted := make(map[string]bool, len(acts))
+	for _, a := range acts {
+		acted[a.VolumeID] = true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id := range d.volErr {
+		if !acted[id] {
+			delete(d.volErr, id)
+		}
+	}
+}
+
 // setVolErr sets (or, with "", clears) the sentence reported for volume id.
 func (d *Daemon) setVolErr(id, msg string) {
 	d.mu.Lock()

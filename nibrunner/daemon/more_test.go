@@ -57,6 +57,15 @@ func TestAVolumeAskedSmallerFailsSayingSoAndKeepsItsSize(t *testing.T) {
 		t.Fatal("a refused shrink took the app down")
 	}
 
+	// Asked for exactly the size it has, as the message advises: nothing
+	// to do, and nothing wrong any more.
+	d.Volumes[0].SizeBytes = 1 << 20
+	h.write(t, d)
+	h.waitFor(t, "the volume ready at its size", func(r *reported.HostReportedState) bool {
+		vol := volumeOf(r, "a-data")
+		return vol != nil && vol.State == reported.VolumeReady && vol.Message == "" && vol.SizeBytes == 1<<20
+	})
+
 	d.Volumes[0].SizeBytes = 2 << 20
 	h.write(t, d)
 	h.waitFor(t, "the volume grown and a back up", func(r *reported.HostReportedState) bool {
