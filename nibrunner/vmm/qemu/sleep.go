@@ -216,14 +216,20 @@ func waitMigration(ctx context.Context, q *qmp) error {
 // Wake returns; a guest whose init does not answer the thaw is ended and
 // booted cold, on a volume that is as the freeze left it. The snapshot is
 // deleted once the guest runs again: its memory no longer matches the
-// volume.
+// volume. A wake that ctx cuts short boots nothing and keeps the snapshot.
 func (v *VMM) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 	if err := v.claim(spec.AppID); err != nil {
 		return vmm.Status{}, err
 	}
 	g, err := v.restore(ctx, spec)
+	if err != nil && ctx.Err() != nil {
+		// Cut short (the daemon closing, the caller's deadline): nothing
+		// was learnt of the snapshot, which is kept for the next wake.
+		v.release(spec.AppID)
+		return vmm.Status{}, fmt.Errorf("wake %s: %w", spec.AppID, err)
+	}
 	if err != nil {
-		// Any reason not to restore is a reason to boot cold.
+		// Any other reason not to restore is a reason to boot cold.
 		_ = v.Discard(ctx, spec.AppID)
 		if g, err = v.launch(ctx, spec, ""); err != nil {
 			v.release(spec.AppID)
