@@ -301,12 +301,16 @@ func (v *VMM) restore(ctx context.Context, spec vmm.Spec) (*vmGuest, error) {
 	}
 	// The guest's clock stood still while it slept; set it before the
 	// thaw lets the tenant's writes go on, so they carry today's times.
-	tctx, tcancel := context.WithTimeout(ctx, 15*time.Second)
-	defer tcancel()
-	_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindSetTime, UnixMs: time.Now().UnixMilli()})
+	// Each has its own time, so a slow clock answer cannot leave the thaw
+	// none and cost the tenant its memory.
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	_, _ = g.ctl.request(sctx, guest.Message{Kind: guest.KindSetTime, UnixMs: time.Now().UnixMilli()})
+	scancel()
 	// Its volume was frozen for the sleep (a snapshot of an earlier build
 	// was not, and the init leaves an unfrozen volume as it is).
-	if _, err := g.ctl.request(tctx, guest.Message{Kind: guest.KindThaw}); err != nil {
+	tctx, tcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer tcancel()
+	if err := g.thaw(tctx); err != nil {
 		return abort(fmt.Errorf("thaw its volume after resuming it: %w", err))
 	}
 	_ = v.Discard(ctx, spec.AppID)
