@@ -151,30 +151,40 @@ func recvDestination(c *net.UDPConn) error {
 // the socket's own (which on a wildcard socket is unspecified).
 func (pt *port) destination(oob []byte) netip.AddrPort {
 	bound := pt.udp.LocalAddr().(*net.UDPAddr).AddrPort()
-	if a, ok := pktinfoDestination(oob); ok {
-		return netip.AddrPortFrom(a, bound.Port())
+	if pi, ok := parsePktinfo(oob); ok {
+		return netip.AddrPortFrom(pi.dst.Unmap(), bound.Port())
 	}
 	return netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port())
 }
 
-// pktinfoDestination is the destination address (ipi_addr, ipi6_addr)
-// of the IP_PKTINFO or IPV6_PKTINFO control message in oob, unmapped.
-func pktinfoDestination(oob []byte) (netip.Addr, bool) {
+// pktinfo is what a datagram's packet-info control message says: the
+// address it was sent to (ipi_addr, ipi6_addr, as received: mapped on a
+// dual-stack socket), and for IPv4 the local address the kernel would
+// answer from (ipi_spec_dst; a broadcast's is the interface's), for IPv6
+// the interface it came in on.
+type pktinfo struct {
+	dst     netip.Addr
+	specDst [4]byte // IPv4 only
+	ifindex uint32  // IPv6 only
+}
+
+// parsePktinfo reads the IP_PKTINFO or IPV6_PKTINFO message in oob.
+func parsePktinfo(oob []byte) (pktinfo, bool) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return netip.Addr{}, false
+		return pktinfo{}, false
 	}
 	for _, m := range msgs {
 		switch {
 		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_PKTINFO && len(m.Data) >= unix.SizeofInet4Pktinfo:
 			// struct in_pktinfo: ipi_ifindex, ipi_spec_dst, ipi_addr.
-			return netip.AddrFrom4([4]byte(m.Data[8:12])), true
+			return pktinfo{dst: netip.AddrFrom4([4]byte(m.Data[8:12])), specDst: [4]byte(m.Data[4:8])}, true
 		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_PKTINFO && len(m.Data) >= unix.SizeofInet6Pktinfo:
 			// struct in6_pktinfo: ipi6_addr, ipi6_ifindex.
-			return netip.AddrFrom16([16]byte(m.Data[0:16])).Unmap(), true
+			return pktinfo{dst: netip.AddrFrom16([16]byte(m.Data[0:16])), ifindex: binary.NativeEndian.Uint32(m.Data[16:20])}, true
 		}
 	}
-	return netip.Addr{}, false
+	return pktinfo{}, false
 }
 
 // replySource is the control message that sends a flow's answers from
@@ -191,32 +201,22 @@ func pktinfoDestination(oob []byte) (netip.Addr, bool) {
 // addresses that can be another one than the client sent to: the
 // client's connected socket then drops the answer.
 func replySource(oob []byte) []byte {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
+	pi, ok := parsePktinfo(oob)
+	switch {
+	case !ok:
+		return nil
+	case pi.dst.Is4():
+		// Sent, ipi_spec_dst is the source; the interface is left to
+		// routing.
+		return unix.PktInfo4(&unix.Inet4Pktinfo{Spec_dst: pi.specDst})
+	case pi.dst.Unmap().IsMulticast():
 		return nil
 	}
-	for _, m := range msgs {
-		switch {
-		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_PKTINFO && len(m.Data) >= unix.SizeofInet4Pktinfo:
-			// struct in_pktinfo: ipi_ifindex, ipi_spec_dst, ipi_addr. On
-			// receipt ipi_spec_dst is the local address the datagram
-			// came to (for a broadcast, the interface's); sent, it is
-			// the source. The interface is left to routing.
-			return unix.PktInfo4(&unix.Inet4Pktinfo{Spec_dst: [4]byte(m.Data[4:8])})
-		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_PKTINFO && len(m.Data) >= unix.SizeofInet6Pktinfo:
-			// struct in6_pktinfo: ipi6_addr, ipi6_ifindex.
-			a := netip.AddrFrom16([16]byte(m.Data[0:16]))
-			if a.Unmap().IsMulticast() {
-				return nil
-			}
-			info := unix.Inet6Pktinfo{Addr: a.As16()}
-			if !a.Is4In6() && a.IsLinkLocalUnicast() {
-				info.Ifindex = binary.NativeEndian.Uint32(m.Data[16:20])
-			}
-			return unix.PktInfo6(&info)
-		}
+	info := unix.Inet6Pktinfo{Addr: pi.dst.As16()}
+	if !pi.dst.Is4In6() && pi.dst.IsLinkLocalUnicast() {
+		info.Ifindex = pi.ifindex
 	}
-	return nil
+	return unix.PktInfo6(&info)
 }
 
 // reply sends one of the guest's answers to the flow's client, from the

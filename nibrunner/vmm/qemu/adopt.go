@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -114,7 +113,7 @@ func (v *VMM) resumeIfPaused(ctx context.Context, g *vmGuest) {
 		}
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = g.ctl.request(tctx, guest.Message{Kind: guest.KindThaw})
+		_ = g.thaw(tctx)
 	}
 }
 
