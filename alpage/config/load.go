@@ -213,14 +213,22 @@ var proposalsSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "proposal", LabelNames: []string{"name"}},
 }}
 
-func (l *loader) parseResources(dir string) {
+// ResourceFiles lists the resource files of the configuration folder dir
+// in the order they are read: resources.hcl when it exists, then
+// resources/*.hcl sorted.
+func ResourceFiles(dir string) []string {
+	var files []string
 	main := filepath.Join(dir, "resources.hcl")
 	if _, err := os.Stat(main); err == nil {
-		l.parse(main, resourcesFile)
+		files = append(files, main)
 	}
 	more, _ := filepath.Glob(filepath.Join(dir, "resources", "*.hcl"))
 	sort.Strings(more)
-	for _, f := range more {
+	return append(files, more...)
+}
+
+func (l *loader) parseResources(dir string) {
+	for _, f := range ResourceFiles(dir) {
 		l.parse(f, resourcesFile)
 	}
 }

@@ -33,11 +33,12 @@ func Decide(name string, rec *Proposal, payloadSHA256 string, force bool) (Decis
 	case rec.PayloadSHA256 == payloadSHA256:
 		return NothingToDo, fmt.Sprintf("proposal %q was already submitted as proposal %d with this payload; nothing to do", name, rec.ProposalID)
 	default:
-		return Refuse, fmt.Sprintf("proposal %q was submitted as proposal %d with payload %s, and the config now declares payload %s; submit again with --force, or rename the proposal block", name, rec.ProposalID, short(rec.PayloadSHA256), short(payloadSHA256))
+		return Refuse, fmt.Sprintf("proposal %q was submitted as proposal %d with payload %s, and the config now declares payload %s; submit again with --force, or rename the proposal block", name, rec.ProposalID, ShortHash(rec.PayloadSHA256), ShortHash(payloadSHA256))
 	}
 }
 
-func short(h string) string {
+// ShortHash is the first 12 characters of a payload hash, as alp prints it.
+func ShortHash(h string) string {
 	if len(h) > 12 {
 		return h[:12]
 	}

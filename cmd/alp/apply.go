@@ -153,7 +153,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if err != nil {
 		return err
 	}
-	host := g.resolveHost(cfg)
+	host, _ := g.resolveHost(cfg)
 	neuron, ok, err := g.resolveNeuron(cfg)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,12 +60,14 @@ func (g *globals) loadConfig() (*config.Config, error) {
 func (g *globals) loadResourcesConfig(progress io.Writer) (*config.Config, error) {
 	dir := filepath.Dir(g.configPath)
 	if _, err := os.Stat(g.configPath); errors.Is(err, fs.ErrNotExist) {
-		var found []string
-		if _, err := os.Stat(filepath.Join(dir, "resources.hcl")); err == nil {
-			found = append(found, filepath.Join(dir, "resources.hcl"))
-		}
-		if more, _ := filepath.Glob(filepath.Join(dir, "resources", "*.hcl")); len(more) > 0 {
-			found = append(found, filepath.Join(dir, "resources", "*.hcl"))
+		var found []string // as the note names them: resources.hcl, resources/*.hcl
+		for _, f := range config.ResourceFiles(dir) {
+			if filepath.Dir(f) != dir {
+				f = filepath.Join(dir, "resources", "*.hcl")
+			}
+			if !slices.Contains(found, f) {
+				found = append(found, f)
+			}
 		}
 		if len(found) > 0 {
 			fmt.Fprintf(progress, "no %s: reading %s alone\n", g.configPath, strings.Join(found, " and "))
@@ -93,31 +96,18 @@ func (g *globals) load() (*config.Config, *state.State, error) {
 }
 
 // resolveHost applies the precedence flag > $ALP_HOST > provider.host >
-// mainnet.
-func (g *globals) resolveHost(c *config.Config) string {
+// mainnet, and names where the host came from, for an error about it: the
+// flag, the variable, or provider.host and its place.
+func (g *globals) resolveHost(c *config.Config) (host, from string) {
 	switch {
 	case g.host != "":
-		return g.host
+		return g.host, "--host"
 	case os.Getenv("ALP_HOST") != "":
-		return os.Getenv("ALP_HOST")
+		return os.Getenv("ALP_HOST"), "$ALP_HOST"
 	case c != nil && c.Provider != nil && c.Provider.Host != "":
-		return c.Provider.Host
+		return c.Provider.Host, fmt.Sprintf("provider.host (%s:%d)", c.Provider.Range.Filename, c.Provider.Range.Start.Line)
 	}
-	return MainnetHost
-}
-
-// hostSource names where resolveHost found the host, for an error about
-// it: the flag, the variable, or provider.host and its place.
-func (g *globals) hostSource(c *config.Config) string {
-	switch {
-	case g.host != "":
-		return "--host"
-	case os.Getenv("ALP_HOST") != "":
-		return "$ALP_HOST"
-	case c != nil && c.Provider != nil && c.Provider.Host != "":
-		return fmt.Sprintf("provider.host (%s:%d)", c.Provider.Range.Filename, c.Provider.Range.Start.Line)
-	}
-	return "the default host"
+	return MainnetHost, "the default host"
 }
 
 // resolveNeuron applies flag > $ALP_NEURON > provider.neuron; ok is false
@@ -139,13 +129,6 @@ func (g *globals) resolveNeuron(c *config.Config) (id uint64, ok bool, err error
 	return 0, false, nil
 }
 
-// resolveFetchRootKey: $ALP_FETCH_ROOT_KEY, else provider.fetch_root_key,
-// else true for any host but mainnet (icp-api.io, ic0.app, icp0.io and
-// their subdomains, agent.IsMainnetHost). The environment comes first for
-// the same reason $ALP_HOST beats provider.host: `eval "$(alp devnet
-// --print-env)"` points alp at a local network whatever proposals.hcl says,
-// and that network's root key must be fetched. For a mainnet host a true
-// here is refused by agent.New, naming the root key.
 // checkFetchRootKeyEnv refuses a $ALP_FETCH_ROOT_KEY that is set but is no
 // boolean, which resolveFetchRootKey would otherwise pass over in silence
 // and take provider.fetch_root_key or the default instead.
@@ -158,6 +141,13 @@ func checkFetchRootKeyEnv() error {
 	return nil
 }
 
+// resolveFetchRootKey: $ALP_FETCH_ROOT_KEY, else provider.fetch_root_key,
+// else true for any host but mainnet (icp-api.io, ic0.app, icp0.io and
+// their subdomains, agent.IsMainnetHost). The environment comes first for
+// the same reason $ALP_HOST beats provider.host: `eval "$(alp devnet
+// --print-env)"` points alp at a local network whatever proposals.hcl says,
+// and that network's root key must be fetched. For a mainnet host a true
+// here is refused by agent.New, naming the root key.
 func resolveFetchRootKey(c *config.Config, host string) bool {
 	if v, err := strconv.ParseBool(os.Getenv("ALP_FETCH_ROOT_KEY")); err == nil {
 		return v

@@ -14,17 +14,17 @@ func withProvider(host string, neuron uint64, fetch *bool) *config.Config {
 func TestTheHostComesFromTheFlagThenTheEnvironmentThenTheProviderThenMainnet(t *testing.T) {
 	cfg := withProvider("http://provider", 1, nil)
 	t.Setenv("ALP_HOST", "http://env")
-	if got := (&globals{host: "http://flag"}).resolveHost(cfg); got != "http://flag" {
+	if got, _ := (&globals{host: "http://flag"}).resolveHost(cfg); got != "http://flag" {
 		t.Errorf("with a flag: %s", got)
 	}
-	if got := (&globals{}).resolveHost(cfg); got != "http://env" {
+	if got, _ := (&globals{}).resolveHost(cfg); got != "http://env" {
 		t.Errorf("with $ALP_HOST: %s", got)
 	}
 	t.Setenv("ALP_HOST", "")
-	if got := (&globals{}).resolveHost(cfg); got != "http://provider" {
+	if got, _ := (&globals{}).resolveHost(cfg); got != "http://provider" {
 		t.Errorf("with provider.host: %s", got)
 	}
-	if got := (&globals{}).resolveHost(&config.Config{}); got != MainnetHost {
+	if got, _ := (&globals{}).resolveHost(&config.Config{}); got != MainnetHost {
 		t.Errorf("with nothing: %s", got)
 	}
 }

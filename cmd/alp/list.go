@@ -101,13 +101,6 @@ func listRows(decls []*config.Proposal, st *state.State) ([]listRow, error) {
 
 // shortHash is the first 12 characters of a payload hash, or all of a
 // shorter one (a hand-edited state.json may hold anything).
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
-
 func countDrift(rows []listRow) int {
 	n := 0
 	for _, r := range rows {
@@ -141,7 +134,7 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 		if r.Note != "" {
 			sync.rest = " (" + r.Note + ")"
 		}
-		table = append(table, []cell{plain(term.Printable(r.Name)), plain(term.Printable(r.Kind)), plain(shortHash(term.Printable(r.PayloadSHA256))), sync,
+		table = append(table, []cell{plain(term.Printable(r.Name)), plain(term.Printable(r.Kind)), plain(state.ShortHash(term.Printable(r.PayloadSHA256))), sync,
 			plain(id), plain(term.Printable(status)), plain(term.Printable(submitted))})
 	}
 	return writeTable(w, paint, table)

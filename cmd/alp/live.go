@@ -48,13 +48,13 @@ func (g *globals) readAgent(cfg *config.Config, progress io.Writer) (*agent.Agen
 // verified against the subnet's certified node keys unless
 // --no-verify-queries, and then a warning on progress says so.
 func (g *globals) newAgent(cfg *config.Config, id identity.Identity, progress io.Writer) (*agent.Agent, string, error) {
-	host := g.resolveHost(cfg)
+	host, from := g.resolveHost(cfg)
 	if err := checkFetchRootKeyEnv(); err != nil {
 		return nil, host, err
 	}
 	a, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host), SkipQuerySignatures: g.noVerifyQueries})
 	if err != nil {
-		return nil, host, fmt.Errorf("the host from %s: %w", g.hostSource(cfg), err)
+		return nil, host, fmt.Errorf("the host from %s: %w", from, err)
 	}
 	if g.noVerifyQueries {
 		fmt.Fprintln(progress, term.For(progress).Paint(term.Yellow, "warning: ")+"query answers from "+host+" are not verified (--no-verify-queries): a boundary node or anyone on the path could change what is read")
