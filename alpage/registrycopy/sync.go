@@ -46,30 +46,23 @@ func Sync(ctx context.Context, dir string, src Source, v *certificate.Verifier, 
 
 // syncAs is Sync for a run that expects the layout l.
 func syncAs(ctx context.Context, dir string, l layout, src Source, v *certificate.Verifier, log io.Writer) (*Copy, Result, error) {
-	c, err := openShared(ctx, dir, l)
-	if err != nil && !damaged(err) {
-		return nil, Result{}, err
+	// A file that is not a copy we can read (damaged, another layout) is
+	// discarded and rebuilt, unless another run already did.
+	c, why, err := discardAndOpen(ctx, dir, l, log)
+	if why != nil {
+		fmt.Fprintf(log, "registry copy: %v; discarded it and rebuilding it from version 0\n", why)
 	}
 	if err != nil {
-		// Not a copy we can read (damaged, another layout): start again,
-		// unless another run already did.
-		c, why, err := discardAndOpen(ctx, dir, l, log)
-		if why != nil {
-			fmt.Fprintf(log, "registry copy: %v; discarded it and rebuilding it from version 0\n", why)
-		}
+		return nil, Result{}, err
+	}
+	if why != nil {
+		res, err := c.Update(ctx, src, v)
+		res.Rebuilt, res.Reason = true, "the file could not be read"
 		if err != nil {
-			return nil, Result{}, err
+			c.Close()
+			return nil, res, err
 		}
-		if why != nil {
-			res, err := c.Update(ctx, src, v)
-			res.Rebuilt, res.Reason = true, "the file could not be read"
-			if err != nil {
-				c.Close()
-				return nil, res, err
-			}
-			return c, res, nil
-		}
-		return update(ctx, c, src, v, log)
+		return c, res, nil
 	}
 	return update(ctx, c, src, v, log)
 }
