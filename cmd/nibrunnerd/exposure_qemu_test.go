@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/slot/slottest"
+
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/daemon/daemontest"
@@ -46,7 +48,7 @@ func TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot := 1800 + rand.IntN(400)
+	slot := slottest.Free(t)
 	if err := daemontest.PinSlot(context.Background(), filepath.Join(dir, "state"), "echo", slot); err != nil {
 		t.Fatal(err)
 	}

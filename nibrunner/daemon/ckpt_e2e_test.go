@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"alpnib.dev/nibrunner/slot/slottest"
 
 	"github.com/minio/minio-go/v7"
 
@@ -178,10 +179,8 @@ func TestARunningGuestsVolumeIsCheckpointedAndExportedToS3AndTheExportRestoresOn
 			GracePeriodMs: 300000, HealthyThreshold: 1, UnhealthyThreshold: 3}
 		return in
 	}
-	// Slots 2000–2899: host ports 37000–44199, below the other QEMU tests'.
-	slot := 2000 + rand.IntN(450)
-	pinSlot(t, dirA, "notes", slot)
-	pinSlot(t, dirB, "copy", slot+450)
+	pinSlot(t, dirA, "notes", slottest.Free(t))
+	pinSlot(t, dirB, "copy", slottest.Free(t))
 
 	hA := &host{dir: dirA}
 	dA := doc(app(hA, "notes"))

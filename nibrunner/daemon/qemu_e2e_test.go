@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/control"
@@ -172,9 +173,8 @@ func TestThroughTheDaemonARealGuestServesItsSeededVolumeKeepsItsStateAcrossSleep
 	zipDigest := putObject(t, dir, "seeds/symlink.zip", zipWithSymlink(t))
 
 	// Pin the app to a slot whose host port (QEMU's user-network forward)
-	// no other test here uses: ports 45000–52192 (the loop test's are
-	// above 53000).
-	pinned := 3000 + rand.IntN(900)
+	// no other test and no outgoing connection uses.
+	pinned := slottest.Free(t)
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/db"
@@ -47,9 +48,9 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 
 	stateDir := filepath.Join(dir, "state")
 	os.MkdirAll(stateDir, 0o755)
-	// Pin the app to a high slot so its host port (QEMU's user-network
-	// forward) does not collide with other tests on this machine.
-	pinned := 4000 + rand.IntN(1500)
+	// Pin the app to a slot whose host port (QEMU's user-network forward)
+	// no other test and no outgoing connection uses.
+	pinned := slottest.Free(t)
 	store0, err := db.Open(ctx, filepath.Join(stateDir, "state.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,14 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/internal/testenv"
@@ -39,11 +40,10 @@ func TestARequestToASleepingMicroVMWakesItThroughTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A slot of its own, so its host port (QEMU's user-network forward)
-	// meets no other test's: 1000–1399 are ports 29000–32199, under the
-	// kernel's ephemeral range and below the daemon's QEMU test's slots.
+	// A slot of its own, so that its host port (QEMU's user-network
+	// forward) meets no other test's and no outgoing connection's.
 	stateDir := filepath.Join(dir, "state")
-	if err := daemontest.PinSlot(ctx, stateDir, "counter", 1000+rand.IntN(400)); err != nil {
+	if err := daemontest.PinSlot(ctx, stateDir, "counter", slottest.Free(t)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -3,7 +3,6 @@ package raw
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/internal/testenv"
@@ -51,7 +52,7 @@ func TestTheDaemonWakesAnAppThroughItsRawPortsOverTCPAndUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(dir, "state")
-	slot := 1400 + rand.IntN(400)
+	slot := slottest.Free(t)
 	if err := daemontest.PinSlot(ctx, stateDir, "echo", slot); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon/daemontest"
@@ -96,7 +97,7 @@ func TestARealGuestIsReachedOverRawTCPAndUDPAndWokenFromSleepByEach(t *testing.T
 	}
 
 	// A slot of its own in this namespace, and a name server on its tap.
-	slot := 1400 + rand.IntN(400)
+	slot := slottest.Free(t)
 	if err := network.EnsureTap(slot); err != nil {
 		t.Fatal(err)
 	}

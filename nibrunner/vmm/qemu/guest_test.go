@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/slot/slottest"
+
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/guestimage"
@@ -98,16 +101,6 @@ func newFixture(t testing.TB) fixture {
 // image is the counter server packed at /app/counter.
 func (f fixture) image() string { return f.counter + ".sqfs" }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func (f fixture) spec(t testing.TB, app string) vmm.Spec {
 	return vmm.Spec{
 		AppID: app, DeploymentID: "dep-1", Slot: 3, MemoryMiB: 128, VCPUs: 1,
@@ -116,7 +109,7 @@ func (f fixture) spec(t testing.TB, app string) vmm.Spec {
 		Command:    vmm.Command{Program: "/app/counter", WorkingDirectory: "/data", Environment: map[string]string{"GREETING": "hi"}},
 		HTTPPort:   8080,
 		Restart:    vmm.RestartPolicy{MaxRestarts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, BackoffFactor: 2, ResetAfter: time.Minute},
-		Network:    vmm.Network{HostPort: freePort(t)},
+		Network:    vmm.Network{HostPort: slot.HostPort(slottest.Free(t))},
 		Hostname:   app + ".example.com",
 	}
 }
