@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/testenv"
@@ -48,12 +49,12 @@ func TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot := slottest.Free(t)
-	if err := daemontest.PinSlot(context.Background(), filepath.Join(dir, "state"), "echo", slot); err != nil {
+	n := slottest.Free(t)
+	if err := daemontest.PinSlot(context.Background(), filepath.Join(dir, "state"), "echo", n); err != nil {
 		t.Fatal(err)
 	}
-	hostPort, proxyPort := network.HostPort(slot), 18600+rand.IntN(300)
-	guestIP := network.GuestAddr(slot).Addr().String()
+	hostPort, proxyPort := slot.HostPort(n), 18600+rand.IntN(300)
+	guestIP := network.GuestAddr(n).Addr().String()
 
 	// The neighbour: 198.18.K.2, with the host at 198.18.K.1 and a route
 	// to the guests' subnet through it.
@@ -67,7 +68,7 @@ func TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace(t *t
 	testenv.IP(t, "link", "set", link, "up")
 	testenv.IP(t, "-n", out, "addr", "add", outAddr+"/30", "dev", "uplink")
 	testenv.IP(t, "-n", out, "link", "set", "uplink", "up")
-	testenv.IP(t, "-n", out, "route", "add", network.Subnet.String(), "via", hostAddr)
+	testenv.IP(t, "-n", out, "route", "add", slot.Subnet.String(), "via", hostAddr)
 
 	cfgPath := ctlConfig(t, dir)
 	cfg, _ := os.ReadFile(cfgPath)

@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 
+	"alpnib.dev/nibrunner/slot"
+
 	"alpnib.dev/nibrunner/desired"
 )
 
@@ -29,9 +31,8 @@ const DefaultPath = "/etc/nibrunner/config.toml"
 // EnvVar names the environment variable that overrides DefaultPath.
 const EnvVar = "NIBRUNNER_CONFIG"
 
-// MaxApps is the most apps one host can hold: slot N owns host ports
-// 21000+8N to 21000+8N+7, and the last of them must be a port (≤ 65535).
-const MaxApps = (65535 - 21000 + 1) / 8
+// MaxApps is the most apps one host can hold: one per slot.
+const MaxApps = slot.Max
 
 // Config is config.toml. Fields tagged toml:"-" are parsed from the raw
 // ones by Load.

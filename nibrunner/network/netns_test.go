@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/slot"
 	"github.com/vishvananda/netlink"
 )
 
@@ -53,7 +54,7 @@ func newTopology(t *testing.T) *topology {
 	}
 	// Outside knows the way to the guests' subnet, so that a direct
 	// attempt is refused by the rules, not by a missing route.
-	testenv.IP(t, "-n", tp.out, "route", "add", Subnet.String(), "via", "192.0.2.1")
+	testenv.IP(t, "-n", tp.out, "route", "add", slot.Subnet.String(), "via", "192.0.2.1")
 	err := testenv.InNetns(tp.host, func() error {
 		if err := SetSysctls(HostSysctls); err != nil {
 			return err
@@ -62,7 +63,7 @@ func newTopology(t *testing.T) *topology {
 			return errors.New(strings.Join(wrong, "; "))
 		}
 		for i := 0; i < 2; i++ {
-			if err := ConfigureLink(i, TapName(i)); err != nil {
+			if err := ConfigureLink(i, slot.Tap(i)); err != nil {
 				return err
 			}
 		}

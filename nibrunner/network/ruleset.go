@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"alpnib.dev/nibrunner/slot"
 )
 
 // App is one slot as the firewall sees it.
@@ -60,7 +62,7 @@ func Render(r Rules) (string, error) {
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Slot < apps[j].Slot })
 	seen := map[int]string{}
 	for _, a := range apps {
-		if err := CheckSlot(a.Slot); err != nil {
+		if err := slot.Check(a.Slot); err != nil {
 			return "", fmt.Errorf("app %s: %w", a.AppID, err)
 		}
 		if !appIDPattern.MatchString(a.AppID) {
@@ -70,8 +72,8 @@ func Render(r Rules) (string, error) {
 			return "", fmt.Errorf("apps %s and %s both hold slot %d", other, a.AppID, a.Slot)
 		}
 		seen[a.Slot] = a.AppID
-		if len(a.Ports) > PortsPerSlot-1 {
-			return "", fmt.Errorf("app %s: %d raw ports; a slot has room for %d", a.AppID, len(a.Ports), PortsPerSlot-1)
+		if len(a.Ports) > slot.PortsPerSlot-1 {
+			return "", fmt.Errorf("app %s: %d raw ports; a slot has room for %d", a.AppID, len(a.Ports), slot.PortsPerSlot-1)
 		}
 		for _, p := range append([]int{a.HTTPPort}, a.Ports...) {
 			if p < 1 || p > 65535 {
@@ -90,11 +92,11 @@ func Render(r Rules) (string, error) {
 
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	tap := TapPrefix + "*"
+	tap := slot.TapPrefix + "*"
 	reject := "goto refuse"
 
 	w("# The nibrun table, written whole by nibrunnerd. Do not edit: the next")
-	w("# pass replaces it. Guests sit on the %s* taps in %s.", TapPrefix, Subnet)
+	w("# pass replaces it. Guests sit on the %s* taps in %s.", slot.TapPrefix, slot.Subnet)
 	w("table inet %s", Table)
 	w("delete table inet %s", Table)
 	w("table inet %s {", Table)
@@ -150,7 +152,7 @@ func Render(r Rules) (string, error) {
 			continue
 		}
 		guest := GuestAddr(a.Slot).Addr()
-		w("\t\ttcp dport %d dnat ip to %s:%d comment \"%s http\"", HostPort(a.Slot), guest, a.HTTPPort, a.AppID)
+		w("\t\ttcp dport %d dnat ip to %s:%d comment \"%s http\"", slot.HostPort(a.Slot), guest, a.HTTPPort, a.AppID)
 	}
 	w("\t}")
 	w("")
@@ -162,7 +164,7 @@ func Render(r Rules) (string, error) {
 	w("\tchain postrouting {")
 	w("\t\ttype nat hook postrouting priority srcnat; policy accept;")
 	w("\t\t# Guests' own traffic leaves as the host.")
-	w("\t\tip saddr %s oifname != \"%s\" masquerade", Subnet, tap)
+	w("\t\tip saddr %s oifname != \"%s\" masquerade", slot.Subnet, tap)
 	w("\t\t# The host reaching a published port on 127.0.0.1: the guest")
 	w("\t\t# cannot answer a loopback source, so give it the tap's.")
 	w("\t\tip saddr 127.0.0.0/8 oifname \"%s\" masquerade", tap)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"alpnib.dev/nibrunner/slot"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -109,7 +111,7 @@ func TestTheRulesetRejectsAndNeverDrops(t *testing.T) {
 
 func TestRenderRefusesWhatCannotBeRight(t *testing.T) {
 	cases := map[string]Rules{
-		"slot out of range": {Apps: []App{{Slot: MaxSlots, AppID: "a", HTTPPort: 80}}},
+		"slot out of range": {Apps: []App{{Slot: slot.Max, AppID: "a", HTTPPort: 80}}},
 		"negative slot":     {Apps: []App{{Slot: -1, AppID: "a", HTTPPort: 80}}},
 		"shared slot":       {Apps: []App{{Slot: 1, AppID: "a", HTTPPort: 80}, {Slot: 1, AppID: "b", HTTPPort: 80}}},
 		"bad app id":        {Apps: []App{{Slot: 1, AppID: `a" accept #`, HTTPPort: 80}}},
@@ -135,15 +137,15 @@ func TestSlotsMapToTheirTapAddressesAndPorts(t *testing.T) {
 		{1, "nbr1", "10.201.0.5/30", "10.201.0.6/30", 21008},
 		{63, "nbr63", "10.201.0.253/30", "10.201.0.254/30", 21504},
 		{64, "nbr64", "10.201.1.1/30", "10.201.1.2/30", 21512},
-		{MaxSlots - 1, "nbr5566", "10.201.86.249/30", "10.201.86.250/30", 65528},
+		{slot.Max - 1, "nbr5566", "10.201.86.249/30", "10.201.86.250/30", 65528},
 	}
 	for _, c := range cases {
-		if TapName(c.n) != c.tap || HostAddr(c.n).String() != c.host || GuestAddr(c.n).String() != c.guest || HostPort(c.n) != c.port {
-			t.Errorf("slot %d: %s %s %s %d", c.n, TapName(c.n), HostAddr(c.n), GuestAddr(c.n), HostPort(c.n))
+		if slot.Tap(c.n) != c.tap || HostAddr(c.n).String() != c.host || GuestAddr(c.n).String() != c.guest || slot.HostPort(c.n) != c.port {
+			t.Errorf("slot %d: %s %s %s %d", c.n, slot.Tap(c.n), HostAddr(c.n), GuestAddr(c.n), slot.HostPort(c.n))
 		}
 	}
-	if HostPort(MaxSlots-1)+PortsPerSlot-1 > 65535 || HostPort(MaxSlots)+PortsPerSlot-1 <= 65535 {
-		t.Errorf("MaxSlots %d does not end where the port range does", MaxSlots)
+	if slot.HostPort(slot.Max-1)+slot.PortsPerSlot-1 > 65535 || slot.HostPort(slot.Max)+slot.PortsPerSlot-1 <= 65535 {
+		t.Errorf("slot.Max %d does not end where the port range does", slot.Max)
 	}
 	if got := strings.Join(KernelArgs(1), " "); got != "nibrun.ip=10.201.0.6/30 nibrun.gw=10.201.0.5" {
 		t.Errorf("KernelArgs(1) = %s", got)

@@ -13,52 +13,27 @@
 package network
 
 import (
-	"fmt"
 	"net/netip"
 
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/slot"
 )
 
-// Slot numbering. Each app keeps a slot N for life: tap nbrN, host address
-// 10.201.(4N+1)/30, guest 10.201.(4N+2), host ports 21000+8N … +7.
-const (
-	TapPrefix     = "nbr"
-	FirstHostPort = 21000
-	PortsPerSlot  = 8
-	// MaxSlots is bounded by the port range (21000+8N+7 ≤ 65535) before
-	// the /16 (16384 /30s) runs out.
-	MaxSlots = (65535-FirstHostPort-(PortsPerSlot-1))/PortsPerSlot + 1
-)
-
-// Subnet is the range every slot's /30 is cut from.
-var Subnet = netip.MustParsePrefix("10.201.0.0/16")
-
-// CheckSlot refuses a slot number outside 0…MaxSlots-1.
-func CheckSlot(n int) error {
-	if n < 0 || n >= MaxSlots {
-		return fmt.Errorf("slot %d is outside 0…%d", n, MaxSlots-1)
-	}
-	return nil
-}
-
-// TapName is slot n's tap device.
-func TapName(n int) string { return fmt.Sprintf("%s%d", TapPrefix, n) }
-
-func slotAddr(n, offset int) netip.Addr {
-	base := Subnet.Addr().As4()
-	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	v += uint32(4*n + offset)
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}
+// Slot numbering is package slot's: each app keeps a slot N for life,
+// with tap nbrN, host address 10.201.(4N+1)/30, guest 10.201.(4N+2) and
+// host ports 21000+8N … +7. This package fences and publishes those.
 
 // HostAddr is the host's end of slot n's /30 (the guest's gateway).
-func HostAddr(n int) netip.Prefix { return netip.PrefixFrom(slotAddr(n, 1), 30) }
+func HostAddr(n int) netip.Prefix {
+	nw := slot.Network(n)
+	return netip.PrefixFrom(nw.HostIPv4, nw.PrefixLen)
+}
 
 // GuestAddr is the guest's address in slot n.
-func GuestAddr(n int) netip.Prefix { return netip.PrefixFrom(slotAddr(n, 2), 30) }
-
-// HostPort is slot n's HTTP host port; raw port i (1-based) is HostPort+i.
-func HostPort(n int) int { return FirstHostPort + PortsPerSlot*n }
+func GuestAddr(n int) netip.Prefix {
+	nw := slot.Network(n)
+	return netip.PrefixFrom(nw.GuestIPv4, nw.PrefixLen)
+}
 
 // KernelArgs are the kernel command line parameters nibrun-init reads to
 // configure slot n's guest interface (the guest contract's nibrun.ip and

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"alpnib.dev/nibrunner/slot"
 	"github.com/vishvananda/netlink"
 )
 
@@ -14,10 +15,10 @@ import (
 // name and it outlives a daemon restart), gives it the host's address and
 // brings it up. Idempotent.
 func EnsureTap(n int) error {
-	if err := CheckSlot(n); err != nil {
+	if err := slot.Check(n); err != nil {
 		return err
 	}
-	name := TapName(n)
+	name := slot.Tap(n)
 	if _, err := netlink.LinkByName(name); err != nil {
 		var nf netlink.LinkNotFoundError
 		if !errors.As(err, &nf) {
@@ -65,16 +66,16 @@ func ConfigureLink(n int, name string) error {
 
 // RemoveTap deletes slot n's tap; a missing one is fine.
 func RemoveTap(n int) error {
-	link, err := netlink.LinkByName(TapName(n))
+	link, err := netlink.LinkByName(slot.Tap(n))
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
 			return nil
 		}
-		return fmt.Errorf("look up tap %s: %w", TapName(n), err)
+		return fmt.Errorf("look up tap %s: %w", slot.Tap(n), err)
 	}
 	if err := netlink.LinkDel(link); err != nil {
-		return fmt.Errorf("delete tap %s: %w", TapName(n), err)
+		return fmt.Errorf("delete tap %s: %w", slot.Tap(n), err)
 	}
 	return nil
 }
@@ -96,12 +97,12 @@ func Taps() ([]int, error) {
 }
 
 func slotOfTap(name string) (int, bool) {
-	digits, ok := strings.CutPrefix(name, TapPrefix)
+	digits, ok := strings.CutPrefix(name, slot.TapPrefix)
 	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
 		return 0, false
 	}
 	n, err := strconv.Atoi(digits)
-	if err != nil || CheckSlot(n) != nil || TapName(n) != name {
+	if err != nil || slot.Check(n) != nil || slot.Tap(n) != name {
 		return 0, false
 	}
 	return n, true

@@ -21,17 +21,31 @@ const (
 	// Max is the number of slots the address plan and port range allow:
 	// ports must stay ≤ 65535 (the /16 would allow 16384).
 	Max = (65535 - BasePort + 1) / PortsPerSlot
+	// TapPrefix starts every slot's tap name.
+	TapPrefix = "nbr"
 )
+
+// Subnet is the range every slot's /30 is cut from.
+var Subnet = netip.MustParsePrefix("10.201.0.0/16")
+
+// Check refuses a slot number outside 0…Max-1.
+func Check(n int) error {
+	if n < 0 || n >= Max {
+		return fmt.Errorf("slot %d is outside 0…%d", n, Max-1)
+	}
+	return nil
+}
 
 // HostPort returns slot n's first (HTTP) host port.
 func HostPort(n int) int { return BasePort + PortsPerSlot*n }
 
 // Tap returns slot n's tap device name.
-func Tap(n int) string { return fmt.Sprintf("nbr%d", n) }
+func Tap(n int) string { return fmt.Sprintf("%s%d", TapPrefix, n) }
 
 // Network returns slot n's network.
 func Network(n int) vmm.Network {
-	base := uint32(10)<<24 | uint32(201)<<16 | uint32(4*n)
+	sub := Subnet.Addr().As4()
+	base := (uint32(sub[0])<<24 | uint32(sub[1])<<16 | uint32(sub[2])<<8 | uint32(sub[3])) + uint32(4*n)
 	return vmm.Network{
 		Tap:       Tap(n),
 		HostIPv4:  addr(base + 1),

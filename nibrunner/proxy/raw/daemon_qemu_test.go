@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/atomicfile"
@@ -52,11 +53,11 @@ func TestTheDaemonWakesAnAppThroughItsRawPortsOverTCPAndUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(dir, "state")
-	slot := slottest.Free(t)
-	if err := daemontest.PinSlot(ctx, stateDir, "echo", slot); err != nil {
+	n := slottest.Free(t)
+	if err := daemontest.PinSlot(ctx, stateDir, "echo", n); err != nil {
 		t.Fatal(err)
 	}
-	hostIP, guestIP := network.HostAddr(slot).Addr(), network.GuestAddr(slot).Addr()
+	hostIP, guestIP := network.HostAddr(n).Addr(), network.GuestAddr(n).Addr()
 
 	v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap")})
 	if err != nil {
@@ -125,7 +126,7 @@ func TestTheDaemonWakesAnAppThroughItsRawPortsOverTCPAndUDP(t *testing.T) {
 		}
 	}
 	daemontest.WaitLong(t, "the echo app runs", state(reported.InstanceRunning), reportPath)
-	relayAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(network.HostPort(slot)+1))
+	relayAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(slot.HostPort(n)+1))
 
 	t.Run("TheRawPortCarriesTCPAndUDP", func(t *testing.T) {
 		bannerThenEcho(t, relayAddr, "over tcp\n")

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/slot/slottest"
 
 	"alpnib.dev/internal/testenv"
@@ -97,12 +98,12 @@ func TestARealGuestIsReachedOverRawTCPAndUDPAndWokenFromSleepByEach(t *testing.T
 	}
 
 	// A slot of its own in this namespace, and a name server on its tap.
-	slot := slottest.Free(t)
-	if err := network.EnsureTap(slot); err != nil {
+	n := slottest.Free(t)
+	if err := network.EnsureTap(n); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { network.RemoveTap(slot) })
-	hostIP, guestIP := network.HostAddr(slot).Addr(), network.GuestAddr(slot).Addr()
+	t.Cleanup(func() { network.RemoveTap(n) })
+	hostIP, guestIP := network.HostAddr(n).Addr(), network.GuestAddr(n).Addr()
 	answer := netip.MustParseAddr("192.0.2.77")
 	serveDNS(t, netip.AddrPortFrom(hostIP, 53), "echo.test.", answer)
 
@@ -113,15 +114,15 @@ func TestARealGuestIsReachedOverRawTCPAndUDPAndWokenFromSleepByEach(t *testing.T
 	}
 	const echoPort = 7000
 	spec := vmm.Spec{
-		AppID: "echo", DeploymentID: "echo-1", Slot: slot, MemoryMiB: 128, VCPUs: 1,
+		AppID: "echo", DeploymentID: "echo-1", Slot: n, MemoryMiB: 128, VCPUs: 1,
 		Layers:     []vmm.Layer{{Kind: vmm.LayerFilesystem, Digest: "test", Path: packed}},
 		VolumePath: volume,
 		Command:    vmm.Command{Program: "/app/echo", WorkingDirectory: "/data", Environment: map[string]string{"ECHO_PORT": strconv.Itoa(echoPort)}},
 		HTTPPort:   8080,
-		Ports:      []vmm.Port{{Name: "echo", GuestPort: echoPort, HostPort: network.HostPort(slot) + 1}},
+		Ports:      []vmm.Port{{Name: "echo", GuestPort: echoPort, HostPort: slot.HostPort(n) + 1}},
 		Restart:    vmm.RestartPolicy{MaxRestarts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second, BackoffFactor: 1, ResetAfter: time.Minute},
-		Network: vmm.Network{Tap: network.TapName(slot), HostIPv4: hostIP, GuestIPv4: guestIP, PrefixLen: 30,
-			HostPort: network.HostPort(slot), DNS: []netip.Addr{hostIP}},
+		Network: vmm.Network{Tap: slot.Tap(n), HostIPv4: hostIP, GuestIPv4: guestIP, PrefixLen: 30,
+			HostPort: slot.HostPort(n), DNS: []netip.Addr{hostIP}},
 		Hostname: "echo.example.com",
 	}
 	guestAddr := netip.AddrPortFrom(guestIP, echoPort).String()

@@ -16,6 +16,7 @@ import (
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/network"
+	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -68,26 +69,26 @@ func TestAGuestOnItsSlotsTapAnswersAtItsSlotAddress(t *testing.T) {
 	f := newFixture(t)
 	var logs testenv.SyncBuffer
 	v := newVMM(t, f.dir, &logs)
-	const slot = 5
+	const n = 5
 	spec := f.spec(t, "tapped")
-	spec.Slot = slot
+	spec.Slot = n
 	spec.Network = vmm.Network{
-		Tap: network.TapName(slot), HostIPv4: network.HostAddr(slot).Addr(), GuestIPv4: network.GuestAddr(slot).Addr(),
-		PrefixLen: 30, HostPort: network.HostPort(slot),
+		Tap: slot.Tap(n), HostIPv4: network.HostAddr(n).Addr(), GuestIPv4: network.GuestAddr(n).Addr(),
+		PrefixLen: 30, HostPort: slot.HostPort(n),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	defer v.Stop(context.Background(), spec.AppID)
 	var who string
 	err := inNewNetns(func() error {
-		if err := network.EnsureTap(slot); err != nil {
+		if err := network.EnsureTap(n); err != nil {
 			return err
 		}
 		st, err := v.Start(ctx, spec)
 		if err != nil {
 			return err
 		}
-		if want := fmt.Sprintf("%s:8080", network.GuestAddr(slot).Addr()); st.Endpoint != want {
+		if want := fmt.Sprintf("%s:8080", network.GuestAddr(n).Addr()); st.Endpoint != want {
 			return fmt.Errorf("endpoint %s, want %s", st.Endpoint, want)
 		}
 		for {
@@ -107,7 +108,7 @@ func TestAGuestOnItsSlotsTapAnswersAtItsSlotAddress(t *testing.T) {
 	if !strings.HasPrefix(who, "65534:65534 ") {
 		t.Errorf("whoami = %q", who)
 	}
-	if !strings.Contains(console(v, spec.AppID), "eth0 "+network.GuestAddr(slot).String()) {
+	if !strings.Contains(console(v, spec.AppID), "eth0 "+network.GuestAddr(n).String()) {
 		t.Errorf("the init did not report configuring eth0:\n%s", console(v, spec.AppID))
 	}
 }
