@@ -116,7 +116,7 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 		_, err := fmt.Fprintln(w, "no proposal is declared")
 		return err
 	}
-	table := [][]cell{{plain("NAME"), plain("KIND"), plain("PAYLOAD"), plain("SYNC"), plain("PROPOSAL"), plain("STATUS"), plain("SUBMITTED")}}
+	table := [][]term.Cell{{term.PlainCell("NAME"), term.PlainCell("KIND"), term.PlainCell("PAYLOAD"), term.PlainCell("SYNC"), term.PlainCell("PROPOSAL"), term.PlainCell("STATUS"), term.PlainCell("SUBMITTED")}}
 	for _, r := range rows {
 		id, status, submitted := "-", "-", "-"
 		if r.State != nil {
@@ -130,14 +130,14 @@ func renderList(w io.Writer, paint term.Painter, rows []listRow) error {
 				submitted = string(r.State.SubmittedAt)
 			}
 		}
-		sync := cell{text: string(r.Sync), color: r.Sync.Color()}
+		sync := term.Cell{Text: string(r.Sync), Color: r.Sync.Color()}
 		if r.Note != "" {
-			sync.rest = " (" + r.Note + ")"
+			sync.Rest = " (" + r.Note + ")"
 		}
-		table = append(table, []cell{plain(term.Printable(r.Name)), plain(term.Printable(r.Kind)), plain(state.ShortHash(term.Printable(r.PayloadSHA256))), sync,
-			plain(id), plain(term.Printable(status)), plain(term.Printable(submitted))})
+		table = append(table, []term.Cell{term.PlainCell(term.Printable(r.Name)), term.PlainCell(term.Printable(r.Kind)), term.PlainCell(state.ShortHash(term.Printable(r.PayloadSHA256))), sync,
+			term.PlainCell(id), term.PlainCell(term.Printable(status)), term.PlainCell(term.Printable(submitted))})
 	}
-	return writeTable(w, paint, table)
+	return term.WriteTable(w, paint, table)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -162,7 +162,7 @@ func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
 		_, err := fmt.Fprintln(w, "no proposal is recorded in state.json")
 		return err
 	}
-	table := [][]cell{{plain("NAME"), plain("PROPOSAL"), plain("STATUS"), plain("TALLY"), plain("NOTE")}}
+	table := [][]term.Cell{{term.PlainCell("NAME"), term.PlainCell("PROPOSAL"), term.PlainCell("STATUS"), term.PlainCell("TALLY"), term.PlainCell("NOTE")}}
 	counts := map[string]int{}
 	for _, r := range rows {
 		counts[r.Status]++
@@ -189,10 +189,10 @@ func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
 		if r.Failure != "" {
 			notes = append(notes, "failure: "+r.Failure)
 		}
-		table = append(table, []cell{plain(term.Printable(r.Name)), plain(fmt.Sprint(r.ProposalID)), {text: r.Status, color: statusColor(r.Status)},
-			plain(tally), plain(term.Printable(strings.Join(notes, "; ")))})
+		table = append(table, []term.Cell{term.PlainCell(term.Printable(r.Name)), term.PlainCell(fmt.Sprint(r.ProposalID)), {Text: r.Status, Color: statusColor(r.Status)},
+			term.PlainCell(tally), term.PlainCell(term.Printable(strings.Join(notes, "; ")))})
 	}
-	if err := writeTable(w, paint, table); err != nil {
+	if err := term.WriteTable(w, paint, table); err != nil {
 		return err
 	}
 	var parts []string

@@ -92,7 +92,9 @@ and the daemon's last message about it.` + askLong,
 			if f.json() {
 				return writeJSON(cmd, rows)
 			}
-			renderPS(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), string(r.HostId), rows)
+			if err := renderPS(cmd.OutOrStdout(), term.For(cmd.OutOrStdout()), string(r.HostId), rows); err != nil {
+				return fmt.Errorf("writing the table: %w", err)
+			}
 			if r.Message != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nhost %s: %s\n", r.HostId, r.Message)
 			}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"alpnib.dev/internal/term"
 	"alpnib.dev/nibrunner/control"
@@ -61,12 +60,12 @@ func psRows(r *reported.HostReportedState, now time.Time) []psRow {
 }
 
 // renderPS writes the rows as an aligned table.
-func renderPS(w io.Writer, p term.Painter, host string, rows []psRow) {
+func renderPS(w io.Writer, p term.Painter, host string, rows []psRow) error {
 	if len(rows) == 0 {
-		fmt.Fprintf(w, "no apps on %s\n", host)
-		return
+		_, err := fmt.Fprintf(w, "no apps on %s\n", host)
+		return err
 	}
-	cells := [][]string{{"APP", "STATE", "DEPLOYMENT", "PORT", "UPTIME", "MEMORY", "MESSAGE"}}
+	cells := [][]term.Cell{cellsOf("APP", "STATE", "DEPLOYMENT", "PORT", "UPTIME", "MEMORY", "MESSAGE")}
 	for _, r := range rows {
 		port, up, mem := "-", "-", "-"
 		if r.HostPort != 0 {
@@ -78,29 +77,19 @@ func renderPS(w io.Writer, p term.Painter, host string, rows []psRow) {
 		if r.MemoryTotalBytes != 0 {
 			mem = fmt.Sprintf("%s/%s", bytesIEC(r.MemoryUsedBytes), bytesIEC(r.MemoryTotalBytes))
 		}
-		cells = append(cells, []string{r.AppId, string(r.State), r.DeploymentId, port, up, mem, r.Message})
+		row := cellsOf(r.AppId, "", r.DeploymentId, port, up, mem, r.Message)
+		row[1] = term.Cell{Text: string(r.State), Color: stateColor(r.State)}
+		cells = append(cells, row)
 	}
-	widths := make([]int, len(cells[0]))
-	for _, row := range cells {
-		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
+	return term.WriteTable(w, p, cells)
+}
+
+func cellsOf(texts ...string) []term.Cell {
+	out := make([]term.Cell, len(texts))
+	for i, t := range texts {
+		out[i] = term.PlainCell(t)
 	}
-	for n, row := range cells {
-		var b strings.Builder
-		for i, c := range row {
-			if i == len(row)-1 {
-				b.WriteString(c)
-				break
-			}
-			cell := c + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2)
-			if i == 1 && n > 0 {
-				cell = p.Paint(stateColor(reported.InstanceState(c)), c) + cell[len(c):]
-			}
-			b.WriteString(cell)
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
+	return out
 }
 
 // renderStatus writes one app's whole report, a field a line.
