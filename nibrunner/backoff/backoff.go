@@ -18,23 +18,35 @@ import (
 type Policy struct {
 	MaxRestarts int
 	Initial     time.Duration
-	Max         time.Duration
-	Factor      float64
-	ResetAfter  time.Duration
+	// Max caps the delay; 0 caps it at 0, not "no cap" (see Delay).
+	Max        time.Duration
+	Factor     float64
+	ResetAfter time.Duration
 }
 
 // Delay returns how long to wait before restart number n (n ≥ 1).
-func (p Policy) Delay(n int) time.Duration {
+func (p Policy) Delay(n int) time.Duration { return Delay(p.Initial, p.Max, p.Factor, n) }
+
+// Delay is the one reading of a restartPolicy's delay, which the host's
+// VM restarts (Policy.Delay) and the guest init's process restarts
+// (guest.RestartPolicy.Delay) share: min(initial·factor^(n−1), ceiling)
+// for restart number n (taken as 1 below 1). The ceiling (maxBackoffMs) is
+// a cap like any other, so a ceiling of 0 is a delay of 0 (restart at
+// once), as the spec's formula and the reference daemon read it; it never
+// means "no cap". A factor below 1 is taken as 1 (the delay never
+// shrinks), a negative initial or ceiling as 0, and a delay too large to
+// compute is the ceiling.
+func Delay(initial, ceiling time.Duration, factor float64, n int) time.Duration {
 	if n < 1 {
 		n = 1
 	}
-	f := p.Factor
-	if f < 1 {
-		f = 1
+	if factor < 1 || math.IsNaN(factor) {
+		factor = 1
 	}
-	d := float64(p.Initial) * math.Pow(f, float64(n-1))
-	if p.Max > 0 && (d > float64(p.Max) || math.IsInf(d, 0) || math.IsNaN(d)) {
-		return p.Max
+	initial, ceiling = max(initial, 0), max(ceiling, 0)
+	d := float64(initial) * math.Pow(factor, float64(n-1))
+	if math.IsNaN(d) || d >= float64(ceiling) {
+		return ceiling
 	}
 	return time.Duration(d)
 }

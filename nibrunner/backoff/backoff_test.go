@@ -67,3 +67,29 @@ func TestTheCountResetsAfterResetAfterWithoutAStart(t *testing.T) {
 		t.Fatalf("a failure inside the window reset the count: %+v", d)
 	}
 }
+
+func TestAMaximumOfZeroRestartsAtOnceRatherThanLiftingTheCap(t *testing.T) {
+	p := Policy{MaxRestarts: 5, Initial: time.Second, Max: 0, Factor: 10}
+	for _, n := range []int{1, 2, 30, 400} {
+		if got := p.Delay(n); got != 0 {
+			t.Errorf("Delay(%d) = %v with maxBackoffMs 0, want 0 (min(initial·factor^(n−1), 0))", n, got)
+		}
+	}
+	if d := p.Next(Budget{}.Started(time.Unix(1000, 0)), time.Unix(1001, 0), time.Unix(1001, 0)); !d.At.Equal(time.Unix(1001, 0)) {
+		t.Fatalf("the restart is due at %v, want at the failure", d.At)
+	}
+}
+
+func TestADelayTooLargeToComputeIsTheMaximumAndAShrinkingFactorIsOne(t *testing.T) {
+	huge := Policy{Initial: time.Second, Max: time.Hour, Factor: 1e300}
+	if got := huge.Delay(3); got != time.Hour {
+		t.Errorf("Delay(3) = %v, want the maximum", got)
+	}
+	shrinking := Policy{Initial: time.Second, Max: time.Hour, Factor: 0.5}
+	if got := shrinking.Delay(4); got != time.Second {
+		t.Errorf("Delay(4) with factor 0.5 = %v, want the initial delay", got)
+	}
+	if got := Delay(-time.Second, time.Hour, 2, 1); got != 0 {
+		t.Errorf("a negative initial delay gave %v, want 0", got)
+	}
+}

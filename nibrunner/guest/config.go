@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"alpnib.dev/nibrunner/backoff"
 )
 
 // Drive serials. QEMU limits a virtio-blk serial to 20 bytes.
@@ -81,23 +83,11 @@ type RestartPolicy struct {
 }
 
 // Delay is the wait before restart number n (1-based):
-// min(initial·factor^(n−1), max).
+// min(initial·factor^(n−1), max), read by nibrunner/backoff.Delay, the one
+// reading the host's VM restarts use too (so a maxBackoffMs of 0 restarts
+// at once on both sides).
 func (p RestartPolicy) Delay(n int) time.Duration {
-	d := float64(p.InitialBackoffMs)
-	for i := 1; i < n && d < float64(p.MaxBackoffMs); i++ {
-		f := p.BackoffFactor
-		if f < 1 {
-			f = 1
-		}
-		d *= f
-	}
-	if d > float64(p.MaxBackoffMs) {
-		d = float64(p.MaxBackoffMs)
-	}
-	if d < 0 {
-		d = 0
-	}
-	return time.Duration(d) * time.Millisecond
+	return backoff.Delay(time.Duration(p.InitialBackoffMs)*time.Millisecond, time.Duration(p.MaxBackoffMs)*time.Millisecond, p.BackoffFactor, n)
 }
 
 // configMagic opens a config drive; a drive without it is not one.

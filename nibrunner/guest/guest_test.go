@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/backoff"
 )
 
 func TestAConfigSurvivesTheTripThroughADrive(t *testing.T) {
@@ -118,5 +120,27 @@ func TestAnOversizeLineIsSkippedAndTheNextMessageRead(t *testing.T) {
 	m, err := dec.Next()
 	if err != nil || m.Kind != KindReady {
 		t.Fatalf("Next() = %+v, %v; want the ready message", m, err)
+	}
+}
+
+// The init restarts the tenant process by the same reading of the policy
+// as the host restarts its VM: one function, nibrunner/backoff.Delay.
+func TestTheGuestAndTheHostWaitTheSameBeforeEachRestart(t *testing.T) {
+	for _, p := range []RestartPolicy{
+		{InitialBackoffMs: 100, MaxBackoffMs: 1000, BackoffFactor: 3},
+		{InitialBackoffMs: 1000, MaxBackoffMs: 0, BackoffFactor: 2},
+		{InitialBackoffMs: 5000, MaxBackoffMs: 800, BackoffFactor: 2},
+		{InitialBackoffMs: 250, MaxBackoffMs: 60000, BackoffFactor: 0.5},
+		{InitialBackoffMs: 1, MaxBackoffMs: 3600000, BackoffFactor: 1e300},
+	} {
+		host := backoff.Policy{Initial: time.Duration(p.InitialBackoffMs) * time.Millisecond, Max: time.Duration(p.MaxBackoffMs) * time.Millisecond, Factor: p.BackoffFactor}
+		for _, n := range []int{1, 2, 3, 10, 100} {
+			if g, h := p.Delay(n), host.Delay(n); g != h {
+				t.Errorf("%+v: restart %d waits %v in the guest and %v on the host", p, n, g, h)
+			}
+		}
+	}
+	if d := (RestartPolicy{InitialBackoffMs: 1000, MaxBackoffMs: 0, BackoffFactor: 2}).Delay(3); d != 0 {
+		t.Errorf("maxBackoffMs 0 waits %v in the guest, want 0", d)
 	}
 }
