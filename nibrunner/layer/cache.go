@@ -291,7 +291,14 @@ type record struct {
 	mtime  int64
 }
 
-func recordPath(path string) string { return path + ".sha256" }
+// A cache entry's record sits beside it, and is written under another
+// name first; Prune counts all three files as the entry's.
+const (
+	recordSuffix  = ".sha256"
+	writingSuffix = ".tmp"
+)
+
+func recordPath(path string) string { return path + recordSuffix }
 
 func writeRecord(path, digest string) error {
 	st, err := os.Stat(path)
@@ -299,7 +306,7 @@ func writeRecord(path, digest string) error {
 		return err
 	}
 	body := fmt.Sprintf("%s %d %d\n", digest, st.Size(), st.ModTime().UnixNano())
-	tmp := recordPath(path) + ".tmp"
+	tmp := recordPath(path) + writingSuffix
 	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
 		return err
 	}

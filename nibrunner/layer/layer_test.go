@@ -476,3 +476,27 @@ func TestConcurrentPreparesOfOneLayerShareOneDownload(t *testing.T) {
 		t.Fatalf("%d downloads for 8 concurrent prepares of one layer", counting.gets)
 	}
 }
+
+// The daemon prunes in the background while an app's layers are made
+// ready; the record a prepare is writing belongs to the entry it is for.
+func TestPruneLeavesTheRecordBeingWrittenForAKeptLayer(t *testing.T) {
+	f := newFixture(t)
+	keep := layer.Spec{Kind: layer.Filesystem, Digest: f.put(t, "keep.sqfs", squashfsImage(t)), ObjectKey: "keep.sqfs"}
+	img, err := f.cache.Prepare(ctx(t), keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writing := img.Path + ".sha256.tmp"
+	if err := os.WriteFile(writing, []byte("a record on its way\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cache.Prune([]layer.Spec{keep}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(writing); err != nil {
+		t.Fatalf("prune removed %s, the record being written for a layer it keeps (%v); the prepare's rename then fails", filepath.Base(writing), err)
+	}
+	if _, err := os.Stat(img.Path); err != nil {
+		t.Fatalf("prune removed the kept layer: %v", err)
+	}
+}

@@ -41,6 +41,13 @@ func (c *Cache) Bytes() (int64, error) {
 	return total, nil
 }
 
+// entryOf names the cache entry a file of the cache belongs to: the entry
+// itself (an object's digest, a packed image's NAME.sqfs), its record
+// (ENTRY.sha256) or the record being written (ENTRY.sha256.tmp).
+func entryOf(file string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(file, writingSuffix), recordSuffix)
+}
+
 // Prune removes every cached object and packed image that none of the
 // given layers needs, and returns the bytes it freed. The daemon calls it
 // with the layers of every instance it still knows, so an image in use is
@@ -64,7 +71,7 @@ func (c *Cache) Prune(keep []Spec) (int64, error) {
 			return freed, fmt.Errorf("prune the layer cache: %w", err)
 		}
 		for _, e := range entries {
-			name := strings.TrimSuffix(e.Name(), ".sha256")
+			name := entryOf(e.Name())
 			if keepSet[name] {
 				continue
 			}
