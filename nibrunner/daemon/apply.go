@@ -91,6 +91,16 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 		d.deleted[a.VolumeID] = dvol
 		d.mu.Unlock()
 		delete(vols, a.VolumeID)
+	case plan.Grow:
+		// Its fill is measured again now: the last measurement holds the
+		// old totalBytes, and the next was up to a minute away. One that
+		// fails leaves none rather than the old size.
+		d.mu.Lock()
+		delete(d.usage, a.VolumeID)
+		d.mu.Unlock()
+		if u, ok := d.deps.Volumes.(VolumeUsage); ok {
+			d.measureVolume(ctx, u, a.VolumeID, now)
+		}
 	case plan.Provision:
 		d.mu.Lock()
 		_, was := d.deleted[a.VolumeID]

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm/fake"
+	"alpnib.dev/nibrunner/volume"
 )
 
 func TestAGuestWhoseVolumeWasLostIsRecoveredOnANewOne(t *testing.T) {
@@ -72,6 +74,45 @@ func TestAVolumeAskedSmallerFailsSayingSoAndKeepsItsSize(t *testing.T) {
 		vol := volumeOf(r, "a-data")
 		return vol != nil && vol.State == reported.VolumeReady && vol.SizeBytes == 2<<20 && stateOf(r, "a") == reported.InstanceRunning
 	})
+}
+
+func TestAGrownVolumeReportsItsNewTotalInTheReportThatShowsItGrown(t *testing.T) {
+	testenv.RequireCommand(t, "mke2fs", "e2fsck", "resize2fs")
+	h := newHost(t)
+	deps, _, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Real ext4 volumes, whose superblock the usage is read from.
+	vols, err := volume.NewLocal(filepath.Join(h.dir, "volumes"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.Volumes = vols
+	h.run(t, deps)
+	d := doc()
+	d.Volumes = []desired.DesiredVolume{{VolumeId: "v", AppId: "a", SizeBytes: 16 << 20, DesiredState: desired.Present}}
+	h.write(t, d)
+	before := volumeOf(h.waitFor(t, "v measured", func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "v")
+		return v != nil && v.Usage != nil
+	}), "v").Usage.TotalBytes
+	d.Volumes[0].SizeBytes = 32 << 20
+	h.write(t, d)
+	r := h.waitFor(t, "v grown", func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "v")
+		return v != nil && v.SizeBytes == 32<<20
+	})
+	now, err := vols.Usage(context.Background(), "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.TotalBytes <= before {
+		t.Fatalf("the filesystem did not grow: %d bytes before, %d after", before, now.TotalBytes)
+	}
+	if u := volumeOf(r, "v").Usage; u == nil || u.TotalBytes != now.TotalBytes {
+		t.Fatalf("the report that shows v grown to %d bytes says its usage is %+v; its filesystem holds %d bytes (%d before the grow)", 32<<20, u, now.TotalBytes, before)
+	}
 }
 
 func TestAnInstanceThisHostCannotCarryFailsByNameAndTheDocumentIsStillTaken(t *testing.T) {

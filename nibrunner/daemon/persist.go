@@ -170,14 +170,7 @@ func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[str
 			continue
 		}
 		budget--
-		got, err := u.Usage(ctx, id)
-		if err != nil {
-			continue
-		}
-		got.MeasuredAt = now
-		d.mu.Lock()
-		d.usage[id] = got
-		d.mu.Unlock()
+		d.measureVolume(ctx, u, id, now)
 	}
 	d.mu.Lock()
 	for id := range d.usage {
@@ -185,5 +178,18 @@ func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[str
 			delete(d.usage, id)
 		}
 	}
+	d.mu.Unlock()
+}
+
+// measureVolume reads volume id's fill now; a measurement that fails
+// leaves the last one as it was.
+func (d *Daemon) measureVolume(ctx context.Context, u VolumeUsage, id string, now time.Time) {
+	got, err := u.Usage(ctx, id)
+	if err != nil {
+		return
+	}
+	got.MeasuredAt = now
+	d.mu.Lock()
+	d.usage[id] = got
 	d.mu.Unlock()
 }
