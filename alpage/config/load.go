@@ -256,10 +256,14 @@ func (l *loader) finish(proposalsPath string) (*Config, error) {
 	}
 	c := &Config{ProposalsFile: proposalsPath}
 	l.decodeResources(&c.Resources)
-	if !l.diags.HasErrors() {
+	decoded := !l.diags.HasErrors()
+	if decoded {
 		l.validateResources(&c.Resources)
 	}
-	if proposalsPath != "" && !l.diags.HasErrors() {
+	// Proposals refer to resources by name, so they wait for every
+	// resource block to decode, not for the resources' rules to pass: one
+	// load names a broken resource and every broken proposal.
+	if proposalsPath != "" && decoded {
 		l.decodeProposals(c)
 	}
 	if l.diags.HasErrors() {

@@ -592,3 +592,63 @@ func TestAFunctionCallIsOneErrorWithoutTheDecodersEcho(t *testing.T) {
 		t.Fatalf("load: %v", err)
 	}
 }
+
+func TestOneLoadNamesEveryProblemOfEveryProposalEachAtItsPlace(t *testing.T) {
+	path := writeFleet(t, map[string]string{
+		"resources.hcl": `subnet "a" { id = "67htk-vfkxp-gn33q-baibq" }
+node "n" { id = "not-a-node" }
+`,
+		"proposals.hcl": `provider { host = "icp-api.io" }
+proposal "p" {
+  kind = "membership"
+  title = "ab"
+  membership {
+    subnet_id = "not-a-subnet"
+    add { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+    add { id = "5ffj3-jarcq-lruhj-aemtc-sla" }
+  }
+}
+proposal "q" {
+  kind = "remove_node"
+  title = "a fine title"
+  url = "ftp://x"
+}
+proposal "r" {
+  kind = "update_subnet"
+  title = "a fine title"
+  update_subnet {
+    subnet_id = "bad"
+    max_number_of_canisters = 2.5
+  }
+  remove_nodes {}
+}
+proposal "r" {
+  kind = "remove_node_operators"
+  title = "a fine title"
+  remove_node_operators { operators = [] }
+}
+`,
+	})
+	_, err := Load(path)
+	if err == nil {
+		t.Fatal("Load accepted the configuration")
+	}
+	for _, want := range []string{
+		`resources.hcl:2:12: Invalid principal: node "n": id "not-a-node"`,
+		`proposals.hcl:1:12: Invalid host: provider.host "icp-api.io"`,
+		`proposals.hcl:4:3: Invalid proposal title: proposal "p"`,
+		`proposals.hcl:6:5: Invalid principal: proposal "p": subnet_id "not-a-subnet"`,
+		`proposals.hcl:8:11: Duplicate node: proposal "p"`,
+		`proposals.hcl:12:3: Unknown proposal kind: proposal "q": kind "remove_node"`,
+		`proposals.hcl:14:3: Invalid proposal url: proposal "q"`,
+		`proposals.hcl:20:5: Invalid principal: proposal "r": subnet_id "bad"`,
+		`proposals.hcl:21:31: Not a whole number: max_number_of_canisters = 2.5`,
+		`proposals.hcl:23:3: Block does not match the kind: proposal "r" is of kind "update_subnet"`,
+		`proposals.hcl:25:10: Duplicate proposal name: proposal "r" is declared twice`,
+		`proposals.hcl:28:27: No operator to remove: proposal "r": operators is empty; list`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the load error does not name %q:\n%v", want, err)
+		}
+	}
+}

@@ -30,10 +30,13 @@ func (l *loader) decodeProposals(c *Config) {
 			l.errorf(&b.DefRange, "Duplicate provider block", "a second provider block at %s; the first is at %s; keep one", site(b.DefRange), site(providers[0].DefRange))
 			continue
 		}
-		if !l.checkRefs(b.Body, s, all, "provider") {
-			continue
-		}
-		if !l.checkWholeNumbers(b.Body, ctx) {
+		// A fraction is reported and decoding goes on: the decoder takes
+		// it without a word, and nothing checked after it reads a number.
+		// A broken reference is not decoded: the decoder would only
+		// repeat it more vaguely.
+		refsOK := l.checkRefs(b.Body, s, all, "provider")
+		l.checkWholeNumbers(b.Body, ctx)
+		if !refsOK {
 			continue
 		}
 		p := &Provider{Range: b.DefRange}
@@ -45,12 +48,14 @@ func (l *loader) decodeProposals(c *Config) {
 		c.Provider = p
 	}
 
+	// Every proposal is checked whatever was wrong before it (the
+	// provider, a name used twice, another proposal), so one load names
+	// every problem; the order within a proposal is in docs/decisions.md.
 	l.checkDuplicateNames("proposal")
-	if l.diags.HasErrors() {
-		return
-	}
 	for _, b := range l.blocks["proposal"] {
-		if !l.checkRefs(b.Body, s, all, "proposal") || !l.checkWholeNumbers(b.Body, ctx) {
+		refsOK := l.checkRefs(b.Body, s, all, "proposal")
+		l.checkWholeNumbers(b.Body, ctx)
+		if !refsOK {
 			continue
 		}
 		if nestedBody(b, "resize") != nil {
@@ -91,28 +96,31 @@ func (p *Proposal) bodies() map[Kind]bool {
 	}
 }
 
+// validateProposal checks p's kind, its title, summary and url, and the
+// body of its kind, reporting every problem. Only the body's checks wait
+// on another: they need a known kind whose block is there.
 func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 	kindAt := attrRange(b, "kind")
 	want, known := bodyBlock[p.Kind]
-	if !known {
-		if p.Kind == "resize" {
-			l.errorf(&kindAt, "Renamed proposal kind", "proposal %q: kind \"resize\" was renamed \"membership\" in v0.3.0; rename the kind and its resize block to membership", p.Name)
-			return
-		}
+	switch {
+	case !known && p.Kind == "resize":
+		l.errorf(&kindAt, "Renamed proposal kind", "proposal %q: kind \"resize\" was renamed \"membership\" in v0.3.0; rename the kind and its resize block to membership", p.Name)
+	case !known:
 		l.errorf(&kindAt, "Unknown proposal kind", "proposal %q: kind %q is not one of membership, deploy_guestos, update_subnet, remove_nodes, remove_node_operators, remove_node_provider", p.Name, p.Kind)
-		return
-	}
-	for kind, present := range p.bodies() {
-		if kind == p.Kind && !present {
-			l.errorf(&kindAt, "Missing proposal body", "proposal %q of kind %q needs a %s { } block", p.Name, p.Kind, want)
-		}
-		if kind != p.Kind && present {
-			at := blockRange(b, bodyBlock[kind])
-			l.errorf(&at, "Block does not match the kind", "proposal %q is of kind %q, so it cannot hold a %s block; change kind or move the block to its own proposal", p.Name, p.Kind, bodyBlock[kind])
+	default:
+		present := p.bodies()
+		for _, kind := range Kinds {
+			if kind == p.Kind && !present[kind] {
+				l.errorf(&kindAt, "Missing proposal body", "proposal %q of kind %q needs a %s { } block", p.Name, p.Kind, want)
+			}
+			if kind != p.Kind && present[kind] {
+				at := blockRange(b, bodyBlock[kind])
+				l.errorf(&at, "Block does not match the kind", "proposal %q is of kind %q, so it cannot hold a %s block; change kind or move the block to its own proposal", p.Name, p.Kind, bodyBlock[kind])
+			}
 		}
 	}
 	l.checkProposalFields(p, b)
-	if l.diags.HasErrors() {
+	if !known || !p.bodies()[p.Kind] {
 		return
 	}
 	body := blockRange(b, want)
@@ -169,7 +177,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 		v := p.DeployGuestOS.ReplicaVersionID
 		if v == "" {
 			r := at("", 0, "replica_version_id")
-			l.errorf(&r, "Missing replica version", "proposal %q: replica_version_id is empty", p.Name)
+			l.errorf(&r, "Missing replica version", "proposal %q: replica_version_id is empty; write the version hash, or guestos_version.<name>.id", p.Name)
 		}
 		if id, isName := l.versionNames[v]; isName {
 			r := at("", 0, "replica_version_id")
@@ -185,7 +193,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 				once("admin", "subnet_admins", a, r)
 			}
 			if len(*u.SubnetAdmins) > MaxSubnetAdmins {
-				l.errorf(&r, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins)
+				l.errorf(&r, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed, so drop %d", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins, len(*u.SubnetAdmins)-MaxSubnetAdmins)
 			}
 		}
 	case KindRemoveNodes:
@@ -199,7 +207,7 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 	case KindRemoveNodeOperators:
 		r := at("", 0, "operators")
 		if len(p.RemoveNodeOperators.Operators) == 0 {
-			l.errorf(&r, "No operator to remove", "proposal %q: operators is empty", p.Name)
+			l.errorf(&r, "No operator to remove", "proposal %q: operators is empty; list the principal of each node operator to remove", p.Name)
 		}
 		for _, o := range p.RemoveNodeOperators.Operators {
 			check("operators", o, r)
@@ -305,13 +313,12 @@ func blockRange(b *hcl.Block, typ string) hcl.Range {
 // that is not a whole number. Every number of the schema is a uint64 (a
 // neuron id, a count, a size), and the HCL decoder truncates some
 // fractions silently (neuron = 1.5 became neuron 1), which for a neuron id
-// would propose from another neuron. It returns false when it reported.
-func (l *loader) checkWholeNumbers(body hcl.Body, ctx *hcl.EvalContext) bool {
+// would propose from another neuron.
+func (l *loader) checkWholeNumbers(body hcl.Body, ctx *hcl.EvalContext) {
 	sb, ok := body.(*hclsyntax.Body)
 	if !ok {
-		return true
+		return
 	}
-	ok = true
 	var walk func(b *hclsyntax.Body)
 	walk = func(b *hclsyntax.Body) {
 		for _, a := range b.Attributes {
@@ -322,7 +329,6 @@ func (l *loader) checkWholeNumbers(body hcl.Body, ctx *hcl.EvalContext) bool {
 			if !v.AsBigFloat().IsInt() {
 				at := a.Expr.Range()
 				l.errorf(&at, "Not a whole number", "%s = %s: every number here is a whole number (an id, a count or a size)", a.Name, v.AsBigFloat().Text('g', -1))
-				ok = false
 			}
 		}
 		for _, nb := range b.Blocks {
@@ -330,5 +336,4 @@ func (l *loader) checkWholeNumbers(body hcl.Body, ctx *hcl.EvalContext) bool {
 		}
 	}
 	walk(sb)
-	return ok
 }

@@ -290,7 +290,7 @@ func DecodeChipID(s string) ([]byte, error) {
 // block and field; it returns whether id was valid.
 func (l *loader) checkPrincipal(id string, at hcl.Range, kind, name, field string) bool {
 	if _, err := principal.Decode(id); err != nil {
-		l.errorf(&at, "Invalid principal", "%s %q: %s %q: %v", kind, name, field, abbreviate(id), err)
+		l.errorf(&at, "Invalid principal", "%s %q: %s %q: %v; write the principal's text as dfx or the dashboard prints it", kind, name, field, abbreviate(id), err)
 		return false
 	}
 	return true

@@ -145,9 +145,22 @@ func missingSubnet(id string) []Check {
 	return []Check{{Severity: Refused, Subject: id, Message: fmt.Sprintf("subnet %s is not in the registry; check subnet_id", id)}}
 }
 
+// membership checks each node added and removed. Without the subnet's
+// record it still says what is wrong with each node added (unregistered,
+// or a member elsewhere); whether one is a member already or needs a chip
+// cannot be told, and no node can leave a subnet the registry does not
+// have, which the refusal already says.
 func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 	if live.Subnet == nil {
-		return missingSubnet(m.SubnetID), false
+		checks := missingSubnet(m.SubnetID)
+		for _, n := range m.Add {
+			for _, c := range nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, false) {
+				if c.Severity != OK {
+					checks = append(checks, c)
+				}
+			}
+		}
+		return checks, false
 	}
 	in := members(live.Subnet)
 	after := membershipAfter(m, in)
@@ -155,7 +168,6 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 	var checks []Check
 	changes := 0
 	for _, n := range m.Add {
-		f := live.Nodes[n.ID]
 		switch {
 		case slices.Contains(in, n.ID) && count(after, n.ID) > 1:
 			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; the registry would list it twice and refuse the proposal (Repeated nodes in subnet); drop it from add", n.ID, m.SubnetID)})
@@ -163,17 +175,8 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 		case slices.Contains(in, n.ID):
 			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; adding it changes nothing", n.ID, m.SubnetID)})
 			continue
-		case f.Err != "":
-			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", n.ID, f.Err)})
-		case !f.Registered:
-			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", n.ID)})
-		case f.MemberOf != "":
-			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of another subnet, %s; remove it there first", n.ID, f.MemberOf)})
-		case sev && !f.HasChip:
-			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s has no chip id and subnet %s is SEV-enabled; the registry's invariants refuse a SEV subnet member without one", n.ID, m.SubnetID)})
-		default:
-			checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is registered and in no subnet; it joins subnet %s", n.ID, m.SubnetID)})
 		}
+		checks = append(checks, nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, sev)...)
 		changes++
 	}
 	for _, n := range m.Remove {
@@ -188,6 +191,30 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 		checks = append(checks, Check{Severity: Note, Message: "every add and remove is a no-op, so the whole proposal changes nothing"})
 	}
 	return checks, changes == 0
+}
+
+// nodeJoins checks node id, not a member of subnet yet, joining it; sev
+// says the subnet is SEV-enabled. A node the registry holds no record of
+// (or could not be read) is only that; one it holds is told every reason
+// it cannot join: a member elsewhere, and without a chip for a SEV subnet.
+func nodeJoins(id string, f NodeFacts, subnet string, sev bool) []Check {
+	switch {
+	case f.Err != "":
+		return []Check{{Severity: Warning, Subject: id, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", id, f.Err)}}
+	case !f.Registered:
+		return []Check{{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", id)}}
+	}
+	var checks []Check
+	if f.MemberOf != "" {
+		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node %s is a member of another subnet, %s; remove it there first", id, f.MemberOf)})
+	}
+	if sev && !f.HasChip {
+		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node %s has no chip id and subnet %s is SEV-enabled; the registry's invariants refuse a SEV subnet member without one", id, subnet)})
+	}
+	if len(checks) == 0 {
+		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node %s is registered and in no subnet; it joins subnet %s", id, subnet)})
+	}
+	return checks
 }
 
 // membershipAfter is the membership change_subnet_membership writes: the
@@ -217,18 +244,21 @@ func count(ids []string, id string) int {
 	return n
 }
 
+// deployGuestOS checks the subnet's current version against the target,
+// and whether the target is elected; the second needs no subnet, so it is
+// checked without one too.
 func deployGuestOS(d *config.DeployGuestOS, live *Snapshot, opts Options) ([]Check, bool) {
-	if live.Subnet == nil {
-		return missingSubnet(d.SubnetID), false
-	}
 	var checks []Check
 	v := live.Version
-	current := live.Subnet.ReplicaVersionID
-	noop := current == d.ReplicaVersionID
-	if noop {
+	noop := false
+	switch {
+	case live.Subnet == nil:
+		checks = missingSubnet(d.SubnetID)
+	case live.Subnet.ReplicaVersionID == d.ReplicaVersionID:
+		noop = true
 		checks = append(checks, Check{Severity: Warning, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s already runs %s; deploying it again changes nothing", d.SubnetID, d.ReplicaVersionID)})
-	} else {
-		checks = append(checks, Check{Severity: OK, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s runs %s and moves to %s", d.SubnetID, current, d.ReplicaVersionID)})
+	default:
+		checks = append(checks, Check{Severity: OK, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s runs %s and moves to %s", d.SubnetID, live.Subnet.ReplicaVersionID, d.ReplicaVersionID)})
 	}
 	switch {
 	case v.ElectedErr != "":
@@ -293,9 +323,8 @@ func removeNodeOperators(r *config.RemoveNodeOperators, live *Snapshot) ([]Check
 		f := live.Operators[op]
 		switch {
 		case f.RegisteredErr != "":
-			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("could not read operator %s from the registry (%s)", op, f.RegisteredErr)})
-			changes++
-			continue
+			// Whether it owns nodes is the explorer's to say: asked below.
+			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("could not read operator %s from the registry (%s); check it has a record", op, f.RegisteredErr)})
 		case !f.Registered:
 			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("operator %s has no registry record; removing it changes nothing", op)})
 			continue
@@ -316,15 +345,18 @@ func removeNodeOperators(r *config.RemoveNodeOperators, live *Snapshot) ([]Check
 	return checks, changes == 0
 }
 
+// removeNodeProvider checks that governance knows the provider and, as
+// the registry says whether it does or not, that it has no operators (an
+// unknown one is told only when it has some).
 func removeNodeProvider(r *config.RemoveNodeProvider, live *Snapshot) ([]Check, bool) {
 	id, f := r.NodeProviderID, live.Provider
-	if !f.Known {
-		return []Check{{Severity: Refused, Subject: id, Message: fmt.Sprintf("governance does not know node provider %s; it rejects removing an unknown provider", id)}}, false
-	}
 	checks := []Check{{Severity: OK, Subject: id, Message: fmt.Sprintf("governance knows node provider %s", id)}}
+	if !f.Known {
+		checks[0] = Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("governance does not know node provider %s; it rejects removing an unknown provider, so check node_provider_id", id)}
+	}
 	if len(f.Operators) > 0 {
 		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node provider %s still has %d operator(s) (%s); removing it orphans them, so remove them first", id, len(f.Operators), strings.Join(f.Operators, ", "))})
-	} else {
+	} else if f.Known {
 		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node provider %s has no operators left", id)})
 	}
 	return checks, false

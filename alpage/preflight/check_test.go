@@ -312,3 +312,59 @@ func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
 		t.Fatalf("a remove_nodes label with no names at all:\n%s", out)
 	}
 }
+
+// failing lists the checks of r worse than a warning.
+func failing(r Report) []string {
+	var out []string
+	for _, c := range r.Checks {
+		if rank(c.Severity) > rank(Warning) {
+			out = append(out, string(c.Severity)+" "+c.Message)
+		}
+	}
+	return out
+}
+
+func TestEveryFailingCheckOfAProposalIsReportedNotOnlyTheFirst(t *testing.T) {
+	on := true
+	sev := subnetWith("v1", n1)
+	sev.Features = &nns.SubnetFeatures{SevEnabled: &on}
+	elsewhere := map[string]NodeFacts{n4: {Registered: true, MemberOf: other}, id("gone"): {}}
+	busy := id("busy")
+	for _, tc := range []struct {
+		name string
+		p    *config.Proposal
+		live *Snapshot
+		want []string // one fragment per failing check, in order
+	}{
+		{"a membership change of a subnet the registry lacks still judges the nodes it adds",
+			&config.Proposal{Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n4, id("gone")), Remove: refs(n1)}},
+			&Snapshot{Nodes: elsewhere},
+			[]string{"subnet " + subnet + " is not in the registry", n4 + " is a member of another subnet", id("gone") + " is not registered"}},
+		{"a node that sits in another subnet and has no chip is told both",
+			&config.Proposal{Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n4)}},
+			&Snapshot{Subnet: sev, Nodes: elsewhere},
+			[]string{n4 + " is a member of another subnet", n4 + " has no chip id"}},
+		{"a deploy to a subnet the registry lacks still says the version is not elected",
+			&config.Proposal{Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: "v3"}},
+			&Snapshot{},
+			[]string{"subnet " + subnet + " is not in the registry", "version v3 is not elected"}},
+		{"an operator whose record could not be read is still asked about its nodes",
+			&config.Proposal{Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: []string{busy}}},
+			&Snapshot{Operators: map[string]OperatorFacts{busy: {RegisteredErr: "timeout", Nodes: []string{n1}}}},
+			[]string{"operator " + busy + " still owns 1 node(s)"}},
+		{"a provider governance does not know is still checked for operators",
+			&config.Proposal{Kind: config.KindRemoveNodeProvider, RemoveNodeProvider: &config.RemoveNodeProvider{NodeProviderID: id("provider")}},
+			&Snapshot{Provider: ProviderFacts{Operators: []string{id("op")}}},
+			[]string{"does not know node provider", "still has 1 operator(s)"}},
+	} {
+		tc.p.Name = "p"
+		got := failing(Evaluate(tc.p, tc.live, Options{}))
+		ok := len(got) == len(tc.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], tc.want[i])
+		}
+		if !ok {
+			t.Errorf("%s: failing checks\n  %s\nwant one each for %q", tc.name, strings.Join(got, "\n  "), tc.want)
+		}
+	}
+}

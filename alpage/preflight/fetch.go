@@ -89,7 +89,9 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 	f = &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard}
 	switch p.Kind {
 	case config.KindMembership:
-		if live.Subnet, err = f.subnet(ctx, p.Membership.SubnetID); err != nil || live.Subnet == nil {
+		// The nodes added are read without the subnet too: what is
+		// wrong with each is told beside the missing subnet.
+		if live.Subnet, err = f.subnet(ctx, p.Membership.SubnetID); err != nil {
 			return live, err
 		}
 		if len(p.Membership.Add) > 0 {
@@ -100,7 +102,7 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 			live.Nodes, err = f.nodes(ctx, ids)
 		}
 	case config.KindDeployGuestOS:
-		if live.Subnet, err = f.subnet(ctx, p.DeployGuestOS.SubnetID); err != nil || live.Subnet == nil {
+		if live.Subnet, err = f.subnet(ctx, p.DeployGuestOS.SubnetID); err != nil {
 			return live, err
 		}
 		live.Version = f.version(ctx, p.DeployGuestOS.ReplicaVersionID)

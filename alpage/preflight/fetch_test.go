@@ -212,3 +212,20 @@ func TestAnUnreachableRegistryIsAnError(t *testing.T) {
 		t.Fatal("preflight without a registry succeeded")
 	}
 }
+
+func TestTheFetcherReadsWhatANodeOrAVersionNeedsEvenForASubnetTheRegistryLacks(t *testing.T) {
+	_, f := startDevnet(t)
+	ctx := context.Background()
+	d := deploy("v3")
+	d.DeployGuestOS.SubnetID = other
+	r, err := f.Run(ctx, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect{VerdictRefused, map[Severity][]string{Refused: {"subnet " + other + " is not in the registry", "version v3 is not elected"}}}.assert(t, "deploy", r)
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: other, Add: refs(n1, n3)}}
+	if r, err = f.Run(ctx, m, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	expect{VerdictRefused, map[Severity][]string{Refused: {"not in the registry"}, Flagged: {n1 + " is a member of another subnet, " + subnet, n3 + " is not registered"}}}.assert(t, "membership", r)
+}
