@@ -32,6 +32,7 @@ import (
 	"alpnib.dev/nibrunner/proxy"
 	"alpnib.dev/nibrunner/proxy/meter"
 	"alpnib.dev/nibrunner/proxy/raw"
+	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/fake"
@@ -203,6 +204,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		deps.Network = network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}
 		if userNetwork {
 			deps.Network = daemon.NoNetwork{}
+			if w := userNetworkPortWarning(cfg.MaxApps); w != "" {
+				log.Printf("nibrunnerd: %s", w)
+			}
 		}
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
@@ -410,4 +414,22 @@ func memTotalMiB() uint64 {
 		}
 	}
 	return 0
+}
+
+// userNetworkPortWarning says when max_apps reaches slots whose host
+// ports, which QEMU's user network binds on loopback, lie in the kernel's
+// range for outgoing connections' local ports: any connection on the host
+// may hold one, and that app's guest then cannot start. With taps the
+// ports are published by nftables and never bound, so this is the user
+// network's alone.
+func userNetworkPortWarning(maxApps int) string {
+	lo, hi := network.EphemeralPorts()
+	first, ok := slot.FirstWithPortIn(maxApps, lo, hi)
+	if !ok {
+		return ""
+	}
+	last := min(slot.HostPort(min(maxApps, slot.Max)-1)+slot.PortsPerSlot-1, hi)
+	return fmt.Sprintf("with --user-network, slots %d and up (max_apps is %d) have host ports in the kernel's range for outgoing connections, %d–%d (net.ipv4.ip_local_port_range); "+
+		"a connection on this host can hold one, and that app's guest then fails to start. Lower max_apps to %d, or reserve the ports: sysctl net.ipv4.ip_local_reserved_ports=%d-%d",
+		first, maxApps, lo, hi, first, max(slot.HostPort(first), lo), last)
 }

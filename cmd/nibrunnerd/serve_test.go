@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/fake"
 )
@@ -187,4 +189,28 @@ func missingSeries(url string, want map[string]string) ([]string, error) {
 		}
 	}
 	return missing, nil
+}
+
+func TestOnTheUserNetworkAMaxAppsReachingTheEphemeralPortsIsWarnedAboutWithTheFix(t *testing.T) {
+	old := network.ProcSys
+	t.Cleanup(func() { network.ProcSys = old })
+	network.ProcSys = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(network.ProcSys, "net", "ipv4"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(network.ProcSys, "net", "ipv4", "ip_local_port_range"), []byte("32768\t60999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := userNetworkPortWarning(1471); w != "" {
+		t.Fatalf("max_apps 1471 keeps every host port under 32768, yet: %s", w)
+	}
+	w := userNetworkPortWarning(4000)
+	for _, want := range []string{"slots 1471 and up (max_apps is 4000)", "32768–60999", "Lower max_apps to 1471", "net.ipv4.ip_local_reserved_ports=32768-52999"} {
+		if !strings.Contains(w, want) {
+			t.Fatalf("the warning lacks %q: %s", want, w)
+		}
+	}
+	if w := userNetworkPortWarning(slot.Max); !strings.Contains(w, "ip_local_reserved_ports=32768-60999") {
+		t.Fatalf("with every slot, only the ephemeral range itself is reserved: %s", w)
+	}
 }

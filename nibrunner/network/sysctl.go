@@ -89,3 +89,16 @@ func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// EphemeralPorts is the kernel's range of local ports for outgoing
+// connections (net.ipv4.ip_local_port_range), or Linux's default when it
+// cannot be read.
+func EphemeralPorts() (lo, hi int) {
+	b, err := os.ReadFile(sysctlPath("net.ipv4.ip_local_port_range"))
+	if err == nil {
+		if _, err := fmt.Sscan(string(b), &lo, &hi); err == nil && lo > 0 && hi >= lo {
+			return lo, hi
+		}
+	}
+	return 32768, 60999
+}

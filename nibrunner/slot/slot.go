@@ -39,6 +39,20 @@ func Check(n int) error {
 // HostPort returns slot n's first (HTTP) host port.
 func HostPort(n int) int { return BasePort + PortsPerSlot*n }
 
+// HasPortIn reports whether one of slot n's host ports lies in lo…hi.
+func HasPortIn(n, lo, hi int) bool { return HostPort(n)+PortsPerSlot-1 >= lo && HostPort(n) <= hi }
+
+// FirstWithPortIn returns the first of slots 0…limit-1 with a host port in
+// lo…hi, if there is one.
+func FirstWithPortIn(limit, lo, hi int) (int, bool) {
+	for n := range min(limit, Max) {
+		if HasPortIn(n, lo, hi) {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
 // Tap returns slot n's tap device name.
 func Tap(n int) string { return fmt.Sprintf("%s%d", TapPrefix, n) }
 

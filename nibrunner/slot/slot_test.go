@@ -47,3 +47,20 @@ func TestAdmission(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestTheFirstSlotWithAHostPortInTheEphemeralRangeIsTheOneReachingIt(t *testing.T) {
+	// Slot 1470 owns 32760–32767; 1471 starts at 32768.
+	if n, ok := FirstWithPortIn(Max, 32768, 60999); !ok || n != 1471 {
+		t.Fatalf("first slot in 32768–60999: %d, %v; want 1471", n, ok)
+	}
+	// A range starting inside a slot's ports counts that slot.
+	if n, ok := FirstWithPortIn(Max, 32765, 60999); !ok || n != 1470 {
+		t.Fatalf("first slot in 32765–60999: %d, %v; want 1470", n, ok)
+	}
+	if _, ok := FirstWithPortIn(1471, 32768, 60999); ok {
+		t.Fatal("max_apps 1471 (slots 0–1470) reaches the ephemeral range")
+	}
+	if n, ok := FirstWithPortIn(1472, 32768, 60999); !ok || n != 1471 {
+		t.Fatalf("max_apps 1472: %d, %v", n, ok)
+	}
+}

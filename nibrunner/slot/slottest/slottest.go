@@ -13,15 +13,15 @@
 package slottest
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
+
+	"alpnib.dev/nibrunner/network"
 
 	"alpnib.dev/nibrunner/slot"
 )
@@ -33,7 +33,7 @@ const firstSlot = 100
 // Free returns a slot held for t alone until t ends.
 func Free(t testing.TB) int {
 	t.Helper()
-	lo, hi := ephemeralRange()
+	lo, hi := network.EphemeralPorts()
 	candidates := Candidates(lo, hi)
 	if len(candidates) == 0 {
 		t.Fatalf("no slot has all its host ports outside the ephemeral range %d–%d (net.ipv4.ip_local_port_range)", lo, hi)
@@ -74,8 +74,7 @@ func pick(dir string, candidates []int, start int) (int, *os.File, bool) {
 func Candidates(lo, hi int) []int {
 	var out []int
 	for n := firstSlot; n < slot.Max; n++ {
-		first, last := slot.HostPort(n), slot.HostPort(n)+slot.PortsPerSlot-1
-		if last < lo || first > hi {
+		if !slot.HasPortIn(n, lo, hi) {
 			out = append(out, n)
 		}
 	}
@@ -112,16 +111,4 @@ func portsFree(n int) bool {
 		c.Close()
 	}
 	return true
-}
-
-// ephemeralRange reads the kernel's range of local ports for outgoing
-// connections, or Linux's default when it cannot.
-func ephemeralRange() (lo, hi int) {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &lo, &hi); err == nil && lo > 0 && hi >= lo {
-			return lo, hi
-		}
-	}
-	return 32768, 60999
 }
