@@ -76,7 +76,12 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
 		d.checkpointReport(&rc, cps)
 		if _, ok := vols[string(c.VolumeId)]; !ok && rc.State == reported.CheckpointPending {
-			rc.Message = fmt.Sprintf("waiting for volume %s to be made", c.VolumeId)
+			_, deleted := d.deleted[string(c.VolumeId)]
+			if w := volumeMissing(d.doc, "checkpoint", string(c.VolumeId), "", deleted); w.failed {
+				rc.State, rc.Message = reported.CheckpointFailed, w.message
+			} else {
+				rc.Message = w.message
+			}
 		}
 		r.Checkpoints = append(r.Checkpoints, rc)
 	}
@@ -86,9 +91,51 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		}
 		re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
 		d.exportReport(&re, exps)
+		if _, ok := vols[string(e.VolumeId)]; !ok && re.State == reported.ExportPending {
+			_, deleted := d.deleted[string(e.VolumeId)]
+			if w := volumeMissing(d.doc, "export", string(e.VolumeId), string(e.AppId), deleted); w.failed {
+				re.State, re.Message = reported.ExportFailed, w.message
+			} else {
+				re.Message = w.message
+			}
+		}
 		r.Exports = append(r.Exports, re)
 	}
 	return r
+}
+
+// missing is what a checkpoint or an export of a volume this host does
+// not have says: a message, and whether it is failed rather than pending.
+type missing struct {
+	failed  bool
+	message string
+}
+
+// volumeMissing judges a checkpoint or export (what) of volume id, which
+// this host does not have (deleted: it had it and deleted it), for app
+// (empty for a checkpoint, which names none). The host makes a volume only
+// when the document lists it present, so the entry waits (pending) while
+// the document does, and otherwise nothing in this document will ever
+// make the volume: it is failed, saying what to change. It is judged again
+// with every document, so one that lists the volume makes it pending.
+func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted bool) missing {
+	for i, v := range doc.Volumes {
+		if string(v.VolumeId) != id {
+			continue
+		}
+		if v.DesiredState == desired.Present {
+			return missing{message: fmt.Sprintf("waiting for volume %s to be made (volumes[%d])", id, i)}
+		}
+		return missing{failed: true, message: fmt.Sprintf("volume %s is asked absent (volumes[%d].desiredState), so there is nothing to %s: ask for it present, or point this %s at a volume the host holds", id, i, what, what)}
+	}
+	if deleted {
+		return missing{failed: true, message: fmt.Sprintf("volume %s was deleted from this host and this document does not list it, so there is nothing to %s: point this %s at a volume the host holds, or drop it", id, what, what)}
+	}
+	forApp := ""
+	if app != "" {
+		forApp = " with appId " + app
+	}
+	return missing{failed: true, message: fmt.Sprintf("volume %s is not one of this document's volumes and this host has none by that name, so nothing will make it: add it to volumes%s, or point this %s at a volume the host holds", id, forApp, what)}
 }
 
 // instanceReport renders what the planner says of in (InstanceStatus) with
