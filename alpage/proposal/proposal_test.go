@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"alpnib.dev/alpage/config"
@@ -169,5 +170,26 @@ func TestCompareTellsNotSubmittedInSyncDriftAndSettled(t *testing.T) {
 	}
 	if s, why := Compare(p, &state.Proposal{PayloadSHA256: "00", Status: state.StatusOpen}); s != Drift || why == "" {
 		t.Errorf("changed while open: %s (%s)", s, why)
+	}
+	if s, why := Compare(p, &state.Proposal{Kind: "resize", PayloadSHA256: p.PayloadSHA256}); s != InSync {
+		t.Errorf("recorded under the kind's name before v0.3.0: %s (%s)", s, why)
+	}
+}
+
+func TestARecordOfAnotherKindWithTheSameHashIsDriftNamingTheProposalAndBothKinds(t *testing.T) {
+	p := build(t, loadFixture(t), "add-n2")
+	for _, status := range []state.Status{"", state.StatusOpen, state.StatusExecuted} {
+		s, why := Compare(p, &state.Proposal{Kind: "remove_nodes", ProposalID: 9, PayloadSHA256: p.PayloadSHA256, Status: status})
+		if s != Drift {
+			t.Errorf("status %q: %s (%s), want drift", status, s, why)
+		}
+		for _, want := range []string{`proposal "add-n2"`, "kind remove_nodes", "declares membership", "restore it from git"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("status %q: %q does not say %q", status, why, want)
+			}
+		}
+	}
+	if s, why := Compare(p, &state.Proposal{Kind: "remove_nodes", PayloadSHA256: "00", Status: state.StatusOpen}); s != Drift || !strings.Contains(why, `put kind = "remove_nodes" back`) {
+		t.Errorf("kind and payload changed while open: %s (%s)", s, why)
 	}
 }

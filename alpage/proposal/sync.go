@@ -1,6 +1,8 @@
 package proposal
 
 import (
+	"fmt"
+
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/internal/term"
 )
@@ -37,17 +39,21 @@ func (s Sync) Color() term.Color {
 	return term.Yellow
 }
 
-// Compare relates the payload the config declares now to its record (nil
-// when never submitted) and returns the sync state and, for drift or a
-// settled proposal, what it means.
+// Compare relates the kind and payload the config declares now to its
+// record (nil when never submitted) and returns the sync state and, for
+// drift or a settled proposal, what it means. A record of another kind is
+// drift even with the same payload hash: state.json was edited or damaged.
 func Compare(p *Proposal, rec *state.Proposal) (Sync, string) {
+	sameKind := rec != nil && rec.KindIs(string(p.Kind))
 	switch {
 	case rec == nil:
 		return NotSubmitted, ""
-	case rec.PayloadSHA256 == p.PayloadSHA256:
+	case sameKind && rec.PayloadSHA256 == p.PayloadSHA256:
 		return InSync, ""
-	case rec.Status.Terminal():
+	case rec.PayloadSHA256 != p.PayloadSHA256 && rec.Status.Terminal():
 		return Settled, "config has since changed; payload is immutable"
+	case !sameKind:
+		return Drift, fmt.Sprintf("state.json records proposal %q as kind %s, its block declares %s; %s", p.Name, rec.Kind, p.Kind, state.KindFix(rec, string(p.Kind), p.PayloadSHA256))
 	default:
 		return Drift, "config payload changed since submit"
 	}

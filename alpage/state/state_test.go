@@ -101,14 +101,15 @@ func TestApplyDecisions(t *testing.T) {
 		want  Decision
 	}{
 		{"no record goes", nil, "aa", false, Submit},
-		{"a terminal record is refused even with force", &Proposal{PayloadSHA256: "aa", Status: StatusExecuted}, "bb", true, Refuse},
-		{"force resubmits a changed open proposal", &Proposal{PayloadSHA256: "aa", Status: StatusOpen}, "bb", true, Submit},
-		{"the same hash is nothing to do", &Proposal{PayloadSHA256: "aa", Status: StatusOpen}, "aa", false, NothingToDo},
-		{"a changed hash is refused without force", &Proposal{PayloadSHA256: "aa"}, "bb", false, Refuse},
+		{"a terminal record is refused even with force", &Proposal{Kind: "membership", PayloadSHA256: "aa", Status: StatusExecuted}, "bb", true, Refuse},
+		{"force resubmits a changed open proposal", &Proposal{Kind: "membership", PayloadSHA256: "aa", Status: StatusOpen}, "bb", true, Submit},
+		{"the same hash is nothing to do", &Proposal{Kind: "membership", PayloadSHA256: "aa", Status: StatusOpen}, "aa", false, NothingToDo},
+		{"the same hash recorded under the kind's old name is nothing to do", &Proposal{Kind: "resize", PayloadSHA256: "aa", Status: StatusOpen}, "aa", false, NothingToDo},
+		{"a changed hash is refused without force", &Proposal{Kind: "membership", PayloadSHA256: "aa"}, "bb", false, Refuse},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, why := Decide("p", c.rec, c.hash, c.force)
+			got, why := Decide("p", c.rec, "membership", c.hash, c.force)
 			if got != c.want {
 				t.Fatalf("Decide = %v (%s), want %v", got, why, c.want)
 			}
@@ -116,6 +117,30 @@ func TestApplyDecisions(t *testing.T) {
 				t.Fatal("a refusal or no-op gave no reason")
 			}
 		})
+	}
+}
+
+func TestARecordOfAnotherKindIsRefusedEvenWithTheSameHashNamingBothKinds(t *testing.T) {
+	rec := &Proposal{Kind: "remove_nodes", ProposalID: 7, PayloadSHA256: "aa", Status: StatusOpen}
+	for _, hash := range []string{"aa", "bb"} {
+		got, why := Decide("halt-app1", rec, "update_subnet", hash, false)
+		if got != Refuse {
+			t.Fatalf("hash %s: Decide = %v (%s), want a refusal", hash, got, why)
+		}
+		for _, want := range []string{`proposal "halt-app1"`, "proposal 7 of kind remove_nodes", "declares kind update_subnet", "--force"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("hash %s: %q does not say %q", hash, why, want)
+			}
+		}
+	}
+	if _, why := Decide("halt-app1", rec, "update_subnet", "aa", false); !strings.Contains(why, "restore it from git") {
+		t.Errorf("the same payload under another kind does not say to restore state.json: %s", why)
+	}
+	if _, why := Decide("halt-app1", rec, "update_subnet", "bb", false); !strings.Contains(why, `put kind = "remove_nodes" back`) {
+		t.Errorf("a changed block does not say to put its kind back: %s", why)
+	}
+	if got, _ := Decide("halt-app1", rec, "update_subnet", "aa", true); got != Submit {
+		t.Errorf("--force: Decide = %v, want submit", got)
 	}
 }
 

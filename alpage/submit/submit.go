@@ -192,7 +192,7 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	switch d, why := state.Decide(p.Name, st.Proposals[p.Name], p.PayloadSHA256, req.Force); d {
+	switch d, why := state.Decide(p.Name, st.Proposals[p.Name], string(p.Kind), p.PayloadSHA256, req.Force); d {
 	case state.Refuse:
 		return nil, &StoppedError{Reason: why}
 	case state.NothingToDo:

@@ -239,6 +239,23 @@ func TestTheStateDecisionRulesRunFirst(t *testing.T) {
 	}
 }
 
+func TestARecordOfAnotherKindWithTheSameHashStopsApplyInsteadOfBeingNothingToDo(t *testing.T) {
+	p := declared(t, "add-n2")
+	f := newFakes()
+	recorded(t, f, p.PayloadSHA256, state.StatusOpen)
+	f.st.Proposals["add-n2"].Kind = "remove_nodes"
+	var stopped *StoppedError
+	_, _, err := apply(t, f, Request{Yes: true})
+	if !errors.As(err, &stopped) || len(f.calls) != 0 {
+		t.Fatalf("err %v, steps %v; want a stop before any step", err, f.calls)
+	}
+	for _, want := range []string{`proposal "add-n2" as proposal 5 of kind remove_nodes`, "declares kind membership", "restore it from git"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+}
+
 func TestASubmissionThatCannotBeRecordedComesBackWithItsIdAndEntry(t *testing.T) {
 	f := newFakes()
 	f.saveErr = errors.New("read-only file system")

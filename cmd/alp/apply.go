@@ -58,7 +58,8 @@ func newApplyCmd(g *globals) *cobra.Command {
 
   identity      load the PEM (--identity, else $ALP_IDENTITY) and say which principal
   state         the state.json rules: a terminal record is refused, the same payload
-                is nothing to do, a changed payload needs --force
+                is nothing to do, a changed payload or a record of another kind
+                needs --force
   dry run       execute it on a fresh local NNS seeded with the live records it
                 touches; a proposal that would fail on execution stops here
   neuron        a signed get_full_neuron proves the identity controls the neuron

@@ -84,7 +84,13 @@ func declaredHash(t *testing.T, name string) string {
 // declared builds proposal name of applyConfig.
 func declared(t *testing.T, name string) *proposal.Proposal {
 	t.Helper()
-	cfg, err := config.Load(applyConfig)
+	return declaredIn(t, applyConfig, name)
+}
+
+// declaredIn builds proposal name of the configuration at path.
+func declaredIn(t *testing.T, path, name string) *proposal.Proposal {
+	t.Helper()
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

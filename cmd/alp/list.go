@@ -22,7 +22,8 @@ func newListCmd(g *globals) *cobra.Command {
 		Long: `list loads the configuration and state.json and shows, for each declared
 proposal, its kind, the sha256 of the payload the config declares now, and
 whether it is not submitted, in sync with what was submitted, DRIFT (the
-config payload changed since submit), or settled (it changed after the
+config payload changed since submit, or state.json records another kind for
+it), or settled (it changed after the
 proposal was executed, rejected or failed: a note, not drift, since the
 payload on-chain is immutable). A proposal state.json records under a name
 no block declares any more is listed after them as not declared. It reads

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/alpage/config"
-	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/state"
 )
 
@@ -47,14 +45,7 @@ func stateWith(t *testing.T) string {
 
 func writeListState(t *testing.T, withOpenDrift bool) string {
 	t.Helper()
-	cfg, err := config.Load(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inSync, err := proposal.Build(cfg.Proposal("add-n2"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inSync := declaredIn(t, fixture, "add-n2")
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	st := state.New()
 	st.Proposals["add-n2"] = &state.Proposal{Kind: "membership", ProposalID: 101, PayloadSHA256: inSync.PayloadSHA256, Neuron: 42, SubmittedAt: state.TimeOf(at), Status: state.StatusOpen}
@@ -152,5 +143,29 @@ func TestAProposalStateRecordsButNoBlockDeclaresIsListedAsNotDeclaredNotDrift(t 
 	out, _ = execute(t, "list", "--config", fixture, "--state", path, "--output", "json")
 	if !strings.Contains(out, `"sync": "not declared"`) || !strings.Contains(out, `"proposal_id": 77`) {
 		t.Fatalf("json lacks the undeclared proposal:\n%s", out)
+	}
+}
+
+func TestARecordOfAnotherKindWithTheSameHashIsListedAsDriftNamingBothKinds(t *testing.T) {
+	st := state.New()
+	st.Proposals["add-n2"] = &state.Proposal{Kind: "remove_nodes", ProposalID: 101, PayloadSHA256: declaredIn(t, fixture, "add-n2").PayloadSHA256, Status: state.StatusOpen}
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := st.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "list", "--config", fixture, "--state", path)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "1 proposal(s) drifted") {
+		t.Fatalf("exit %d (%v), want 2 for the record of another kind\n%s", exitCode(err), err, out)
+	}
+	var row string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "add-n2 ") {
+			row = line
+		}
+	}
+	for _, want := range []string{"DRIFT", `state.json records proposal "add-n2" as kind remove_nodes, its block declares membership`, "restore it from git"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("add-n2's row does not say %q:\n%s", want, out)
+		}
 	}
 }

@@ -157,14 +157,7 @@ func TestAPlanFilePinsThePayloadAndTheRegistryVersionUntilTheRegistryMoves(t *te
 	if !ok || e.RegistryVersion != d.Registry.Version() || e.Verdict != "ready" || plan.Host != d.ICURL {
 		t.Fatalf("entry %+v (registry at %d), host %s", e, d.Registry.Version(), plan.Host)
 	}
-	cfg, err := config.Load(planFixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := proposal.Build(cfg.Proposal("grow-app1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := declaredIn(t, planFixture, "grow-app1")
 	if err := e.Check(b.PayloadSHA256, d.Registry.Version()); err != nil {
 		t.Fatalf("fresh plan refused: %v", err)
 	}
