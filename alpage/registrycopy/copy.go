@@ -131,21 +131,37 @@ func tryLock(f *os.File, how int) (held bool, err error) {
 // f is not closed on failure. what the run was doing, and what the user can
 // do about a lock not had in time, go into the error.
 func lock(ctx context.Context, f *os.File, how int, wait time.Duration, what, todo string) error {
+	copyPath := filepath.Join(filepath.Dir(f.Name()), FileName)
+	return retry(ctx, wait, func() (bool, error) { return tryLock(f, how) },
+		func() error {
+			return fmt.Errorf("registry copy %s: %w: %s, waited %s for the lock on %s; %s", copyPath, ErrInUse, what, wait, f.Name(), todo)
+		},
+		func(err error) error {
+			return fmt.Errorf("registry copy %s: %s: waiting for the lock on %s: %w", copyPath, what, f.Name(), err)
+		})
+}
+
+// retry calls try until it is done or fails, for at most wait, pausing
+// between tries (lockPoll at first, doubling up to lockPollMax): what
+// every wait for another run does here. It returns try's error as it is,
+// timedOut's once wait has passed, and cancelled's (given ctx's error)
+// when ctx ends first.
+func retry(ctx context.Context, wait time.Duration, try func() (done bool, err error), timedOut func() error, cancelled func(error) error) error {
 	deadline := time.Now().Add(wait)
 	pause := lockPoll
 	for {
-		held, err := tryLock(f, how)
-		if held || err != nil {
+		done, err := try()
+		if done || err != nil {
 			return err
 		}
 		if !time.Now().Before(deadline) {
-			return fmt.Errorf("registry copy %s: %w: %s, waited %s for the lock on %s; %s", filepath.Join(filepath.Dir(f.Name()), FileName), ErrInUse, what, wait, f.Name(), todo)
+			return timedOut()
 		}
 		t := time.NewTimer(min(pause, time.Until(deadline)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("registry copy %s: %s: waiting for the lock on %s: %w", filepath.Join(filepath.Dir(f.Name()), FileName), what, f.Name(), ctx.Err())
+			return cancelled(ctx.Err())
 		case <-t.C:
 		}
 		pause = min(2*pause, lockPollMax)
@@ -365,51 +381,49 @@ func (c *Copy) Scan(ctx context.Context, prefix string, version uint64) ([]Recor
 // says on log when it has to wait. why is the damage it found and
 // discarded, nil when it discarded nothing.
 func discardAndOpen(ctx context.Context, dir string, l layout, log io.Writer) (c *Copy, why error, err error) {
-	deadline := time.Now().Add(l.wait)
-	pause := lockPoll
+	path := filepath.Join(dir, FileName)
 	said := false
-	for {
-		c, err := openShared(ctx, dir, l)
-		if err == nil || !damaged(err) {
-			return c, why, err
-		}
-		f, err := openLock(dir)
-		if err != nil {
-			return nil, why, err
-		}
-		held, err := tryLock(f, unix.LOCK_EX)
-		if err != nil {
-			f.Close()
-			return nil, why, err
-		}
-		if held {
+	// try opens the copy, discarding a damaged file when no run holds it
+	// (and opening what is there then, as any run would); it is not done
+	// while other runs hold the damaged file.
+	try := func() (bool, error) {
+		for {
+			var err error
+			if c, err = openShared(ctx, dir, l); err == nil || !damaged(err) {
+				return true, err
+			}
+			f, err := openLock(dir)
+			if err != nil {
+				return true, err
+			}
+			held, err := tryLock(f, unix.LOCK_EX)
+			if err != nil || !held {
+				f.Close()
+				if err == nil && !said {
+					fmt.Fprintf(log, "registry copy %s: another run has it open; waiting up to %s for it to finish before discarding it\n", path, l.wait)
+					said = true
+				}
+				return err != nil, err
+			}
 			discarded, err := discardDamaged(dir, l.schema)
 			f.Close()
 			if err != nil {
-				return nil, why, err
+				return true, err
 			}
 			if discarded != nil {
 				why = discarded
 			}
-			continue // open what is there now, as any run would
 		}
-		f.Close()
-		if !said {
-			fmt.Fprintf(log, "registry copy %s: another run has it open; waiting up to %s for it to finish before discarding it\n", filepath.Join(dir, FileName), l.wait)
-			said = true
-		}
-		if !time.Now().Before(deadline) {
-			return nil, why, fmt.Errorf("registry copy %s: %w: it is not a copy this alp can read, and after %s another run (an alp of another version?) still has it open, so it was not discarded; let that run finish and run again, or give this alp a cache of its own (XDG_CACHE_HOME)", filepath.Join(dir, FileName), ErrInUse, l.wait)
-		}
-		t := time.NewTimer(min(pause, time.Until(deadline)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, why, fmt.Errorf("registry copy %s: waiting to discard it: %w", filepath.Join(dir, FileName), ctx.Err())
-		case <-t.C:
-		}
-		pause = min(2*pause, lockPollMax)
 	}
+	err = retry(ctx, l.wait, try,
+		func() error {
+			return fmt.Errorf("registry copy %s: %w: it is not a copy this alp can read, and after %s another run (an alp of another version?) still has it open, so it was not discarded; let that run finish and run again, or give this alp a cache of its own (XDG_CACHE_HOME)", path, ErrInUse, l.wait)
+		},
+		func(err error) error { return fmt.Errorf("registry copy %s: waiting to discard it: %w", path, err) })
+	if err != nil {
+		return nil, why, err
+	}
+	return c, why, nil
 }
 
 // discardDamaged, under the exclusive lock, looks at the file in dir once

@@ -185,3 +185,32 @@ func (b *bell) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Every wait for another run (a lock, a discard) goes through retry.
+func TestRetryEndsWithTriesErrorItsTimeOutOrItsContext(t *testing.T) {
+	timedOut := errors.New("timed out")
+	out := func() error { return timedOut }
+	cancelled := func(err error) error { return errors.Join(errors.New("cancelled"), err) }
+	tries := 0
+	broken := errors.New("broken")
+	err := retry(context.Background(), time.Hour, func() (bool, error) { tries++; return false, broken }, out, cancelled)
+	if err != broken || tries != 1 {
+		t.Errorf("a try that fails: %v after %d tries, want its own error after one", err, tries)
+	}
+	tries = 0
+	err = retry(context.Background(), time.Hour, func() (bool, error) { tries++; return tries == 3, nil }, out, cancelled)
+	if err != nil || tries != 3 {
+		t.Errorf("a try done the third time: %v after %d tries", err, tries)
+	}
+	tries = 0
+	err = retry(context.Background(), 0, func() (bool, error) { tries++; return false, nil }, out, cancelled)
+	if err != timedOut || tries != 1 {
+		t.Errorf("no time to wait: %v after %d tries, want the time-out after one", err, tries)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = retry(ctx, time.Hour, func() (bool, error) { return false, nil }, out, cancelled)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("an ended context: %v, want cancelled's error wrapping context.Canceled", err)
+	}
+}
