@@ -114,7 +114,7 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	g := f.group(ctx)
 
 	// Everything the registry, governance and the explorer say, at once.
-	subnets := UndeclaredSubnets(res)
+	subnets := undeclaredSubnets(res)
 	for _, s := range res.Subnets {
 		subnets = append(subnets, s.ID)
 	}

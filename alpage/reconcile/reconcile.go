@@ -228,17 +228,7 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 		sec.Rows = []Row{{Status: Gone, Name: s.Name, ID: s.ID, Detail: "no subnet record in the registry"}}
 		return sec
 	}
-	rows, declared := declaredMemberRows(res, s.ID, facts, live)
-	for _, m := range facts.Members {
-		if declared[m] != nil {
-			continue
-		}
-		row := Row{Status: Unmanaged, Name: n.nodes[m], ID: m, Detail: "a member without a node block"}
-		if node := n.node[m]; node != nil {
-			row.Detail = memberDeclaredElsewhere(node)
-		}
-		rows = append(rows, row)
-	}
+	rows := memberRows(res, s.ID, facts, live, n, true)
 	sortRows(rows)
 	sec.Rows = append(rows, subnetFacts(s, facts)...)
 	return sec
@@ -256,20 +246,24 @@ func memberDeclaredElsewhere(node *config.Node) string {
 	return "a member, declared in subnet " + node.Subnet
 }
 
-// declaredMemberRows is a row for every node block that declares itself a
-// member of subnet id: in-sync, missing, or deregistered when its own
-// record is gone. declared holds those nodes by id.
-func declaredMemberRows(res *config.Resources, id string, facts SubnetFacts, live *Live) (rows []Row, declared map[string]*config.Node) {
+// memberRows is a row for every node block that declares itself a member
+// of subnet id (in-sync, missing, or deregistered when its own record is
+// gone), then an unmanaged row for every member no block declares there:
+// one whose block declares it unassigned, elsewhere or decommissioned says
+// so, and one without a block is a row when withoutBlock is set (a subnet
+// a block declares, all of whose members are its to declare).
+func memberRows(res *config.Resources, id string, facts SubnetFacts, live *Live, n names, withoutBlock bool) []Row {
 	members := map[string]bool{}
 	for _, m := range facts.Members {
 		members[m] = true
 	}
-	declared = map[string]*config.Node{}
+	var rows []Row
+	declared := map[string]bool{}
 	for _, node := range res.Nodes {
 		if node.Subnet != id || node.Decommissioned {
 			continue
 		}
-		declared[node.ID] = node
+		declared[node.ID] = true
 		row := Row{Status: InSync, Name: node.Name, ID: node.ID}
 		if !members[node.ID] {
 			nf, ok := live.Nodes[node.ID]
@@ -282,13 +276,22 @@ func declaredMemberRows(res *config.Resources, id string, facts SubnetFacts, liv
 		}
 		rows = append(rows, row)
 	}
-	return rows, declared
+	for _, m := range facts.Members {
+		switch node := n.node[m]; {
+		case declared[m]:
+		case node != nil:
+			rows = append(rows, Row{Status: Unmanaged, Name: node.Name, ID: m, Detail: memberDeclaredElsewhere(node)})
+		case withoutBlock:
+			rows = append(rows, Row{Status: Unmanaged, ID: m, Detail: "a member without a node block"})
+		}
+	}
+	return rows
 }
 
-// UndeclaredSubnets lists, sorted, the subnets that node blocks name as
+// undeclaredSubnets lists, sorted, the subnets that node blocks name as
 // theirs (node.subnet) but no subnet block declares. Their membership is
 // still a declared fact, so reconcile reads those subnet records too.
-func UndeclaredSubnets(res *config.Resources) []string {
+func undeclaredSubnets(res *config.Resources) []string {
 	blocks := map[string]bool{}
 	for _, s := range res.Subnets {
 		blocks[s.ID] = true
@@ -305,11 +308,11 @@ func UndeclaredSubnets(res *config.Resources) []string {
 }
 
 // blocklessSubnets lists, sorted, every subnet without a subnet block that
-// a node block concerns: one a node names (UndeclaredSubnets), and one the
+// a node block concerns: one a node names (undeclaredSubnets), and one the
 // registry lists a declared node in (Live.Subnets holds every subnet when
 // the subnet list was read).
 func blocklessSubnets(res *config.Resources, live *Live) []string {
-	out := UndeclaredSubnets(res)
+	out := undeclaredSubnets(res)
 	blocks, nodes := map[string]bool{}, map[string]bool{}
 	for _, s := range res.Subnets {
 		blocks[s.ID] = true
@@ -350,13 +353,7 @@ func undeclaredSubnetSection(res *config.Resources, id string, live *Live, n nam
 		if !facts.Found {
 			sec.Warnings = append(sec.Warnings, "the registry has no record of subnet "+id)
 		}
-		var declared map[string]*config.Node
-		rows, declared = declaredMemberRows(res, id, facts, live)
-		for _, m := range facts.Members {
-			if node := n.node[m]; node != nil && declared[m] == nil {
-				rows = append(rows, Row{Status: Unmanaged, Name: node.Name, ID: m, Detail: memberDeclaredElsewhere(node)})
-			}
-		}
+		rows = memberRows(res, id, facts, live, n, false)
 	}
 	sortRows(rows)
 	sec.Rows = rows
