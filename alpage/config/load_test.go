@@ -4,11 +4,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"alpnib.dev/ic/agent"
 )
 
 func loadFleet(t *testing.T) *Config {
@@ -649,6 +652,19 @@ proposal "r" {
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the load error does not name %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestProviderHostIsRefusedExactlyWhenTheAgentWouldRefuseIt(t *testing.T) {
+	for _, host := range []string{"https://icp-api.io", "https://icp-api.io/", "http://127.0.0.1:8080", "http://[::1]:4943/", "icp-api.io", "ftp://x", "http://", "https:///", "https://a b"} {
+		_, err := Load(writeFleet(t, map[string]string{"proposals.hcl": fmt.Sprintf("provider { host = %q }\n", host)}))
+		_, agentErr := agent.ParseURL(host)
+		if (err != nil) != (agentErr != nil) {
+			t.Errorf("host %q: load says %v, the agent %v", host, err, agentErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "Invalid host") {
+			t.Errorf("host %q: %v, want Invalid host", host, err)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package config
 
 import (
-	"net/url"
 	"strings"
 
+	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -41,9 +41,13 @@ func (l *loader) decodeProposals(c *Config) {
 		}
 		p := &Provider{Range: b.DefRange}
 		l.diags = append(l.diags, gohcl.DecodeBody(b.Body, ctx, p)...)
-		if p.Host != "" && !isHTTPURL(p.Host) {
-			at := attrRange(b, "host")
-			l.errorf(&at, "Invalid host", "provider.host %q is not an http(s) URL; write it as https://host[:port] (mainnet is %s)", p.Host, "https://icp-api.io")
+		// The agent's own rule (agent.ParseURL), so the load refuses
+		// every host the agent would.
+		if p.Host != "" {
+			if _, err := agent.ParseURL(p.Host); err != nil {
+				at := attrRange(b, "host")
+				l.errorf(&at, "Invalid host", "provider.host %q is not an http(s) URL; write it as https://host[:port] (mainnet is %s)", p.Host, "https://icp-api.io")
+			}
 		}
 		c.Provider = p
 	}
@@ -216,13 +220,6 @@ func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 	case KindRemoveNodeProvider:
 		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID, at("", 0, "node_provider_id"))
 	}
-}
-
-// isHTTPURL reports whether s is an http or https URL with a host, the
-// form the IC agent takes.
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // checkProposalFields refuses a title, summary or url that governance

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,7 +154,7 @@ func resolveFetchRootKey(c *config.Config, host string) bool {
 	if c != nil && c.Provider != nil && c.Provider.FetchRootKey != nil {
 		return *c.Provider.FetchRootKey
 	}
-	u, err := url.Parse(host)
+	u, err := agent.ParseURL(host)
 	return err != nil || !agent.IsMainnetHost(u.Hostname())
 }
 

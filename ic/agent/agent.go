@@ -73,12 +73,24 @@ type Agent struct {
 	versions hostVersions
 }
 
+// ParseURL reads s as the URL of a boundary node or replica, the one rule
+// New applies to Config.URL: http or https with a host, trailing slashes
+// dropped. Callers that take a URL for an agent (a configuration file, a
+// flag) check it with this too, so they refuse what New would.
+func ParseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("agent URL %q: want http(s)://host[:port]", s)
+	}
+	return u, nil
+}
+
 // New checks cfg and returns an agent. It does no I/O: a root key to fetch
 // is fetched on first need, or explicitly with FetchRootKey.
 func New(cfg Config) (*Agent, error) {
-	u, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("agent URL %q: want http(s)://host[:port]", cfg.URL)
+	u, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkMainnetRootKey(u.Hostname(), cfg); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,9 +336,19 @@ func TestReadStateReturnsAVerifiedCertificate(t *testing.T) {
 }
 
 func TestABadURLIsRefused(t *testing.T) {
-	for _, u := range []string{"", "icp-api.io", "ftp://x", "http://"} {
+	for _, u := range []string{"", "icp-api.io", "ftp://x", "http://", "https:///", "https://a b"} {
 		if _, err := New(Config{URL: u}); err == nil {
 			t.Errorf("New(%q) accepted", u)
 		}
+		if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), "want http(s)://host[:port]") {
+			t.Errorf("ParseURL(%q) = %v, want the refusal New gives", u, err)
+		}
+	}
+}
+
+func TestParseURLDropsTrailingSlashesAsNewDoes(t *testing.T) {
+	u, err := ParseURL("https://icp-api.io//")
+	if err != nil || u.String() != "https://icp-api.io" || u.Hostname() != "icp-api.io" {
+		t.Fatalf("ParseURL = %v, %v", u, err)
 	}
 }
