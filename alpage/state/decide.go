@@ -41,7 +41,8 @@ func Decide(name string, rec *Proposal, kind, payloadSHA256 string, force bool) 
 	}
 }
 
-// ShortHash is the first 12 characters of a payload hash, as alp prints it.
+// ShortHash is the first 12 characters of a payload hash, as alp prints it,
+// or all of a shorter one (a hand-edited state.json may hold anything).
 func ShortHash(h string) string {
 	if len(h) > 12 {
 		return h[:12]

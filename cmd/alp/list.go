@@ -100,8 +100,8 @@ func listRows(decls []*config.Proposal, st *state.State) ([]listRow, error) {
 	return rows, nil
 }
 
-// shortHash is the first 12 characters of a payload hash, or all of a
-// shorter one (a hand-edited state.json may hold anything).
+// countDrift counts the rows that drifted from state.json, what list's
+// exit status 2 stands for.
 func countDrift(rows []listRow) int {
 	n := 0
 	for _, r := range rows {
