@@ -52,6 +52,14 @@ func (r *Refusal) Error() string {
 // a few MiB.
 const MaxDocumentBytes = 16 << 20
 
+// TooLarge is the rule a document over MaxDocumentBytes breaks, in the
+// words every reader of one says it with: Decode, the watcher that reads
+// at most one byte more than the limit, and the fleet's poll of an S3
+// object, which puts the object's name and size before it.
+func TooLarge() string {
+	return fmt.Sprintf("is larger than %d bytes (16 MiB), the most that is read: a host's document is far smaller, so this one was written wrong (a log or a binary in its place?)", MaxDocumentBytes)
+}
+
 // writeWhole is what to do about a document that was read unfinished.
 const writeWhole = "write the whole document to a temporary file in the same folder and rename it into place, so the host never reads it half-written"
 
@@ -65,7 +73,7 @@ const writeWhole = "write the whole document to a temporary file in the same fol
 // InstanceProblems) do not refuse it.
 func Decode(data []byte) (*HostDesiredState, error) {
 	if len(data) > MaxDocumentBytes {
-		return nil, &Refusal{Reasons: []Reason{{Rule: fmt.Sprintf("is larger than %d bytes (16 MiB), the most that is read: a host's document is far smaller, so this one was written wrong (a log or a binary in its place?)", MaxDocumentBytes)}}}
+		return nil, &Refusal{Reasons: []Reason{{Rule: TooLarge()}}}
 	}
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return nil, &Refusal{Reasons: []Reason{{Rule: "is not JSON: it starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow; save it as UTF-8 without one"}}}

@@ -26,9 +26,6 @@ import (
 // file the daemon watches when paths.desired_state_file is s3://.
 const MirrorName = "desired-mirror.json"
 
-// MaxDocument bounds a desired.json read from S3.
-const MaxDocument = 16 << 20
-
 // Object is one S3 object: the store of its folder and its key there.
 type Object struct {
 	URL   string

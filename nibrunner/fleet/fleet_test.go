@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
 )
@@ -31,9 +32,22 @@ func (b *bucket) GetIfChanged(_ context.Context, key, etag string, limit int64) 
 		return nil, "", fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	case etag == b.etag:
 		return nil, etag, fmt.Errorf("get %s: %w", key, store.ErrNotModified)
+	case int64(len(b.data)) > limit:
+		// As *store.S3 refuses it, in words of its own.
+		return nil, "", fmt.Errorf("get %q: the object is %d bytes; at most %d are read", key, len(b.data), limit)
 	}
 	b.bodys++
 	return b.data, b.etag, nil
+}
+
+func (b *bucket) Stat(_ context.Context, key string) (store.Info, error) {
+	switch {
+	case b.fail != nil:
+		return store.Info{}, b.fail
+	case b.data == nil:
+		return store.Info{}, fmt.Errorf("stat %s: %w", key, store.ErrNotFound)
+	}
+	return store.Info{Key: key, Size: int64(len(b.data))}, nil
 }
 
 func (b *bucket) set(s string) { b.data, b.etag = []byte(s), fmt.Sprintf("e%d", len(s)) }
@@ -52,14 +66,21 @@ func mirrorHolds(t *testing.T, path, want string) {
 	}
 }
 
-func TestThePollerMirrorsTheObjectAndKeepsTheLastGoodOneWhenItCannotBeRead(t *testing.T) {
+// pollerOfOne is a poller of the object s3://fleet/h1/desired.json, which
+// holds doc, into a fresh mirror, and what it logged.
+func pollerOfOne(t *testing.T, doc string) (*bucket, *Poller, *[]string) {
+	t.Helper()
 	b := &bucket{}
-	b.set(`{"v":1}`)
-	mirror := filepath.Join(t.TempDir(), MirrorName)
-	var logged []string
-	p := &Poller{Source: b, Key: "h1/desired.json", URL: "s3://fleet/h1/desired.json", Mirror: mirror, Interval: time.Second,
-		Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
-	ctx := context.Background()
+	b.set(doc)
+	logged := &[]string{}
+	p := &Poller{Source: b, Key: "h1/desired.json", URL: "s3://fleet/h1/desired.json", Mirror: filepath.Join(t.TempDir(), MirrorName), Interval: time.Second,
+		Logf: func(f string, a ...any) { *logged = append(*logged, fmt.Sprintf(f, a...)) }}
+	return b, p, logged
+}
+
+func TestThePollerMirrorsTheObjectAndKeepsTheLastGoodOneWhenItCannotBeRead(t *testing.T) {
+	b, p, logged := pollerOfOne(t, `{"v":1}`)
+	mirror, ctx := p.Mirror, context.Background()
 	if changed, err := p.Poll(ctx); !changed || err != nil {
 		t.Fatalf("first poll: %v %v", changed, err)
 	}
@@ -97,8 +118,35 @@ func TestThePollerMirrorsTheObjectAndKeepsTheLastGoodOneWhenItCannotBeRead(t *te
 		"fleet: s3://fleet/h1/desired.json changed (etag e8); mirrored to " + mirror,
 		"fleet: s3://fleet/h1/desired.json does not exist; the host has no document to take until it does",
 	}
-	if fmt.Sprint(logged) != fmt.Sprint(want) {
-		t.Fatalf("logged:\n%q\nwant:\n%q", logged, want)
+	if fmt.Sprint(*logged) != fmt.Sprint(want) {
+		t.Fatalf("logged:\n%q\nwant:\n%q", *logged, want)
+	}
+}
+
+func TestAnObjectLargerThanADocumentIsRefusedInDesiredsWordsNamingItsSizeAndTheMirrorKept(t *testing.T) {
+	b, p, logged := pollerOfOne(t, `{"v":1}`)
+	mirror, ctx := p.Mirror, context.Background()
+	if _, err := p.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.data, b.etag = make([]byte, desired.MaxDocumentBytes+1), "big"
+	_, err := p.Poll(ctx)
+	var big *TooLargeError
+	if !errors.As(err, &big) || big.Size != desired.MaxDocumentBytes+1 {
+		t.Fatalf("err = %v, want a TooLargeError of %d bytes", err, desired.MaxDocumentBytes+1)
+	}
+	want := "s3://fleet/h1/desired.json (16777217 bytes) " + desired.TooLarge()
+	if err.Error() != want {
+		t.Fatalf("err = %q\nwant %q", err, want)
+	}
+	mirrorHolds(t, mirror, `{"v":1}`)
+	if last := (*logged)[len(*logged)-1]; last != "fleet: "+want+"; the host keeps the document it has" {
+		t.Fatalf("logged %q", last)
+	}
+	// At the limit exactly, it is read.
+	b.data, b.etag = make([]byte, desired.MaxDocumentBytes), "limit"
+	if changed, err := p.Poll(ctx); !changed || err != nil {
+		t.Fatalf("a document of exactly the limit: %v %v", changed, err)
 	}
 }
 

@@ -9,13 +9,33 @@ import (
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/store"
 )
 
-// Getter reads an object unless its ETag is still the one held
-// (*store.S3 is one).
+// Getter reads an object unless its ETag is still the one held, and
+// refuses one larger than limit bytes (*store.S3 is one).
 type Getter interface {
 	GetIfChanged(ctx context.Context, key, etag string, limit int64) ([]byte, string, error)
+}
+
+// sizer is what a Getter may also do: tell an object's size (*store.S3's
+// Stat, a HEAD request). The poller asks it only after a read failed, to
+// say whether the object was too large.
+type sizer interface {
+	Stat(ctx context.Context, key string) (store.Info, error)
+}
+
+// TooLargeError is a desired.json object larger than a document may be
+// (desired.MaxDocumentBytes): it is not read, as a local file that large
+// is refused.
+type TooLargeError struct {
+	URL  string
+	Size int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s (%d bytes) %s", e.URL, e.Size, desired.TooLarge())
 }
 
 // Poller mirrors one desired.json object into a local file.
@@ -42,7 +62,7 @@ func (p *Poller) Poll(ctx context.Context) (bool, error) {
 	p.polled = true
 	ctx, cancel := context.WithTimeout(ctx, min(max(p.Interval, 5*time.Second), 30*time.Second))
 	defer cancel()
-	b, etag, err := p.Source.GetIfChanged(ctx, p.Key, p.etag, MaxDocument)
+	b, etag, err := p.Source.GetIfChanged(ctx, p.Key, p.etag, desired.MaxDocumentBytes)
 	switch {
 	case errors.Is(err, store.ErrNotModified):
 		p.note("")
@@ -57,7 +77,11 @@ func (p *Poller) Poll(ctx context.Context) (bool, error) {
 		}
 		return false, nil
 	case err != nil:
-		// Refused or unreachable: the last good document stays.
+		// Refused, unreachable or too large: the last good document stays.
+		if big := p.tooLarge(ctx); big != nil {
+			p.note(big.Error() + "; the host keeps the document it has")
+			return false, big
+		}
 		p.note(fmt.Sprintf("%s cannot be read, so the host keeps the document it has: %v", p.URL, err))
 		return false, err
 	}
@@ -89,6 +113,20 @@ func (p *Poller) Run(ctx context.Context) error {
 		}
 		p.Poll(ctx)
 	}
+}
+
+// tooLarge says whether a read that failed met an object over the limit,
+// when the source can tell its size; nil when it was not, or cannot say.
+func (p *Poller) tooLarge(ctx context.Context) *TooLargeError {
+	s, ok := p.Source.(sizer)
+	if !ok {
+		return nil
+	}
+	info, err := s.Stat(ctx, p.Key)
+	if err != nil || info.Size <= desired.MaxDocumentBytes {
+		return nil
+	}
+	return &TooLargeError{URL: p.URL, Size: info.Size}
 }
 
 // note logs a problem once, and its end once.

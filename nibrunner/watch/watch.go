@@ -12,10 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/perm"
 	"github.com/fsnotify/fsnotify"
 )
@@ -28,6 +30,9 @@ const (
 
 // Document is one reading of the desired-state file.
 type Document struct {
+	// Data is the file's content, cut at one byte past
+	// desired.MaxDocumentBytes (which Decode refuses whole); two files
+	// too large alike read the same.
 	Data []byte
 	// Err is set when the file could not be read (missing, unreadable);
 	// Data is nil then.
@@ -124,8 +129,11 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
 	}
 }
 
+// read reads the file, at most one byte more than a document may hold
+// (desired.MaxDocumentBytes): Decode refuses what is longer than the limit
+// by its length, so the rest of a larger file is never read.
 func read(path string) Document {
-	b, err := os.ReadFile(path)
+	b, err := readAtMost(path, desired.MaxDocumentBytes+1)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return Document{Err: fmt.Errorf("%s does not exist", path)}
@@ -133,6 +141,15 @@ func read(path string) Document {
 		return Document{Err: fmt.Errorf("read %s: %w", path, err)}
 	}
 	return Document{Data: b}
+}
+
+func readAtMost(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 func same(a, b Document) bool {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"alpnib.dev/nibrunner/desired"
 )
 
 func start(t *testing.T, w *Watcher) <-chan Document {
@@ -147,5 +149,26 @@ func TestAChangeNoEventAnnouncedIsReadByTheBackstop(t *testing.T) {
 	writeUnannounced(t, path, []byte("three"))
 	if d := next(t, fast); string(d.Data) != "three" {
 		t.Fatalf("got %q %v", d.Data, d.Err)
+	}
+}
+
+func TestAFileLargerThanADocumentIsReadOnlyAsFarAsDecodeNeedsToRefuseIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desired.json")
+	// A 64 MiB file (sparse: it costs no disk).
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d := next(t, start(t, &Watcher{Path: path}))
+	if d.Err != nil || len(d.Data) != desired.MaxDocumentBytes+1 {
+		t.Fatalf("read %d bytes (%v), want %d", len(d.Data), d.Err, desired.MaxDocumentBytes+1)
+	}
+	_, err = desired.Decode(d.Data)
+	if rs := desired.Reasons(err); len(rs) != 1 || rs[0].Rule != desired.TooLarge() {
+		t.Fatalf("Decode said %v, want the too-large rule", err)
 	}
 }
