@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot"
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/daemon/daemontest"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/slot/slottest"
 )
 
 // TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace

@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"github.com/minio/minio-go/v7"
 
 	"alpnib.dev/internal/testenv"
@@ -26,6 +24,7 @@ import (
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/slot/slottest"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/store/s3test"
 )

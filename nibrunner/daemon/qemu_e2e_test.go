@@ -21,8 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/db"
@@ -30,6 +28,7 @@ import (
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
+	"alpnib.dev/nibrunner/slot/slottest"
 )
 
 // qemuGuestImageDir is the folder the guestimage, qemu and daemon tests

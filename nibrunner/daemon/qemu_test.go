@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/slot/slottest"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm/fake"
 	"alpnib.dev/nibrunner/vmm/qemu"

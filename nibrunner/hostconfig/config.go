@@ -19,9 +19,8 @@ import (
 	"slices"
 	"strings"
 
-	"alpnib.dev/nibrunner/slot"
-
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/slot"
 )
 
 // DefaultPath is where the configuration lives unless NIBRUNNER_CONFIG

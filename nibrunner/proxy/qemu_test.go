@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/daemon/daemontest"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/route"
+	"alpnib.dev/nibrunner/slot/slottest"
 	"alpnib.dev/nibrunner/vmm/qemu"
 )
 

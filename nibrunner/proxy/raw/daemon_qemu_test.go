@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot"
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon"
@@ -21,6 +18,8 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/slot/slottest"
 	"alpnib.dev/nibrunner/vmm/qemu"
 )
 

@@ -18,14 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot"
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/daemon/daemontest"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
+	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/slot/slottest"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/qemu"
 )

@@ -22,7 +22,6 @@ import (
 	"testing"
 
 	"alpnib.dev/nibrunner/network"
-
 	"alpnib.dev/nibrunner/slot"
 )
 

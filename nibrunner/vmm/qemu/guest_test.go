@@ -17,13 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"alpnib.dev/nibrunner/slot"
-	"alpnib.dev/nibrunner/slot/slottest"
-
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/layer"
+	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/slot/slottest"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/fake"
 )
