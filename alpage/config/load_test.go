@@ -668,3 +668,27 @@ func TestProviderHostIsRefusedExactlyWhenTheAgentWouldRefuseIt(t *testing.T) {
 		}
 	}
 }
+
+func TestAProposalKnowsWhereEachFieldAndIdOfItsBodyIsWritten(t *testing.T) {
+	c := loadFleet(t)
+	line := func(p *Proposal, key string) int { return p.Where(key).Start.Line }
+	add := c.Proposal("add-n2")
+	if got := line(add, "subnet_id"); got != 11 {
+		t.Errorf("add-n2 subnet_id at line %d, want 11", got)
+	}
+	if got := line(add, add.Membership.SubnetID); got != 11 {
+		t.Errorf("add-n2's subnet id at line %d, want 11 (its subnet_id)", got)
+	}
+	if got := line(add, add.Membership.Remove[0].ID); got != 14 {
+		t.Errorf("add-n2's removed node at line %d, want 14 (its remove block's id)", got)
+	}
+	if got := line(add, "no such field"); got != 6 {
+		t.Errorf("an unknown key at line %d, want 6 (the proposal's header)", got)
+	}
+	if got := line(c.Proposal("upgrade-app1"), c.Proposal("upgrade-app1").DeployGuestOS.ReplicaVersionID); got != 26 {
+		t.Errorf("upgrade-app1's version at line %d, want 26", got)
+	}
+	if r := c.Proposal("halt-app1").Where("features.http_requests"); r.Start.Line != 40 || !strings.HasSuffix(r.Filename, "proposals.hcl") {
+		t.Errorf("halt-app1 features.http_requests at %s:%d, want proposals.hcl:40", r.Filename, r.Start.Line)
+	}
+}

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"sort"
 	"strings"
 
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -75,6 +77,7 @@ func (l *loader) decodeProposals(c *Config) {
 			continue
 		}
 		l.validateProposal(p, b)
+		p.Places = places(nestedBody(b, bodyBlock[p.Kind]), ctx)
 		c.Proposals = append(c.Proposals, p)
 	}
 }
@@ -240,6 +243,59 @@ func (l *loader) checkProposalFields(p *Proposal, b *hcl.Block) {
 			l.errorf(&at, "Invalid proposal "+f.name, "proposal %q: %v; %s", p.Name, f.err, f.fix)
 		}
 	}
+}
+
+// places maps, in body, each attribute's path ("features.sev_enabled")
+// and each string it holds (principal text canonical) to where it is
+// written; the first place wins.
+func places(body *hclsyntax.Body, ctx *hcl.EvalContext) map[string]hcl.Range {
+	out := map[string]hcl.Range{}
+	add := func(key string, at hcl.Range) {
+		if _, seen := out[key]; !seen {
+			out[key] = at
+		}
+	}
+	var walk func(b *hclsyntax.Body, prefix string)
+	walk = func(b *hclsyntax.Body, prefix string) {
+		names := make([]string, 0, len(b.Attributes))
+		for n := range b.Attributes {
+			names = append(names, n)
+		}
+		sort.Strings(names) // one order, so "first" is the same every load
+		for _, n := range names {
+			a := b.Attributes[n]
+			add(prefix+n, a.SrcRange)
+			v, diags := a.Expr.Value(ctx)
+			if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+				continue
+			}
+			vals := []cty.Value{v}
+			if v.Type().IsListType() || v.Type().IsTupleType() {
+				vals = v.AsValueSlice()
+			}
+			for _, x := range vals {
+				if !x.IsNull() && x.Type() == cty.String {
+					add(canonicalText(x.AsString()), a.SrcRange)
+				}
+			}
+		}
+		for _, nb := range b.Blocks {
+			walk(nb.Body, prefix+nb.Type+".")
+		}
+	}
+	if body != nil {
+		walk(body, "")
+	}
+	return out
+}
+
+// canonicalText is s as canonicalize leaves it: principal text in its
+// canonical form, anything else as written.
+func canonicalText(s string) string {
+	if p, err := principal.Decode(s); err == nil {
+		return p.String()
+	}
+	return s
 }
 
 // nestedBody is the body of the first nested block typ in b, or nil.

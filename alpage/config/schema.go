@@ -114,6 +114,20 @@ type Proposal struct {
 	RemoveNodeProvider  *RemoveNodeProvider  `hcl:"remove_node_provider,block" since:"v0.5.0" doc:"The remove_node_provider body, for kind \"remove_node_provider\"." table:"-"`
 
 	Range hcl.Range
+	// Places says where the body of the proposal's kind writes what: by
+	// field path ("subnet_id", "features.sev_enabled", "add.id") and by
+	// each value it holds (an id in canonical text, a version hash), the
+	// first place each is written. Where names the place a check is about.
+	Places map[string]hcl.Range
+}
+
+// Where is the place key (a field path or a value) is written in p's body,
+// else p's block header.
+func (p *Proposal) Where(key string) hcl.Range {
+	if r, ok := p.Places[key]; ok {
+		return r
+	}
+	return p.Range
 }
 
 // Kind is a proposal kind.

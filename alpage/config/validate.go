@@ -310,11 +310,7 @@ func abbreviate(s string) string {
 // messages, state) sees one spelling. Version hashes are left as written:
 // they travel as text in the deploy_guestos payload.
 func canonicalize(c *Config) {
-	one := func(s *string) {
-		if p, err := principal.Decode(*s); err == nil {
-			*s = p.String()
-		}
-	}
+	one := func(s *string) { *s = canonicalText(*s) }
 	all := func(xs []string) {
 		for i := range xs {
 			one(&xs[i])

@@ -51,8 +51,26 @@ func Evaluate(p *config.Proposal, live *Snapshot, opts Options) Report {
 	names := withLabels(opts.Names, p)
 	for i := range checks {
 		checks[i].Message = withNames(checks[i].Message, names)
+		if rank(checks[i].Severity) > rank(Warning) {
+			checks[i].At = where(p, checks[i])
+		}
 	}
 	return Report{Name: p.Name, Kind: string(p.Kind), Verdict: verdict(checks, noop), RegistryVersion: live.RegistryVersion, Checks: checks}
+}
+
+// where is the file:line of what check c of p is about: its update_subnet
+// field, else its subject (an id or version as the body writes it), else
+// the proposal's block; "" for a proposal no file declares.
+func where(p *config.Proposal, c Check) string {
+	key := c.Field
+	if key == "" {
+		key = c.Subject
+	}
+	r := p.Where(key)
+	if r.Filename == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
 }
 
 // NamesOf maps every declared resource id to its block name.

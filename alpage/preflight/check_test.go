@@ -5,9 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
+	"alpnib.dev/internal/term"
 )
 
 func id(tag string) string { return principal.SelfAuthenticating([]byte(tag)).String() }
@@ -365,6 +368,40 @@ func TestEveryFailingCheckOfAProposalIsReportedNotOnlyTheFirst(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("%s: failing checks\n  %s\nwant one each for %q", tc.name, strings.Join(got, "\n  "), tc.want)
+		}
+	}
+}
+
+func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
+	at := func(line int) hcl.Range {
+		return hcl.Range{Filename: "proposals.hcl", Start: hcl.Pos{Line: line}}
+	}
+	p := &config.Proposal{Name: "m", Kind: config.KindMembership, Range: at(3),
+		Membership: &config.Membership{SubnetID: subnet, Add: refs(n3, n4, id("gone"))},
+		Places:     map[string]hcl.Range{"subnet_id": at(5), subnet: at(5), n3: at(6), n4: at(7), id("gone"): at(8)}}
+	live := &Snapshot{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {Err: "timeout"}}}
+	r := Evaluate(p, live, Options{})
+	want := map[string]string{n3: "", n4: "proposals.hcl:7", id("gone"): ""} // ok and a warning name no place
+	for _, c := range r.Checks {
+		if w, ok := want[c.Subject]; ok && c.At != w {
+			t.Errorf("%s check of %s at %q, want %q", c.Severity, c.Subject, c.At, w)
+		}
+	}
+	var b strings.Builder
+	r.Render(&b, term.Painter{})
+	if !strings.Contains(b.String(), "flagged  proposals.hcl:7: node "+n4+" is a member of another subnet") {
+		t.Errorf("the rendering does not lead the flagged check with its place:\n%s", b.String())
+	}
+	r = Evaluate(p, &Snapshot{}, Options{})
+	if r.Checks[0].At != "proposals.hcl:5" {
+		t.Errorf("the missing subnet's check at %q, want its subnet_id's place", r.Checks[0].At)
+	}
+	u := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Range: at(3),
+		UpdateSubnet: &config.UpdateSubnet{SubnetID: subnet, Features: &config.Features{SevEnabled: true}},
+		Places:       map[string]hcl.Range{"features.sev_enabled": at(9)}}
+	for _, c := range Evaluate(u, &Snapshot{Subnet: subnetWith("v1")}, Options{}).Checks {
+		if c.Severity == Refused && c.At != "proposals.hcl:9" {
+			t.Errorf("the sev_enabled refusal at %q, want the field's place", c.At)
 		}
 	}
 }

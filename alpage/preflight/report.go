@@ -67,6 +67,10 @@ type Check struct {
 	// Source names a third-party source the finding rests on
 	// ("per registry explorer", "via ICP dashboard").
 	Source string `json:"source,omitempty"`
+	// At is where a flagged or refused check's field or id is written in
+	// the configuration (file:line; the proposal's block when the check
+	// is about none).
+	At string `json:"at,omitempty"`
 }
 
 // Report is the preflight of one proposal, and its JSON form.
@@ -129,6 +133,9 @@ func (r Report) Render(w io.Writer, paint term.Painter) {
 	for _, c := range r.Checks {
 		word := fmt.Sprintf("%-8s", c.Severity)
 		line := c.Message
+		if c.At != "" {
+			line = c.At + ": " + line
+		}
 		if c.Source != "" {
 			line += " [" + c.Source + "]"
 		}
