@@ -28,35 +28,38 @@ func desiredFile(cfg *hostconfig.Config) string {
 // configuration names them, until stop is called or ctx ends. The first
 // poll is made before it returns, so a new host starts on its document.
 // Its goroutines are started with spawn, which serve joins before it
-// closes the daemon.
-func startFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (stop func(), err error) {
+// closes the daemon. problem, nil without a poller, says what keeps the
+// poll from reading the document (the daemon reports it).
+func startFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (stop func(), problem func() string, err error) {
 	ctx, stop = context.WithCancel(ctx)
-	if err := runFleet(ctx, cfg, spawn); err != nil {
+	problem, err = runFleet(ctx, cfg, spawn)
+	if err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
-	return stop, nil
+	return stop, problem, nil
 }
 
-func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) error {
+func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (problem func() string, err error) {
 	logf := func(format string, args ...any) { log.Printf("nibrunnerd: "+format, args...) }
 	if err := os.MkdirAll(cfg.Paths.StateDir, perm.Dir); err != nil {
-		return fmt.Errorf("state folder: %w", err)
+		return nil, fmt.Errorf("state folder: %w", err)
 	}
 	if url := cfg.Paths.DesiredStateFile; hostconfig.IsS3(url) {
 		obj, err := fleet.Open(ctx, url)
 		if err != nil {
-			return fmt.Errorf("paths.desired_state_file: %w", err)
+			return nil, fmt.Errorf("paths.desired_state_file: %w", err)
 		}
 		p := &fleet.Poller{Source: obj.Store, Key: obj.Key, URL: url, Mirror: desiredFile(cfg),
 			Interval: time.Duration(cfg.Paths.DesiredStatePollMs) * time.Millisecond, Logf: logf}
 		p.Poll(ctx)
 		spawn(func() { p.Run(ctx) })
+		problem = p.Problem
 	}
 	if url := cfg.Paths.ReportedStateURL; url != "" {
 		obj, err := fleet.Open(ctx, url)
 		if err != nil {
-			return fmt.Errorf("paths.reported_state_url: %w", err)
+			return nil, fmt.Errorf("paths.reported_state_url: %w", err)
 		}
 		u := &fleet.Uploader{Dest: obj.Store, Key: obj.Key, URL: url, Report: filepath.Join(cfg.Paths.StateDir, daemon.ReportName), Logf: logf}
 		spawn(func() {
@@ -65,5 +68,5 @@ func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) e
 			}
 		})
 	}
-	return nil
+	return problem, nil
 }

@@ -211,7 +211,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
 	}
-	stopFleet, err := startFleet(ctx, cfg, spawn)
+	stopFleet, sourceProblem, err := startFleet(ctx, cfg, spawn)
 	if err != nil {
 		return err
 	}
@@ -236,6 +236,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		MaxConcurrentVMStarts: cfg.MaxConcurrentVMStarts,
 		LayerCacheBytes:       int64(cfg.LayerCacheBytes),
 		DNS:                   cfg.Network.DNS,
+		SourceProblem:         sourceProblem,
 	}, deps)
 	if err != nil {
 		return err

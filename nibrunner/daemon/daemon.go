@@ -83,6 +83,11 @@ type Config struct {
 	Resync time.Duration
 	// Backstop and Debounce tune the watcher (defaults in package watch).
 	Backstop, Debounce time.Duration
+	// SourceProblem is optional: what keeps desired.json's source (an
+	// s3:// paths.desired_state_file, mirrored into DesiredPath) from being
+	// read, as a sentence, or "". The report's message carries it, so a
+	// document the host never sees is not only a log line.
+	SourceProblem func() string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logf logs one line (default log.Printf).

@@ -30,7 +30,7 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		Volumes:    []reported.Volume{}, Instances: []reported.Instance{},
 		Checkpoints: []reported.Checkpoint{}, Exports: []reported.Export{},
 		AcceptedDigest: desired.Sha256Digest(d.digest),
-		Message:        d.refusal,
+		Message:        d.hostMessage(),
 	}
 	var usedMiB uint64
 	var usedCPU uint32
@@ -286,4 +286,21 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	return nil
+}
+
+// hostMessage is the report's message: why the document's source cannot
+// be read, then why the last document was refused, either alone when the
+// other is "".
+func (d *Daemon) hostMessage() string {
+	var problem string
+	if d.cfg.SourceProblem != nil {
+		problem = d.cfg.SourceProblem()
+	}
+	switch {
+	case problem == "":
+		return d.refusal
+	case d.refusal == "":
+		return reported.Truncate(problem)
+	}
+	return reported.Truncate(problem + "; " + d.refusal)
 }

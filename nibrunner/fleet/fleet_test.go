@@ -143,10 +143,16 @@ func TestAnObjectLargerThanADocumentIsRefusedInDesiredsWordsNamingItsSizeAndTheM
 	if last := (*logged)[len(*logged)-1]; last != "fleet: "+want+"; the host keeps the document it has" {
 		t.Fatalf("logged %q", last)
 	}
-	// At the limit exactly, it is read.
+	if got := p.Problem(); got != want+"; the host keeps the document it has" {
+		t.Fatalf("the problem the daemon reports is %q", got)
+	}
+	// At the limit exactly, it is read, and there is no problem left.
 	b.data, b.etag = make([]byte, desired.MaxDocumentBytes), "limit"
 	if changed, err := p.Poll(ctx); !changed || err != nil {
 		t.Fatalf("a document of exactly the limit: %v %v", changed, err)
+	}
+	if got := p.Problem(); got != "" {
+		t.Fatalf("after a good poll the problem is still %q", got)
 	}
 }
 

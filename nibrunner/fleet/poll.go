@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
@@ -51,9 +52,11 @@ type Poller struct {
 	// Logf logs a line when what the poll finds changes (default: none).
 	Logf func(format string, args ...any)
 
-	etag    string
+	etag   string
+	polled bool
+
+	mu      sync.Mutex
 	lastErr string
-	polled  bool
 }
 
 // Poll asks once and brings the mirror up to date. It says whether the
@@ -129,9 +132,21 @@ func (p *Poller) tooLarge(ctx context.Context) *TooLargeError {
 	return &TooLargeError{URL: p.URL, Size: info.Size}
 }
 
+// Problem is what kept the last poll from bringing the mirror up to
+// date, as a sentence; "" when it did. The daemon reports it.
+func (p *Poller) Problem() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
+}
+
 // note logs a problem once, and its end once.
 func (p *Poller) note(problem string) {
-	if problem == p.lastErr {
+	p.mu.Lock()
+	was := p.lastErr
+	p.lastErr = problem
+	p.mu.Unlock()
+	if problem == was {
 		return
 	}
 	if problem == "" {
@@ -139,7 +154,6 @@ func (p *Poller) note(problem string) {
 	} else {
 		p.logf("fleet: %s", problem)
 	}
-	p.lastErr = problem
 }
 
 func (p *Poller) logf(format string, args ...any) {
