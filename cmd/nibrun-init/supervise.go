@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"alpnib.dev/nibrunner/backoff"
 	"alpnib.dev/nibrunner/guest"
 )
 
@@ -164,7 +165,7 @@ func (s *supervisor) run() {
 	restarts := 0
 	var lastStart time.Time
 	for {
-		if !lastStart.IsZero() && time.Since(lastStart) >= time.Duration(pol.ResetAfterMs)*time.Millisecond {
+		if !lastStart.IsZero() && time.Since(lastStart) >= backoff.Millis(pol.ResetAfterMs) {
 			restarts = 0
 		}
 		lastStart = time.Now()
@@ -185,7 +186,7 @@ func (s *supervisor) run() {
 		logf("%s exited with %d", s.cfg.Program, code)
 		c := code
 		s.ctl.send(guest.Message{Kind: guest.KindExited, ExitCode: &c, Restarts: restarts})
-		if time.Since(lastStart) >= time.Duration(pol.ResetAfterMs)*time.Millisecond {
+		if time.Since(lastStart) >= backoff.Millis(pol.ResetAfterMs) {
 			restarts = 0
 		}
 		restarts++

@@ -122,3 +122,18 @@ func (b Budget) Exhaust() Budget {
 	b.Exhausted = true
 	return b
 }
+
+// Millis is a policy's count of milliseconds (initialBackoffMs,
+// maxBackoffMs, resetAfterMs) as a duration: a negative count is 0, and
+// one too large for a time.Duration (about 292 years) is the longest
+// duration, where multiplying would wrap to a negative wait.
+func Millis[T ~int64 | ~uint64](ms T) time.Duration {
+	const most = uint64(math.MaxInt64 / int64(time.Millisecond))
+	switch {
+	case ms < 0:
+		return 0
+	case uint64(ms) > most:
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -91,5 +92,31 @@ func TestADelayTooLargeToComputeIsTheMaximumAndAShrinkingFactorIsOne(t *testing.
 	}
 	if got := Delay(-time.Second, time.Hour, 2, 1); got != 0 {
 		t.Errorf("a negative initial delay gave %v, want 0", got)
+	}
+}
+
+func TestMillisecondCountsTooLargeForADurationAreTheLongestOneNotANegativeWait(t *testing.T) {
+	for _, c := range []struct {
+		ms   uint64
+		want time.Duration
+	}{
+		{0, 0},
+		{1500, 1500 * time.Millisecond},
+		{9223372036854, 9223372036854 * time.Millisecond}, // the largest that fits
+		{9223372036855, math.MaxInt64},
+		{math.MaxUint64, math.MaxInt64},
+	} {
+		if got := Millis(c.ms); got != c.want {
+			t.Errorf("Millis(%d) = %v, want %v", c.ms, got, c.want)
+		}
+	}
+	if got := Millis(int64(-5)); got != 0 {
+		t.Errorf("Millis(-5) = %v, want 0", got)
+	}
+	// The old conversion wrapped: a policy of maxBackoffMs 10^13 waited
+	// a negative time, so the host restarted at once.
+	p := Policy{Initial: time.Second, Max: Millis(uint64(1e13)), Factor: 2}
+	if d := p.Delay(60); d <= 0 {
+		t.Fatalf("restart 60 of a 1 s ×2 policy capped at 10^13 ms waits %v", d)
 	}
 }

@@ -87,7 +87,7 @@ type RestartPolicy struct {
 // reading the host's VM restarts use too (so a maxBackoffMs of 0 restarts
 // at once on both sides).
 func (p RestartPolicy) Delay(n int) time.Duration {
-	return backoff.Delay(time.Duration(p.InitialBackoffMs)*time.Millisecond, time.Duration(p.MaxBackoffMs)*time.Millisecond, p.BackoffFactor, n)
+	return backoff.Delay(backoff.Millis(p.InitialBackoffMs), backoff.Millis(p.MaxBackoffMs), p.BackoffFactor, n)
 }
 
 // configMagic opens a config drive; a drive without it is not one.

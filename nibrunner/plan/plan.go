@@ -357,10 +357,10 @@ func RestartPolicy(in *desired.DesiredInstance) backoff.Policy {
 	p := in.Config.RestartPolicy
 	return backoff.Policy{
 		MaxRestarts: int(p.MaxRestarts),
-		Initial:     time.Duration(p.InitialBackoffMs) * time.Millisecond,
-		Max:         time.Duration(p.MaxBackoffMs) * time.Millisecond,
+		Initial:     backoff.Millis(p.InitialBackoffMs),
+		Max:         backoff.Millis(p.MaxBackoffMs),
 		Factor:      p.BackoffFactor,
-		ResetAfter:  time.Duration(p.ResetAfterMs) * time.Millisecond,
+		ResetAfter:  backoff.Millis(p.ResetAfterMs),
 	}
 }
 

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -359,5 +360,17 @@ func TestAConvergedHostPlansNothing(t *testing.T) {
 	}}
 	if got := Plan(d, obs); !got.Empty() {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestARestartPolicyOfHugeMillisecondCountsWaitsTheLongestTimeNotANegativeOne(t *testing.T) {
+	in := &desired.DesiredInstance{}
+	in.Config.RestartPolicy = desired.RestartPolicy{MaxRestarts: 100, InitialBackoffMs: 1000, MaxBackoffMs: 1e13, BackoffFactor: 2, ResetAfterMs: math.MaxUint64}
+	p := RestartPolicy(in)
+	if p.Max <= 0 || p.ResetAfter <= 0 {
+		t.Fatalf("maxBackoffMs 10^13 and resetAfterMs 2^64-1 read as %v and %v", p.Max, p.ResetAfter)
+	}
+	if d := p.Delay(60); d <= 0 {
+		t.Fatalf("restart 60 waits %v", d)
 	}
 }
