@@ -478,25 +478,33 @@ func TestConcurrentPreparesOfOneLayerShareOneDownload(t *testing.T) {
 }
 
 // The daemon prunes in the background while an app's layers are made
-// ready; the record a prepare is writing belongs to the entry it is for.
+// ready; the record a prepare is writing belongs to the entry it is for,
+// a fetched object's or a packed image's.
 func TestPruneLeavesTheRecordBeingWrittenForAKeptLayer(t *testing.T) {
 	f := newFixture(t)
-	keep := layer.Spec{Kind: layer.Filesystem, Digest: f.put(t, "keep.sqfs", squashfsImage(t)), ObjectKey: "keep.sqfs"}
-	img, err := f.cache.Prepare(ctx(t), keep)
-	if err != nil {
+	keepFS := layer.Spec{Kind: layer.Filesystem, Digest: f.put(t, "keep.sqfs", squashfsImage(t)), ObjectKey: "keep.sqfs"}
+	keepExe := layer.Spec{Kind: layer.Executable, Digest: f.put(t, "keep-bin", []byte("keep")), ObjectKey: "keep-bin", DestinationPath: "/bin/keep"}
+	var kept, writing []string
+	for _, s := range []layer.Spec{keepFS, keepExe} {
+		img, err := f.cache.Prepare(ctx(t), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := img.Path + ".sha256.tmp"
+		if err := os.WriteFile(w, []byte("a record on its way\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kept, writing = append(kept, img.Path), append(writing, w)
+	}
+	if _, err := f.cache.Prune([]layer.Spec{keepFS, keepExe}); err != nil {
 		t.Fatal(err)
 	}
-	writing := img.Path + ".sha256.tmp"
-	if err := os.WriteFile(writing, []byte("a record on its way\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cache.Prune([]layer.Spec{keep}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(writing); err != nil {
-		t.Fatalf("prune removed %s, the record being written for a layer it keeps (%v); the prepare's rename then fails", filepath.Base(writing), err)
-	}
-	if _, err := os.Stat(img.Path); err != nil {
-		t.Fatalf("prune removed the kept layer: %v", err)
+	for i := range kept {
+		if _, err := os.Stat(writing[i]); err != nil {
+			t.Errorf("prune removed %s, the record being written for a layer it keeps (%v); the prepare's rename then fails", filepath.Base(writing[i]), err)
+		}
+		if _, err := os.Stat(kept[i]); err != nil {
+			t.Errorf("prune removed the kept layer: %v", err)
+		}
 	}
 }
