@@ -208,4 +208,6 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 	}
 }
 
-func ms(n uint64) time.Duration { return time.Duration(n) * time.Millisecond }
+// ms reads a document's count of milliseconds (restart policies, health
+// checks) as a duration, saturating rather than wrapping to a negative one.
+var ms = backoff.Millis[uint64]
