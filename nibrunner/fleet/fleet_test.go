@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +177,28 @@ func TestAReportGoesUpAtOnceWhenItSaysSomethingNewAndAtTheHeartbeatOtherwise(t *
 		if got := NextPut(c.put, t0, c.latest, time.Minute, time.Second); got.Sub(t0) != c.want {
 			t.Errorf("%s: put after %s, want %s", c.name, got.Sub(t0), c.want)
 		}
+	}
+}
+
+func TestAMirrorThatCouldNotBeWrittenIsReportedAndWrittenByTheNextPoll(t *testing.T) {
+	_, p, _ := pollerOfOne(t, `{"v":1}`)
+	dir := filepath.Join(t.TempDir(), "not-yet")
+	p.Mirror = filepath.Join(dir, MirrorName)
+	ctx := context.Background()
+	if _, err := p.Poll(ctx); err == nil {
+		t.Fatal("the mirror's folder is missing, yet the poll wrote it")
+	}
+	if got := p.Problem(); !strings.Contains(got, "could not be written where the daemon reads it") || !strings.Contains(got, p.Mirror) {
+		t.Fatalf("the problem the daemon reports is %q", got)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := p.Poll(ctx); err != nil || !changed {
+		t.Fatalf("the next poll: changed %v, %v; it must write the mirror, not be told the object is unchanged", changed, err)
+	}
+	mirrorHolds(t, p.Mirror, `{"v":1}`)
+	if got := p.Problem(); got != "" {
+		t.Fatalf("after the mirror was written the problem is still %q", got)
 	}
 }

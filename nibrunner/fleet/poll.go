@@ -88,14 +88,21 @@ func (p *Poller) Poll(ctx context.Context) (bool, error) {
 		p.note(fmt.Sprintf("%s cannot be read, so the host keeps the document it has: %v", p.URL, err))
 		return false, err
 	}
-	p.etag = etag
-	p.note("")
+	// The ETag is kept only once the mirror holds the object: a mirror
+	// that could not be written is tried again by the next poll, which
+	// would otherwise be told "not modified".
 	if old, rerr := os.ReadFile(p.Mirror); rerr == nil && bytes.Equal(old, b) {
+		p.etag = etag
+		p.note("")
 		return false, nil
 	}
 	if err := atomicfile.WriteFile(p.Mirror, b, 0o600); err != nil {
-		return false, fmt.Errorf("mirror %s: %w", p.URL, err)
+		err = fmt.Errorf("mirror %s to %s: %w", p.URL, p.Mirror, err)
+		p.note(fmt.Sprintf("%s was read but could not be written where the daemon reads it, so the host keeps the document it has: %v", p.URL, err))
+		return false, err
 	}
+	p.etag = etag
+	p.note("")
 	p.logf("fleet: %s changed (etag %s); mirrored to %s", p.URL, etag, p.Mirror)
 	return true, nil
 }
