@@ -429,8 +429,23 @@ func userNetworkPortWarning(maxApps int) string {
 	if !ok {
 		return ""
 	}
-	last := min(slot.HostPort(min(maxApps, slot.Max)-1)+slot.PortsPerSlot-1, hi)
+	var fixes []string
+	if first > 0 {
+		fixes = append(fixes, fmt.Sprintf("lower max_apps to %d", first))
+	}
+	// Reserving the overlap is advised only while it leaves outgoing
+	// connections ports of their own: reserving the whole range would stop
+	// every connection the host makes (S3, the fleet poll, layer fetches).
+	from, to := max(slot.HostPort(first), lo), min(slot.HostPort(min(maxApps, slot.Max)-1)+slot.PortsPerSlot-1, hi)
+	if left := (hi - lo + 1) - (to - from + 1); left >= minOutgoingPorts {
+		fixes = append(fixes, fmt.Sprintf("reserve the ports (%d stay for outgoing connections): sysctl net.ipv4.ip_local_reserved_ports=%d-%d", left, from, to))
+	}
+	fixes = append(fixes, "run without --user-network: on taps, nftables publishes the host ports and nothing binds them")
 	return fmt.Sprintf("with --user-network, slots %d and up (max_apps is %d) have host ports in the kernel's range for outgoing connections, %d–%d (net.ipv4.ip_local_port_range); "+
-		"a connection on this host can hold one, and that app's guest then fails to start. Lower max_apps to %d, or reserve the ports: sysctl net.ipv4.ip_local_reserved_ports=%d-%d",
-		first, maxApps, lo, hi, first, max(slot.HostPort(first), lo), last)
+		"a connection on this host can hold one, and that app's guest then fails to start. To avoid it, %s",
+		first, maxApps, lo, hi, strings.Join(fixes, "; or "))
 }
+
+// minOutgoingPorts is the fewest ephemeral ports a reservation the warning
+// advises may leave.
+const minOutgoingPorts = 4096

@@ -191,26 +191,46 @@ func missingSeries(url string, want map[string]string) ([]string, error) {
 	return missing, nil
 }
 
-func TestOnTheUserNetworkAMaxAppsReachingTheEphemeralPortsIsWarnedAboutWithTheFix(t *testing.T) {
-	old := network.ProcSys
-	t.Cleanup(func() { network.ProcSys = old })
-	network.ProcSys = t.TempDir()
-	if err := os.MkdirAll(filepath.Join(network.ProcSys, "net", "ipv4"), 0o755); err != nil {
-		t.Fatal(err)
+func TestOnTheUserNetworkAMaxAppsReachingTheEphemeralPortsIsWarnedAboutWithFixesThatCanBeTaken(t *testing.T) {
+	ephemeral := func(r string) {
+		old := network.ProcSys
+		t.Cleanup(func() { network.ProcSys = old })
+		network.ProcSys = t.TempDir()
+		if err := os.MkdirAll(filepath.Join(network.ProcSys, "net", "ipv4"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(network.ProcSys, "net", "ipv4", "ip_local_port_range"), []byte(r), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(network.ProcSys, "net", "ipv4", "ip_local_port_range"), []byte("32768\t60999\n"), 0o644); err != nil {
-		t.Fatal(err)
+	says := func(w string, want ...string) {
+		t.Helper()
+		for _, s := range want {
+			if !strings.Contains(w, s) {
+				t.Fatalf("the warning lacks %q: %s", s, w)
+			}
+		}
 	}
+	ephemeral("32768\t60999\n")
 	if w := userNetworkPortWarning(1471); w != "" {
 		t.Fatalf("max_apps 1471 keeps every host port under 32768, yet: %s", w)
 	}
-	w := userNetworkPortWarning(4000)
-	for _, want := range []string{"slots 1471 and up (max_apps is 4000)", "32768–60999", "Lower max_apps to 1471", "net.ipv4.ip_local_reserved_ports=32768-52999"} {
-		if !strings.Contains(w, want) {
-			t.Fatalf("the warning lacks %q: %s", want, w)
+	says(userNetworkPortWarning(4000), "slots 1471 and up (max_apps is 4000)", "32768–60999", "lower max_apps to 1471",
+		"reserve the ports (8000 stay for outgoing connections): sysctl net.ipv4.ip_local_reserved_ports=32768-52999", "run without --user-network")
+	// Reserving all or nearly all of the range would leave the host no
+	// ports to connect from: not advised.
+	for _, n := range []int{5000, slot.Max} {
+		w := userNetworkPortWarning(n)
+		says(w, "lower max_apps to 1471", "run without --user-network")
+		if strings.Contains(w, "ip_local_reserved_ports") {
+			t.Fatalf("max_apps %d: the warning advises reserving what outgoing connections need: %s", n, w)
 		}
 	}
-	if w := userNetworkPortWarning(slot.Max); !strings.Contains(w, "ip_local_reserved_ports=32768-60999") {
-		t.Fatalf("with every slot, only the ephemeral range itself is reserved: %s", w)
+	// A range that starts at the first slot: no max_apps avoids it.
+	ephemeral("1024 65535\n")
+	w := userNetworkPortWarning(100)
+	says(w, "slots 0 and up", "reserve the ports (63712 stay for outgoing connections): sysctl net.ipv4.ip_local_reserved_ports=21000-21799", "run without --user-network")
+	if strings.Contains(w, "max_apps to") {
+		t.Fatalf("advice that cannot be taken (max_apps is at least 1): %s", w)
 	}
 }
