@@ -136,6 +136,8 @@ type Daemon struct {
 	digest   string
 	problems map[string]string
 	refusal  string
+	// noDocument: the refusal is that there is no desired.json to read.
+	noDocument bool
 	// apps holds one value per app the daemon knows: see app.
 	apps    map[string]*app
 	deleted map[string]db.DeletedVolume
@@ -391,6 +393,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	// What the host does meanwhile comes before the reasons, which can be
 	// many: the report's message is cut at reported.Truncate's length,
 	// and the log keeps the whole.
+	d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 	if doc.Err != nil {
 		d.refusal = reported.Truncate(fmt.Sprintf("no document to take (%s): %v", d.keeping(), doc.Err))
 		return nil

@@ -290,7 +290,9 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 
 // hostMessage is the report's message: why the document's source cannot
 // be read, then why the last document was refused, either alone when the
-// other is "".
+// other is "". When the source is why there is no document (the object
+// was deleted, so its mirror was), the source's sentence says it, and
+// only what the host does meanwhile is added.
 func (d *Daemon) hostMessage() string {
 	var problem string
 	if d.cfg.SourceProblem != nil {
@@ -301,6 +303,8 @@ func (d *Daemon) hostMessage() string {
 		return d.refusal
 	case d.refusal == "":
 		return reported.Truncate(problem)
+	case d.noDocument:
+		return reported.Truncate(problem + " (" + d.keeping() + ")")
 	}
 	return reported.Truncate(problem + "; " + d.refusal)
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,19 @@ func TestWhatKeepsTheDocumentsSourceFromBeingReadIsReportedUntilItCanBeAgain(t *
 		t.Fatalf("message %q, want the source's problem and then the refusal", r.Message)
 	}
 
+	// The object deleted: the poller removes the mirror, and the source's
+	// sentence says so once, with what the host does meanwhile.
 	problem.Store("")
 	h.write(t, doc())
 	h.waitFor(t, "nothing left to say", func(r *reported.HostReportedState) bool { return r.Message == "" })
+	const gone = "s3://fleet/h1/desired.json does not exist; the host has no document to take until it does"
+	problem.Store(gone)
+	if err := os.Remove(h.desiredPath()); err != nil {
+		t.Fatal(err)
+	}
+	const meanwhile = gone + " (the host keeps converging on the document it accepted before (sha256 "
+	r = h.waitFor(t, "the deletion reported", func(r *reported.HostReportedState) bool { return strings.HasPrefix(r.Message, meanwhile) })
+	if strings.Contains(r.Message, "no document to take (") || strings.Count(r.Message, "does not exist") != 1 {
+		t.Fatalf("message %q, want the source's sentence once and what the host does meanwhile", r.Message)
+	}
 }

@@ -28,6 +28,9 @@ const (
 	DefaultDebounce = 150 * time.Millisecond
 )
 
+// ErrMissing is a Document's Err when the file does not exist.
+var ErrMissing = errors.New("does not exist")
+
 // Document is one reading of the desired-state file.
 type Document struct {
 	// Data is the file's content, cut at one byte past
@@ -136,7 +139,7 @@ func read(path string) Document {
 	b, err := readAtMost(path, desired.MaxDocumentBytes+1)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return Document{Err: fmt.Errorf("%s does not exist", path)}
+			return Document{Err: fmt.Errorf("%s %w", path, ErrMissing)}
 		}
 		return Document{Err: fmt.Errorf("read %s: %w", path, err)}
 	}
