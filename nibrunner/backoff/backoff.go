@@ -100,7 +100,10 @@ func (p Policy) Next(b Budget, failedAt, now time.Time) Decision {
 		return Decision{OutOfRestarts: true}
 	}
 	n := b.Window + 1
-	if p.ResetAfter > 0 && !b.LastStart.IsZero() && now.Sub(b.LastStart) >= p.ResetAfter && failedAt.Sub(b.LastStart) >= p.ResetAfter {
+	// A resetAfter of 0 resets at every failure, so the budget is never
+	// spent: the spec's "resets after resetAfterMs without a start" read
+	// literally, as nibrun-init and the reference daemon read it.
+	if !b.LastStart.IsZero() && now.Sub(b.LastStart) >= p.ResetAfter && failedAt.Sub(b.LastStart) >= p.ResetAfter {
 		n = 1
 	}
 	if n > p.MaxRestarts {

@@ -120,3 +120,17 @@ func TestMillisecondCountsTooLargeForADurationAreTheLongestOneNotANegativeWait(t
 		t.Fatalf("restart 60 of a 1 s ×2 policy capped at 10^13 ms waits %v", d)
 	}
 }
+
+func TestAResetAfterOfZeroResetsTheCountAtEveryFailureAsTheGuestDoes(t *testing.T) {
+	p := Policy{MaxRestarts: 2, Initial: time.Second, Max: time.Second, Factor: 1, ResetAfter: 0}
+	t0 := time.Unix(1000, 0)
+	b := Budget{DeploymentID: "d"}.Started(t0)
+	for i := range 10 {
+		failed := t0.Add(time.Duration(i) * time.Second)
+		d := p.Next(b, failed, failed)
+		if d.OutOfRestarts || d.N != 1 {
+			t.Fatalf("failure %d with resetAfter 0: %+v; the count resets at once, so it never runs out", i+1, d)
+		}
+		b = b.Restarted(d, failed)
+	}
+}
