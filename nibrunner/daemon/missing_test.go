@@ -24,7 +24,7 @@ func TestAnEntryWhoseVolumeTheDocumentAsksForWaitsAndOneNothingWillMakeFails(t *
 		{"deleted and no longer listed", "gone", "c", true, true, []string{"volume gone was deleted from this host", "point this export at a volume the host holds"}},
 		{"never heard of", "ghost-data", "ghost", false, true, []string{"volume ghost-data is not one of this document's volumes and this host has none", "add it to volumes with appId ghost"}},
 	} {
-		got := volumeMissing(doc, "export", c.id, c.app, c.deleted)
+		got := volumeMissing(doc, "export", c.id, c.app, c.deleted, "")
 		if got.failed != c.failed {
 			t.Errorf("%s: failed = %v, want %v (%q)", c.name, got.failed, c.failed, got.message)
 		}
@@ -37,8 +37,14 @@ func TestAnEntryWhoseVolumeTheDocumentAsksForWaitsAndOneNothingWillMakeFails(t *
 			t.Errorf("%s: %d characters, more than a report message holds", c.name, n)
 		}
 	}
+	// A listed volume whose making failed: still waiting (the next pass
+	// tries again), and saying why.
+	if got := volumeMissing(doc, "export", "coming", "a", false, "could not be made (the next pass tries again): disk full"); got.failed ||
+		got.message != "waiting for volume coming to be made (volumes[0]), which failed: could not be made (the next pass tries again): disk full" {
+		t.Errorf("export of a volume that failed to be made: %+v", got)
+	}
 	// A checkpoint names no app.
-	if got := volumeMissing(doc, "checkpoint", "ghost-data", "", false); !got.failed || !strings.Contains(got.message, "add it to volumes, or point this checkpoint at a volume the host holds") {
+	if got := volumeMissing(doc, "checkpoint", "ghost-data", "", false, ""); !got.failed || !strings.Contains(got.message, "add it to volumes, or point this checkpoint at a volume the host holds") {
 		t.Errorf("checkpoint of an unknown volume: %+v", got)
 	}
 }

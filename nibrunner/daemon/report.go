@@ -76,8 +76,7 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
 		d.checkpointReport(&rc, cps)
 		if _, ok := vols[string(c.VolumeId)]; !ok && rc.State == reported.CheckpointPending {
-			_, deleted := d.deleted[string(c.VolumeId)]
-			if w := volumeMissing(d.doc, "checkpoint", string(c.VolumeId), "", deleted); w.failed {
+			if w := d.volumeMissing(r.Volumes, "checkpoint", string(c.VolumeId), ""); w.failed {
 				rc.State, rc.Message = reported.CheckpointFailed, w.message
 			} else {
 				rc.Message = w.message
@@ -92,8 +91,7 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
 		d.exportReport(&re, exps)
 		if _, ok := vols[string(e.VolumeId)]; !ok && re.State == reported.ExportPending {
-			_, deleted := d.deleted[string(e.VolumeId)]
-			if w := volumeMissing(d.doc, "export", string(e.VolumeId), string(e.AppId), deleted); w.failed {
+			if w := d.volumeMissing(r.Volumes, "export", string(e.VolumeId), string(e.AppId)); w.failed {
 				re.State, re.Message = reported.ExportFailed, w.message
 			} else {
 				re.Message = w.message
@@ -118,12 +116,15 @@ type missing struct {
 // the document does, and otherwise nothing in this document will ever
 // make the volume: it is failed, saying what to change. It is judged again
 // with every document, so one that lists the volume makes it pending.
-func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted bool) missing {
+func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted bool, failure string) missing {
 	for i, v := range doc.Volumes {
 		if string(v.VolumeId) != id {
 			continue
 		}
 		if v.DesiredState == desired.Present {
+			if failure != "" {
+				return missing{message: reported.Truncate(fmt.Sprintf("waiting for volume %s to be made (volumes[%d]), which failed: %s", id, i, failure))}
+			}
 			return missing{message: fmt.Sprintf("waiting for volume %s to be made (volumes[%d])", id, i)}
 		}
 		return missing{failed: true, message: fmt.Sprintf("volume %s is asked absent (volumes[%d].desiredState), so there is nothing to %s: ask for it present, or point this %s at a volume the host holds", id, i, what, what)}
@@ -136,6 +137,19 @@ func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted 
 		forApp = " with appId " + app
 	}
 	return missing{failed: true, message: fmt.Sprintf("volume %s is not one of this document's volumes and this host has none by that name, so nothing will make it: add it to volumes%s, or point this %s at a volume the host holds", id, forApp, what)}
+}
+
+// volumeMissing is volumeMissing for this host: whether it deleted the
+// volume, and the failure vols (this report's volumes) gives it.
+func (d *Daemon) volumeMissing(vols []reported.Volume, what, id, app string) missing {
+	_, deleted := d.deleted[id]
+	var failure string
+	for _, v := range vols {
+		if string(v.VolumeId) == id && v.State == reported.VolumeFailed {
+			failure = v.Message
+		}
+	}
+	return volumeMissing(d.doc, what, id, app, deleted, failure)
 }
 
 // instanceReport renders what the planner says of in (InstanceStatus) with
