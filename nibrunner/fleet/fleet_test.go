@@ -202,3 +202,26 @@ func TestAMirrorThatCouldNotBeWrittenIsReportedAndWrittenByTheNextPoll(t *testin
 		t.Fatalf("after the mirror was written the problem is still %q", got)
 	}
 }
+
+func TestAPollCutShortByTheDaemonStoppingSaysAndAsksNothing(t *testing.T) {
+	b, p, logged := pollerOfOne(t, `{"v":1}`)
+	if _, err := p.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(*logged)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.fail = context.Canceled
+	if _, err := p.Poll(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := (*logged)[before:]; len(got) != 0 || p.Problem() != "" {
+		t.Fatalf("a poll cut short logged %q and reports %q", got, p.Problem())
+	}
+	// A store that fails on its own is still said.
+	b.fail = errors.New("503 SlowDown")
+	p.Poll(context.Background())
+	if !strings.Contains(p.Problem(), "503 SlowDown") {
+		t.Fatalf("problem %q", p.Problem())
+	}
+}

@@ -61,9 +61,9 @@ type Poller struct {
 
 // Poll asks once and brings the mirror up to date. It says whether the
 // mirror changed.
-func (p *Poller) Poll(ctx context.Context) (bool, error) {
+func (p *Poller) Poll(parent context.Context) (bool, error) {
 	p.polled = true
-	ctx, cancel := context.WithTimeout(ctx, min(max(p.Interval, 5*time.Second), 30*time.Second))
+	ctx, cancel := context.WithTimeout(parent, min(max(p.Interval, 5*time.Second), 30*time.Second))
 	defer cancel()
 	b, etag, err := p.Source.GetIfChanged(ctx, p.Key, p.etag, desired.MaxDocumentBytes)
 	switch {
@@ -79,6 +79,11 @@ func (p *Poller) Poll(ctx context.Context) (bool, error) {
 			return false, rerr
 		}
 		return false, nil
+	case err != nil && parent.Err() != nil:
+		// Cut short by the daemon stopping: nothing was learnt of the
+		// object, so nothing is said or asked. (The poll's own deadline
+		// is an unreachable store, and said.)
+		return false, err
 	case err != nil:
 		// Refused, unreachable or too large: the last good document stays.
 		if big := p.tooLarge(ctx); big != nil {
