@@ -76,7 +76,7 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
 		d.checkpointReport(&rc, cps)
 		if _, ok := vols[string(c.VolumeId)]; !ok && rc.State == reported.CheckpointPending {
-			if w := d.volumeMissing(r.Volumes, "checkpoint", string(c.VolumeId), ""); w.failed {
+			if w := d.judgeMissingVolume(r.Volumes, "checkpoint", string(c.VolumeId), ""); w.failed {
 				rc.State, rc.Message = reported.CheckpointFailed, w.message
 			} else {
 				rc.Message = w.message
@@ -91,7 +91,7 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 		re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
 		d.exportReport(&re, exps)
 		if _, ok := vols[string(e.VolumeId)]; !ok && re.State == reported.ExportPending {
-			if w := d.volumeMissing(r.Volumes, "export", string(e.VolumeId), string(e.AppId)); w.failed {
+			if w := d.judgeMissingVolume(r.Volumes, "export", string(e.VolumeId), string(e.AppId)); w.failed {
 				re.State, re.Message = reported.ExportFailed, w.message
 			} else {
 				re.Message = w.message
@@ -139,9 +139,10 @@ func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted 
 	return missing{failed: true, message: fmt.Sprintf("volume %s is not one of this document's volumes and this host has none by that name, so nothing will make it: add it to volumes%s, or point this %s at a volume the host holds", id, forApp, what)}
 }
 
-// volumeMissing is volumeMissing for this host: whether it deleted the
-// volume, and the failure vols (this report's volumes) gives it.
-func (d *Daemon) volumeMissing(vols []reported.Volume, what, id, app string) missing {
+// judgeMissingVolume is volumeMissing with what this host knows: whether
+// it deleted the volume, and the failure vols (this report's volumes)
+// gives it.
+func (d *Daemon) judgeMissingVolume(vols []reported.Volume, what, id, app string) missing {
 	_, deleted := d.deleted[id]
 	var failure string
 	for _, v := range vols {
