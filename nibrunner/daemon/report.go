@@ -113,7 +113,8 @@ type missing struct {
 // this host does not have (deleted: it had it and deleted it), for app
 // (empty for a checkpoint, which names none). The host makes a volume only
 // when the document lists it present, so the entry waits (pending) while
-// the document does, and otherwise nothing in this document will ever
+// the document does (saying why its making failed, when failure is the
+// volume's message), and otherwise nothing in this document will ever
 // make the volume: it is failed, saying what to change. It is judged again
 // with every document, so one that lists the volume makes it pending.
 func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted bool, failure string) missing {
