@@ -241,14 +241,7 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 		{"metrics.port", int64(443), "metrics.port 443 is also proxy.http.port"},
 	}
 	for _, tc := range cases {
-		tree := treeOf(t, readFull(t))
-		parts := strings.Split(tc.key, ".")
-		m := tree
-		for _, p := range parts[:len(parts)-1] {
-			m = m[p].(map[string]any)
-		}
-		m[parts[len(parts)-1]] = tc.val
-		wantReason(t, render(t, tree), tc.want)
+		wantReason(t, render(t, withValue(t, tc.key, tc.val)), tc.want)
 	}
 }
 
@@ -267,17 +260,7 @@ func TestAnOptionalSettingWrittenAsZeroOrEmptyIsRefusedNotTakenAsItsDefault(t *t
 		{"checkpoints.max_concurrent", int64(0), "checkpoints.max_concurrent is 0; leave the key out"},
 	}
 	for _, tc := range cases {
-		tree := treeOf(t, readFull(t))
-		parts := strings.Split(tc.key, ".")
-		m := tree
-		for _, p := range parts[:len(parts)-1] {
-			if m[p] == nil {
-				m[p] = map[string]any{}
-			}
-			m = m[p].(map[string]any)
-		}
-		m[parts[len(parts)-1]] = tc.val
-		wantReason(t, render(t, tree), tc.want)
+		wantReason(t, render(t, withValue(t, tc.key, tc.val)), tc.want)
 	}
 }
 
@@ -394,4 +377,21 @@ desired_state_poll_ms = 2000`))
 	} {
 		wantReason(t, withPaths(t, lines), want)
 	}
+}
+
+// withValue is the full example configuration with the dotted key set to
+// val, its sections made when the example has none.
+func withValue(t *testing.T, key string, val any) map[string]any {
+	t.Helper()
+	tree := treeOf(t, readFull(t))
+	parts := strings.Split(key, ".")
+	m := tree
+	for _, p := range parts[:len(parts)-1] {
+		if m[p] == nil {
+			m[p] = map[string]any{}
+		}
+		m = m[p].(map[string]any)
+	}
+	m[parts[len(parts)-1]] = val
+	return tree
 }
