@@ -24,7 +24,7 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"alpnib.dev/internal/flock"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -109,22 +109,14 @@ func openLock(dir string) (*os.File, error) {
 // another run holds.
 const lockPoll, lockPollMax = time.Millisecond, 50 * time.Millisecond
 
-// tryLock takes how (unix.LOCK_SH or unix.LOCK_EX) on f without waiting;
+// tryLock takes how (flock.Shared or flock.Exclusive) on f without waiting;
 // held is false when another run holds a lock that excludes it.
 func tryLock(f *os.File, how int) (held bool, err error) {
-	for {
-		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
+	held, err = flock.Try(f, how)
+	if err != nil {
+		return false, fmt.Errorf("registry copy: lock %s: %w", f.Name(), err)
 	}
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return false, nil
-	}
-	return false, fmt.Errorf("registry copy: lock %s: %w", f.Name(), err)
+	return held, nil
 }
 
 // lock takes how on f, trying again until wait has passed or ctx is done.
@@ -178,7 +170,7 @@ func openShared(ctx context.Context, dir string, l layout) (*Copy, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := lock(ctx, f, unix.LOCK_SH, l.wait, "opening it",
+		if err := lock(ctx, f, flock.Shared, l.wait, "opening it",
 			"another run holds it to create or discard the copy: let that run finish and run again"); err != nil {
 			f.Close()
 			return nil, err
@@ -213,7 +205,7 @@ func create(ctx context.Context, dir string, l layout) error {
 		return err
 	}
 	defer f.Close() // closing the file releases the lock
-	if err := lock(ctx, f, unix.LOCK_EX, l.wait, "creating it",
+	if err := lock(ctx, f, flock.Exclusive, l.wait, "creating it",
 		"other runs still have a copy at this path open (one that was removed under them): let them finish and run again"); err != nil {
 		return err
 	}
@@ -396,7 +388,7 @@ func discardAndOpen(ctx context.Context, dir string, l layout, log io.Writer) (c
 			if err != nil {
 				return true, err
 			}
-			held, err := tryLock(f, unix.LOCK_EX)
+			held, err := tryLock(f, flock.Exclusive)
 			if err != nil || !held {
 				f.Close()
 				if err == nil && !said {

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
+	"alpnib.dev/internal/flock"
 	"alpnib.dev/nibrunner/perm"
 )
 
@@ -34,7 +33,12 @@ func lockStateDir(stateDir string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the daemon's lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	held, err := flock.Try(f, flock.Exclusive)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !held {
 		holder := ""
 		if b, rerr := os.ReadFile(path); rerr == nil {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
@@ -42,10 +46,7 @@ func lockStateDir(stateDir string) (func(), error) {
 			}
 		}
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w%s: it holds %s; stop it first (systemctl stop nibrunnerd), or give this one a configuration with another paths.state_dir", errHeld, holder, path)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("%w%s: it holds %s; stop it first (systemctl stop nibrunnerd), or give this one a configuration with another paths.state_dir", errHeld, holder, path)
 	}
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

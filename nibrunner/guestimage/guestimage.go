@@ -17,16 +17,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/internal/flock"
 	"alpnib.dev/nibrunner/guest"
 )
 
@@ -100,7 +98,7 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 		return Image{}, err
 	}
 	defer lock.Close()
-	if err := flock(ctx, lock); err != nil {
+	if err := waitForLock(ctx, lock); err != nil {
 		return Image{}, err
 	}
 
@@ -231,15 +229,15 @@ func removeOlder(dir, version string) {
 	}
 }
 
-// flock takes an exclusive lock on f, giving up when ctx ends.
-func flock(ctx context.Context, f *os.File) error {
+// waitForLock takes an exclusive lock on f, giving up when ctx ends.
+func waitForLock(ctx context.Context, f *os.File) error {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
+		held, err := flock.Try(f, flock.Exclusive)
+		if err != nil {
 			return fmt.Errorf("lock guest image folder: %w", err)
+		}
+		if held {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -18,9 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 
+	"alpnib.dev/internal/flock"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/slot"
 )
@@ -86,7 +86,7 @@ func hold(dir string, n int) (*os.File, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if held, err := flock.Try(f, flock.Exclusive); !held || err != nil {
 		f.Close()
 		return nil, false
 	}
