@@ -201,7 +201,10 @@ func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
 	defer logf.Close()
 	// Not CommandContext: the guest must outlive the call (and the daemon).
 	cmd := exec.Command(v.opts.Command[0], v.opts.Command[1:]...)
-	env := append(os.Environ(),
+	// Only the guest's own environment: the daemon's (its AWS keys, its
+	// tokens) is never a tenant's, as nothing of the host's reaches a
+	// microVM. The NIBRUN_FAKE_ variables are the fake's own wiring.
+	env := append([]string(nil),
 		"NIBRUN_FAKE_GUEST=1",
 		"NIBRUN_FAKE_APP="+spec.AppID,
 		"NIBRUN_FAKE_DEPLOYMENT="+spec.DeploymentID,

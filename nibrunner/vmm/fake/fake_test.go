@@ -2,10 +2,12 @@ package fake
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -205,5 +207,36 @@ func TestAGuestFromAnEarlierBootIsNotListed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, "old.pid")); !os.IsNotExist(err) {
 		t.Fatal("the stale pidfile was kept")
+	}
+}
+
+func TestAGuestGetsOnlyItsOwnEnvironmentNotTheDaemons(t *testing.T) {
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "the-daemons-secret")
+	v := newVMM(t, t.TempDir())
+	st, err := v.Start(context.Background(), spec("a", map[string]string{"TENANT_VAR": "mine"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(string(raw), "\x00") {
+		if k, val, ok := strings.Cut(kv, "="); ok {
+			env[k] = val
+		}
+	}
+	if _, ok := env["AWS_SECRET_ACCESS_KEY"]; ok {
+		t.Errorf("the guest inherited the daemon's AWS_SECRET_ACCESS_KEY")
+	}
+	if _, ok := env["PATH"]; ok {
+		t.Errorf("the guest inherited the daemon's PATH")
+	}
+	if env["TENANT_VAR"] != "mine" {
+		t.Errorf("the guest lacks its own TENANT_VAR: %v", env)
+	}
+	if code := get(t, st.Endpoint); code != 200 {
+		t.Fatalf("a guest with only its own environment answered %d", code)
 	}
 }
