@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,7 +96,8 @@ func create(path string) error {
 	return nil
 }
 
-// stale reports whether holder names a process of this host that is gone.
+// stale reports whether holder names a process of this host that is gone
+// or a zombie.
 func stale(holder string) bool {
 	var pid int
 	var host, since string
@@ -105,7 +107,27 @@ func stale(holder string) bool {
 	if me, _ := os.Hostname(); host != me {
 		return false
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	// A zombie (or a process being torn down) answers kill(0) but holds
+	// nothing: it is an alp that exited and whose parent has not reaped
+	// it yet, which is a dead holder.
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && exited(stat)
+}
+
+// exited reports whether a /proc/PID/stat line is of a process that has
+// exited: state Z (zombie) or X (dead). The state is the first field after
+// the command name, which is in parentheses and may hold any byte, so it is
+// read after the last ')'.
+func exited(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(stat[i+1:])
+	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
 }
 
 // Release gives the claim up. Releasing twice, or a lock whose folder is

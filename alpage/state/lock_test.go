@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestASecondClaimOnTheStateIsRefusedNamingTheHolder(t *testing.T) {
@@ -182,4 +184,56 @@ func TestCheckoutsWhoseStateJSONLinksToOneFileShareItsLock(t *testing.T) {
 	if _, ok := s.Proposals["from-a"]; !ok {
 		t.Fatalf("the shared file lost checkout a's record: %v", s.Proposals)
 	}
+}
+
+func TestExitedReadsTheStateAfterTheCommandName(t *testing.T) {
+	for _, c := range []struct {
+		stat string
+		want bool
+	}{
+		{"1234 (alp) Z 1 1234 1234 0 -1", true},
+		{"1234 (alp) X 1 1234 1234 0 -1", true},
+		{"1234 (alp) S 1 1234 1234 0 -1", false},
+		{"1234 (alp) R 1 1234 1234 0 -1", false},
+		{"1234 (a) Z (b) S 1 1234", false}, // a command name holding ") Z ("
+		{"1234 (a) S (b) Z 1 1234", true},
+		{"garbage", false},
+		{"1234 (alp)", false},
+	} {
+		if got := exited([]byte(c.stat)); got != c.want {
+			t.Errorf("exited(%q) = %v, want %v", c.stat, got, c.want)
+		}
+	}
+}
+
+func TestALockHeldByAZombieIsTakenOver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatalf("start a child: %v", err)
+	}
+	pid := child.Process.Pid
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for it to exit without reaping it: it stays a zombie of this
+	// process until child.Wait below.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatalf("waitid: %v", err)
+	}
+	defer child.Wait()
+	if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(stat), ") Z ") {
+		t.Fatalf("the child is not a zombie: %q", stat)
+	}
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("pid %d on %s since 2026-11-29T12:00:00Z\n", pid, host)
+	if err := os.WriteFile(LockPath(path), []byte(holder), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Acquire(path)
+	if err != nil {
+		t.Fatalf("a zombie holder's lock was not taken over: %v", err)
+	}
+	l.Release()
 }
