@@ -350,6 +350,10 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 	for _, s := range f.Subnets {
 		typ, _ := nns.SubnetTypeNamed(orDefault(s.Type, "application"))
 		sub := registry.Subnet{ID: ref(s.ID), ReplicaVersion: s.Version, SevEnabled: s.SevEnabled, IsHalted: s.IsHalted}
+		if l := s.ResourceLimits; l != nil {
+			sub.ResourceLimits = &nns.ResourceLimitsRecord{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta,
+				MaximumQueryInstructions: l.MaximumQueryInstructions, MaximumQueryWalltimeSeconds: l.MaximumQueryWalltimeSeconds}
+		}
 		sub.Type = map[string]int32{"application": nns.SubnetTypeApplication, "verified_application": nns.SubnetTypeVerifiedApplication,
 			"system": nns.SubnetTypeSystem, "cloud_engine": nns.SubnetTypeCloudEngine}[typ.Name()]
 		switch s.CostSchedule {

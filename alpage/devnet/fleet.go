@@ -97,6 +97,17 @@ type FleetSubnet struct {
 	Admins       []string `json:"admins,omitempty"`
 	Members      []string `json:"members"`
 	IsHalted     bool     `json:"is_halted,omitempty"`
+	// ResourceLimits is the record's resource_limits; omitted: none.
+	ResourceLimits *FleetResourceLimits `json:"resource_limits,omitempty"`
+}
+
+// FleetResourceLimits is a subnet record's resource_limits; an omitted
+// part is unset.
+type FleetResourceLimits struct {
+	MaximumStateSize            *uint64 `json:"maximum_state_size,omitempty"`
+	MaximumStateDelta           *uint64 `json:"maximum_state_delta,omitempty"`
+	MaximumQueryInstructions    *uint64 `json:"maximum_query_instructions,omitempty"`
+	MaximumQueryWalltimeSeconds *uint64 `json:"maximum_query_walltime_seconds,omitempty"`
 }
 
 // FleetNode is a registered node and what it runs. It has no address: the

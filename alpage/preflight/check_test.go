@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -202,6 +203,30 @@ func TestUpdateSubnetRules(t *testing.T) {
 		p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &u}
 		tc.want.assert(t, tc.name, Evaluate(p, live(), Options{}))
 	}
+	// The stored record carries query limits and fields alp does not
+	// model: the limits are inherited (noted), a field inside a declared
+	// resource_limits or features would be reset (refused), one elsewhere
+	// is untouched, and an admin dropped is flagged.
+	instr := uint64(20_000_000_000)
+	stored := live()
+	stored.SubnetPB = decodeFuture(t)
+	stored.SubnetPB.ResourceLimits.MaximumQueryInstructions = &instr
+	limits := config.UpdateSubnet{SubnetID: subnet, ResourceLimits: &config.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}}
+	expect{VerdictRefused, map[Severity][]string{
+		Note:    {"resource_limits.maximum_query_instructions is inherited: the payload sends its live value (20000000000)", "resource_limits.maximum_query_walltime_seconds is inherited: the payload sends its live value (40)"},
+		Refused: {"the live resource_limits carries field 5, which alp does not model and cannot send", "would reset it"},
+	}}.assert(t, "an unmodelled part of resource_limits is refused",
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &limits}, stored, Options{}))
+	halt := config.UpdateSubnet{SubnetID: subnet, IsHalted: ptr(true)}
+	expect{VerdictReady, map[Severity][]string{OK: {"is_halted: false → true"}}}.assert(t, "unmodelled fields of blocks not sent are untouched",
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &halt}, stored, Options{}))
+	withAdmin := live()
+	withAdmin.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
+	withAdmin.Subnet.SubnetAdmins = []principal.Principal{principal.MustDecode(n1)}
+	drop := config.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
+	expect{VerdictFlagged, map[Severity][]string{Flagged: {"subnet_admins drops 1 existing admin(s) (" + n1 + ")"}}}.assert(t, "dropping an admin is flagged",
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &drop}, withAdmin, Options{}))
+
 	rented := live()
 	rented.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
 	u := config.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
@@ -404,4 +429,20 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 			t.Errorf("the sev_enabled refusal at %q, want the field's place", c.At)
 		}
 	}
+}
+
+// decodeFuture is ic/nns/testdata/future's full.txt as protoc encodes it: a
+// subnet record with query limits (walltime 40) and made-up fields in the
+// record (40), its features (12) and its resource_limits (5).
+func decodeFuture(t *testing.T) *nns.SubnetRecordPB {
+	t.Helper()
+	b, err := hex.DecodeString("4a28653364313031623232616533666130326163613733376639666239366363366334636138336163337801ba010418016001920213088080808080201000188090dfc04a20282807c2020178")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec nns.SubnetRecordPB
+	if err := rec.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	return &rec
 }

@@ -56,16 +56,22 @@ const parallel = 8
 
 // Run fetches what p needs, evaluates it and fills in the payload hash.
 func (f *Fetcher) Run(ctx context.Context, p *config.Proposal, opts Options) (Report, error) {
-	built, err := proposal.Build(p)
-	if err != nil {
+	if _, err := proposal.Build(p); err != nil {
 		return Report{}, err
 	}
 	live, err := f.Fetch(ctx, p)
 	if err != nil {
 		return Report{}, fmt.Errorf("preflight %s: %w", p.Name, err)
 	}
+	// The payload planned is the one built against the records read, at
+	// the version the report pins.
+	built, err := proposal.BuildLive(p, proposal.Live{Subnet: live.SubnetPB})
+	if err != nil {
+		return Report{}, err
+	}
 	r := Evaluate(p, live, opts)
 	r.PayloadSHA256 = built.PayloadSHA256
+	r.Parts = built.Parts()
 	return r, nil
 }
 
@@ -107,7 +113,10 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 		}
 		live.Version = f.version(ctx, p.DeployGuestOS.ReplicaVersionID)
 	case config.KindUpdateSubnet:
-		live.Subnet, err = f.subnet(ctx, p.UpdateSubnet.SubnetID)
+		if live.Subnet, err = f.subnet(ctx, p.UpdateSubnet.SubnetID); err != nil || live.Subnet == nil {
+			return live, err
+		}
+		live.SubnetPB, err = SubnetRecord(ctx, f.Registry, p.UpdateSubnet.SubnetID, 0)
 	case config.KindRemoveNodes:
 		ids := make([]string, len(p.RemoveNodes.Nodes))
 		for i, n := range p.RemoveNodes.Nodes {
@@ -158,6 +167,20 @@ func (f *Fetcher) subnet(ctx context.Context, id string) (*nns.SubnetRecord, err
 		return nil, nil
 	}
 	return nil, err
+}
+
+// SubnetRecord reads a subnet's stored record at version (0: the
+// latest, or the version reg is pinned to); nil when there is none.
+func SubnetRecord(ctx context.Context, reg Registry, id string, version uint64) (*nns.SubnetRecordPB, error) {
+	raw, _, found, err := reg.GetValue(ctx, nns.SubnetRecordKey(id), version)
+	if err != nil || !found {
+		return nil, err
+	}
+	var rec nns.SubnetRecordPB
+	if err := rec.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", nns.SubnetRecordKey(id), err)
+	}
+	return &rec, nil
 }
 
 // nodes reads, for each id, whether node_record_<id> exists, whether it

@@ -11,7 +11,10 @@ package preflight
 import (
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
+	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/internal/term"
 )
 
@@ -83,6 +86,10 @@ type Report struct {
 	// read at (what a plan file pins).
 	RegistryVersion uint64  `json:"registry_version"`
 	Checks          []Check `json:"checks"`
+	// Parts is update_subnet's field-by-field table: what the payload
+	// sends of each field the registry replaces whole, and what the live
+	// record carries beyond it.
+	Parts []proposal.Part `json:"payload_fields,omitempty"`
 }
 
 // Blocking reports whether the verdict needs a person (flagged) or stops
@@ -140,5 +147,28 @@ func (r Report) Render(w io.Writer, paint term.Painter) {
 			line += " [" + c.Source + "]"
 		}
 		fmt.Fprintf(w, "  %s %s\n", paint.Paint(Color(string(c.Severity)), word), line)
+	}
+	renderParts(w, r.Parts)
+}
+
+// renderParts writes the field-by-field table, columns aligned.
+func renderParts(w io.Writer, parts []proposal.Part) {
+	if len(parts) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  payload, field by field (features and resource_limits are replaced whole):")
+	rows := [][4]string{{"field", "live", "sends", ""}}
+	for _, p := range parts {
+		rows = append(rows, [4]string{p.Field, p.Live, p.Sends, string(p.How)})
+	}
+	var width [3]int
+	for _, r := range rows {
+		for i := range width {
+			width[i] = max(width[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	for _, r := range rows {
+		line := fmt.Sprintf("    %-*s  %-*s  %-*s  %s", width[0], r[0], width[1], r[1], width[2], r[2], r[3])
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 }

@@ -10,6 +10,10 @@ type Snapshot struct {
 	// Subnet is the record of the subnet the proposal targets (membership,
 	// deploy_guestos, update_subnet); nil when the registry has none.
 	Subnet *nns.SubnetRecord
+	// SubnetPB is the same record as the registry stores it (update_subnet
+	// reads it: the payload inherits from it, and it shows the fields alp
+	// does not model); nil when not read or absent.
+	SubnetPB *nns.SubnetRecordPB
 	// Nodes holds what is known of each node the proposal names.
 	Nodes map[string]NodeFacts
 	// Version describes deploy_guestos's target version.

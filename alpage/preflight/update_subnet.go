@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/ic/nns"
 )
 
 // updateSubnet diffs every declared setting against the live record: a
@@ -52,13 +53,7 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 			return
 		}
 		diff(field, setText(l), setText(*d))
-		var dropped []string
-		for _, k := range l {
-			if !slices.Contains(*d, k) {
-				dropped = append(dropped, k)
-			}
-		}
-		if len(dropped) > 0 {
+		if dropped := missingFrom(*d, l); len(dropped) > 0 {
 			checks = append(checks, Check{Severity: Flagged, Field: field, Message: fmt.Sprintf("%s drops %d existing key(s) (%s); the declared list replaces the live one, so name every key that keeps access", field, len(dropped), strings.Join(dropped, ", "))})
 		}
 		if len(*d) > maxSSHKeys {
@@ -79,6 +74,9 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 			liveAdmins = append(liveAdmins, a.String())
 		}
 		diff("subnet_admins", setText(liveAdmins), setText(*u.SubnetAdmins))
+		if dropped := missingFrom(*u.SubnetAdmins, liveAdmins); len(dropped) > 0 {
+			checks = append(checks, Check{Severity: Flagged, Field: "subnet_admins", Message: fmt.Sprintf("subnet_admins drops %d existing admin(s) (%s); the declared list replaces the live one, so name every admin that stays", len(dropped), strings.Join(dropped, ", "))})
+		}
 		free := rec.CanisterCyclesCostSchedule.Free != nil
 		kind := rec.SubnetType.Name()
 		if len(*u.SubnetAdmins) > 0 && !(free && (kind == "application" || kind == "cloud_engine")) {
@@ -108,7 +106,9 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 		}
 		optNum("resource_limits.maximum_state_size", &r.MaximumStateSize, size)
 		optNum("resource_limits.maximum_state_delta", &r.MaximumStateDelta, delta)
+		checks = append(checks, inheritedLimits(live)...)
 	}
+	checks = append(checks, resets(u, live)...)
 	num("unit_delay_millis", u.UnitDelayMillis, rec.UnitDelayMillis)
 	num("initial_notary_delay_millis", u.InitialNotaryDelayMillis, rec.InitialNotaryDelayMillis)
 	num("dkg_interval_length", u.DKGIntervalLength, rec.DkgIntervalLength)
@@ -122,6 +122,66 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 		checks = append(checks, Check{Severity: Note, Message: "every declared setting already has its live value, so the whole proposal changes nothing"})
 	}
 	return checks, changes == 0
+}
+
+// missingFrom lists the entries of live that declared leaves out.
+func missingFrom(declared, live []string) []string {
+	var out []string
+	for _, k := range live {
+		if !slices.Contains(declared, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// inheritedLimits notes each query limit the payload carries with its live
+// value: the declaration cannot name them, and the registry replaces
+// resource_limits whole, so they are inherited (ic-admin's
+// ResourceLimits::inherit_from).
+func inheritedLimits(live *Snapshot) []Check {
+	var q, w *uint64
+	switch {
+	case live.SubnetPB != nil && live.SubnetPB.ResourceLimits != nil:
+		q, w = live.SubnetPB.ResourceLimits.MaximumQueryInstructions, live.SubnetPB.ResourceLimits.MaximumQueryWalltimeSeconds
+	case live.SubnetPB == nil && live.Subnet.ResourceLimits != nil:
+		q, w = live.Subnet.ResourceLimits.MaximumQueryInstructions, live.Subnet.ResourceLimits.MaximumQueryWalltimeSeconds
+	}
+	var out []Check
+	for _, l := range []struct {
+		field string
+		v     *uint64
+	}{{"resource_limits.maximum_query_instructions", q}, {"resource_limits.maximum_query_walltime_seconds", w}} {
+		v := optUint(l.v)
+		out = append(out, Check{Severity: Note, Field: l.field, Live: v, Declared: v,
+			Message: fmt.Sprintf("%s is inherited: the payload sends its live value (%s), since the registry replaces resource_limits whole", l.field, v)})
+	}
+	return out
+}
+
+// resets refuses a declared features or resource_limits block when the
+// live one carries a field alp cannot send: the registry replaces the
+// block whole, so adopting the proposal would reset that field.
+func resets(u *config.UpdateSubnet, live *Snapshot) []Check {
+	if live.SubnetPB == nil {
+		return nil
+	}
+	extra := live.SubnetPB.Unmodelled()
+	var out []Check
+	for _, b := range []struct {
+		block    string
+		declared bool
+		fields   []nns.Field
+	}{{"features", u.Features != nil, extra.Features}, {"resource_limits", u.ResourceLimits != nil, extra.ResourceLimits}} {
+		if !b.declared {
+			continue
+		}
+		for _, f := range b.fields {
+			out = append(out, Check{Severity: Refused, Field: b.block, Live: "set",
+				Message: fmt.Sprintf("the live %s carries %s, which alp does not model and cannot send; the registry replaces %s whole, so this proposal would reset it; leave %s out of the proposal, or use a release of alp that knows the field", b.block, f, b.block, b.block)})
+		}
+	}
+	return out
 }
 
 // maxSSHKeys is the registry's bound on each SSH access list

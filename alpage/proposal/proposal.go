@@ -49,8 +49,23 @@ type kindBody interface {
 	render(w io.Writer)
 }
 
-// Build turns a loaded proposal into its payload and action.
-func Build(p *config.Proposal) (*Proposal, error) {
+// Live is what a payload inherits from the live registry. update_subnet
+// replaces features and resource_limits whole, so the parts of them its
+// declaration cannot name (the query limits) are sent as the target
+// subnet's record has them, as ic-admin's ResourceLimits::inherit_from
+// does; without the record they would be reset.
+type Live struct {
+	// Subnet is the target subnet's record at the version the plan or
+	// apply reads; nil when it was not read (an offline build).
+	Subnet *nns.SubnetRecordPB
+}
+
+// Build turns a loaded proposal into its payload and action, offline: an
+// update_subnet payload inherits nothing (see BuildLive).
+func Build(p *config.Proposal) (*Proposal, error) { return BuildLive(p, Live{}) }
+
+// BuildLive is Build with the payload built against live.
+func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
 	var (
 		body kindBody
 		fn   nns.NnsFunction
@@ -64,7 +79,7 @@ func Build(p *config.Proposal) (*Proposal, error) {
 		body, err = newDeployGuestOS(p.DeployGuestOS)
 		fn = nns.FunctionDeployGuestosToAllSubnetNodes
 	case config.KindUpdateSubnet:
-		body, err = newUpdateSubnet(p.UpdateSubnet)
+		body, err = newUpdateSubnet(p.UpdateSubnet, live.Subnet)
 		fn = nns.FunctionUpdateConfigOfSubnet
 	case config.KindRemoveNodes:
 		body, err = newRemoveNodes(p.RemoveNodes)
@@ -98,6 +113,16 @@ func Build(p *config.Proposal) (*Proposal, error) {
 		out.Action = &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &action}
 	}
 	return out, nil
+}
+
+// Parts lists, for update_subnet, what the payload sends of each field
+// the registry replaces whole and what the live record carries beyond
+// the payload; nil for other kinds.
+func (p *Proposal) Parts() []Part {
+	if u, ok := p.body.(*updateSubnet); ok {
+		return u.parts()
+	}
+	return nil
 }
 
 // MakeProposal is the manage_neuron command that submits p from neuron.

@@ -11,19 +11,23 @@ import (
 )
 
 // updateSubnet is update_subnet: every declared setting, every other one
-// null (left untouched on-chain). subnet_type is never sent.
+// null (left untouched on-chain). subnet_type is never sent. The registry
+// replaces features and resource_limits whole, so a part of them the
+// declaration cannot name is sent with its live value (inherited).
 type updateSubnet struct {
 	decl   *config.UpdateSubnet
 	subnet principal.Principal
 	admins *[]principal.Principal
+	// live is the target's record; nil when not read.
+	live *nns.SubnetRecordPB
 }
 
-func newUpdateSubnet(u *config.UpdateSubnet) (*updateSubnet, error) {
+func newUpdateSubnet(u *config.UpdateSubnet, live *nns.SubnetRecordPB) (*updateSubnet, error) {
 	subnet, err := onePrincipal("subnet_id", u.SubnetID)
 	if err != nil {
 		return nil, err
 	}
-	out := &updateSubnet{decl: u, subnet: subnet}
+	out := &updateSubnet{decl: u, subnet: subnet, live: live}
 	if u.SubnetAdmins != nil {
 		admins, err := principals("subnet_admins", *u.SubnetAdmins)
 		if err != nil {
@@ -60,6 +64,11 @@ func (u *updateSubnet) payload() any {
 	if r := d.ResourceLimits; r != nil {
 		size, delta := r.MaximumStateSize, r.MaximumStateDelta
 		p.ResourceLimits = &nns.ResourceLimits{MaximumStateSize: &size, MaximumStateDelta: &delta}
+		if u.live != nil && u.live.ResourceLimits != nil {
+			l := u.live.ResourceLimits
+			p.ResourceLimits.MaximumQueryInstructions = l.MaximumQueryInstructions
+			p.ResourceLimits.MaximumQueryWalltimeSeconds = l.MaximumQueryWalltimeSeconds
+		}
 	}
 	return p
 }
@@ -112,5 +121,13 @@ func (u *updateSubnet) render(w io.Writer) {
 	fmt.Fprintf(w, "  subnet:   %s\n", u.subnet)
 	for _, s := range u.settings() {
 		fmt.Fprintf(w, "  set:      %s = %s\n", s.name, s.value)
+	}
+	if u.live == nil {
+		return
+	}
+	for _, p := range u.parts() {
+		if p.How == Inherits {
+			fmt.Fprintf(w, "  inherit:  %s = %s (live value; the field is replaced whole)\n", p.Field, p.Sends)
+		}
 	}
 }

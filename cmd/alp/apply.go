@@ -203,6 +203,10 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	}
 	reg := nns.RegistryClient{Caller: ag}
 	gov := nns.GovernanceClient{Caller: ag}
+	if p, err = buildAgainstLive(ctx, reg, decl, plan); err != nil {
+		return err
+	}
+	report.PayloadSHA256 = p.PayloadSHA256
 	explorer := o.live.explorer()
 	steps := submit.Steps{
 		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}, reg: reg},
@@ -246,6 +250,26 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		report.Reason = res.Message
 	}
 	return writeJSON(stdout, report)
+}
+
+// buildAgainstLive builds the payload against the live records it
+// inherits from (update_subnet's target subnet), read at the plan's
+// registry version when there is a plan, else at the latest.
+func buildAgainstLive(ctx context.Context, reg nns.RegistryClient, decl *config.Proposal, plan *planfile.Entry) (*proposal.Proposal, error) {
+	if decl.Kind != config.KindUpdateSubnet {
+		return proposal.Build(decl)
+	}
+	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
+	defer cancel()
+	var version uint64
+	if plan != nil {
+		version = plan.RegistryVersion
+	}
+	rec, err := preflight.SubnetRecord(ctx, reg, decl.UpdateSubnet.SubnetID, version)
+	if err != nil {
+		return nil, fmt.Errorf("read subnet %s, which the payload inherits from: %w", decl.UpdateSubnet.SubnetID, err)
+	}
+	return proposal.BuildLive(decl, proposal.Live{Subnet: rec})
 }
 
 // applyTarget reads the arguments: a declared proposal name, or a plan

@@ -35,6 +35,13 @@ func startApplyDevnet(t *testing.T) *devnet.Devnet {
 // startApplyDevnetWith keeps proposals open for votingPeriod.
 func startApplyDevnetWith(t *testing.T, votingPeriod time.Duration) *devnet.Devnet {
 	t.Helper()
+	return startApplyDevnetEdited(t, votingPeriod, func(*devnet.Fleet) {})
+}
+
+// startApplyDevnetEdited starts testdata/apply/fleet.json once edit has
+// changed it.
+func startApplyDevnetEdited(t *testing.T, votingPeriod time.Duration, edit func(*devnet.Fleet)) *devnet.Devnet {
+	t.Helper()
 	data, err := os.ReadFile("testdata/apply/fleet.json")
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +50,7 @@ func startApplyDevnetWith(t *testing.T, votingPeriod time.Duration) *devnet.Devn
 	if err != nil {
 		t.Fatal(err)
 	}
+	edit(fleet)
 	d, err := devnet.Start(context.Background(), devnet.Options{Fleet: fleet, Dir: t.TempDir(), VotingPeriod: votingPeriod})
 	if err != nil {
 		t.Fatal(err)

@@ -148,6 +148,12 @@ func TestTheMainnetCertifiedDeltaVerifiesAndCarriesItsSubnetRecord(t *testing.T)
 			t.Error(p)
 		}
 	}
+	// What the view does not name of the mainnet record (decoded by
+	// google.golang.org/protobuf from bytes protoc's peers wrote): the
+	// record: nothing, so an update_subnet on this subnet resets nothing.
+	if um := rec.Unmodelled(); len(um.Record)+len(um.Features)+len(um.ResourceLimits) != 0 {
+		t.Errorf("the mainnet record carries fields the view does not name: %+v", um)
+	}
 	// And nothing of it is lost when it is written again.
 	var again, orig registrypb.SubnetRecord
 	if proto.Unmarshal(rec.Marshal(), &again) != nil || proto.Unmarshal(got.Deltas[0].Mutations[0].GetValue(), &orig) != nil || !proto.Equal(&again, &orig) {

@@ -57,8 +57,10 @@ type SubnetFeaturesRecord struct {
 
 // ResourceLimitsRecord is the ResourceLimits protobuf.
 type ResourceLimitsRecord struct {
-	MaximumStateSize  *uint64 // 1
-	MaximumStateDelta *uint64 // 2
+	MaximumStateSize            *uint64 // 1
+	MaximumStateDelta           *uint64 // 2
+	MaximumQueryInstructions    *uint64 // 3
+	MaximumQueryWalltimeSeconds *uint64 // 4
 }
 
 // SubnetRecordPB is the registry's SubnetRecord protobuf.

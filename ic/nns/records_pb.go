@@ -110,6 +110,7 @@ func (r *SubnetRecordPB) Marshal() []byte {
 		if l := r.ResourceLimits; l != nil {
 			m.ResourceLimits = orNew(m.ResourceLimits)
 			m.ResourceLimits.MaximumStateSize, m.ResourceLimits.MaximumStateDelta = l.MaximumStateSize, l.MaximumStateDelta
+			m.ResourceLimits.MaximumQueryInstructions, m.ResourceLimits.MaximumQueryWalltimeSeconds = l.MaximumQueryInstructions, l.MaximumQueryWalltimeSeconds
 		} else {
 			m.ResourceLimits = nil
 		}
@@ -151,7 +152,8 @@ func (r *SubnetRecordPB) Unmarshal(b []byte) error {
 		r.SubnetAdmins = append(r.SubnetAdmins, a.GetRaw())
 	}
 	if l := m.ResourceLimits; l != nil {
-		r.ResourceLimits = &ResourceLimitsRecord{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta}
+		r.ResourceLimits = &ResourceLimitsRecord{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta,
+			MaximumQueryInstructions: l.MaximumQueryInstructions, MaximumQueryWalltimeSeconds: l.MaximumQueryWalltimeSeconds}
 	}
 	m.Membership, m.MaxIngressBytesPerMessage, m.UnitDelayMillis, m.InitialNotaryDelayMillis = nil, 0, 0, 0
 	m.ReplicaVersionId, m.DkgIntervalLength, m.StartAsNns, m.SubnetType = "", 0, false, 0

@@ -107,7 +107,7 @@ func TestUnknownFieldsOfNestedMessagesSurviveReEncoding(t *testing.T) {
 	size := uint64(1 << 30)
 	subnet := &registrypb.SubnetRecord{ReplicaVersionId: "v", Features: &registrypb.SubnetFeatures{HttpRequests: true}, ResourceLimits: &registrypb.ResourceLimits{MaximumStateSize: &size}}
 	unknown(subnet.Features, 10)
-	unknown(subnet.ResourceLimits, 3) // a ResourceLimits field newer than ours
+	unknown(subnet.ResourceLimits, 5) // a ResourceLimits field newer than ours
 	node := &registrypb.NodeRecord{Http: &registrypb.ConnectionEndpoint{IpAddr: "::1", Port: 8080}}
 	unknown(node.Http, 4) // ConnectionEndpoint.protocol of older records
 	dc := &registrypb.DataCenterRecord{Id: "zh1", Gps: &registrypb.Gps{Latitude: 47}}

@@ -123,8 +123,10 @@ func SubnetTypeOfRecord(code int32) (SubnetType, bool) {
 
 // ResourceLimits is the subnet's resource-consumption limits.
 type ResourceLimits struct {
-	MaximumStateSize  *uint64 `candid:"maximum_state_size"`
-	MaximumStateDelta *uint64 `candid:"maximum_state_delta"`
+	MaximumStateSize            *uint64 `candid:"maximum_state_size"`
+	MaximumStateDelta           *uint64 `candid:"maximum_state_delta"`
+	MaximumQueryInstructions    *uint64 `candid:"maximum_query_instructions"`
+	MaximumQueryWalltimeSeconds *uint64 `candid:"maximum_query_walltime_seconds"`
 }
 
 // UpdateSubnetPayload is update_subnet's argument (NNS function 7). Every

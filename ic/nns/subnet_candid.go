@@ -46,7 +46,8 @@ func (rec *SubnetRecordPB) Candid() SubnetRecord {
 		}
 	}
 	if l := rec.ResourceLimits; l != nil {
-		out.ResourceLimits = &ResourceLimits{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta}
+		out.ResourceLimits = &ResourceLimits{MaximumStateSize: l.MaximumStateSize, MaximumStateDelta: l.MaximumStateDelta,
+			MaximumQueryInstructions: l.MaximumQueryInstructions, MaximumQueryWalltimeSeconds: l.MaximumQueryWalltimeSeconds}
 	}
 	return out
 }

@@ -139,11 +139,13 @@ func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
 			if cur == nil {
 				cur = &nns.SubnetFeaturesRecord{}
 			}
-			rec.Features = &nns.SubnetFeaturesRecord{
+			// Whole, as merge_subnet_record does: what the live features
+			// carried beyond the payload's fields is gone.
+			rec.ReplaceFeatures(&nns.SubnetFeaturesRecord{
 				CanisterSandboxing: p.Features.CanisterSandboxing,
 				HTTPRequests:       p.Features.HTTPRequests,
 				SevEnabled:         cur.SevEnabled,
-			}
+			})
 		}
 		setU64(&rec.UnitDelayMillis, p.UnitDelayMillis)
 		setU64(&rec.InitialNotaryDelayMillis, p.InitialNotaryDelayMillis)
@@ -170,10 +172,13 @@ func (r *Registry) UpdateSubnet(p nns.UpdateSubnetPayload) error {
 			}
 		}
 		if p.ResourceLimits != nil {
-			rec.ResourceLimits = &nns.ResourceLimitsRecord{
-				MaximumStateSize:  p.ResourceLimits.MaximumStateSize,
-				MaximumStateDelta: p.ResourceLimits.MaximumStateDelta,
-			}
+			// Whole: a part the payload leaves null is reset, as on mainnet.
+			rec.ReplaceResourceLimits(&nns.ResourceLimitsRecord{
+				MaximumStateSize:            p.ResourceLimits.MaximumStateSize,
+				MaximumStateDelta:           p.ResourceLimits.MaximumStateDelta,
+				MaximumQueryInstructions:    p.ResourceLimits.MaximumQueryInstructions,
+				MaximumQueryWalltimeSeconds: p.ResourceLimits.MaximumQueryWalltimeSeconds,
+			})
 		}
 		return []Mutation{{Key: nns.SubnetRecordKey(p.SubnetID.String()), Value: rec.Marshal()}}, nil
 	})
