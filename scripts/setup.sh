@@ -24,10 +24,22 @@ declare -A need=(
   [jq]=jq
   [curl]=curl
   [protoc]=protobuf-compiler
+  [gcc]=gcc
+  [losetup]=mount
+)
+# file -> Debian package that provides it, for what is not a command: the C
+# library headers cgo (go test -race) compiles against, and the well-known
+# .proto files protoc imports
+declare -A need_file=(
+  [/usr/include/stdio.h]=libc6-dev
+  [/usr/include/google/protobuf/empty.proto]=libprotobuf-dev
 )
 missing=()
 for cmd in "${!need[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || missing+=("${need[$cmd]}")
+done
+for file in "${!need_file[@]}"; do
+  [ -e "$file" ] || missing+=("${need_file[$file]}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
