@@ -50,6 +50,7 @@ demo: build
 	@$(GUARD) scripts/demo.sh $(BIN)
 
 bench:
+	@scripts/setup.sh --for-bench
 	$(GUARD) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
