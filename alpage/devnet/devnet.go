@@ -67,10 +67,11 @@ type Devnet struct {
 	// NodeStatusURLs maps a reachable node's id to its status base URL.
 	NodeStatusURLs map[string]string
 
-	servers []*http.Server
-	closers []func() error // endpoints of unreachable nodes
-	wg      sync.WaitGroup
-	stop    context.CancelFunc
+	servers  []*http.Server
+	throttle *throttle
+	closers  []func() error // endpoints of unreachable nodes
+	wg       sync.WaitGroup
+	stop     context.CancelFunc
 }
 
 // EnvVar is one setting printed as `export NAME=value`.
@@ -226,7 +227,8 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		return nil, fmt.Errorf("devnet: listen: %w", err)
 	}
 	d.ICURL = "http://" + ln.Addr().String()
-	d.serve(ln, WithLatency(opts.Latency, h))
+	d.throttle = &throttle{h: h}
+	d.serve(ln, WithLatency(opts.Latency, d.throttle))
 	if opts.VotingPeriod > 0 {
 		d.wg.Add(1)
 		go func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -52,7 +53,14 @@ func (g *globals) newAgent(cfg *config.Config, id identity.Identity, progress io
 	if err := checkFetchRootKeyEnv(); err != nil {
 		return nil, host, err
 	}
-	a, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host), SkipQuerySignatures: g.noVerifyQueries})
+	// Each 429 or 503 the agent rides out is said on progress, numbered.
+	var mu sync.Mutex
+	onRetry := func(r agent.Retry) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(progress, term.For(progress).Paint(term.Yellow, "retry: ")+r.String())
+	}
+	a, err := agent.New(agent.Config{URL: host, Identity: id, FetchRootKey: resolveFetchRootKey(cfg, host), SkipQuerySignatures: g.noVerifyQueries, OnRetry: onRetry})
 	if err != nil {
 		return nil, host, fmt.Errorf("the host from %s: %w", from, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"alpnib.dev/ic/certificate"
@@ -59,6 +60,15 @@ type Config struct {
 	// fresh), as mainnet signs every query answer; only a replica that does
 	// not sign its answers needs this set.
 	SkipQuerySignatures bool
+	// MaxRetries bounds how often one request is sent again after a 429 or
+	// 503 (see Retry); 4 when zero, none when negative. RetryBase is the
+	// first wait, doubling after each retry (250 ms when zero); no wait is
+	// longer than MaxRetryWait (10 s when zero), and an answer whose
+	// Retry-After asks for longer is returned as it is.
+	MaxRetries              int
+	RetryBase, MaxRetryWait time.Duration
+	// OnRetry, when set, hears of each retry before its wait.
+	OnRetry func(Retry)
 }
 
 // Agent is a client of one IC endpoint. It is safe for concurrent use.
@@ -66,6 +76,8 @@ type Agent struct {
 	cfg  Config
 	base *url.URL
 	id   identity.Identity
+
+	retries atomic.Int64
 
 	mu       sync.Mutex
 	verifier *certificate.Verifier
@@ -112,6 +124,18 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxPollInterval == 0 {
 		cfg.MaxPollInterval = 2 * time.Second
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = defaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = defaultRetryBase
+	}
+	if cfg.MaxRetryWait == 0 {
+		cfg.MaxRetryWait = defaultMaxRetryWait
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
@@ -218,6 +242,8 @@ func (a *Agent) sign(req Request) ([]byte, RequestID, error) {
 type response struct {
 	status int
 	body   []byte
+	// retryAfter is the Retry-After header, "" when none.
+	retryAfter string
 }
 
 // do sends one HTTP request under the per-exchange timeout.
@@ -248,7 +274,7 @@ func (a *Agent) do(ctx context.Context, method, path string, body []byte) (*resp
 	if int64(len(data)) > a.cfg.MaxResponseBytes {
 		return nil, fmt.Errorf("%s %s: response larger than %d bytes", method, path, a.cfg.MaxResponseBytes)
 	}
-	return &response{status: resp.StatusCode, body: data}, nil
+	return &response{status: resp.StatusCode, body: data, retryAfter: resp.Header.Get("Retry-After")}, nil
 }
 
 // httpError turns a non-2xx response into an *HTTPError, keeping at most a

@@ -16,7 +16,7 @@ import (
 // Status fetches GET /api/v2/status.
 func (a *Agent) Status(ctx context.Context) (*Status, error) {
 	const path = "/api/v2/status"
-	r, err := a.do(ctx, http.MethodGet, path, nil)
+	r, err := a.retrying(ctx, path, func() (*response, error) { return a.do(ctx, http.MethodGet, path, nil) })
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -42,6 +43,11 @@ type fakeReplica struct {
 	hits map[string]int // endpoint ("v3 query") -> requests
 	// failReads answers that many read_state requests with 503 first.
 	failReads int
+	// throttle answers that many requests of an endpoint ("v3 query")
+	// with throttleStatus (429 when zero) and Retry-After: retryAfter.
+	throttle       map[string]int
+	throttleStatus int
+	retryAfter     string
 	// nodes sign query answers unless signQueries is cleared; queryMode spoils
 	// them: "tamper" (reply changed after signing), "stranger" (signed by a
 	// node the subnet does not list), "forged" (a listed node's name, another
@@ -88,6 +94,7 @@ func newFakeReplica(t *testing.T) *fakeReplica {
 		requests:    map[RequestID]*callState{},
 		signQueries: true,
 		off:         map[string]bool{},
+		throttle:    map[string]int{},
 		hits:        map[string]int{},
 	}
 	ranges := []certificate.CanisterRange{{From: principal.CanisterID(0), To: principal.CanisterID(99)}}
@@ -131,7 +138,18 @@ func newFakeReplica(t *testing.T) *fakeReplica {
 			f.mu.Lock()
 			f.hits[name]++
 			off := f.off[name] || (f.noV3 && e.verb == "call" && e.version != "v2")
+			throttled := f.throttle[name] > 0
+			if throttled {
+				f.throttle[name]--
+			}
 			f.mu.Unlock()
+			if throttled {
+				if f.retryAfter != "" {
+					w.Header().Set("Retry-After", f.retryAfter)
+				}
+				http.Error(w, "rate limited", cmp.Or(f.throttleStatus, http.StatusTooManyRequests))
+				return
+			}
 			if off {
 				http.NotFound(w, r)
 				return

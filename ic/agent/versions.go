@@ -69,7 +69,7 @@ func (a *Agent) post(ctx context.Context, kind endpointKind, target, verb string
 		i := a.versions[kind].Load()
 		v := versions[i]
 		path := "/api/" + v.name + "/" + target + "/" + verb
-		r, err := a.do(ctx, http.MethodPost, path, body)
+		r, err := a.retrying(ctx, path, func() (*response, error) { return a.do(ctx, http.MethodPost, path, body) })
 		if err != nil {
 			return nil, v, path, err
 		}
