@@ -50,6 +50,9 @@ type Options struct {
 	// second subnet hosts none; what is sent to a canister id in its range
 	// is answered (refused as an unknown canister) under the delegation.
 	Subnets int
+	// DropCalls is how many update calls the IC interface executes and
+	// then answers by closing the connection, before it answers normally.
+	DropCalls int
 }
 
 // Devnet is a running devnet. Close stops it.
@@ -69,6 +72,7 @@ type Devnet struct {
 
 	servers  []*http.Server
 	throttle *throttle
+	drop     *dropAfterCall
 	closers  []func() error // endpoints of unreachable nodes
 	wg       sync.WaitGroup
 	stop     context.CancelFunc
@@ -227,6 +231,10 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		return nil, fmt.Errorf("devnet: listen: %w", err)
 	}
 	d.ICURL = "http://" + ln.Addr().String()
+	if opts.DropCalls > 0 {
+		d.drop = &dropAfterCall{next: h, left: opts.DropCalls}
+		h = d.drop
+	}
 	d.throttle = &throttle{h: h}
 	d.serve(ln, WithLatency(opts.Latency, d.throttle))
 	if opts.VotingPeriod > 0 {

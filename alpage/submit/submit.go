@@ -86,7 +86,23 @@ type Steps struct {
 	RegistryVersion func(ctx context.Context) (uint64, error)
 	// Now stamps submitted_at; time.Now when nil.
 	Now func() time.Time
+	// Find, when set, makes submits safe to retry: before anything else
+	// apply looks governance up for the proposal (a previous apply may
+	// have made it and lost the answer), and after a submit whose outcome
+	// is unknown it looks again instead of failing blind. Found, the
+	// proposal is recorded and never submitted a second time.
+	Find Finder
+	// Lookups are the waits before each look-up after an unknown outcome
+	// (governance may still be making the proposal); DefaultLookups when
+	// nil.
+	Lookups []time.Duration
+	// Wait waits d or until ctx ends; a context-aware timer when nil.
+	Wait func(ctx context.Context, d time.Duration) error
 }
+
+// DefaultLookups are the waits before each look-up after a submit whose
+// outcome is unknown.
+var DefaultLookups = []time.Duration{0, 2 * time.Second, 5 * time.Second, 10 * time.Second}
 
 // Request is one apply.
 type Request struct {
@@ -115,6 +131,9 @@ const (
 	DryRunOnly
 	// Submitted: the proposal was made and recorded.
 	Submitted
+	// Recorded: governance already had the proposal (an earlier apply
+	// made it and lost the answer); it was recorded, nothing was sent.
+	Recorded
 )
 
 // String is the outcome as `alp apply --output json` reports it.
@@ -126,6 +145,8 @@ func (o Outcome) String() string {
 		return "dry-run-only"
 	case Submitted:
 		return "submitted"
+	case Recorded:
+		return "recorded"
 	}
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
@@ -199,6 +220,21 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 		return &Result{Outcome: NothingToDo, ProposalID: st.Proposals[p.Name].ProposalID, Message: why}, nil
 	}
 
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	since := now().Add(-LookupWindow)
+	if s.Find != nil {
+		id, found, err := s.Find.FindSubmitted(ctx, p, req.Neuron, since, recordedIDs(st))
+		if err != nil {
+			return nil, fmt.Errorf("%w; nothing was submitted", err)
+		}
+		if found {
+			return recordFound(s, req, id, now(), progress)
+		}
+	}
+
 	if req.Plan != nil {
 		if err := checkPlan(ctx, s, req); err != nil {
 			return nil, err
@@ -252,21 +288,106 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	}
 
 	id, err := s.Submit.Submit(ctx, p, req.Neuron)
+	found := false
 	if err != nil {
-		return nil, fmt.Errorf("submit %q: %w", p.Name, err)
+		if s.Find == nil || !OutcomeUnknown(err) {
+			return nil, fmt.Errorf("submit %q: %w", p.Name, err)
+		}
+		fmt.Fprintf(progress, "submit: the outcome is unknown (%v); looking governance up for the proposal before anything else\n", err)
+		if id, found, err = s.lookAgain(ctx, req, since, err); err != nil {
+			return nil, err
+		}
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	entry := &state.Proposal{
-		Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, SubmittedBy: req.Principal.String(),
-		Neuron: req.Neuron, Host: req.Host, SubmittedAt: state.TimeOf(now()),
-	}
+	entry := newEntry(req, id, now())
 	if err := record(s.Store, p.Name, entry); err != nil {
 		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}
 	}
-	return &Result{Outcome: Submitted, ProposalID: id, Message: fmt.Sprintf("submitted proposal %q as proposal %d; recorded in state.json", p.Name, id), Access: access}, nil
+	msg := fmt.Sprintf("submitted proposal %q as proposal %d; recorded in state.json", p.Name, id)
+	if found {
+		msg = fmt.Sprintf("submitted proposal %q as proposal %d (the answer was lost; governance has it, by neuron %d with the same payload); recorded in state.json", p.Name, id, req.Neuron)
+	}
+	return &Result{Outcome: Submitted, ProposalID: id, Message: msg, Access: access}, nil
+}
+
+func newEntry(req Request, id uint64, at time.Time) *state.Proposal {
+	p := req.Proposal
+	return &state.Proposal{
+		Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, SubmittedBy: req.Principal.String(),
+		Neuron: req.Neuron, Host: req.Host, SubmittedAt: state.TimeOf(at),
+	}
+}
+
+// lookAgain looks governance up after a submit whose outcome is unknown,
+// at each of s.Lookups, until it finds the proposal. Not found, it is an
+// *UnknownOutcomeError: it never submits again by itself.
+func (s Steps) lookAgain(ctx context.Context, req Request, since time.Time, cause error) (uint64, bool, error) {
+	p := req.Proposal
+	wait := s.Wait
+	if wait == nil {
+		wait = sleep
+	}
+	lookups := s.Lookups
+	if lookups == nil {
+		lookups = DefaultLookups
+	}
+	for _, d := range lookups {
+		if err := wait(ctx, d); err != nil {
+			break
+		}
+		st, err := s.Store.Load()
+		if err != nil {
+			return 0, false, fmt.Errorf("submit %q: the outcome is unknown (%v), and %w", p.Name, cause, err)
+		}
+		id, found, err := s.Find.FindSubmitted(ctx, p, req.Neuron, since, recordedIDs(st))
+		if err != nil {
+			return 0, false, fmt.Errorf("submit %q: the outcome is unknown (%v), and %w; run alp apply again: it looks governance up first", p.Name, cause, err)
+		}
+		if found {
+			return id, true, nil
+		}
+	}
+	return 0, false, &UnknownOutcomeError{Name: p.Name, Neuron: req.Neuron, SHA256: p.PayloadSHA256, Since: since, Err: cause}
+}
+
+// recordFound records proposal id, which governance already had, as req's
+// proposal (with --yes), submitting nothing.
+func recordFound(s Steps, req Request, id uint64, at time.Time, progress io.Writer) (*Result, error) {
+	p := req.Proposal
+	fmt.Fprintf(progress, "governance: proposal %d, made by neuron %d within %s, carries this payload (sha256 %s); it is not submitted again\n",
+		id, req.Neuron, LookupWindow, p.PayloadSHA256)
+	if !req.Yes {
+		return &Result{Outcome: DryRunOnly, ProposalID: id, Message: fmt.Sprintf("governance already has proposal %q as proposal %d; run again with --yes to record it (nothing will be submitted)", p.Name, id)}, nil
+	}
+	entry := newEntry(req, id, at)
+	if err := record(s.Store, p.Name, entry); err != nil {
+		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}
+	}
+	return &Result{Outcome: Recorded, ProposalID: id, Message: fmt.Sprintf("proposal %q was already submitted as proposal %d; recorded in state.json, nothing was submitted again", p.Name, id)}, nil
+}
+
+// recordedIDs are the proposal ids state.json records under any name.
+func recordedIDs(st *state.State) map[uint64]bool {
+	ids := map[uint64]bool{}
+	for _, e := range st.Proposals {
+		if e != nil {
+			ids[e.ProposalID] = true
+		}
+	}
+	return ids
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // record re-reads state.json (another apply may have recorded something

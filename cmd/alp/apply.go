@@ -71,12 +71,19 @@ func newApplyCmd(g *globals) *cobra.Command {
 Without --yes it stops there ("dry run only"). With --yes it asks you to type
 submit, then makes the proposal and records it in state.json.
 
+Submits are safe to retry. Before anything else apply looks governance up for a
+proposal by the neuron with the same payload, made in the last 24 hours and not
+recorded in state.json; found, it is recorded (outcome recorded) and nothing is
+sent. A submit whose outcome is unknown (a timeout, a connection lost after the
+call was sent, a 5xx) is looked up again the same way; found, it is recorded,
+and not found, apply says so and submits nothing a second time.
+
 Given a plan file written by alp plan -out, apply refuses when the payload or the
 registry version moved since the plan.
 
 With --output json the summary joins the progress on stderr and stdout gets one
-JSON object: name, kind, payload_sha256, outcome (submitted, dry-run-only,
-nothing-to-do, stopped, submitted-not-recorded), proposal_id, reason, principal,
+JSON object: name, kind, payload_sha256, outcome (submitted, recorded,
+dry-run-only, nothing-to-do, stopped, submitted-not-recorded), proposal_id, reason, principal,
 neuron, neuron_access (controller or hotkey), host.
 
 Exit status: 0 done (or dry run only, or nothing to do), 1 error, 2 a check stopped
@@ -117,7 +124,7 @@ type applyJSON struct {
 	Name          string `json:"name"`
 	Kind          string `json:"kind"`
 	PayloadSHA256 string `json:"payload_sha256"`
-	// Outcome is submitted, dry-run-only, nothing-to-do, stopped (exit 2)
+	// Outcome is submitted, recorded, dry-run-only, nothing-to-do, stopped (exit 2)
 	// or submitted-not-recorded (exit 3).
 	Outcome    string `json:"outcome"`
 	ProposalID uint64 `json:"proposal_id,omitempty"`
@@ -215,6 +222,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:    applySubmit{gov},
 		Store:     fileStore{g.statePath},
+		Find:      submit.GovernanceFinder{Gov: gov},
 		RegistryVersion: func(ctx context.Context) (uint64, error) {
 			ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
 			defer cancel()

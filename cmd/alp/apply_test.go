@@ -42,6 +42,13 @@ func startApplyDevnetWith(t *testing.T, votingPeriod time.Duration) *devnet.Devn
 // changed it.
 func startApplyDevnetEdited(t *testing.T, votingPeriod time.Duration, edit func(*devnet.Fleet)) *devnet.Devnet {
 	t.Helper()
+	return startApplyDevnetOptions(t, devnet.Options{VotingPeriod: votingPeriod}, edit)
+}
+
+// startApplyDevnetOptions starts it with opts (Fleet and Dir filled in),
+// once edit has changed the fleet.
+func startApplyDevnetOptions(t *testing.T, opts devnet.Options, edit func(*devnet.Fleet)) *devnet.Devnet {
+	t.Helper()
 	data, err := os.ReadFile("testdata/apply/fleet.json")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +58,8 @@ func startApplyDevnetEdited(t *testing.T, votingPeriod time.Duration, edit func(
 		t.Fatal(err)
 	}
 	edit(fleet)
-	d, err := devnet.Start(context.Background(), devnet.Options{Fleet: fleet, Dir: t.TempDir(), VotingPeriod: votingPeriod})
+	opts.Fleet, opts.Dir = fleet, t.TempDir()
+	d, err := devnet.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
