@@ -328,6 +328,9 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 		if n.ChipID != "" {
 			node.ChipID, _ = hex.DecodeString(n.ChipID)
 		}
+		if t, ok := nns.RewardTypeNamed(n.RewardType); ok {
+			node.RewardType = &t
+		}
 		if _, err := d.Registry.AddNode(node); err != nil {
 			return nil, fmt.Errorf("devnet: seed: %w", err)
 		}

@@ -204,3 +204,27 @@ func TestTheLatencyKnobDelaysEveryEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestAFleetKeepsType4NodesAndCloudEnginesTogether(t *testing.T) {
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := f.Subnets[0].Members[0]
+	for i := range f.Nodes {
+		if f.Nodes[i].ID == member {
+			f.Nodes[i].RewardType = "type4.2"
+		}
+	}
+	f.Nodes[len(f.Nodes)-1].RewardType = "type9"
+	data, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ParseFleet(data)
+	for _, want := range []string{"is not a cloud engine, but its member " + member + ` has node_reward_type "type4.2"`, `node_reward_type "type9" is not one of`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

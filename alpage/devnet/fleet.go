@@ -128,6 +128,11 @@ type FleetNode struct {
 	ChipID          string `json:"chip_id,omitempty"`
 	ChipProduct     string `json:"chip_product,omitempty"`
 	ChipRateLimited bool   `json:"chip_rate_limited,omitempty"`
+	// RewardType is the node record's node_reward_type ("type1.1",
+	// "type4"); omitted: absent. A type4 node (and its variants) may be a
+	// member of a cloud engine only, and a cloud engine's members must all
+	// be type4.
+	RewardType string `json:"node_reward_type,omitempty"`
 	// Reachable (default true) gives the node a status endpoint; an
 	// unreachable node's endpoint fails the way Unreachable says (refuse
 	// when empty), so readers fall back to the dashboard.
@@ -226,6 +231,7 @@ func (f *Fleet) check() error {
 		versions[v.ID] = true
 	}
 	u = unique("node")
+	rewardType := map[string]string{}
 	for _, n := range f.Nodes {
 		u(n.ID)
 		isPrincipal("node", n.ID)
@@ -246,7 +252,11 @@ func (f *Fleet) check() error {
 		if n.ChipProduct != "" && !contains(KDSProducts, strings.SplitN(n.ChipProduct, "-", 2)[0]) {
 			bad("node %s: chip_product %q is not a Milan, Genoa or Turin product", n.ID, n.ChipProduct)
 		}
+		if _, ok := nns.RewardTypeNamed(n.RewardType); n.RewardType != "" && !ok {
+			bad("node %s: node_reward_type %q is not one of type0, type1, type1.1, type2, type3, type3.1, type4, type4.1 … type4.5", n.ID, n.RewardType)
+		}
 		nodes[n.ID] = true
+		rewardType[n.ID] = n.RewardType
 	}
 	u = unique("subnet")
 	member := map[string]string{}
@@ -271,6 +281,14 @@ func (f *Fleet) check() error {
 			}
 			if other, ok := member[m]; ok {
 				bad("node %s is a member of subnets %s and %s", m, other, s.ID)
+			}
+			t, _ := nns.RewardTypeNamed(rewardType[m])
+			engineNode := nns.IsCloudEngineNode(&t)
+			switch engine := orDefault(s.Type, "application") == "cloud_engine"; {
+			case engine && !engineNode:
+				bad("subnet %s is a cloud engine, but its member %s has node_reward_type %q; the registry's invariants allow only type4 nodes in a cloud engine", s.ID, m, rewardType[m])
+			case !engine && engineNode:
+				bad("subnet %s is not a cloud engine, but its member %s has node_reward_type %q; the registry's invariants allow type4 nodes only in a cloud engine", s.ID, m, rewardType[m])
 			}
 			member[m] = s.ID
 		}

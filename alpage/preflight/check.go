@@ -172,7 +172,7 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 	if live.Subnet == nil {
 		checks := missingSubnet(m.SubnetID)
 		for _, n := range m.Add {
-			for _, c := range nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, false) {
+			for _, c := range nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, false, nns.IsCloudEngineNode(live.Nodes[n.ID].RewardType)) {
 				if c.Severity != OK {
 					checks = append(checks, c)
 				}
@@ -188,18 +188,18 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 	for _, n := range m.Add {
 		switch {
 		case slices.Contains(in, n.ID) && count(after, n.ID) > 1:
-			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; the registry would list it twice and refuse the proposal (Repeated nodes in subnet); drop it from add", n.ID, m.SubnetID)})
+			checks = append(checks, Check{Severity: Refused, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; the registry would list it twice and refuse the proposal (Repeated nodes in subnet); drop it from add", n.ID, m.SubnetID)})
 			continue
 		case slices.Contains(in, n.ID):
 			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; adding it changes nothing", n.ID, m.SubnetID)})
 			continue
 		}
-		checks = append(checks, nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, sev)...)
+		checks = append(checks, nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, sev, live.Subnet.SubnetType.Name() == "cloud_engine")...)
 		changes++
 	}
 	for _, n := range m.Remove {
 		if !slices.Contains(in, n.ID) {
-			checks = append(checks, Check{Severity: Flagged, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; the registry refuses the whole proposal (Nodes that should be removed do not belong to the provided subnet); drop it from remove", n.ID, m.SubnetID)})
+			checks = append(checks, Check{Severity: Refused, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; the registry refuses the whole proposal (Nodes that should be removed do not belong to the provided subnet); drop it from remove", n.ID, m.SubnetID)})
 			continue
 		}
 		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of subnet %s; it leaves it", n.ID, m.SubnetID)})
@@ -214,20 +214,29 @@ func membership(m *config.Membership, live *Snapshot) ([]Check, bool) {
 // nodeJoins checks node id, not a member of subnet yet, joining it; sev
 // says the subnet is SEV-enabled. A node the registry holds no record of
 // (or could not be read) is only that; one it holds is told every reason
-// it cannot join: a member elsewhere, and without a chip for a SEV subnet.
-func nodeJoins(id string, f NodeFacts, subnet string, sev bool) []Check {
+// it cannot join: a member elsewhere, without a chip for a SEV subnet, and
+// a type4 node outside a cloud engine or another node in one (engine says
+// the subnet is a cloud engine).
+func nodeJoins(id string, f NodeFacts, subnet string, sev, engine bool) []Check {
 	switch {
 	case f.Err != "":
 		return []Check{{Severity: Warning, Subject: id, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", id, f.Err)}}
 	case !f.Registered:
-		return []Check{{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", id)}}
+		return []Check{{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", id)}}
 	}
 	var checks []Check
 	if f.MemberOf != "" {
-		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node %s is a member of another subnet, %s; remove it there first", id, f.MemberOf)})
+		checks = append(checks, Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s is a member of another subnet, %s; the registry refuses a node in two subnets, so remove it there first", id, f.MemberOf)})
 	}
 	if sev && !f.HasChip {
-		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node %s has no chip id and subnet %s is SEV-enabled; the registry's invariants refuse a SEV subnet member without one", id, subnet)})
+		checks = append(checks, Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s has no chip id and subnet %s is SEV-enabled; the registry's invariants refuse a SEV subnet member without one", id, subnet)})
+	}
+	if engineNode := nns.IsCloudEngineNode(f.RewardType); engineNode != engine {
+		what := "is not a cloud engine, and the registry's invariants allow type4 nodes only in a cloud engine"
+		if engine {
+			what = "is a cloud engine, and the registry's invariants allow only type4 nodes in one"
+		}
+		checks = append(checks, Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s has node_reward_type %s; subnet %s %s", id, orNone(nns.RewardTypeName(f.RewardType)), subnet, what)})
 	}
 	if len(checks) == 0 {
 		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node %s is registered and in no subnet; it joins subnet %s", id, subnet)})
@@ -378,4 +387,11 @@ func removeNodeProvider(r *config.RemoveNodeProvider, live *Snapshot) ([]Check, 
 		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node provider %s has no operators left", id)})
 	}
 	return checks, false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

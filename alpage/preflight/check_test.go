@@ -75,11 +75,20 @@ func dump(r Report) string {
 }
 
 func TestMembershipRules(t *testing.T) {
+	type4 := int32(7)
 	live := func() *Snapshot {
 		return &Snapshot{Subnet: subnetWith("v1", n1, n2), Nodes: map[string]NodeFacts{
 			n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {},
-			id("unread"): {Err: "timeout"},
+			id("unread"): {Err: "timeout"}, id("engine-node"): {Registered: true, RewardType: &type4},
 		}}
+	}
+	type11 := int32(6)
+	engineLive := func() *Snapshot {
+		s := live()
+		s.Subnet.SubnetType, _ = nns.SubnetTypeNamed("cloud_engine")
+		s.Nodes[n3] = NodeFacts{Registered: true, RewardType: &type11}
+		s.Nodes[id("engine-node")] = NodeFacts{Registered: true, RewardType: &type4}
+		return s
 	}
 	sevLive := func(chip bool) *Snapshot {
 		s := live()
@@ -98,22 +107,28 @@ func TestMembershipRules(t *testing.T) {
 			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet", "node " + n1 + " is a member of subnet " + subnet + "; it leaves"}}}},
 		{"re-adding the first member is a warned no-op: the registry collapses it", []string{n1}, nil, live(),
 			expect{VerdictNoOp, map[Severity][]string{Warning: {"already a member"}, Note: {"changes nothing"}}}},
-		{"re-adding a later member is flagged: the registry would list it twice", []string{n2}, nil, live(),
-			expect{VerdictFlagged, map[Severity][]string{Flagged: {"would list it twice", "Repeated nodes in subnet"}}}},
-		{"removing a non-member is flagged: the registry refuses the whole proposal", nil, []string{n3}, live(),
-			expect{VerdictFlagged, map[Severity][]string{Flagged: {"is not a member", "do not belong to the provided subnet"}}}},
+		{"re-adding a later member is refused: the registry would list it twice", []string{n2}, nil, live(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"would list it twice", "Repeated nodes in subnet"}}}},
+		{"removing a non-member is refused: the registry refuses the whole proposal", nil, []string{n3}, live(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"is not a member", "do not belong to the provided subnet"}}}},
 		{"one real change beside a collapsed member keeps the proposal ready", []string{n3}, nil, live(),
 			expect{VerdictReady, map[Severity][]string{OK: {n3}}}},
 		{"the first member re-added right after the new nodes collapses into itself", []string{n3, n1}, nil, live(),
 			expect{VerdictReady, map[Severity][]string{Warning: {"already a member"}, OK: {n3}}}},
-		{"the first member re-added before a new node is flagged: it no longer meets itself", []string{n1, n3}, nil, live(),
-			expect{VerdictFlagged, map[Severity][]string{Flagged: {"would list it twice"}, OK: {n3}}}},
-		{"a member of another subnet is flagged", []string{n4}, nil, live(),
-			expect{VerdictFlagged, map[Severity][]string{Flagged: {"member of another subnet, " + other}}}},
-		{"an unregistered node is flagged", []string{id("gone")}, nil, live(),
-			expect{VerdictFlagged, map[Severity][]string{Flagged: {"is not registered"}}}},
-		{"a node without a chip joining a SEV subnet is flagged", []string{n3}, nil, sevLive(false),
-			expect{VerdictFlagged, map[Severity][]string{Flagged: {"has no chip id and subnet " + subnet + " is SEV-enabled"}}}},
+		{"the first member re-added before a new node is refused: it no longer meets itself", []string{n1, n3}, nil, live(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"would list it twice"}, OK: {n3}}}},
+		{"a member of another subnet is refused", []string{n4}, nil, live(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"member of another subnet, " + other}}}},
+		{"an unregistered node is refused", []string{id("gone")}, nil, live(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"is not registered"}}}},
+		{"a node without a chip joining a SEV subnet is refused", []string{n3}, nil, sevLive(false),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"has no chip id and subnet " + subnet + " is SEV-enabled"}}}},
+		{"a type4 node joining an application subnet is refused", []string{id("engine-node")}, nil, live(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"has node_reward_type type4; subnet " + subnet + " is not a cloud engine"}}}},
+		{"a node of another type joining a cloud engine is refused", []string{n3}, nil, engineLive(),
+			expect{VerdictRefused, map[Severity][]string{Refused: {"has node_reward_type type1.1; subnet " + subnet + " is a cloud engine"}}}},
+		{"a type4 node joins a cloud engine", []string{id("engine-node")}, nil, engineLive(),
+			expect{VerdictReady, map[Severity][]string{OK: {"is registered and in no subnet"}}}},
 		{"a node with a chip joins a SEV subnet", []string{n3}, nil, sevLive(true),
 			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet"}}}},
 		{"an unreadable node is a warning", []string{id("unread")}, nil, live(),
@@ -414,8 +429,8 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 	}
 	var b strings.Builder
 	r.Render(&b, term.Painter{})
-	if !strings.Contains(b.String(), "flagged  proposals.hcl:7: node "+n4+" is a member of another subnet") {
-		t.Errorf("the rendering does not lead the flagged check with its place:\n%s", b.String())
+	if !strings.Contains(b.String(), "refused  proposals.hcl:7: node "+n4+" is a member of another subnet") {
+		t.Errorf("the rendering does not lead the refused check with its place:\n%s", b.String())
 	}
 	r = Evaluate(p, &Snapshot{}, Options{})
 	if r.Checks[0].At != "proposals.hcl:5" {

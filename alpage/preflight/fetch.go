@@ -205,7 +205,7 @@ func (f *Fetcher) nodes(ctx context.Context, ids []string) (map[string]NodeFacts
 				continue
 			}
 		}
-		out[id] = NodeFacts{Registered: found, MemberOf: memberOf[id], HasChip: rec.ChipID != nil}
+		out[id] = NodeFacts{Registered: found, MemberOf: memberOf[id], HasChip: rec.ChipID != nil, RewardType: rec.RewardType}
 	}
 	return out, nil
 }

@@ -94,7 +94,7 @@ func TestTheFetcherReadsTheDevnetAndPinsTheRegistryVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect{VerdictFlagged, map[Severity][]string{OK: {n2}, Flagged: {n3 + " is not registered"}}}.assert(t, "membership", r)
+	expect{VerdictRefused, map[Severity][]string{OK: {n2}, Refused: {n3 + " is not registered"}}}.assert(t, "membership", r)
 }
 
 func TestTheFetcherSaysWhichNodesHaveAChipForASevSubnet(t *testing.T) {
@@ -109,7 +109,7 @@ func TestTheFetcherSaysWhichNodesHaveAChipForASevSubnet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect{VerdictFlagged, map[Severity][]string{Flagged: {n2 + " has no chip id"}, OK: {n3}}}.assert(t, "sev membership", r)
+	expect{VerdictRefused, map[Severity][]string{Refused: {n2 + " has no chip id"}, OK: {n3}}}.assert(t, "sev membership", r)
 }
 
 // versionsRead records the registry version of every get_value.
@@ -227,5 +227,5 @@ func TestTheFetcherReadsWhatANodeOrAVersionNeedsEvenForASubnetTheRegistryLacks(t
 	if r, err = f.Run(ctx, m, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	expect{VerdictRefused, map[Severity][]string{Refused: {"not in the registry"}, Flagged: {n1 + " is a member of another subnet, " + subnet, n3 + " is not registered"}}}.assert(t, "membership", r)
+	expect{VerdictRefused, map[Severity][]string{Refused: {"not in the registry", n1 + " is a member of another subnet, " + subnet, n3 + " is not registered"}}}.assert(t, "membership", r)
 }

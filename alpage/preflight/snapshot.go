@@ -30,8 +30,10 @@ type NodeFacts struct {
 	Registered bool   `json:"registered"`
 	MemberOf   string `json:"member_of,omitempty"` // subnet id, "" for none
 	// HasChip: the node record carries a chip_id (a SEV-capable node).
-	HasChip bool   `json:"has_chip,omitempty"`
-	Err     string `json:"error,omitempty"`
+	HasChip bool `json:"has_chip,omitempty"`
+	// RewardType is the record's node_reward_type; nil when absent.
+	RewardType *int32 `json:"node_reward_type,omitempty"`
+	Err        string `json:"error,omitempty"`
 }
 
 // VersionFacts is what is known of a replica version: whether it is elected

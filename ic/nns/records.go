@@ -97,6 +97,7 @@ type NodeRecordPB struct {
 	HTTP           *ConnectionEndpoint // 6
 	NodeOperatorID []byte              // 15
 	ChipID         []byte              // 16 (optional: nil when absent)
+	RewardType     *int32              // 20 node_reward_type (optional; NodeRewardType)
 
 	rest []byte // the fields not named above
 }

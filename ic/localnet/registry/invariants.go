@@ -85,6 +85,8 @@ func (v view) subnetInvariants(s principal.Principal, rec nns.SubnetRecordPB) er
 	}
 	seen := map[string]bool{}
 	var missingChip []string
+	engineNodesOK := true
+	cloudEngine := rec.SubnetType == nns.SubnetTypeCloudEngine
 	for _, m := range rec.Membership {
 		id, err := principal.FromBytes(m)
 		if err != nil {
@@ -97,6 +99,9 @@ func (v view) subnetInvariants(s principal.Principal, rec nns.SubnetRecordPB) er
 		if !ok {
 			return failed("Node %s does not exist in the registry", id)
 		}
+		if nns.IsCloudEngineNode(node.RewardType) != cloudEngine {
+			engineNodesOK = false
+		}
 		if node.ChipID == nil && !seen[string(m)] {
 			missingChip = append(missingChip, id.String())
 		}
@@ -107,6 +112,13 @@ func (v view) subnetInvariants(s principal.Principal, rec nns.SubnetRecordPB) er
 	}
 	if len(seen) == 0 {
 		return refuse("No node in subnet %s", s)
+	}
+	// check_node_type4_iff_cloud_engine, before the SEV check as upstream.
+	if !engineNodesOK {
+		if cloudEngine {
+			return failed("Subnet %s is a cloud engine subnet but some nodes do not have reward type 4", s)
+		}
+		return failed("Subnet %s is not a cloud engine subnet but some nodes have reward type 4", s)
 	}
 	if rec.Features != nil && boolOr(rec.Features.SevEnabled) && len(missingChip) > 0 {
 		return failed("Subnet %s is SEV-enabled, but the following nodes are missing a chip ID: [%s]", s, strings.Join(missingChip, ", "))

@@ -32,6 +32,8 @@ type Node struct {
 	IPv6         string
 	HTTPPort     uint32
 	ChipID       []byte
+	// RewardType is the record's node_reward_type; nil: absent.
+	RewardType *int32
 }
 
 // Subnet is a subnet to seed.
@@ -87,6 +89,7 @@ func (r *Registry) AddNode(n Node) (uint64, error) {
 			Xnet:           &nns.ConnectionEndpoint{IPAddr: n.IPv6, Port: 2497},
 			NodeOperatorID: n.Operator.Bytes(),
 			ChipID:         n.ChipID,
+			RewardType:     n.RewardType,
 		}
 		version = v.r.version + 1
 		return []Mutation{{Key: nns.NodeRecordKey(n.ID.String()), Value: rec.Marshal()}}, nil
