@@ -60,6 +60,8 @@ type Metrics struct {
 	rawOpen         *prometheus.GaugeVec
 	rawBytes        *prometheus.CounterVec
 	rawUDPDropped   *prometheus.CounterVec
+	proxyLimits     *prometheus.CounterVec
+	rawLimits       *prometheus.CounterVec
 	mu              sync.Mutex
 	lastRestarts    map[string]uint32 // app → restartCount in the last report
 	lastState       map[string]reported.InstanceState
@@ -103,11 +105,14 @@ func New() *Metrics {
 	m.rawOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_raw_open_connections", Help: "Raw connections (tcp) and flows (udp) open now, by app and protocol."}, []string{"app", "proto"})
 	m.rawBytes = counterVec("nibrunner_raw_bytes_total", "Bytes the raw relay carried, by app, protocol and direction: in (to the app), out (from it).", "app", "proto", "direction")
 	m.rawUDPDropped = counterVec("nibrunner_raw_udp_dropped_total", "UDP datagrams dropped because the queue in front of a waking app was full, by app.", "app")
+	m.proxyLimits = counterVec("nibrunner_proxy_limit_trips_total", "Client connections the HTTP proxy ended at a cap or timeout, by limit: body_timeout, send_timeout, connections, client_connections ([proxy.http] in config.toml).", "limit")
+	m.rawLimits = counterVec("nibrunner_raw_limit_trips_total", "Raw connections ended and UDP datagrams dropped at a cap or timeout, by limit: tcp_idle_timeout, tcp_connections, udp_port_budget ([proxy.raw] in config.toml).", "limit")
 	m.reg.MustRegister(
 		m.appState, m.restarts, m.wakes, m.sleeps, m.wakeSeconds, m.vmStartSeconds,
 		m.passSeconds, m.passes, m.refused, m.checkpoints, m.exports,
 		m.requests, m.receivedBytes, m.sentBytes,
 		m.rawConnections, m.rawOpen, m.rawBytes, m.rawUDPDropped,
+		m.proxyLimits, m.rawLimits,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -115,6 +120,12 @@ func New() *Metrics {
 	for _, o := range []string{"ready", "failed"} {
 		m.checkpoints.WithLabelValues(o)
 		m.exports.WithLabelValues(o)
+	}
+	for _, l := range []string{"body_timeout", "send_timeout", "connections", "client_connections"} {
+		m.proxyLimits.WithLabelValues(l)
+	}
+	for _, l := range []string{"tcp_idle_timeout", "tcp_connections", "udp_port_budget"} {
+		m.rawLimits.WithLabelValues(l)
 	}
 	return m
 }
@@ -239,6 +250,13 @@ func (m *Metrics) RawOpen(app, proto string, delta int) {
 func (m *Metrics) RawDropped(app string, n int) {
 	m.rawUDPDropped.WithLabelValues(app).Add(float64(n))
 }
+
+// ProxyLimit implements proxy.Recorder.
+func (m *Metrics) ProxyLimit(limit string) { m.proxyLimits.WithLabelValues(limit).Inc() }
+
+// RawLimit implements raw.Recorder: n trips of limit (datagrams, for
+// the UDP budget).
+func (m *Metrics) RawLimit(limit string, n int) { m.rawLimits.WithLabelValues(limit).Add(float64(n)) }
 
 // vmStarted records a VMM start or wake.
 func (m *Metrics) vmStarted(kind string, d time.Duration) {

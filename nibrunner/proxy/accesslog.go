@@ -35,6 +35,9 @@ type Recorder interface {
 	// WakeWaited is one wake the proxy began (via "http"), from the first
 	// request to the app answering its health check, or failing.
 	WakeWaited(via string, d time.Duration, err error)
+	// ProxyLimit is one cap or timeout that tripped: body_timeout,
+	// send_timeout, connections, client_connections (limits.go).
+	ProxyLimit(limit string)
 }
 
 // logRequest writes the access log line of one request into *line (a

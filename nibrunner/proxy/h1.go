@@ -29,7 +29,7 @@ import (
 type h1conn struct {
 	s      *Server
 	p      *Proxy
-	c      net.Conn
+	c      *timedConn
 	r      *bufio.Reader
 	w      *bufio.Writer
 	tls    bool
@@ -51,7 +51,7 @@ var (
 // serveH1 serves HTTP/1.x requests on c until the client closes it, a
 // request or response says close, or the server shuts down. r is c's
 // reader (it may hold bytes already peeked).
-func (s *Server) serveH1(c net.Conn, r *bufio.Reader, idle *atomic.Bool, isTLS bool, sni string) {
+func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS bool, sni string) {
 	h := &h1conn{s: s, p: s.p, c: c, r: r, tls: isTLS, sni: sni}
 	h.w = writerPool.Get().(*bufio.Writer)
 	h.w.Reset(c)
@@ -67,6 +67,7 @@ func (s *Server) serveH1(c net.Conn, r *bufio.Reader, idle *atomic.Bool, isTLS b
 		if s.closing.Load() {
 			return
 		}
+		c.readIdle = 0
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		if _, err := r.Peek(1); err != nil {
 			return
@@ -78,15 +79,22 @@ func (s *Server) serveH1(c net.Conn, r *bufio.Reader, idle *atomic.Bool, isTLS b
 			err = h.req.parseRequest()
 		}
 		if err != nil {
+			var b *badMessage
 			switch {
+			case errors.As(err, &b):
+				h.refuse(answer{b.status, b.text})
 			case errors.Is(err, errHeadTooLarge):
-				h.refuse(answer{431, "The request's header is too large."})
+				h.refuse(answer{431, "The request's header is too large: more than 64 KiB."})
+			case errors.Is(err, errTooManyFields):
+				h.refuse(answer{431, "The request's header has too many fields: more than 256."})
 			case errors.Is(err, errMalformed):
 				h.refuse(answer{400, "This request is not valid HTTP/1.1."})
 			}
 			return // a timeout or a closed connection needs no answer
 		}
-		_ = c.SetReadDeadline(time.Time{})
+		// What is read from the client now is its body: each read waits
+		// at most BodyTimeout.
+		c.readIdle = s.cfg.BodyTimeout
 		if !h.serveOne() {
 			return
 		}
@@ -129,14 +137,16 @@ func (h *h1conn) serveOne() bool {
 	h.id = appendRequestID(h.id[:0])
 	hostField := req.bytes(req.host)
 	target := req.bytes(req.first[1])
+	if req.hosts > 1 || (req.hosts == 0 && req.minor >= 1) {
+		// RFC 9112 §3.2: one Host field in every HTTP/1.1 request.
+		h.refuse(answer{400, "This request must name exactly one Host."})
+		return false
+	}
 	if abs, host, path := absoluteForm(target); abs {
 		// A client that talks to us as to a forward proxy names the host
 		// in the target; that name wins over the Host field (RFC 9112
-		// §3.2.2), and the app is sent the origin form.
+		// §3.2.2), the app is sent it as its Host, and the origin form.
 		hostField, target = host, path
-	} else if req.hosts > 1 || (req.hosts == 0 && req.minor >= 1) {
-		h.refuse(answer{400, "This request must name exactly one Host."})
-		return false
 	}
 	h.key = appendNormalHost(h.key[:0], hostField)
 	hasBody := req.contentLength > 0 || req.chunked
@@ -180,10 +190,9 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			err = bc.w.Flush()
 		}
 		if err == nil && hasBody && !req.expect {
-			lg.bytesIn, err = h.sendBody(bc, v.m)
-			if err != nil && lg.bytesIn > 0 {
+			if lg.bytesIn, err = h.sendBody(bc, v.m); err != nil {
 				bc.Close()
-				return false, h.failed(lg, err, v.m != nil)
+				return false, h.bodyFailed(lg, err)
 			}
 		}
 		if err == nil {
@@ -217,7 +226,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			req.expect = false
 			if lg.bytesIn, err = h.sendBody(bc, v.m); err != nil {
 				bc.Close()
-				return false, h.failed(lg, err, true)
+				return false, h.bodyFailed(lg, err)
 			}
 		}
 		if err = h.readResponseHead(bc); err != nil {
@@ -235,6 +244,8 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			return false, h.failed(lg, errors.New("the app switched protocols unasked"), true)
 		}
 		_ = bc.SetReadDeadline(time.Time{}) // the stream is not timed
+		h.c.readIdle = 0
+		_ = h.c.SetReadDeadline(time.Time{})
 		h.writeResponseHead(false)
 		lg.bytesIn, lg.bytesOut = h.splice(bc, v.m)
 		return false, lg
@@ -268,7 +279,9 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	if err == nil {
 		err = h.w.Flush()
 	}
-	reusable := err == nil && !resp.close && !untilEOF && !bodyUnsent && req.minor >= 1
+	// A connection with bytes past the answer's end would give them to
+	// the next client as its answer: it is closed, never pooled.
+	reusable := err == nil && !resp.close && !untilEOF && !bodyUnsent && req.minor >= 1 && bc.r.Buffered() == 0
 	if reusable {
 		p.pools.put(bc, p.opts.Now())
 	} else {
@@ -313,6 +326,31 @@ func (h *h1conn) failed(lg requestLog, err error, answerIt bool) requestLog {
 	return lg
 }
 
+// bodyFailed answers a request whose body did not cross: the client's
+// malformed chunk is its 400, a body that stopped coming its 408, a
+// client that left gets nothing, and an app that stopped reading is the
+// app's 502.
+func (h *h1conn) bodyFailed(lg requestLog, err error) requestLog {
+	var b *badMessage
+	var re *readError
+	switch {
+	case errors.As(err, &b):
+		lg.status = b.status
+		h.p.opts.Logf("nibrunnerd: proxy: %s %s: %v", h.req.bytes(h.req.host), h.req.bytes(h.req.first[1]), err)
+		h.refuse(answer{b.status, b.text})
+	case errors.As(err, &re) && isTimeout(err):
+		a := answer{http.StatusRequestTimeout, "This request's body did not go on within " + h.s.cfg.BodyTimeout.String() + "."}
+		lg.status = a.status
+		h.refuse(a)
+	case errors.As(err, &re):
+		lg.status = statusClientLeft
+	default:
+		return h.failed(lg, err, true)
+	}
+	lg.bytesOut = 0
+	return lg
+}
+
 // sendBody copies the request body to the app and flushes it.
 func (h *h1conn) sendBody(bc *bconn, m *meter.Meter) (int64, error) {
 	in := flow{m: m, now: h.p.opts.Now}
@@ -339,30 +377,30 @@ func (h *h1conn) writeRequestHead(w *bufio.Writer, target, host []byte) {
 	w.WriteByte(' ')
 	w.Write(req.bytes(req.first[2]))
 	w.WriteString("\r\n")
+	// The Host the request was routed by, and no other: the client's
+	// field, or the authority of an absolute-form target in its place.
+	if len(host) > 0 {
+		w.WriteString("Host: ")
+		w.Write(host)
+		w.WriteString("\r\n")
+	}
 	h.xff = h.xff[:0]
-	sawID, sawHost := false, false
+	sawID := false
 	upgrade := req.copyFields(w, func(name, value []byte) bool {
 		switch {
-		case bytes.EqualFold(name, hdrXForwardedFor):
+		case equalFold(name, hdrXForwardedFor):
 			if len(h.xff) > 0 {
 				h.xff = append(h.xff, ", "...)
 			}
 			h.xff = append(h.xff, value...)
 			return false
-		case bytes.EqualFold(name, hdrXForwardedHost), bytes.EqualFold(name, hdrXForwardedProto):
+		case equalFold(name, hdrXForwardedHost), equalFold(name, hdrXForwardedProto), equalFold(name, hdrHost):
 			return false
-		case bytes.EqualFold(name, hdrHost):
-			sawHost = true
-		case bytes.EqualFold(name, hdrXRequestID):
+		case equalFold(name, hdrXRequestID):
 			sawID = true
 		}
 		return true
 	})
-	if !sawHost && len(host) > 0 {
-		w.WriteString("Host: ")
-		w.Write(host)
-		w.WriteString("\r\n")
-	}
 	if req.upgrade && upgrade != nil {
 		w.WriteString("Connection: Upgrade\r\nUpgrade: ")
 		w.Write(upgrade)
@@ -468,9 +506,9 @@ func (h *h1conn) log(lg *requestLog, target []byte) {
 func absoluteForm(t []byte) (ok bool, host, path []byte) {
 	var rest []byte
 	switch {
-	case len(t) > 7 && bytes.EqualFold(t[:7], []byte("http://")):
+	case len(t) > 7 && equalFold(t[:7], []byte("http://")):
 		rest = t[7:]
-	case len(t) > 8 && bytes.EqualFold(t[:8], []byte("https://")):
+	case len(t) > 8 && equalFold(t[:8], []byte("https://")):
 		rest = t[8:]
 	default:
 		return false, nil, nil
@@ -490,21 +528,21 @@ func absoluteForm(t []byte) (ok bool, host, path []byte) {
 // other than "trailers", Upgrade) and those keep refuses, and returns
 // the Upgrade field's value for the caller to restate.
 func (h *head) copyFields(w *bufio.Writer, keep func(name, value []byte) bool) (upgrade []byte) {
-	for _, f := range h.fields {
+	for i, f := range h.fields {
 		name, value := h.bytes(f.name), h.bytes(f.value)
 		switch {
-		case bytes.EqualFold(name, hdrUpgrade):
+		case equalFold(name, hdrUpgrade):
 			upgrade = value
 			continue
-		case bytes.EqualFold(name, hdrTE):
-			if !bytes.EqualFold(value, tokTrailers) {
+		case equalFold(name, hdrTE):
+			if !equalFold(value, tokTrailers) {
 				continue
 			}
 		case hopByHop(name), h.listedIn(name):
 			continue
-		case h.chunked && bytes.EqualFold(name, hdrContentLength):
-			// Chunked framing wins (RFC 9112 §6.3); a length beside it is
-			// how requests are smuggled past proxies, so it stops here.
+		case i != h.lengthAt && equalFold(name, hdrContentLength):
+			// One Content-Length goes on, and none beside chunked framing
+			// (RFC 9112 §6.3): a second one is how messages are smuggled.
 			continue
 		}
 		if keep != nil && !keep(name, value) {

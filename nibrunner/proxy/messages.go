@@ -21,6 +21,9 @@ var (
 	unreachable = answer{http.StatusBadGateway, "This app did not answer."}
 	notRunning  = answer{http.StatusServiceUnavailable, "This app is not running."}
 	starting    = answer{http.StatusServiceUnavailable, "This app is starting; try again in a moment."}
+
+	tooManyConnections = answer{http.StatusServiceUnavailable, "This host has too many connections open; try again in a moment."}
+	tooManyFromClient  = answer{http.StatusServiceUnavailable, "Your address has too many connections open to this host; close some and try again."}
 )
 
 // statusClientLeft is the status logged for a request whose client went

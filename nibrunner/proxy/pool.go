@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -26,6 +27,7 @@ type bconn struct {
 	idleAt  time.Time
 	reused  bool
 	backend *backendPool
+	peek    [1]byte // quiet's buffer
 }
 
 // backendPool is the idle connections to one address.
@@ -69,7 +71,7 @@ func (ps *pools) get(ctx context.Context, addr string, now time.Time) (*bconn, e
 		c := bp.idle[n-1]
 		bp.idle[n-1] = nil
 		bp.idle = bp.idle[:n-1]
-		if now.Sub(c.idleAt) < backendIdleTimeout {
+		if now.Sub(c.idleAt) < backendIdleTimeout && c.quiet() {
 			bp.mu.Unlock()
 			c.reused = true
 			return c, nil
@@ -134,4 +136,30 @@ func (ps *pools) closeIdle(shut bool) {
 		bp.idle, bp.dead = nil, true
 		bp.mu.Unlock()
 	}
+}
+
+// quiet reports whether an idle connection has nothing to read: no bytes
+// the app sent after its last answer (which the next request would take
+// for its own answer) and no close. It asks the socket without waiting
+// (MSG_PEEK|MSG_DONTWAIT), as nginx's keepalive module reads an idle
+// upstream connection that becomes readable and closes it.
+func (c *bconn) quiet() bool {
+	if c.r.Buffered() > 0 {
+		return false
+	}
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	quiet := false
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, e := syscall.Recvfrom(int(fd), c.peek[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		quiet = e == syscall.EAGAIN
+		return true
+	})
+	return err == nil && quiet
 }

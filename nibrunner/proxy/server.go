@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,7 +31,30 @@ type ListenConfig struct {
 	// IdleTimeout closes a kept-alive connection with no request (default
 	// 2 min).
 	IdleTimeout time.Duration
+	// BodyTimeout ends a request whose body does not go on: each read of
+	// it waits at most this long (default 60 s, nginx's
+	// client_body_timeout); the client is answered 408.
+	BodyTimeout time.Duration
+	// SendTimeout ends a connection whose client takes nothing of its
+	// answer: each write waits at most this long (default 60 s, nginx's
+	// send_timeout).
+	SendTimeout time.Duration
+	// MaxConnections bounds the client connections open at once (default
+	// 8192); one past it is answered 503 and closed, before anything of
+	// it is read, so the daemon keeps descriptors for its own work.
+	MaxConnections int
+	// MaxConnectionsPerClient bounds those from one IP address (default
+	// 256), so one client cannot take them all.
+	MaxConnectionsPerClient int
 }
+
+// The connection caps' defaults: nginx has worker_connections 512 per
+// worker and no per-client cap unless limit_conn is set; the daemon is
+// one process serving every app of the host.
+const (
+	defaultMaxConnections          = 8192
+	defaultMaxConnectionsPerClient = 256
+)
 
 // Server is the proxy bound to its address, not yet serving. HTTP/1.x
 // (plain or over TLS) is served by the proxy's own forwarder (h1.go);
@@ -49,10 +73,13 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	closing atomic.Bool
-	mu      sync.Mutex
-	conns   map[net.Conn]*atomic.Bool // HTTP/1.x connections → idle
-	wg      sync.WaitGroup
+	closing  atomic.Bool
+	mu       sync.Mutex
+	conns    map[net.Conn]*atomic.Bool // HTTP/1.x connections → idle
+	capMu    sync.Mutex                // not mu: closing under mu gives a place back
+	open     int                       // client connections open, under capMu
+	byClient map[netip.Addr]int        // of those, by address
+	wg       sync.WaitGroup
 }
 
 // Listen binds the proxy's address (so a port in use fails at start,
@@ -64,7 +91,19 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 2 * time.Minute
 	}
-	s := &Server{p: p, cfg: cfg, conns: map[net.Conn]*atomic.Bool{}}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 60 * time.Second
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = 60 * time.Second
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = defaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerClient <= 0 {
+		cfg.MaxConnectionsPerClient = defaultMaxConnectionsPerClient
+	}
+	s := &Server{p: p, cfg: cfg, conns: map[net.Conn]*atomic.Bool{}, byClient: map[netip.Addr]int{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.h2 = &http.Server{
 		Handler:           p,
@@ -164,8 +203,73 @@ func (s *Server) accept() error {
 		}
 		delay = 0
 		s.wg.Add(1)
-		go s.serveConn(c)
+		admitted, limit := s.admit(c)
+		if limit != "" {
+			go s.turnAway(c, limit)
+			continue
+		}
+		go s.serveConn(admitted)
 	}
+}
+
+// admit counts c against the connection caps: the connection to serve,
+// which gives its place back when closed, or the cap it is past.
+func (s *Server) admit(c net.Conn) (net.Conn, string) {
+	var addr netip.Addr
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		addr = a.AddrPort().Addr().Unmap()
+	}
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	switch {
+	case s.open >= s.cfg.MaxConnections:
+		return nil, limitConnections
+	case s.byClient[addr] >= s.cfg.MaxConnectionsPerClient:
+		return nil, limitClientConnections
+	}
+	s.open++
+	s.byClient[addr]++
+	return &countedConn{Conn: c, release: func() {
+		s.capMu.Lock()
+		defer s.capMu.Unlock()
+		s.open--
+		if s.byClient[addr]--; s.byClient[addr] <= 0 {
+			delete(s.byClient, addr)
+		}
+	}}, ""
+}
+
+// turnAway answers a connection past a cap 503 and closes it, without
+// reading from it (over TLS, it is closed only: an answer would need a
+// handshake).
+func (s *Server) turnAway(c net.Conn, limit string) {
+	defer s.wg.Done()
+	defer c.Close()
+	s.p.tripped(limit)
+	if s.tls != nil {
+		return
+	}
+	a := tooManyConnections
+	if limit == limitClientConnections {
+		a = tooManyFromClient
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	w := bufio.NewWriterSize(c, 512)
+	writeAnswer(w, a, s.p.retryAt, true)
+	_ = w.Flush()
+}
+
+// countedConn gives its place under the caps back when first closed.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }
 
 // serveConn tells the protocol and serves the connection.
@@ -203,8 +307,9 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		rw, isTLS, sni = tc, true, sniName(st.ServerName)
 	}
+	tc := &timedConn{Conn: rw, writeIdle: s.cfg.SendTimeout, p: s.p}
 	r := readerPool.Get().(*bufio.Reader)
-	r.Reset(rw)
+	r.Reset(tc)
 	defer func() {
 		r.Reset(nil)
 		readerPool.Put(r)
@@ -224,7 +329,7 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 	}
-	s.serveH1(rw, r, idle, isTLS, sni)
+	s.serveH1(tc, r, idle, isTLS, sni)
 }
 
 // closeIdle closes the connections waiting for a request.

@@ -1,0 +1,24 @@
+package proxy
+
+// The caps and timeouts that end a client's connection, by the name
+// /metrics counts their trips under (nibrunner_proxy_limit_trips_total).
+const (
+	// limitBodyTimeout: a request body that did not go on within
+	// ListenConfig.BodyTimeout.
+	limitBodyTimeout = "body_timeout"
+	// limitSendTimeout: a client that took nothing of its answer within
+	// ListenConfig.SendTimeout.
+	limitSendTimeout = "send_timeout"
+	// limitConnections: a connection past ListenConfig.MaxConnections.
+	limitConnections = "connections"
+	// limitClientConnections: a connection past
+	// ListenConfig.MaxConnectionsPerClient from one address.
+	limitClientConnections = "client_connections"
+)
+
+// tripped tells the recorder a limit tripped.
+func (p *Proxy) tripped(limit string) {
+	if p.opts.Recorder != nil {
+		p.opts.Recorder.ProxyLimit(limit)
+	}
+}
