@@ -161,7 +161,7 @@ func TestDeployingAnUnelectedVersionFailsTheDryRun(t *testing.T) {
 	_, live := liveNetwork(t)
 	p := registryProposal(t, config.KindDeployGuestOS, nns.FunctionDeployGuestosToAllSubnetNodes,
 		nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: s1, ReplicaVersionID: "v3"})
-	wantFailure(t, dryRun(t, live, p), `Replica version 'v3' is NOT blessed`)
+	wantFailure(t, dryRun(t, live, p), `Replica version 'v3' is NOT elected`)
 }
 
 func TestDeployingAnElectedVersionExecutes(t *testing.T) {
@@ -181,7 +181,7 @@ func TestTheSeedIsReadAtTheRegistryVersionGiven(t *testing.T) {
 		nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: s1, ReplicaVersionID: "v9"})
 	live.Version = before
 	res := dryRun(t, live, p)
-	wantFailure(t, res, `Replica version 'v9' is NOT blessed`)
+	wantFailure(t, res, `Replica version 'v9' is NOT elected`)
 	if res.RegistryVersion != before {
 		t.Fatalf("result says registry version %d, want %d", res.RegistryVersion, before)
 	}

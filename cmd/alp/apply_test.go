@@ -243,7 +243,7 @@ func TestTheDryRunStopsWhatTheRegistryWouldRefuseWithExitTwo(t *testing.T) {
 	for name, reason := range map[string]string{
 		"sev-on-app1":      "Proposal attempts to change sev_enabled for Subnet 'x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe' from false to true",
 		"drop-member":      "Cannot remove a node that is a member of a subnet. This node is a member of Subnet: subnet_record_x6rmp",
-		"deploy-unelected": `Replica version '790bb016bef1fc5ebc226e040ef574b29ae87dea' is NOT blessed`,
+		"deploy-unelected": `Replica version '790bb016bef1fc5ebc226e040ef574b29ae87dea' is NOT elected`,
 	} {
 		before := proposalsIn(d)
 		_, errOut, err := runAlp(t, "submit\n", "apply", name, "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"), "--yes")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/ic/internal/leb128"
 	"alpnib.dev/ic/principal"
 )
 
@@ -59,7 +60,7 @@ func TestEachLayoutOfADelegationCarryingBothIsReadOnItsOwn(t *testing.T) {
 	flat := CanisterRange{From: principal.CanisterID(0), To: principal.CanisterID(9)}
 	tree := CanisterRange{From: principal.CanisterID(20), To: principal.CanisterID(29)}
 	b := NewBuilder()
-	b.MustInsert(Path("time"), []byte{0})
+	b.MustInsert(Path("time"), leb128.AppendUnsigned(nil, uint64(s.now.Add(-time.Hour).UnixNano())))
 	b.MustInsert([][]byte{[]byte("subnet"), s.id.Bytes(), []byte("public_key")}, s.subnet.PublicKey().DER())
 	fe, _ := EncodeRanges([]CanisterRange{flat})
 	te, _ := EncodeRanges([]CanisterRange{tree})

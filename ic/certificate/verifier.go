@@ -15,6 +15,13 @@ import (
 // expiry, which is what the reference agents use too.
 const DefaultMaxAge = 5 * time.Minute
 
+// DefaultDelegationMaxAge is how old a delegation's certificate may be. The
+// root subnet signs a delegation once and the subnet hands it out with every
+// answer until it is renewed, so it is older than the answer; agent-js
+// accepts one up to 30 days old (icp-js-core PR #763), and so does alp. A
+// delegation certificate from the future is refused with the outer window.
+const DefaultDelegationMaxAge = 30 * 24 * time.Hour
+
 // maxCachedDelegations bounds the delegation cache: there are a few dozen
 // subnets, and a delegation is renewed now and then.
 const maxCachedDelegations = 256
@@ -25,6 +32,9 @@ type Options struct {
 	Now func() time.Time
 	// MaxAge is the freshness window; DefaultMaxAge when zero.
 	MaxAge time.Duration
+	// DelegationMaxAge is how old a delegation's certificate may be;
+	// DefaultDelegationMaxAge when zero.
+	DelegationMaxAge time.Duration
 	// SkipFreshness turns the /time check off, for replaying recorded
 	// certificates.
 	SkipFreshness bool
@@ -48,6 +58,9 @@ type subnetAuthority struct {
 	// each layout on its own, nil when the delegation does not carry it.
 	ranges     []CanisterRange
 	flat, tree []CanisterRange
+	// at is the delegation certificate's /time, checked at every use
+	// (the authority is cached by bytes, freshness is not).
+	at time.Time
 }
 
 // NewVerifier returns a verifier for certificates under rootKeyDER (the DER
@@ -141,6 +154,11 @@ func (v *Verifier) VerifyDecoded(c *Certificate, scope Scope) error {
 		if err := auth.allows(scope); err != nil {
 			return err
 		}
+		if !v.opts.SkipFreshness {
+			if err := v.delegationFresh(auth); err != nil {
+				return err
+			}
+		}
 		key = auth.key
 	}
 	if err := key.VerifySignature(c.SignedMessage(), c.Signature); err != nil {
@@ -152,19 +170,41 @@ func (v *Verifier) VerifyDecoded(c *Certificate, scope Scope) error {
 	return v.checkFresh(c.Tree)
 }
 
+func (v *Verifier) now() time.Time {
+	if v.opts.Now != nil {
+		return v.opts.Now()
+	}
+	return time.Now()
+}
+
+func (v *Verifier) maxAge() time.Duration {
+	if v.opts.MaxAge == 0 {
+		return DefaultMaxAge
+	}
+	return v.opts.MaxAge
+}
+
+// delegationFresh refuses a delegation whose certificate is older than
+// DelegationMaxAge or further in the future than the outer window allows.
+func (v *Verifier) delegationFresh(a *subnetAuthority) error {
+	maxAge := v.opts.DelegationMaxAge
+	if maxAge == 0 {
+		maxAge = DefaultDelegationMaxAge
+	}
+	now := v.now()
+	if d := now.Sub(a.at); d > maxAge || d < -v.maxAge() {
+		return fmt.Errorf("%w: the delegation of subnet %s was certified at %s, now %s (at most %s old, %s ahead)", ErrStale,
+			a.subnet, a.at.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), maxAge, v.maxAge())
+	}
+	return nil
+}
+
 func (v *Verifier) checkFresh(t *Tree) error {
 	at, err := TreeTime(t)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if v.opts.Now != nil {
-		now = v.opts.Now()
-	}
-	maxAge := v.opts.MaxAge
-	if maxAge == 0 {
-		maxAge = DefaultMaxAge
-	}
+	now, maxAge := v.now(), v.maxAge()
 	if d := now.Sub(at); d > maxAge || d < -maxAge {
 		return fmt.Errorf("%w: certificate time %s, now %s (window ±%s)", ErrStale,
 			at.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), maxAge)
@@ -232,9 +272,8 @@ func (v *Verifier) authority(d *Delegation) (*subnetAuthority, error) {
 }
 
 // verifyDelegation is the spec's check_delegation plus reading the subnet's
-// key and canister ranges. Delegation certificates are not checked for
-// freshness: the root subnet renews them on its own schedule and the IC's
-// agents accept old ones.
+// key, canister ranges and the certificate's /time (a delegation without
+// one is malformed; its freshness is judged at each use).
 func (v *Verifier) verifyDelegation(d *Delegation) (*subnetAuthority, error) {
 	c, err := Decode(d.Certificate)
 	if err != nil {
@@ -270,7 +309,11 @@ func (v *Verifier) verifyDelegation(d *Delegation) (*subnetAuthority, error) {
 	if ranges == nil {
 		return nil, fmt.Errorf("%w: subnet %s canister ranges: %v", ErrDelegation, d.SubnetID, errNoRanges(sid))
 	}
-	return &subnetAuthority{subnet: d.SubnetID, key: key, ranges: ranges, flat: flat, tree: tree}, nil
+	at, err := TreeTime(c.Tree)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subnet %s: %v", ErrDelegation, d.SubnetID, err)
+	}
+	return &subnetAuthority{subnet: d.SubnetID, key: key, ranges: ranges, flat: flat, tree: tree, at: at}, nil
 }
 
 // SubnetRanges reads a subnet's canister ranges from either layout the IC

@@ -139,7 +139,7 @@ func TestTheAgentDrivesEveryNNSMethodAgainstTheLocalnet(t *testing.T) {
 	expect(propose(nns.FunctionChangeSubnetMembership, nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsAdd: []principal.Principal{spare}, NodeIDsRemove: []principal.Principal{member}}), nns.StatusExecuted, "")
 	expect(propose(nns.FunctionChangeSubnetMembership, nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsRemove: []principal.Principal{member}}), nns.StatusFailed, "do not belong to the provided subnet")
 	expect(propose(nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v2"}), nns.StatusExecuted, "")
-	expect(propose(nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v3"}), nns.StatusFailed, "NOT blessed")
+	expect(propose(nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v3"}), nns.StatusFailed, "NOT elected")
 	halted, sev := true, true
 	expect(propose(nns.FunctionUpdateConfigOfSubnet, nns.UpdateSubnetPayload{SubnetID: subnet, IsHalted: &halted}), nns.StatusExecuted, "")
 	expect(propose(nns.FunctionUpdateConfigOfSubnet, nns.UpdateSubnetPayload{SubnetID: subnet, Features: &nns.SubnetFeatures{SevEnabled: &sev}}), nns.StatusFailed, "sev_enabled")

@@ -41,5 +41,5 @@ func Example_dryRun() {
 	fmt.Println(info.FailureReason.ErrorMessage)
 	// Output:
 	// FAILED
-	// Error executing ExecuteNnsFunction proposal. Rejection message: registry invariant: Proposal attempts to change sev_enabled for Subnet 'qopdd-kjvwo-f6eby-sbal7-x5ji7-hgk2s-v6iw6-muznp-hxe74-v6wsa-kqe' from false to true, but sev_enabled can only be set during subnet creation.
+	// Error executing ExecuteNnsFunction proposal. Error Code: 5. Rejection message: registry invariant: Proposal attempts to change sev_enabled for Subnet 'qopdd-kjvwo-f6eby-sbal7-x5ji7-hgk2s-v6iw6-muznp-hxe74-v6wsa-kqe' from false to true, but sev_enabled can only be set during subnet creation.
 }

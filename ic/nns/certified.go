@@ -142,8 +142,19 @@ func readCertifiedTree(mixed *registrypb.MixedHashTree, certified []byte) (*Cert
 		return nil, fmt.Errorf("%w: delta is %s", ErrNotCertified, st)
 	}
 	for _, ch := range deltas.Children() {
-		if len(ch.Label) != 8 || ch.Tree.Kind() != certificate.KindLeaf {
-			continue // pruned away, or not a delta
+		// Every child of delta is a version (8 bytes, big-endian) holding
+		// a mutation request; one pruned away is left to checkVersionRange
+		// (a gap in the range). Anything else is not what the registry
+		// certifies, and is refused rather than skipped.
+		if len(ch.Label) != 8 {
+			return nil, fmt.Errorf("%w: delta has a child labelled %x, which is not an 8-byte version", ErrNotCertified, ch.Label)
+		}
+		switch ch.Tree.Kind() {
+		case certificate.KindPruned:
+			continue
+		case certificate.KindLeaf:
+		default:
+			return nil, fmt.Errorf("%w: delta %d is a %s, not a leaf holding its mutations", ErrNotCertified, binary.BigEndian.Uint64(ch.Label), ch.Tree.Kind())
 		}
 		value, _ := ch.Tree.Lookup()
 		var req registrypb.HighCapacityRegistryAtomicMutateRequest

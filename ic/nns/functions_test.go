@@ -69,6 +69,7 @@ func TestGovernanceErrorTypeNumbersMatchGovernance(t *testing.T) {
 	for want, got := range map[int32]int32{
 		9: ErrorTypeHotKey, 10: ErrorTypeResourceExhausted, 11: ErrorTypePreconditionFailed, 12: ErrorTypeExternal,
 		13: ErrorTypeLedgerUpdateOngoing, 14: ErrorTypeInsufficientFunds, 15: ErrorTypeInvalidPrincipal, 16: ErrorTypeInvalidProposal,
+		17: ErrorTypeAlreadyJoinedCommunityFund, 18: ErrorTypeNotInTheCommunityFund, 19: ErrorTypeNeuronAlreadyVoted,
 	} {
 		if got != want {
 			t.Errorf("error type %d is pinned as %d", want, got)
@@ -76,5 +77,10 @@ func TestGovernanceErrorTypeNumbersMatchGovernance(t *testing.T) {
 	}
 	if s := (&GovernanceError{ErrorType: 16, ErrorMessage: "bad title"}).Error(); s != "governance error InvalidProposal: bad title" {
 		t.Errorf("error text %q", s)
+	}
+	for code, name := range map[int32]string{17: "AlreadyJoinedCommunityFund", 18: "NotInTheCommunityFund", 19: "NeuronAlreadyVoted", 20: "ErrorType(20)"} {
+		if s := (&GovernanceError{ErrorType: code}).Error(); s != "governance error "+name+": " {
+			t.Errorf("error type %d reads %q", code, s)
+		}
 	}
 }

@@ -140,26 +140,34 @@ const (
 	ErrorTypeInsufficientFunds     int32 = 14
 	ErrorTypeInvalidPrincipal      int32 = 15
 	ErrorTypeInvalidProposal       int32 = 16
+	// The neuron joined the Neurons' (community) fund while a member, left
+	// it while not one, or voted twice.
+	ErrorTypeAlreadyJoinedCommunityFund int32 = 17
+	ErrorTypeNotInTheCommunityFund      int32 = 18
+	ErrorTypeNeuronAlreadyVoted         int32 = 19
 )
 
 var errorTypeNames = [...]string{
-	ErrorTypeUnspecified:           "Unspecified",
-	ErrorTypeOk:                    "Ok",
-	ErrorTypeUnavailable:           "Unavailable",
-	ErrorTypeNotAuthorized:         "NotAuthorized",
-	ErrorTypeNotFound:              "NotFound",
-	ErrorTypeInvalidCommand:        "InvalidCommand",
-	ErrorTypeRequiresNotDissolving: "RequiresNotDissolving",
-	ErrorTypeRequiresDissolving:    "RequiresDissolving",
-	ErrorTypeRequiresDissolved:     "RequiresDissolved",
-	ErrorTypeHotKey:                "HotKey",
-	ErrorTypeResourceExhausted:     "ResourceExhausted",
-	ErrorTypePreconditionFailed:    "PreconditionFailed",
-	ErrorTypeExternal:              "External",
-	ErrorTypeLedgerUpdateOngoing:   "LedgerUpdateOngoing",
-	ErrorTypeInsufficientFunds:     "InsufficientFunds",
-	ErrorTypeInvalidPrincipal:      "InvalidPrincipal",
-	ErrorTypeInvalidProposal:       "InvalidProposal",
+	ErrorTypeUnspecified:                "Unspecified",
+	ErrorTypeOk:                         "Ok",
+	ErrorTypeUnavailable:                "Unavailable",
+	ErrorTypeNotAuthorized:              "NotAuthorized",
+	ErrorTypeNotFound:                   "NotFound",
+	ErrorTypeInvalidCommand:             "InvalidCommand",
+	ErrorTypeRequiresNotDissolving:      "RequiresNotDissolving",
+	ErrorTypeRequiresDissolving:         "RequiresDissolving",
+	ErrorTypeRequiresDissolved:          "RequiresDissolved",
+	ErrorTypeHotKey:                     "HotKey",
+	ErrorTypeResourceExhausted:          "ResourceExhausted",
+	ErrorTypePreconditionFailed:         "PreconditionFailed",
+	ErrorTypeExternal:                   "External",
+	ErrorTypeLedgerUpdateOngoing:        "LedgerUpdateOngoing",
+	ErrorTypeInsufficientFunds:          "InsufficientFunds",
+	ErrorTypeInvalidPrincipal:           "InvalidPrincipal",
+	ErrorTypeInvalidProposal:            "InvalidProposal",
+	ErrorTypeAlreadyJoinedCommunityFund: "AlreadyJoinedCommunityFund",
+	ErrorTypeNotInTheCommunityFund:      "NotInTheCommunityFund",
+	ErrorTypeNeuronAlreadyVoted:         "NeuronAlreadyVoted",
 }
 
 func errorTypeName(t int32) string {

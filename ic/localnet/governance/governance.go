@@ -263,6 +263,10 @@ func (g *Governance) adoptLocked(p *nns.ProposalInfo, now uint64) {
 	p.ExecutedTimestampSeconds = now
 }
 
+// rejectCanisterError is the interface spec's CANISTER_ERROR reject code,
+// what a call to a canister that traps is rejected with.
+const rejectCanisterError = 5
+
 func (g *Governance) executeLocked(a *nns.Action) *nns.GovernanceError {
 	switch {
 	case a.ExecuteNnsFunction != nil:
@@ -271,7 +275,9 @@ func (g *Governance) executeLocked(a *nns.Action) *nns.GovernanceError {
 			return govErr(nns.ErrorTypeExternal, "no executor for %s", fn)
 		}
 		if err := g.exec.ExecuteNnsFunction(fn, a.ExecuteNnsFunction.Payload); err != nil {
-			return govErr(nns.ErrorTypeExternal, "Error executing ExecuteNnsFunction proposal. Rejection message: %v", err)
+			// The registry refuses by trapping: reject code 5
+			// (CANISTER_ERROR), which governance's newest text names.
+			return govErr(nns.ErrorTypeExternal, "Error executing ExecuteNnsFunction proposal. Error Code: %d. Rejection message: %v", rejectCanisterError, err)
 		}
 		return nil
 	case a.AddOrRemoveNodeProvider != nil:

@@ -156,7 +156,7 @@ func TestAProposalOfEachKindExecutesOrFailsAsTheRegistryRules(t *testing.T) {
 		}, nns.StatusFailed, "do not belong to the provided subnet", nns.TopicSubnetManagement},
 		{"deploying an unelected version fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionDeployGuestosToAllSubnetNodes, nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: "v9"})
-		}, nns.StatusFailed, "NOT blessed", nns.TopicIcOsVersionDeployment},
+		}, nns.StatusFailed, "NOT elected", nns.TopicIcOsVersionDeployment},
 		{"removing a subnet member fails", func(t *testing.T) nns.MakeProposalRequest {
 			return nnsFunction(t, nns.FunctionRemoveNodes, nns.RemoveNodesPayload{NodeIDs: []principal.Principal{member}})
 		}, nns.StatusFailed, "is a member of a subnet", nns.TopicNodeAdmin},

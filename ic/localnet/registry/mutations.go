@@ -98,11 +98,15 @@ func (r *Registry) ChangeSubnetMembership(p nns.ChangeSubnetMembershipPayload) e
 func (r *Registry) DeployGuestosToAllSubnetNodes(p nns.DeployGuestosToAllSubnetNodesPayload) error {
 	return r.mutate(func(v view) ([]Mutation, error) {
 		if _, ok := v.get(nns.ReplicaVersionRecordKey(p.ReplicaVersionID)); !ok {
-			return nil, refuse("Replica version '%s' is NOT blessed. The blessed versions are: [%s].", p.ReplicaVersionID, strings.Join(v.elected(), ", "))
+			return nil, refuse("Replica version '%s' is NOT elected. The elected versions are: [%s].", p.ReplicaVersionID, strings.Join(v.elected(), ", "))
 		}
-		rec, err := v.existingSubnet(p.SubnetID)
+		// Then the record, read without get_subnet_or_panic's words.
+		rec, ok, err := v.subnet(p.SubnetID)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			return nil, refuse("Error while fetching the subnet record")
 		}
 		rec.ReplicaVersionID = p.ReplicaVersionID
 		return []Mutation{{Key: nns.SubnetRecordKey(p.SubnetID.String()), Value: rec.Marshal()}}, nil

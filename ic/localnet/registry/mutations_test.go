@@ -168,11 +168,11 @@ func TestDeployGuestosRefusesInTheCanistersOrder(t *testing.T) {
 		prep                   func(*testing.T, *Registry)
 	}{
 		{"an elected version deploys", "v2", "", subnetA, nil},
-		{"an unelected version is refused", "v3", "Replica version 'v3' is NOT blessed. The blessed versions are: [v1, v2].", subnetA, nil},
-		{"an unknown subnet is refused", "v2", "Subnet record for " + pid("nope").String() + " not found in the registry", pid("nope"), nil},
-		{"an unelected version is reported before a missing subnet", "v3", "NOT blessed", pid("nope"), nil},
+		{"an unelected version is refused", "v3", "Replica version 'v3' is NOT elected. The elected versions are: [v1, v2].", subnetA, nil},
+		{"an unknown subnet is refused", "v2", "Error while fetching the subnet record", pid("nope"), nil},
+		{"an unelected version is reported before a missing subnet", "v3", "NOT elected", pid("nope"), nil},
 		{"a subnet that breaks an invariant is refused", "v2", "is SEV-enabled, but the following nodes are missing a chip ID: [" + n4.String() + "]", broken, chipless},
-		{"an unelected version is reported before a broken invariant", "v3", "NOT blessed", broken, chipless},
+		{"an unelected version is reported before a broken invariant", "v3", "NOT elected", broken, chipless},
 		{"another subnet's broken invariant does not stop a deploy", "v2", "", subnetA, chipless},
 	}
 	for _, c := range cases {
