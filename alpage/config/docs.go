@@ -106,6 +106,9 @@ func Markdown() []byte {
 		if blk.File != "" && blk.File != file {
 			file = blk.File
 			fmt.Fprintf(&b, "\n## %s\n", file)
+			if note := fileNotes[file]; note != "" {
+				fmt.Fprintf(&b, "\n%s\n", note)
+			}
 		}
 		fmt.Fprintf(&b, "\n### `%s`\n\n", blk.Header)
 		fmt.Fprintf(&b, "Since %s. %s\n\n", blk.Since, blk.Doc)
@@ -138,6 +141,14 @@ func Markdown() []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// fileNotes is a paragraph under a file's heading.
+var fileNotes = map[string]string{
+	"proposals.hcl": "`alp plan --generate --out FILE` writes the proposal blocks that close the drift between the declared resources and the live registry " +
+		"(membership, deploy_guestos, update_subnet for subnet admins, remove_nodes, remove_node_operators, remove_node_provider), in the order they must execute, " +
+		"each with its title and summary written and its `url` left empty for the forum thread. Review them, append them to proposals.hcl, and `alp apply` each in order; " +
+		"drift no proposal closes (a region, a chip id, a subnet type) is a note instead, and drift a declared proposal not yet executed, or an open one, already closes is not generated again.",
 }
 
 func escapeCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

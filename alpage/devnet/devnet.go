@@ -156,6 +156,7 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		return nil, fmt.Errorf("devnet: write node certificate: %w", err)
 	}
 	ports := map[string]nodeAddr{}
+	seeded := seededVersions(opts.Fleet)
 	for _, n := range opts.Fleet.Nodes {
 		var addr *net.TCPAddr
 		if n.IsReachable() {
@@ -165,9 +166,9 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 			}
 			addr = ln.Addr().(*net.TCPAddr)
 			d.NodeStatusURLs[n.ID] = "https://" + addr.String()
-			version := n.Version
+			id, version := n.ID, n.Version
 			d.serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}),
-				WithLatency(opts.Latency, &NodeStatus{Version: func() string { return version }}))
+				WithLatency(opts.Latency, &NodeStatus{Version: func() string { return d.running(id, version, seeded) }}))
 		} else if addr, err = d.listenOutage(n.Outage()); err != nil {
 			return nil, fmt.Errorf("devnet: endpoint of unreachable node %s: %w", n.ID, err)
 		}
@@ -425,7 +426,7 @@ func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
 	}
 	for _, n := range f.Nodes {
 		if n.ID == id {
-			out.GuestosVersion = orDefault(n.DashboardVersion, n.Version)
+			out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seededVersions(f))
 		}
 	}
 	return out, true

@@ -301,7 +301,7 @@ func (at registryAt) subnet(ctx context.Context, id string) SubnetFacts {
 
 // subnetFactsOf reads the facts reconcile compares from a subnet record.
 func subnetFactsOf(rec *nns.SubnetRecordPB) SubnetFacts {
-	out := SubnetFacts{Found: true}
+	out := SubnetFacts{Found: true, ReplicaVersion: rec.ReplicaVersionID}
 	for _, m := range rec.Membership {
 		out.Members = append(out.Members, principalText(m))
 	}

@@ -55,6 +55,9 @@ type SubnetFacts struct {
 	CostSchedule string   `json:"cost_schedule,omitempty"`
 	SevEnabled   bool     `json:"sev_enabled"`
 	Admins       []string `json:"admins,omitempty"`
+	// ReplicaVersion is the GuestOS version the record deploys to every
+	// member (replica_version_id).
+	ReplicaVersion string `json:"replica_version,omitempty"`
 }
 
 // ProviderFacts is what the NNS says of a node provider: whether

@@ -49,7 +49,14 @@ func startApplyDevnetEdited(t *testing.T, votingPeriod time.Duration, edit func(
 // once edit has changed the fleet.
 func startApplyDevnetOptions(t *testing.T, opts devnet.Options, edit func(*devnet.Fleet)) *devnet.Devnet {
 	t.Helper()
-	data, err := os.ReadFile("testdata/apply/fleet.json")
+	return startDevnetFile(t, "testdata/apply/fleet.json", opts, edit)
+}
+
+// startDevnetFile starts the devnet of the fleet file at path once edit
+// has changed it, and points alp at it through the environment.
+func startDevnetFile(t *testing.T, path string, opts devnet.Options, edit func(*devnet.Fleet)) *devnet.Devnet {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ func newPlanCmd(g *globals) *cobra.Command {
 		output  string
 		outFile string
 		force   bool
+		gen     bool
 		live    liveFlags
 	)
 	cmd := &cobra.Command{
@@ -39,8 +40,21 @@ explorer and the dashboard are labelled as such.
 sha256 and the registry version it was checked against; alp apply FILE
 refuses when either has moved since.
 
+--generate writes the proposals that close the drift between the declared
+resources and the live registry, as proposal blocks, to --out FILE (else
+stdout): membership for nodes declared in a subnet they are not in, or out of
+one they are in; deploy_guestos for a subnet whose nodes are declared to run an
+elected version it does not; update_subnet for declared subnet admins;
+remove_nodes, remove_node_operators and remove_node_provider for what is
+declared decommissioned. They come in the order they must execute (a comment
+names what each waits on), titled and summarized as DFINITY's operators write
+them, with url left for the forum thread. Drift no proposal closes (a region,
+a chip id, a subnet type) is a note on stderr. Drift a declared proposal not
+yet executed, or an open one in governance, already closes is not generated
+again. Review the blocks, append them to proposals.hcl, and alp apply each.
+
 Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
-1 on error.`,
+1 on error; with --generate, 0 unless it failed.`,
 		// -out is Terraform's spelling; pflag would read it as -o ut, so
 		// flags are parsed in RunE after rewriting it.
 		DisableFlagParsing: true,
@@ -54,6 +68,12 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 			}
 			if err := checkOutput(output); err != nil {
 				return err
+			}
+			if gen {
+				if len(cmd.Flags().Args()) > 0 || force {
+					return fmt.Errorf("plan --generate takes no proposal names and no --force")
+				}
+				return runGenerate(cmd, g, live, outFile, output)
 			}
 			cfg, st, err := g.load()
 			if err != nil {
@@ -112,7 +132,8 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 		},
 	}
 	outputFlag(cmd, &output)
-	cmd.Flags().StringVar(&outFile, "out", "", "save the plan (payload sha256 and registry version per proposal) for alp apply")
+	cmd.Flags().StringVar(&outFile, "out", "", "save the plan (payload sha256 and registry version per proposal) for alp apply; with --generate, the file the proposal blocks go to")
+	cmd.Flags().BoolVar(&gen, "generate", false, "write the proposal blocks that close the drift between the declared resources and the live registry")
 	cmd.Flags().BoolVar(&force, "force", false, "treat an unelected deploy_guestos version as a warning instead of refusing it")
 	live.register(cmd)
 	return cmd

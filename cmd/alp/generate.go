@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/generate"
+	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/reconcile"
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/internal/atomicfile"
+)
+
+// generateJSON is `alp plan --generate --output json`.
+type generateJSON struct {
+	Proposals []generatedJSON `json:"proposals"`
+	Notes     []string        `json:"notes"`
+	// File is where the blocks were written ("" for stdout, or none).
+	File string `json:"file,omitempty"`
+	HCL  string `json:"hcl"`
+}
+
+type generatedJSON struct {
+	Name          string      `json:"name"`
+	Kind          config.Kind `json:"kind"`
+	Title         string      `json:"title"`
+	After         []string    `json:"after"`
+	PayloadSHA256 string      `json:"payload_sha256"`
+}
+
+// openProposalPages bounds the list_proposals pages read for open ones.
+const openProposalPages = 20
+
+// runGenerate is `alp plan --generate`: the proposal blocks that close the
+// drift reconcile would report, to outFile or stdout; notes on stderr.
+func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output string) error {
+	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	cfg, err := g.loadResourcesConfig(stderr)
+	if err != nil {
+		return err
+	}
+	st, err := g.loadState()
+	if err != nil {
+		return err
+	}
+	a, host, err := g.readAgent(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "reading %d node(s) and what governance has open from %s…\n", len(cfg.Nodes), host)
+	ctx, cancel := context.WithTimeout(cmd.Context(), reconcileTimeout)
+	defer cancel()
+	reg, closeReg := reconcileRegistry(ctx, a, stderr)
+	defer closeReg()
+	gov := nns.GovernanceClient{Caller: a}
+	explorer := live.explorer()
+	f := &reconcile.Fetcher{Registry: reg, Governance: gov, Explorer: explorer}
+	snap, err := f.Fetch(ctx, &cfg.Resources, nil, false)
+	if err != nil {
+		return fmt.Errorf("plan --generate: %w", err)
+	}
+	if failed := reconcileFailedReads(&cfg.Resources, snap); failed != "" {
+		return fmt.Errorf("plan --generate: registry or governance reads failed, so the drift is not known: %s", failed)
+	}
+	operatorNodesOfDecommissioned(ctx, reg, explorer, &cfg.Resources, snap)
+	open, err := openProposals(ctx, gov)
+	if err != nil {
+		return fmt.Errorf("plan --generate: %w", err)
+	}
+	taken := map[string]bool{}
+	for _, p := range cfg.Proposals {
+		taken[p.Name] = true
+	}
+	for name := range st.Proposals {
+		taken[name] = true
+	}
+	pending := append(generate.PendingDeclared(cfg.Proposals, st), generate.PendingInGovernance(open)...)
+	res := generate.Generate(generate.Input{Res: &cfg.Resources, Live: snap, Pending: pending, Taken: taken})
+	for _, n := range res.Notes {
+		printSafe(stderr, "note: "+n)
+	}
+	var hcl bytes.Buffer
+	if err := generate.WriteHCL(&hcl, res.Proposals); err != nil {
+		return err
+	}
+	built, err := checkGenerated(g.configPath, hcl.Bytes(), res.Proposals, g.limits())
+	if err != nil {
+		return err
+	}
+	report := generateJSON{Proposals: []generatedJSON{}, Notes: append([]string{}, res.Notes...), HCL: hcl.String()}
+	for _, p := range res.Proposals {
+		report.Proposals = append(report.Proposals, generatedJSON{Name: p.Name, Kind: p.Kind, Title: p.Title, After: append([]string{}, p.After...), PayloadSHA256: built[p.Name]})
+	}
+	switch {
+	case len(res.Proposals) == 0:
+		fmt.Fprintln(stderr, "nothing to generate: no drift a proposal closes, or the proposals that close it are declared or open already")
+	case outFile != "":
+		if err := atomicfile.WriteFile(outFile, hcl.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("plan --generate: write %s: %w", outFile, err)
+		}
+		report.File = outFile
+		fmt.Fprintf(stderr, "wrote %d proposal(s) to %s; review them, append them to %s, then alp apply each in order\n", len(res.Proposals), outFile, g.configPath)
+	case output != "json":
+		_, err = stdout.Write(hcl.Bytes())
+		return err
+	}
+	if output == "json" {
+		return writeJSON(stdout, report)
+	}
+	return nil
+}
+
+// reconcileFailedReads is what reconcile would refuse to run on.
+func reconcileFailedReads(res *config.Resources, snap *reconcile.Live) string {
+	r := reconcile.Reconcile(res, snap)
+	if r.Ran() {
+		return ""
+	}
+	return fmt.Sprint(r.FailedReads)
+}
+
+// operatorNodesOfDecommissioned lists the nodes each decommissioned
+// operator still owns, which reconcile does not read: remove_node_operators
+// waits for them.
+func operatorNodesOfDecommissioned(ctx context.Context, reg reconcile.Registry, explorer reconcile.Explorer, res *config.Resources, snap *reconcile.Live) {
+	lister, fromRegistry := reg.(reconcile.NodeLister)
+	for _, o := range res.NodeOperators {
+		if !o.Decommissioned || !snap.Operators[o.ID].Found {
+			continue
+		}
+		var on reconcile.OperatorNodes
+		if fromRegistry {
+			ids, err := lister.OperatorNodes(ctx, o.ID)
+			on = reconcile.OperatorNodes{Nodes: ids, FromRegistry: true}
+			if err != nil {
+				on.Err = err.Error()
+			}
+		} else {
+			ids, err := explorer.OperatorNodes(ctx, o.ID)
+			on = reconcile.OperatorNodes{Nodes: ids}
+			if err != nil {
+				on.Err = err.Error()
+			}
+		}
+		snap.OperatorNodes[o.ID] = on
+	}
+}
+
+// openProposals lists the open and adopted proposals, newest first, and
+// reads again each whose payload list_proposals left out.
+func openProposals(ctx context.Context, gov nns.GovernanceClient) ([]nns.ProposalInfo, error) {
+	omit := false
+	req := nns.ListProposalInfo{Limit: 100, OmitLargeFields: &omit, IncludeRewardStatus: []int32{}, ExcludeTopic: []int32{},
+		IncludeStatus: []int32{int32(nns.StatusOpen), int32(nns.StatusAdopted)}}
+	var out []nns.ProposalInfo
+	for range openProposalPages {
+		page, err := gov.ListProposals(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("list the open proposals: %w", err)
+		}
+		for _, info := range page {
+			if a := info.Proposal; a != nil && a.Action != nil && a.Action.ExecuteNnsFunction != nil && len(a.Action.ExecuteNnsFunction.Payload) == 0 && info.ID != nil {
+				full, err := gov.GetProposalInfo(ctx, info.ID.ID)
+				if err != nil {
+					return nil, fmt.Errorf("read open proposal %d: %w", info.ID.ID, err)
+				}
+				if full != nil {
+					info = *full
+				}
+			}
+			out = append(out, info)
+		}
+		if len(page) < 100 || page[len(page)-1].ID == nil {
+			break
+		}
+		req.BeforeProposal = page[len(page)-1].ID
+	}
+	return out, nil
+}
+
+// checkGenerated loads the declared proposals with the generated blocks
+// after them, as they will be once appended, and builds each generated
+// one: a block that would not load or encode is a bug, never a file.
+// It returns each generated proposal's payload sha256.
+func checkGenerated(configPath string, hcl []byte, ps []*generate.Proposal, lim config.Limits) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ps) == 0 {
+		return out, nil
+	}
+	declared, err := os.ReadFile(configPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(configPath), ".alp-generate-*.hcl")
+	if err != nil {
+		return nil, fmt.Errorf("plan --generate: check the blocks: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(append(append(declared, '\n'), hcl...))
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("plan --generate: check the blocks: %w", werr)
+	}
+	cfg, err := config.LoadWith(tmp.Name(), lim)
+	if err != nil {
+		return nil, fmt.Errorf("plan --generate: the generated blocks do not load (a bug in alp): %w", err)
+	}
+	for _, p := range ps {
+		b, err := proposal.Build(cfg.Proposal(p.Name))
+		if err != nil {
+			return nil, fmt.Errorf("plan --generate: the generated proposal %q does not build (a bug in alp): %w", p.Name, err)
+		}
+		out[p.Name] = b.PayloadSHA256
+	}
+	return out, nil
+}

@@ -1,0 +1,1 @@
+# plan --generate appends to a copy of this file in the test.
