@@ -31,6 +31,12 @@ type Row struct {
 	// Unread names the source an unknown or unreachable row could not
 	// read; empty on every other row.
 	Unread ReadSource `json:"unread,omitempty"`
+	// Declared and Live are the two sides of a version row, and Subnet
+	// the block name of the node's declared subnet (what RenderBrief
+	// rolls repeated version drift up by).
+	Declared string `json:"declared,omitempty"`
+	Live     string `json:"live,omitempty"`
+	Subnet   string `json:"subnet,omitempty"`
 }
 
 // ReadSource is where a fact is read from, named in unknown rows and the
@@ -181,13 +187,16 @@ func failedReads(live *Live) []string {
 
 // names maps ids to block names, per kind.
 type names struct {
-	nodes, operators, providers, versions map[string]string
-	node                                  map[string]*config.Node
+	nodes, operators, providers, versions, subnets map[string]string
+	node                                           map[string]*config.Node
 }
 
 func newNames(res *config.Resources) names {
 	n := names{nodes: map[string]string{}, operators: map[string]string{}, providers: map[string]string{}, versions: map[string]string{},
-		node: map[string]*config.Node{}}
+		subnets: map[string]string{}, node: map[string]*config.Node{}}
+	for _, x := range res.Subnets {
+		n.subnets[x.ID] = x.Name
+	}
 	for _, x := range res.Nodes {
 		n.nodes[x.ID] = x.Name
 		n.node[x.ID] = x
@@ -205,6 +214,15 @@ func newNames(res *config.Resources) names {
 }
 
 // version names a version by its block name when one declares it.
+// subnetOf is the block name of node's declared subnet, else its id, else
+// "" for a node declared unassigned.
+func (n names) subnetOf(node *config.Node) string {
+	if name, ok := n.subnets[node.Subnet]; ok {
+		return name
+	}
+	return node.Subnet
+}
+
 func (n names) version(id string) string {
 	if name, ok := n.versions[id]; ok {
 		return name
@@ -701,6 +719,7 @@ func versionsSection(res *config.Resources, live *Live, n names) Section {
 			row.Status, row.Detail = OK, n.version(f.Version)
 		default:
 			row.Status, row.Detail = VersionMismatch, fmt.Sprintf("declared=%s live=%s", n.version(node.Version), n.version(f.Version))
+			row.Declared, row.Live, row.Subnet = n.version(node.Version), n.version(f.Version), n.subnetOf(node)
 		}
 		if read && f.Source == FromDashboard && f.Version != "" {
 			row.Detail += " via dashboard"

@@ -103,7 +103,7 @@ func TestElectedMeansTheSameToReconcileGuestosSyncPlanAndTheDryRun(t *testing.T)
 
 	// reconcile: node_01 is declared on the unelected version (it runs
 	// current), node_05 on the previous one, node_02 on the default
-	out, _, _ = runAlp(t, "", "reconcile", "--config", config, "--state", statePath)
+	out, _, _ = runAlp(t, "", "reconcile", "--config", config, "--state", statePath, "--all")
 	_, versions, _ := strings.Cut(out, "\nGuestOS versions\n")
 	for node, elected := range map[string]bool{"node_01": true, "node_05": false, "node_02": true} {
 		var row string

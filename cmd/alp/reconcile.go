@@ -23,6 +23,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 		output       string
 		refreshChips bool
 		strict       bool
+		all          bool
 		kdsURL       string
 		nodeCA       string
 		live         liveFlags
@@ -57,6 +58,12 @@ governance read is different: without the NNS's own word there is nothing to
 compare, so the gate did not run and reconcile exits 1 naming the reads that
 failed. It changes nothing on-chain; it records positive KDS verdicts in
 state.json (chips), which are not asked again unless --refresh-chips is given.
+
+By default the text report prints, per section, how many rows it holds and
+how many are in sync, then only the rows that are drift, unknown or
+unreachable; version drift that repeats is one line per declared and live
+version pair, naming the subnets; a warning said more than once is said once
+with a count. --all prints every row; --output json is always complete.
 
 Exit status 0 when in sync, 2 on any drift (after the whole report) or, with
 --strict, on any unknown; 1 on error, a failed registry or governance read
@@ -126,8 +133,10 @@ included.`,
 			stdout := cmd.OutOrStdout()
 			if output == "json" {
 				err = writeJSON(stdout, report)
-			} else {
+			} else if all {
 				err = renderSafe(stdout, report.Render)
+			} else {
+				err = renderSafe(stdout, report.RenderBrief)
 			}
 			if err != nil {
 				return err
@@ -145,6 +154,7 @@ included.`,
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&refreshChips, "refresh-chips", false, "ask AMD KDS again about chips state.json already records as verified")
+	cmd.Flags().BoolVar(&all, "all", false, "print every row, in sync or not (by default: a count per section, the rows that need a look, repeated version drift rolled up per declared and live pair)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 when any row is unknown or unreachable (a third party did not answer), not only on drift")
 	cmd.Flags().StringVar(&kdsURL, "kds-url", "", "AMD KDS (third party): flag > $"+source.KDSURLEnv+" > "+source.MainnetKDSURL)
 	cmd.Flags().StringVar(&nodeCA, "node-status-ca", "", "PEM certificates node status endpoints must chain to: flag > $"+source.NodeStatusCAEnv+" > unchecked (replicas self-sign)")

@@ -48,11 +48,20 @@ func reconcileArgs(d *devnet.Devnet, config, statePath string, more ...string) [
 func TestReconcileOfTheExampleFleetReportsTheDriftedNodeAndExitsTwo(t *testing.T) {
 	d := startExampleDevnet(t)
 	statePath := noState(t)
-	out, errOut, err := runSplit(reconcileArgs(d, exampleConfig, statePath)...)
+	out, errOut, err := runSplit(reconcileArgs(d, exampleConfig, statePath, "--all")...)
 	if exitCode(err) != 2 {
 		t.Fatalf("exit %d (%v), want 2: node_05 runs the previous release\n%s%s", exitCode(err), err, out, errOut)
 	}
 	golden(t, "reconcile/reconcile.golden", []byte(out))
+	// By default: counts, the drifted row, the summary.
+	brief, _, err := runSplit(reconcileArgs(d, exampleConfig, statePath)...)
+	if exitCode(err) != 2 {
+		t.Fatalf("default: exit %d (%v)", exitCode(err), err)
+	}
+	golden(t, "reconcile/reconcile.brief.golden", []byte(brief))
+	if strings.Contains(brief, "node_12") || !strings.Contains(brief, "node_05") || !strings.Contains(brief, "every row with --all") {
+		t.Errorf("the default report shows rows in sync or hides the drift:\n%s", brief)
+	}
 	for _, want := range []string{
 		"version-mismatch   node_05  sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe  declared=current live=previous",
 		"ok                 node_12  duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe  current via dashboard",
@@ -82,7 +91,7 @@ func TestReconcileOfTheExampleFleetReportsTheDriftedNodeAndExitsTwo(t *testing.T
 	}
 
 	// --refresh-chips asks again, and AMD still vouches for all three.
-	out, _, err = runSplit(reconcileArgs(d, exampleConfig, statePath, "--refresh-chips")...)
+	out, _, err = runSplit(reconcileArgs(d, exampleConfig, statePath, "--refresh-chips", "--all")...)
 	if exitCode(err) != 2 || strings.Contains(out, "(cached)") || strings.Count(out, "AMD KDS: ") != 3 {
 		t.Fatalf("refresh: exit %d (%v)\n%s", exitCode(err), err, out)
 	}
@@ -118,7 +127,7 @@ func inSyncExample(t *testing.T) string {
 
 func TestReconcileExitsZeroWhenTheFleetIsInSync(t *testing.T) {
 	d := startExampleDevnet(t)
-	out, errOut, err := runSplit(reconcileArgs(d, inSyncExample(t), noState(t))...)
+	out, errOut, err := runSplit(reconcileArgs(d, inSyncExample(t), noState(t), "--all")...)
 	if err != nil {
 		t.Fatalf("exit %d (%v), want 0\n%s%s", exitCode(err), err, out, errOut)
 	}
