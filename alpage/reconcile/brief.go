@@ -54,19 +54,7 @@ func (r *Report) RenderBrief(w io.Writer, paint term.Painter) error {
 			fmt.Fprintf(&b, "  %s %s\n", paint.Paint(term.Yellow, "warning:"), warn)
 		}
 	}
-	if !r.Ran() {
-		fmt.Fprintf(&b, "\n%s\n", paint.Paint(term.Red, fmt.Sprintf("reconcile did not run: %d registry or governance read(s) failed:", len(r.FailedReads))))
-		for _, f := range collapse(r.FailedReads) {
-			fmt.Fprintf(&b, "  %s\n", f)
-		}
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	verdict := paint.Paint(term.Green, "in sync")
-	if r.Drift > 0 {
-		verdict = paint.Paint(term.Red, fmt.Sprintf("%d drift", r.Drift))
-	}
-	fmt.Fprintf(&b, "\nreconcile: %s, %d unknown (not drift%s); every row with --all\n", verdict, r.Unknown, r.unknownSources())
+	r.writeVerdict(&b, paint, collapse(r.FailedReads), "; every row with --all")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

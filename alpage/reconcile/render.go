@@ -43,21 +43,26 @@ func (r *Report) Render(w io.Writer, paint term.Painter) error {
 			fmt.Fprintf(&b, "  %s %s\n", paint.Paint(term.Yellow, "warning:"), warn)
 		}
 	}
+	r.writeVerdict(&b, paint, r.FailedReads, "")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeVerdict ends a rendering: the reads that failed, if any (the gate
+// did not run), else the verdict line, followed by tail.
+func (r *Report) writeVerdict(b *strings.Builder, paint term.Painter, failed []string, tail string) {
 	if !r.Ran() {
-		fmt.Fprintf(&b, "\n%s\n", paint.Paint(term.Red, fmt.Sprintf("reconcile did not run: %d registry or governance read(s) failed:", len(r.FailedReads))))
-		for _, f := range r.FailedReads {
-			fmt.Fprintf(&b, "  %s\n", f)
+		fmt.Fprintf(b, "\n%s\n", paint.Paint(term.Red, fmt.Sprintf("reconcile did not run: %d registry or governance read(s) failed:", len(r.FailedReads))))
+		for _, f := range failed {
+			fmt.Fprintf(b, "  %s\n", f)
 		}
-		_, err := io.WriteString(w, b.String())
-		return err
+		return
 	}
 	verdict := paint.Paint(term.Green, "in sync")
 	if r.Drift > 0 {
 		verdict = paint.Paint(term.Red, fmt.Sprintf("%d drift", r.Drift))
 	}
-	fmt.Fprintf(&b, "\nreconcile: %s, %d unknown (not drift%s)\n", verdict, r.Unknown, r.unknownSources())
-	_, err := io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(b, "\nreconcile: %s, %d unknown (not drift%s)%s\n", verdict, r.Unknown, r.unknownSources(), tail)
 }
 
 // unknownSources is "; 2 AMD KDS, 1 node status or dashboard": what could
