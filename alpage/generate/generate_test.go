@@ -318,3 +318,12 @@ func TestTheBlocksEscapeWhatHCLWouldReadAsATemplate(t *testing.T) {
 		}
 	}
 }
+
+func TestAProposalPreflightRefusesIsDroppedWithWhatWaitsOnIt(t *testing.T) {
+	ps := []*Proposal{{Name: "a"}, {Name: "b", After: []string{"a"}}, {Name: "c"}, {Name: "d", After: []string{"b", "c"}}, {Name: "e", After: []string{"c"}}}
+	kept, notes := Drop(ps, map[string]string{"a": "node x is not registered"})
+	if !slices.Equal(nameList(kept), []string{"c", "e"}) || len(notes) != 3 ||
+		notes[0] != "a is not generated: preflight refuses it (node x is not registered)" || notes[1] != "b is not generated: it waits on a, which is not" {
+		t.Fatalf("kept %v, notes %q", nameList(kept), notes)
+	}
+}

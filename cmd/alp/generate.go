@@ -13,6 +13,7 @@ import (
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/generate"
+	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/reconcile"
 	"alpnib.dev/ic/nns"
@@ -87,12 +88,26 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	for _, n := range res.Notes {
 		printSafe(stderr, "note: "+n)
 	}
-	var hcl bytes.Buffer
-	if err := generate.WriteHCL(&hcl, res.Proposals); err != nil {
+	built, checked, err := checkGenerated(g.configPath, res.Proposals, g.limits())
+	if err != nil {
 		return err
 	}
-	built, err := checkGenerated(g.configPath, hcl.Bytes(), res.Proposals, g.limits())
-	if err != nil {
+	if len(res.Proposals) > 0 {
+		pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard()}
+		defer planFromCopy(ctx, pf, stderr)()
+		refused, notes, err := preflightGenerated(ctx, pf, checked, res.Proposals)
+		if err != nil {
+			return err
+		}
+		var dropped []string
+		res.Proposals, dropped = generate.Drop(res.Proposals, refused)
+		for _, n := range append(notes, dropped...) {
+			printSafe(stderr, "note: "+n)
+		}
+		res.Notes = append(append(res.Notes, notes...), dropped...)
+	}
+	var hcl bytes.Buffer
+	if err := generate.WriteHCL(&hcl, res.Proposals); err != nil {
 		return err
 	}
 	report := generateJSON{Proposals: []generatedJSON{}, Notes: append([]string{}, res.Notes...), HCL: hcl.String()}
@@ -189,38 +204,80 @@ func openProposals(ctx context.Context, gov nns.GovernanceClient) ([]nns.Proposa
 // checkGenerated loads the declared proposals with the generated blocks
 // after them, as they will be once appended, and builds each generated
 // one: a block that would not load or encode is a bug, never a file.
-// It returns each generated proposal's payload sha256.
-func checkGenerated(configPath string, hcl []byte, ps []*generate.Proposal, lim config.Limits) (map[string]string, error) {
+// It returns each generated proposal's payload sha256, and the
+// configuration they were loaded in.
+func checkGenerated(configPath string, ps []*generate.Proposal, lim config.Limits) (map[string]string, *config.Config, error) {
 	out := map[string]string{}
 	if len(ps) == 0 {
-		return out, nil
+		return out, nil, nil
+	}
+	var hcl bytes.Buffer
+	if err := generate.WriteHCL(&hcl, ps); err != nil {
+		return nil, nil, err
 	}
 	declared, err := os.ReadFile(configPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+		return nil, nil, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(configPath), ".alp-generate-*.hcl")
 	if err != nil {
-		return nil, fmt.Errorf("plan --generate: check the blocks: %w", err)
+		return nil, nil, fmt.Errorf("plan --generate: check the blocks: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(append(append(declared, '\n'), hcl...))
+	_, werr := tmp.Write(append(append(declared, '\n'), hcl.Bytes()...))
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		return nil, fmt.Errorf("plan --generate: check the blocks: %w", werr)
+		return nil, nil, fmt.Errorf("plan --generate: check the blocks: %w", werr)
 	}
 	cfg, err := config.LoadWith(tmp.Name(), lim)
 	if err != nil {
-		return nil, fmt.Errorf("plan --generate: the generated blocks do not load (a bug in alp): %w", err)
+		return nil, nil, fmt.Errorf("plan --generate: the generated blocks do not load (a bug in alp): %w", err)
 	}
 	for _, p := range ps {
 		b, err := proposal.Build(cfg.Proposal(p.Name))
 		if err != nil {
-			return nil, fmt.Errorf("plan --generate: the generated proposal %q does not build (a bug in alp): %w", p.Name, err)
+			return nil, nil, fmt.Errorf("plan --generate: the generated proposal %q does not build (a bug in alp): %w", p.Name, err)
 		}
 		out[p.Name] = b.PayloadSHA256
 	}
-	return out, nil
+	return out, cfg, nil
+}
+
+// preflightGenerated runs preflight on each generated proposal that waits
+// on none (the others can pass only once those before them executed): a
+// refused one or a no-op is returned with why, to be dropped; a flagged
+// one stays, with a note that apply will need --force.
+func preflightGenerated(ctx context.Context, f *preflight.Fetcher, cfg *config.Config, ps []*generate.Proposal) (refused map[string]string, notes []string, err error) {
+	refused = map[string]string{}
+	for _, p := range ps {
+		if len(p.After) > 0 {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, planTimeout)
+		r, err := f.Run(pctx, cfg.Proposal(p.Name), preflight.Options{Names: preflight.NamesOf(&cfg.Resources)})
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("plan --generate: preflight %s: %w", p.Name, err)
+		}
+		switch r.Verdict {
+		case preflight.VerdictRefused:
+			refused[p.Name] = worstCheck(r, preflight.Refused)
+		case preflight.VerdictNoOp:
+			refused[p.Name] = "it would change nothing"
+		case preflight.VerdictFlagged:
+			notes = append(notes, fmt.Sprintf("preflight flags %s (%s): review it; alp apply needs --force for it", p.Name, worstCheck(r, preflight.Flagged)))
+		}
+	}
+	return refused, notes, nil
+}
+
+func worstCheck(r preflight.Report, s preflight.Severity) string {
+	for _, c := range r.Checks {
+		if c.Severity == s {
+			return c.Message
+		}
+	}
+	return string(r.Verdict)
 }

@@ -48,7 +48,9 @@ elected version it does not; update_subnet for declared subnet admins;
 remove_nodes, remove_node_operators and remove_node_provider for what is
 declared decommissioned. They come in the order they must execute (a comment
 names what each waits on), titled and summarized as DFINITY's operators write
-them, with url left for the forum thread. Drift no proposal closes (a region,
+them, with url left for the forum thread. Each one that waits on none is
+preflighted: one preflight refuses, or a no-op, is left out with a note, and so
+is what waits on it. Drift no proposal closes (a region,
 a chip id, a subnet type) is a note on stderr. Drift a declared proposal not
 yet executed, or an open one in governance, already closes is not generated
 again. Review the blocks, append them to proposals.hcl, and alp apply each.
