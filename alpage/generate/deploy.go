@@ -39,6 +39,7 @@ func (g *gen) deploys() {
 		v := versions[0]
 		version := g.n.version(v)
 		if v == facts.ReplicaVersion {
+			g.lagging(s, v)
 			continue
 		}
 		elected, read := live.Elected[v]
@@ -71,6 +72,19 @@ func (g *gen) deploys() {
 			continue
 		}
 		g.note("node %s is unassigned and runs %s, not %s: the version of unassigned nodes is set by a proposal alp does not make (deploy_guestos upgrades a subnet)", n.Name, abbrev(vf.Version), g.n.version(n.Version).word())
+	}
+}
+
+// lagging notes the nodes of subnet s that report another version than
+// v, which its record already names: they have not upgraded yet, and no
+// proposal makes them.
+func (g *gen) lagging(s *config.Subnet, v string) {
+	for _, n := range g.in.Res.Nodes {
+		vf, ok := g.in.Live.Versions[n.ID]
+		if n.Subnet != s.ID || n.Decommissioned || n.Version != v || !ok || vf.Version == "" || vf.Version == v {
+			continue
+		}
+		g.note("node %s runs %s, but subnet %s's record already names %s: the node has not upgraded to it yet, which no proposal changes", n.Name, abbrev(vf.Version), g.n.subnet(s.ID).word(), g.n.version(v).word())
 	}
 }
 

@@ -327,3 +327,13 @@ func TestAProposalPreflightRefusesIsDroppedWithWhatWaitsOnIt(t *testing.T) {
 		t.Fatalf("kept %v, notes %q", nameList(kept), notes)
 	}
 }
+
+func TestANodeThatHasNotUpgradedToItsSubnetsVersionIsANote(t *testing.T) {
+	res, l := fleet(), live()
+	node(res, "node_1").Version, node(res, "node_2").Version = vOld, vOld
+	l.Versions = map[string]reconcile.VersionFacts{n1: {Version: vOld}, n2: {Version: vNew}}
+	r := Generate(Input{Res: res, Live: l})
+	if len(r.Proposals) != 0 || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "node node_2 runs f7a20dd4, but subnet app1's record already names old") {
+		t.Fatalf("generated %v, notes %q", nameList(r.Proposals), r.Notes)
+	}
+}

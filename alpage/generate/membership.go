@@ -91,8 +91,9 @@ func (g *gen) membership() {
 		}
 		target.add = append(target.add, move{node, why})
 	}
-	for id, s := range live.Subnets {
-		if !s.Found || g.n.subnets[id] == "" {
+	for _, decl := range g.in.Res.Subnets {
+		id, s := decl.ID, live.Subnets[decl.ID]
+		if !s.Found {
 			continue
 		}
 		for _, m := range s.Members {

@@ -16,6 +16,7 @@ import (
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/reconcile"
+	"alpnib.dev/alpage/source"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/internal/atomicfile"
 )
@@ -63,7 +64,11 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	defer closeReg()
 	gov := nns.GovernanceClient{Caller: a}
 	explorer := live.explorer()
-	f := &reconcile.Fetcher{Registry: reg, Governance: gov, Explorer: explorer}
+	ns, err := source.NewNodeStatusTimeout(os.Getenv(source.NodeStatusCAEnv), 0)
+	if err != nil {
+		return err
+	}
+	f := &reconcile.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: live.dashboard(), NodeStatus: ns}
 	snap, err := f.Fetch(ctx, &cfg.Resources, nil, false)
 	if err != nil {
 		return fmt.Errorf("plan --generate: %w", err)
