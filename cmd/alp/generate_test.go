@@ -80,7 +80,8 @@ func TestGeneratedProposalsAppliedInOrderBringTheDevnetInSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	hcl := string(data)
-	want := []string{"replace-nodes-in-app1", "remove-node-05-from-app2", "add-node-03-to-app2", "deploy-current-to-app2", "remove-node-07", "remove-operator-retiring-ops"}
+	want := []string{"replace-nodes-in-app1", "remove-node-05-from-app2", "add-node-03-to-app2", "deploy-current-to-app2",
+		"set-admins-of-app2", "remove-node-07", "remove-operator-retiring-ops", "remove-provider-retiring"}
 	if got := generatedNames(hcl); !slices.Equal(got, want) {
 		t.Fatalf("generated %v, want %v\n%s%s", got, want, hcl, errOut)
 	}
@@ -143,7 +144,7 @@ func TestAnOpenProposalInGovernanceIsNotGeneratedAgain(t *testing.T) {
 		t.Fatalf("plan --generate: %v\n%s", err, errOut)
 	}
 	got := generatedNames(stdout)
-	if slices.Contains(got, "deploy-current-to-app2") || len(got) != 5 {
+	if slices.Contains(got, "deploy-current-to-app2") || len(got) != 7 {
 		t.Fatalf("generated %v with the deploy open in governance", got)
 	}
 }

@@ -1,14 +1,17 @@
 # The fleet of fleet.json as its operator now wants it; alp plan --generate
 # writes the proposals that make the devnet match (cmd/alp/generate_test.go):
 # node_03 moves from app1 to app2, node_05 leaves app2, node_06 joins app1,
-# app2 rolls out the current release, and node_07 and its operator retire.
+# app2 rolls out the current release and gets an admin, and node_07, its
+# operator and their provider retire.
 
 subnet "app1" {
   id = "x6rmp-4m3v3-io5bv-ve6hr-5pvmp-iacd3-zxsfc-l7hee-luzm7-6ltzy-xqe"
 }
 
 subnet "app2" {
-  id = "ttpa5-o77mz-s3v4e-gb5zu-5eycl-2rei5-76tio-54dlx-ifk7i-fgcxa-dae"
+  id            = "ttpa5-o77mz-s3v4e-gb5zu-5eycl-2rei5-76tio-54dlx-ifk7i-fgcxa-dae"
+  cost_schedule = "free"
+  admins        = ["2axfb-gt45c-dxuwn-i7vfa-veiix-wwo6f-ey5z6-ta72s-xdpdr-3jqqt-kqe"]
 }
 
 data_center "zh1" {
@@ -27,11 +30,16 @@ node_operator "zh1_ops" {
   dc       = data_center.zh1.id
 }
 
-node_operator "retiring_ops" {
-  id             = "sp5zt-ai3iy-6276d-6qiqv-r4t3q-i3mxk-jlaaa-frtfo-6zfs7-wd3i5-4qe"
-  provider       = node_provider.example.id
-  dc             = data_center.zh1.id
+node_provider "retiring" {
+  id             = "xlbud-wqevv-daemz-63mb5-5qags-cqnxo-keqio-iubrg-4yxaj-g6p6f-uae"
+  label          = "Retiring Provider"
   decommissioned = true
+}
+
+node_operator "retiring_ops" {
+  id       = "sp5zt-ai3iy-6276d-6qiqv-r4t3q-i3mxk-jlaaa-frtfo-6zfs7-wd3i5-4qe"
+  provider = node_provider.retiring.id
+  dc       = data_center.zh1.id
 }
 
 guestos_version "previous" {
