@@ -16,7 +16,7 @@ import (
 
 // DefaultPartSize is the multipart chunk S3 puts use: objects larger than it
 // (and any put of unknown size) go up in parts, so a multi-gigabyte layer or
-// export never has to fit in one request, and a failed part is retried alone.
+// export never has to fit in one request.
 const DefaultPartSize = 16 << 20
 
 // S3 is a store in an S3 bucket under an optional prefix: key a/b is the
@@ -61,6 +61,11 @@ func NewS3(ctx context.Context, rawURL string) (*S3, error) {
 		Secure:       secure,
 		Region:       firstEnv(S3Env.Region),
 		BucketLookup: lookup,
+		// One attempt a request: every caller retries on its own backoff
+		// (the report uploader, the background jobs, the fleet poll, the
+		// pass), and minio-go's default of 10 tries, each up to a second
+		// apart, ran inside every one of those attempts.
+		MaxRetries: 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open artifact store %s: %w", rawURL, err)
