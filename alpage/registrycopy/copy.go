@@ -7,8 +7,9 @@
 // reply, so a crash leaves the copy at the last version it fully applied.
 //
 // It lives under alpage, not ic, because where the copy is kept and what
-// happens when it does not verify (discard and rebuild, saying so) are
-// alp's decisions; the verification itself is ic/nns's.
+// happens when a reply does not verify (refused, the copy kept as it is:
+// versions only go forward) are alp's decisions; the verification itself
+// is ic/nns's.
 package registrycopy
 
 import (

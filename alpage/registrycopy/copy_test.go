@@ -167,10 +167,11 @@ func deltaLeaves(m *registrypb.MixedHashTree) []*registrypb.MixedHashTree_Labele
 	return out
 }
 
-// rejectedThenRebuilt syncs once honestly, changes the registry, then has
-// the next reply edited: the sync must say the copy was discarded, and
-// rebuild it to the registry's version from an honest reply.
-func rejectedThenRebuilt(t *testing.T, want string, edit func(n *network, resp *registrypb.CertifiedResponse)) {
+// rejectedAndKept syncs once honestly, changes the registry, then has the
+// next reply edited: the sync must fail naming the reply, leave the copy
+// at its version with its values, and an honest sync after it must bring
+// the copy forward.
+func rejectedAndKept(t *testing.T, want string, edit func(n *network, resp *registrypb.CertifiedResponse)) {
 	t.Helper()
 	n := serve(t, seeded(4))
 	dir := t.TempDir()
@@ -180,32 +181,78 @@ func rejectedThenRebuilt(t *testing.T, want string, edit func(n *network, resp *
 	n.reg.Apply([]registry.Mutation{{Key: "key_001", Value: []byte("newer")}})
 
 	bad := &tamperer{Caller: n.client.Caller, nth: 1, edit: func(r *registrypb.CertifiedResponse) { edit(n, r) }}
-	var log strings.Builder
-	c, res := sync1(t, dir, nns.RegistryClient{Caller: bad}, n.verifier, &log)
-	if !res.Rebuilt || !strings.Contains(res.Reason, want) {
-		t.Fatalf("sync %+v, want it rebuilt because %q", res, want)
-	}
-	if !strings.Contains(log.String(), "discarding the copy at version 4 and rebuilding it from version 0") {
-		t.Errorf("the sync did not say it discarded the copy: %q", log.String())
-	}
-	if res.To != 6 || res.Deltas != 6 {
-		t.Errorf("rebuilt to %d with %d deltas, want 6 and 6", res.To, res.Deltas)
+	refusedAndKept(t, dir, nns.RegistryClient{Caller: bad}, n.verifier, 4, want)
+
+	c, res := sync1(t, dir, n.client, n.verifier, io.Discard)
+	if res.From != 4 || res.To != 6 || res.Deltas != 2 || res.Rebuilt {
+		t.Errorf("the honest sync after the refusal: %+v, want 4 → 6 in 2 deltas, not rebuilt", res)
 	}
 	if v, _ := mustGet(t, c, "key_001", 0); string(v) != "newer" {
-		t.Errorf("key_001 = %q after the rebuild, want newer", v)
+		t.Errorf("key_001 = %q after the honest sync, want newer", v)
 	}
 }
 
-func TestATamperedDeltaIsRejectedAndTheCopyRebuilt(t *testing.T) {
-	rejectedThenRebuilt(t, "registry reply is not certified", func(_ *network, r *registrypb.CertifiedResponse) {
+// refusedAndKept syncs the copy in dir through src, which must be refused
+// naming the reply, and checks the copy is still at version with every
+// value it had.
+func refusedAndKept(t *testing.T, dir string, src registrycopy.Source, v *certificate.Verifier, version uint64, want string) {
+	t.Helper()
+	before := snapshot(t, dir, version)
+	var log strings.Builder
+	c, res, err := registrycopy.Sync(ctx(t), dir, src, v, &log)
+	if err == nil {
+		c.Close()
+		t.Fatalf("sync %+v took a reply it should refuse (%q)", res, want)
+	}
+	var refused *registrycopy.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the reply to get_certified_changes_since %d is refused, so the copy stays at version %d", version, version)) {
+		t.Fatalf("sync: %v, want a refusal naming the reply because %q", err, want)
+	}
+	if res.Rebuilt || strings.Contains(log.String(), "discard") {
+		t.Fatalf("the copy was discarded for a reply: %+v %q", res, log.String())
+	}
+	if after := snapshot(t, dir, version); after != before {
+		t.Fatalf("the refused reply changed the copy:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// snapshot opens the copy in dir (which must be at version) and renders
+// every key's value at that version.
+func snapshot(t *testing.T, dir string, version uint64) string {
+	t.Helper()
+	c, err := registrycopy.Open(ctx(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	at, err := c.Version(ctx(t))
+	if err != nil || at != version {
+		t.Fatalf("the copy is at version %d (%v), want %d", at, err, version)
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "v%d", at)
+	for i := range 4 {
+		key := fmt.Sprintf("key_%03d", i)
+		val, _, found, err := c.Get(ctx(t), key, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&out, " %s=%q/%v", key, val, found)
+	}
+	return out.String()
+}
+
+func TestATamperedDeltaIsRefusedAndTheCopyKept(t *testing.T) {
+	rejectedAndKept(t, "registry reply is not certified", func(_ *network, r *registrypb.CertifiedResponse) {
 		l := deltaLeaves(r.HashTree)[0]
 		leaf := l.Subtree.TreeEnum.(*registrypb.MixedHashTree_LeafData)
 		leaf.LeafData = bytes.Replace(leaf.LeafData, []byte("new"), []byte("bad"), 1)
 	})
 }
 
-func TestACertificateUnderAnotherRootKeyIsRejectedAndTheCopyRebuilt(t *testing.T) {
-	rejectedThenRebuilt(t, "registry reply is not certified", func(n *network, r *registrypb.CertifiedResponse) {
+func TestACertificateUnderAnotherRootKeyIsRefusedAndTheCopyKept(t *testing.T) {
+	rejectedAndKept(t, "registry reply is not certified", func(n *network, r *registrypb.CertifiedResponse) {
 		// The same registry served by a network with its own key.
 		other := serve(t, n.reg)
 		raw, err := other.client.Caller.Query(context.Background(), localnet.RegistryID, "get_certified_changes_since", mustMarshal(t, &registrypb.RegistryGetChangesSinceRequest{Version: 4}))
@@ -218,8 +265,8 @@ func TestACertificateUnderAnotherRootKeyIsRejectedAndTheCopyRebuilt(t *testing.T
 	})
 }
 
-func TestAHashTreeMissingAVersionIsRejectedAndTheCopyRebuilt(t *testing.T) {
-	rejectedThenRebuilt(t, "version 6 follows 4", func(_ *network, r *registrypb.CertifiedResponse) {
+func TestAHashTreeMissingAVersionIsRefusedAndTheCopyKept(t *testing.T) {
+	rejectedAndKept(t, "version 6 follows 4", func(_ *network, r *registrypb.CertifiedResponse) {
 		// Prune version 5 away: the root hash, and so the certificate,
 		// still verify; only the range check sees the gap.
 		l := deltaLeaves(r.HashTree)[0]

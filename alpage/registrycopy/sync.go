@@ -33,10 +33,29 @@ type Result struct {
 	Reason  string
 }
 
+// RefusedError is a get_certified_changes_since reply the copy does not
+// take: it does not verify, or its registry is behind the copy (a replayed
+// older reply is both). The copy is left as it was: versions only go
+// forward, and a copy is never discarded for what an endpoint answered.
+type RefusedError struct {
+	// Since is the version asked for, Version the copy's (unchanged).
+	Since, Version uint64
+	// Latest is the reply's current_version, when it could be read.
+	Latest uint64
+	Err    error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("registry copy: the reply to get_certified_changes_since %d is refused, so the copy stays at version %d: %v; the endpoint may be replaying an older answer or not be the network this copy is of: try again later, or against another endpoint", e.Since, e.Version, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // Sync opens the copy in dir and brings it up to the registry's latest
-// version. A reply that does not verify, or a file that is not a copy,
-// discards the copy and rebuilds it from version 0, saying so on log; when
-// the rebuild fails too, Sync fails and the copy is left empty.
+// version. A file that is not a copy (damaged, another layout) is
+// discarded and rebuilt from version 0, saying so on log. A reply that
+// does not verify, or is behind the copy, is a *RefusedError and leaves the
+// copy as it is.
 //
 // A file another run has open is discarded only once that run has closed
 // it: Sync waits up to LockWait for that, then fails with ErrInUse.
@@ -55,65 +74,15 @@ func syncAs(ctx context.Context, dir string, l layout, src Source, v *certificat
 	if err != nil {
 		return nil, Result{}, err
 	}
-	if why != nil {
-		res, err := c.Update(ctx, src, v)
-		res.Rebuilt, res.Reason = true, "the file could not be read"
-		if err != nil {
-			c.Close()
-			return nil, res, err
-		}
-		return c, res, nil
-	}
-	return update(ctx, c, src, v, log)
-}
-
-// update brings the open copy c up to date, rebuilding it from version 0
-// when a reply cannot be trusted.
-func update(ctx context.Context, c *Copy, src Source, v *certificate.Verifier, log io.Writer) (*Copy, Result, error) {
 	res, err := c.Update(ctx, src, v)
-	if err == nil || !rebuildable(err) {
-		if err != nil {
-			c.Close()
-			return nil, res, err
-		}
-		return c, res, nil
+	if why != nil {
+		res.Rebuilt, res.Reason = true, "the file could not be read"
 	}
-	reason := err.Error()
-	fmt.Fprintf(log, "registry copy: %s; discarding the copy at version %d and rebuilding it from version 0\n", reason, res.To)
-	if derr := c.Reset(ctx); derr != nil {
-		c.Close()
-		return nil, res, derr
-	}
-	again, err := c.Update(ctx, src, v)
-	again.Requests += res.Requests
-	again.Rebuilt, again.Reason = true, reason
 	if err != nil {
 		c.Close()
-		return nil, again, fmt.Errorf("registry copy: rebuild: %w", err)
+		return nil, res, err
 	}
-	return c, again, nil
-}
-
-// rebuildable says whether err means the copy, or a reply meant for it,
-// cannot be trusted (rather than that the network failed).
-func rebuildable(err error) bool {
-	return errors.Is(err, nns.ErrNotCertified) || errors.Is(err, ErrBehind)
-}
-
-// Reset empties the copy back to version 0.
-func (c *Copy) Reset(ctx context.Context) error {
-	tx, err := c.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("registry copy: reset: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	if _, err := tx.ExecContext(ctx, `DELETE FROM entries`); err != nil {
-		return fmt.Errorf("registry copy: reset: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = '0' WHERE name = 'version'`); err != nil {
-		return fmt.Errorf("registry copy: reset: %w", err)
-	}
-	return tx.Commit()
+	return c, res, nil
 }
 
 // Update fetches and applies every version after the copy's, one verified
@@ -127,11 +96,14 @@ func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier) 
 	for {
 		changes, err := src.GetCertifiedChangesSince(ctx, since, v)
 		res.Requests++
+		if errors.Is(err, nns.ErrNotCertified) {
+			return res, &RefusedError{Since: since, Version: since, Err: err}
+		}
 		if err != nil {
 			return res, err
 		}
 		if err := checkNotBehind(since, changes); err != nil {
-			return res, fmt.Errorf("get_certified_changes_since %d: %w", since, err)
+			return res, &RefusedError{Since: since, Version: since, Latest: changes.LatestVersion, Err: err}
 		}
 		applied, now, err := c.apply(ctx, since, changes.Deltas)
 		if err != nil {
@@ -146,8 +118,8 @@ func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier) 
 	}
 }
 
-// checkNotBehind refuses a reply whose registry is older than the copy:
-// the copy is then not of this registry's history. (That the deltas follow
+// checkNotBehind refuses a reply whose registry is older than the copy: a
+// replayed older reply, or a registry not of the copy's history. (That the deltas follow
 // on from since without a gap, nns checks for every reader: a reply that
 // does not is an nns.ErrInvalidDeltas, which is an nns.ErrNotCertified.)
 func checkNotBehind(since uint64, ch *nns.CertifiedChanges) error {

@@ -24,7 +24,10 @@ func newRegistrySyncCmd(g *globals) *cobra.Command {
 ($XDG_CACHE_HOME/alp/registry/<root key hash>/registry.sqlite) up to date
 with get_certified_changes_since, verifying every reply under the root key
 (mainnet's constant; fetched for any other host), and prints its version.
-A copy that fails verification is discarded and rebuilt, and says so.
+A reply that does not verify, or is behind the copy (a replayed older
+reply), is refused naming it, and the copy keeps its version: versions only
+go forward. Only a file that is not a copy (damaged, another layout) is
+discarded and rebuilt, and says so.
 --output json gives {"registry_version", "from_version", "deltas",
 "requests", "rebuilt", "path"}.`,
 		Args: cobra.NoArgs,
