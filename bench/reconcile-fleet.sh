@@ -8,11 +8,20 @@
 # changed records; and alp as it was before the certified copy (OLD_REV, by
 # default the commit before it) on the same fleet. Under the network guard.
 #   bench/reconcile-fleet.sh [LATENCY]
+# With DEAD=N, N of the nodes accept connections and never answer (the
+# dashboard says DOWN), and the warm reconcile with default flags is timed
+# instead, alternating this alp and OLD_REV's (by default the commit before
+# the short first attempt at a node's status) RUNS times each (default 5):
+#   DEAD=15 bench/reconcile-fleet.sh [LATENCY]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${NIB_NET_GUARD:-}" ]; then exec scripts/netguard.sh "$0" "$@"; fi
 latency=${1:-50ms}
-old_rev=${OLD_REV:-$(git log --format=%H --grep='^ic/nns: a get_certified_changes_since reply whose delta subtree' -1)^}
+if [ -n "${DEAD:-}" ]; then
+	old_rev=${OLD_REV:-$(git log --format=%H --grep='^reconcile: a dead node costs the first attempt' -1)^}
+else
+	old_rev=${OLD_REV:-$(git log --format=%H --grep='^ic/nns: a get_certified_changes_since reply whose delta subtree' -1)^}
+fi
 work=$(mktemp -d)
 trap 'kill "${serve_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; git worktree remove --force "$work/old-src" 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -20,7 +29,7 @@ go build -o "$work/alp" ./cmd/alp
 go build -o "$work/reconcilefleet" ./bench/reconcilefleet
 git worktree add --detach -q "$work/old-src" "$old_rev"
 (cd "$work/old-src" && go build -o "$work/alp-old" ./cmd/alp)
-"$work/reconcilefleet" gen "$work/fleet"
+"$work/reconcilefleet" gen "$work/fleet" -dead "${DEAD:-0}"
 "$work/reconcilefleet" serve -fleet "$work/fleet/fleet.json" -dir "$work/devnet" -latency "$latency" \
 	-env "$work/devnet.env" -admin "$work/admin" &
 serve_pid=$!
@@ -46,6 +55,33 @@ run() { # name binary cache
 	rc=
 }
 
+if [ -n "${DEAD:-}" ]; then
+	warm() { # binary cache: seconds of one warm reconcile, default flags
+		local s e
+		s=$(date +%s.%N)
+		XDG_CACHE_HOME=$2 "$1" reconcile --config "$work/fleet/proposals.hcl" --state "$work/state-$(basename "$2").json" >"$work/warm.out" 2>&1 || true
+		e=$(date +%s.%N)
+		echo "$e - $s" | bc
+	}
+	median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+	warm "$work/alp" "$work/cache" >/dev/null
+	warm "$work/alp-old" "$work/cache-old" >/dev/null
+	: >"$work/new.t"
+	: >"$work/old.t"
+	for _ in $(seq "${RUNS:-5}"); do
+		warm "$work/alp" "$work/cache" >>"$work/new.t"
+		warm "$work/alp-old" "$work/cache-old" >>"$work/old.t"
+	done
+	new=$(median <"$work/new.t")
+	old=$(median <"$work/old.t")
+	echo "fleet: 40 subnets, 1500 nodes ($DEAD dead: accept, never answer), latency $latency; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+	echo "warm reconcile, default flags, median of ${RUNS:-5} alternating runs:"
+	echo "  this alp:                       ${new} s   ($(tr '\n' ' ' <"$work/new.t"))"
+	echo "  $(git rev-parse --short "$old_rev") (before the first attempt): ${old} s   ($(tr '\n' ' ' <"$work/old.t"))"
+	echo "  ratio new/old: $(echo "scale=2; $new / $old" | bc)"
+	echo "  output: $(wc -l <"$work/warm.out") lines; $(tail -1 "$work/warm.out")"
+	exit 0
+fi
 echo "fleet: 40 subnets, 1500 nodes, 300 operators, 120 providers; latency $latency; $(nproc) cores"
 run "new, cold cache" "$work/alp" "$work/cache"
 run "new, warm, no changes" "$work/alp" "$work/cache"

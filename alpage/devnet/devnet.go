@@ -427,6 +427,9 @@ func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
 	for _, n := range f.Nodes {
 		if n.ID == id {
 			out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seededVersions(f))
+			if !n.IsReachable() {
+				out.Status = "DOWN" // what the dashboard says of a node that does not answer
+			}
 		}
 	}
 	return out, true

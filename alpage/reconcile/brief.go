@@ -27,17 +27,29 @@ func (r *Report) RenderBrief(w io.Writer, paint term.Painter) error {
 		fmt.Fprintf(&b, "%s query answers were not verified (--no-verify-queries)\n", paint.Paint(term.Yellow, "warning:"))
 	}
 	b.WriteByte('\n')
+	// Sections of one kind (a subnet's, an operator's nodes) that are
+	// all in sync are one line together, where the kind has many.
+	quiet := map[string][]Section{}
 	for _, s := range r.Sections {
-		var look []Row
-		ok := 0
-		for _, row := range s.Rows {
-			if row.Drift || row.Status == Unknown || row.Status == Unreachable {
-				look = append(look, row)
-			} else {
-				ok++
-			}
+		if len(needsALook(s.Rows)) == 0 && len(s.Warnings) == 0 && len(s.Rows) > 0 {
+			quiet[s.Kind] = append(quiet[s.Kind], s)
 		}
-		fmt.Fprintf(&b, "%s: %s\n", s.Title, counted(len(s.Rows), ok))
+	}
+	said := map[string]bool{}
+	for _, s := range r.Sections {
+		if q := quiet[s.Kind]; len(q) > 1 && slices.ContainsFunc(q, func(x Section) bool { return x.Title == s.Title }) {
+			if !said[s.Kind] {
+				said[s.Kind] = true
+				rows := 0
+				for _, x := range q {
+					rows += len(x.Rows)
+				}
+				fmt.Fprintf(&b, "%s %s: %s rows, all in sync\n", thousands(len(q)), kindPlural(s.Kind), thousands(rows))
+			}
+			continue
+		}
+		look := needsALook(s.Rows)
+		fmt.Fprintf(&b, "%s: %s\n", s.Title, counted(len(s.Rows), len(s.Rows)-len(look)))
 		rows, rolled := rollUp(look)
 		for _, line := range rolled {
 			fmt.Fprintf(&b, "  %s\n", paint.Paint(VersionMismatch.Color(), string(VersionMismatch))+"  "+line)
@@ -57,6 +69,28 @@ func (r *Report) RenderBrief(w io.Writer, paint term.Painter) error {
 	r.writeVerdict(&b, paint, collapse(r.FailedReads), "; every row with --all")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// needsALook is the rows a person must read: drift, unknown, unreachable.
+func needsALook(rows []Row) []Row {
+	var out []Row
+	for _, row := range rows {
+		if row.Drift || row.Status == Unknown || row.Status == Unreachable {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// kindPlural names many sections of a kind: "subnets", "operators' nodes".
+func kindPlural(kind string) string {
+	switch kind {
+	case SectionSubnet:
+		return "subnets (membership and record)"
+	case SectionNodes:
+		return "operators (their nodes)"
+	}
+	return kind + " sections"
 }
 
 // counted is "1,447 rows, all in sync" or "37 rows, 35 in sync".

@@ -25,6 +25,13 @@ func TestTheBriefReportRollsUpRepeatedVersionDriftAndShowsOnlyWhatNeedsALook(t *
 		members.Rows = append(members.Rows, Row{Status: InSync, ID: fmt.Sprint(i)})
 	}
 	r.Sections = []Section{members, versions}
+	for o := range 300 {
+		sec := Section{Kind: SectionNodes, Title: fmt.Sprintf("nodes of operator o%03d", o)}
+		for i := range 5 {
+			sec.Rows = append(sec.Rows, Row{Status: OK, ID: fmt.Sprintf("o%d-%d", o, i)})
+		}
+		r.Sections = append(r.Sections, sec)
+	}
 	r.Drift, r.Unknown = 1409, 1
 	var b strings.Builder
 	if err := r.RenderBrief(&b, term.Plain()); err != nil {
@@ -39,6 +46,7 @@ func TestTheBriefReportRollsUpRepeatedVersionDriftAndShowsOnlyWhatNeedsALook(t *
 		"unreachable",
 		"warning: w (×3)\n",
 		"warning: other\n",
+		"300 operators (their nodes): 1,500 rows, all in sync\n",
 		"reconcile: 1409 drift, 1 unknown (not drift); every row with --all\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -48,6 +48,18 @@ type Dashboard interface {
 	NodeVersion(ctx context.Context, node string) (string, bool, error)
 }
 
+// nodeStatusDashboard is a Dashboard that also says whether a node is up;
+// *source.Dashboard is one.
+type nodeStatusDashboard interface {
+	Node(ctx context.Context, node string) (source.DashboardNode, bool, error)
+}
+
+// DefaultFirstAttempt bounds the first read of a node's status: a live
+// node answers well within it, so one that does not is asked again with
+// the whole connect timeout only when the dashboard does not say it is
+// down. A dead node costs this, not the connect timeout, on every run.
+const DefaultFirstAttempt = 300 * time.Millisecond
+
 // KDS vouches for chips; *source.KDS satisfies it.
 type KDS interface {
 	Verify(ctx context.Context, chip []byte) source.Verdict
@@ -80,6 +92,9 @@ type Fetcher struct {
 	VersionParallel int
 	// Timeout bounds each read; 0 means 30 seconds.
 	Timeout time.Duration
+	// FirstAttempt bounds the first read of each node's status; 0 means
+	// DefaultFirstAttempt.
+	FirstAttempt time.Duration
 }
 
 // kdsParallel bounds KDS requests in flight below the general bound: AMD
@@ -459,16 +474,49 @@ func versionIDs(res *config.Resources) []string {
 	return out
 }
 
-// version asks the node itself, then the dashboard.
+// version asks the node itself, then the dashboard. The first read of the
+// node is short (FirstAttempt): a node that does not answer in time is
+// asked again with the whole connect timeout unless the dashboard says it
+// is not up, in which case the dashboard's version is the answer, as it
+// would be after the long wait failed. A node that refuses at once goes
+// straight to the dashboard, as before.
 func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionFacts {
 	var reasons []string
+	var dash *source.DashboardNode
+	askDashboard := func() (source.DashboardNode, bool, error) {
+		if d, ok := f.Dashboard.(nodeStatusDashboard); ok {
+			n, found, err := d.Node(ctx, id)
+			if err == nil && found {
+				dash = &n
+			}
+			return n, found, err
+		}
+		v, found, err := f.Dashboard.NodeVersion(ctx, id)
+		return source.DashboardNode{GuestOSVersion: v}, found, err
+	}
 	switch {
 	case f.NodeStatus == nil:
 		reasons = append(reasons, "node: no status client")
 	case !nf.Found:
 		reasons = append(reasons, "node: no registry record to find its address")
 	default:
-		v, err := f.NodeStatus.Version(ctx, nf.IP, nf.Port)
+		first := f.FirstAttempt
+		if first <= 0 {
+			first = DefaultFirstAttempt
+		}
+		fctx, cancel := context.WithTimeout(ctx, first)
+		v, err := f.NodeStatus.Version(fctx, nf.IP, nf.Port)
+		slow := err != nil && fctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if slow && f.Dashboard != nil {
+			if n, found, derr := askDashboard(); derr == nil && found && n.Status != "" && n.Status != "UP" && n.GuestOSVersion != "" {
+				return VersionFacts{Version: n.GuestOSVersion, Source: FromDashboard,
+					Err: fmt.Sprintf("node: no answer within %s, and the dashboard says it is %s", first, n.Status)}
+			}
+		}
+		if slow {
+			v, err = f.NodeStatus.Version(ctx, nf.IP, nf.Port)
+		}
 		if err == nil {
 			c, says := f.NodeStatus.(certificateChecker)
 			return VersionFacts{Version: v, Source: FromNode, TLSUnverified: says && !c.ChecksCertificates()}
@@ -476,14 +524,21 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionF
 		reasons = append(reasons, "node: "+err.Error())
 	}
 	if f.Dashboard != nil {
-		v, found, err := f.Dashboard.NodeVersion(ctx, id)
+		var n source.DashboardNode
+		var found bool
+		var err error
+		if dash != nil {
+			n, found = *dash, true
+		} else {
+			n, found, err = askDashboard()
+		}
 		switch {
 		case err != nil:
 			reasons = append(reasons, "dashboard: "+err.Error())
-		case !found:
+		case !found || n.GuestOSVersion == "":
 			reasons = append(reasons, "dashboard: no version for the node")
 		default:
-			return VersionFacts{Version: v, Source: FromDashboard}
+			return VersionFacts{Version: n.GuestOSVersion, Source: FromDashboard}
 		}
 	}
 	return VersionFacts{Err: strings.Join(reasons, "; ")}

@@ -146,14 +146,25 @@ func ImplVersion(body []byte) (string, error) {
 // (GET /api/v3/nodes/<node>). It may lag what the node runs; label it
 // "via dashboard". found is false on a 404.
 func (d *Dashboard) NodeVersion(ctx context.Context, node string) (version string, found bool, err error) {
-	var n struct {
-		GuestosVersion string `json:"guestos_version"`
-	}
+	n, found, err := d.Node(ctx, node)
+	return n.GuestOSVersion, found && n.GuestOSVersion != "", err
+}
+
+// DashboardNode is what the dashboard says of a node: the GuestOS version
+// it reports and its status ("UP", "DOWN", "DEGRADED", "UNASSIGNED").
+type DashboardNode struct {
+	GuestOSVersion string `json:"guestos_version"`
+	Status         string `json:"status"`
+}
+
+// Node reads GET /api/v3/nodes/<node>; found is false on a 404.
+func (d *Dashboard) Node(ctx context.Context, node string) (DashboardNode, bool, error) {
+	var n DashboardNode
 	if err := d.c.getJSON(ctx, "/api/v3/nodes/"+url.PathEscape(node), &n); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return "", false, nil
+			return DashboardNode{}, false, nil
 		}
-		return "", false, fmt.Errorf("ICP dashboard: %w", err)
+		return DashboardNode{}, false, fmt.Errorf("ICP dashboard: %w", err)
 	}
-	return n.GuestosVersion, n.GuestosVersion != "", nil
+	return n, true, nil
 }

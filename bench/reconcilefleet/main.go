@@ -1,9 +1,14 @@
 // Command reconcilefleet is the harness of bench/reconcile-fleet.sh:
 //
-//	reconcilefleet gen DIR      writes DIR/fleet.json (a generated fleet of 40
+//	reconcilefleet gen DIR [-dead N]
+//	                            writes DIR/fleet.json (a generated fleet of 40
 //	                            subnets, 1,500 nodes, 300 operators, 120
 //	                            providers) and the resources.hcl and
-//	                            proposals.hcl that declare it, all in sync
+//	                            proposals.hcl that declare it, all in sync;
+//	                            -dead N makes N nodes, spread over the fleet,
+//	                            accept connections and never answer (dead
+//	                            nodes behind a black hole; the dashboard says
+//	                            DOWN)
 //	reconcilefleet serve ...    runs the devnet on that fleet (the code of
 //	                            `alp devnet --fleet F --latency L`) and counts
 //	                            the requests each endpoint serves; an admin
@@ -48,11 +53,15 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "gen":
-		if len(os.Args) != 3 {
-			err = fmt.Errorf("gen DIR")
+		fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+		dead := fs.Int("dead", 0, "nodes that never answer")
+		if len(os.Args) < 3 {
+			err = fmt.Errorf("gen DIR [-dead N]")
 			break
 		}
-		err = gen(os.Args[2])
+		if err = fs.Parse(os.Args[3:]); err == nil {
+			err = gen(os.Args[2], *dead)
+		}
 	case "serve":
 		err = serve(os.Args[2:])
 	default:
@@ -85,7 +94,7 @@ func id(name string) string {
 	return p.String()
 }
 
-func gen(dir string) error {
+func gen(dir string, dead int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -122,7 +131,12 @@ func gen(dir string) error {
 	}
 	for n := range nodes {
 		o := n % operators
-		f.Nodes = append(f.Nodes, devnet.FleetNode{ID: id(fmt.Sprintf("node-%d", n)), Operator: id(fmt.Sprintf("operator-%d", o)), Version: version})
+		node := devnet.FleetNode{ID: id(fmt.Sprintf("node-%d", n)), Operator: id(fmt.Sprintf("operator-%d", o)), Version: version}
+		if dead > 0 && n%(nodes/dead) == 0 && n/(nodes/dead) < dead {
+			no := false
+			node.Reachable, node.Unreachable = &no, devnet.Blackhole
+		}
+		f.Nodes = append(f.Nodes, node)
 		fmt.Fprintf(&res, "node \"n%04d\" {\n  id       = %q\n", n, id(fmt.Sprintf("node-%d", n)))
 		if s, ok := subnetOf[n]; ok {
 			fmt.Fprintf(&res, "  subnet   = subnet.s%02d.id\n", s)
