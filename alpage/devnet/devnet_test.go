@@ -134,14 +134,14 @@ func TestTheDevnetServesTheFleetOnEveryEndpoint(t *testing.T) {
 	if code != 200 || cbor.Unmarshal(body, &st) != nil || st.ImplVersion != "b14a223a8fa8498a3f75f86d0622d37e24a0a780" {
 		t.Fatalf("the drifted node reports %q (%d)", st.ImplVersion, code)
 	}
-	// the unreachable node has no status endpoint but the dashboard knows it
+	// the unreachable node has no status endpoint but the dashboard knows it, as DOWN
 	unreachable := "duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe"
 	if _, ok := d.NodeStatusURLs[unreachable]; ok {
 		t.Fatal("the unreachable node serves status")
 	}
 	code, body = get(t, c, env["ALP_DASHBOARD_URL"]+"/api/v3/nodes/"+unreachable)
 	var dn DashboardNode
-	if code != 200 || json.Unmarshal(body, &dn) != nil || dn.GuestosVersion == "" || dn.Status != "UNASSIGNED" {
+	if code != 200 || json.Unmarshal(body, &dn) != nil || dn.GuestosVersion == "" || dn.Status != "DOWN" {
 		t.Fatalf("dashboard node: %d %s", code, body)
 	}
 	code, body = get(t, c, env["ALP_DASHBOARD_URL"]+"/api/v3/proposals?limit=100&include_topic=TOPIC_IC_OS_VERSION_ELECTION&include_status=EXECUTED")
