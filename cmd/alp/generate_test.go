@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -89,6 +90,16 @@ func TestGeneratedProposalsAppliedInOrderBringTheDevnetInSync(t *testing.T) {
 		"# apply once replace-nodes-in-app1 has executed", `url     = ""`, "Motivation:"} {
 		if !strings.Contains(hcl, s) {
 			t.Errorf("the blocks lack %q:\n%s", s, hcl)
+		}
+	}
+	stdout, _, err := runAlp(t, "", "plan", "--generate", "--output", "json", "--config", config, "--state", statePath)
+	var report generateJSON
+	if err != nil || json.Unmarshal([]byte(stdout), &report) != nil || len(report.Proposals) != len(want) || report.HCL != hcl {
+		t.Fatalf("--output json: %v\n%s", err, stdout)
+	}
+	for i, p := range report.Proposals {
+		if p.Name != want[i] || len(p.PayloadSHA256) != 64 || p.Title == "" {
+			t.Errorf("json proposal %d: %+v", i, p)
 		}
 	}
 	appendFile(t, config, out)
