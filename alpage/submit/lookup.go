@@ -8,6 +8,7 @@ import (
 
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/readback"
+	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
 )
@@ -20,10 +21,26 @@ const LookupWindow = 24 * time.Hour
 
 // Finder looks governance up for a proposal neuron made with p's action
 // and payload since the given time, skipping the ids in skip (those
-// state.json already records under some name). found is false when there
-// is none; an error is a failure to ask.
+// state.json already records under some name). It is nil when there is
+// none; an error is a failure to ask.
 type Finder interface {
-	FindSubmitted(ctx context.Context, p *proposal.Proposal, neuron uint64, since time.Time, skip map[uint64]bool) (id uint64, found bool, err error)
+	FindSubmitted(ctx context.Context, p *proposal.Proposal, neuron uint64, since time.Time, skip map[uint64]bool) (*Found, error)
+}
+
+// Found is a proposal governance has: its id, when it was made, and its
+// status (empty when governance's is not one state.json records).
+type Found struct {
+	ID          uint64
+	SubmittedAt time.Time
+	Status      state.Status
+}
+
+func foundOf(info *nns.ProposalInfo) *Found {
+	f := &Found{ID: info.ID.ID, Status: readback.StatusOf(nns.ProposalStatus(info.Status))}
+	if info.ProposalTimestampSeconds != 0 {
+		f.SubmittedAt = time.Unix(int64(info.ProposalTimestampSeconds), 0).UTC()
+	}
+	return f
 }
 
 // OutcomeUnknown says whether err, from a submit, leaves it unknown whether
@@ -90,13 +107,13 @@ const (
 type GovernanceFinder struct{ Gov Governance }
 
 // FindSubmitted implements Finder.
-func (f GovernanceFinder) FindSubmitted(ctx context.Context, p *proposal.Proposal, neuron uint64, since time.Time, skip map[uint64]bool) (uint64, bool, error) {
+func (f GovernanceFinder) FindSubmitted(ctx context.Context, p *proposal.Proposal, neuron uint64, since time.Time, skip map[uint64]bool) (*Found, error) {
 	omit := false
 	req := nns.ListProposalInfo{Limit: listPage, OmitLargeFields: &omit, IncludeRewardStatus: []int32{}, ExcludeTopic: []int32{}, IncludeStatus: []int32{}}
 	for range maxPages {
 		page, err := f.Gov.ListProposals(ctx, req)
 		if err != nil {
-			return 0, false, fmt.Errorf("look governance up for proposal %q: %w", p.Name, err)
+			return nil, fmt.Errorf("look governance up for proposal %q: %w", p.Name, err)
 		}
 		for _, info := range page {
 			if info.ID == nil {
@@ -104,25 +121,25 @@ func (f GovernanceFinder) FindSubmitted(ctx context.Context, p *proposal.Proposa
 			}
 			switch match(p, neuron, since, skip, &info) {
 			case matched:
-				return info.ID.ID, true, nil
+				return foundOf(&info), nil
 			case payloadLeftOut:
 				full, err := f.Gov.GetProposalInfo(ctx, info.ID.ID)
 				if err != nil {
-					return 0, false, fmt.Errorf("look governance up for proposal %q: %w", p.Name, err)
+					return nil, fmt.Errorf("look governance up for proposal %q: %w", p.Name, err)
 				}
-				if full != nil && match(p, neuron, since, skip, full) == matched {
-					return info.ID.ID, true, nil
+				if full != nil && full.ID != nil && match(p, neuron, since, skip, full) == matched {
+					return foundOf(full), nil
 				}
 			case tooOld:
-				return 0, false, nil
+				return nil, nil
 			}
 		}
 		if len(page) < listPage {
-			return 0, false, nil
+			return nil, nil
 		}
 		req.BeforeProposal = page[len(page)-1].ID
 	}
-	return 0, false, nil
+	return nil, nil
 }
 
 type matchResult int

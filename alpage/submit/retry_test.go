@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
 )
@@ -38,7 +39,7 @@ func (g *fakeGovernance) make(p *proposal.Proposal, neuron uint64, at time.Time)
 	} else {
 		a.AddOrRemoveNodeProvider = p.Action.AddOrRemoveNodeProvider
 	}
-	g.proposals = append(g.proposals, nns.ProposalInfo{ID: &nns.ProposalID{ID: id}, Proposer: &nns.NeuronID{ID: neuron},
+	g.proposals = append(g.proposals, nns.ProposalInfo{ID: &nns.ProposalID{ID: id}, Proposer: &nns.NeuronID{ID: neuron}, Status: int32(nns.StatusOpen),
 		ProposalTimestampSeconds: uint64(at.Unix()), Proposal: &nns.Proposal{Action: a}})
 	return id
 }
@@ -151,8 +152,9 @@ func TestAnApplyFindsWhatAnEarlierApplyMadeAndRecordsItBeforeAnythingElse(t *tes
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
-	if res.Outcome != Recorded || res.ProposalID != 100 || f.saved.Proposals["add-n2"].ProposalID != 100 {
-		t.Fatalf("result %+v\n%s", res, out)
+	rec := f.saved.Proposals["add-n2"]
+	if res.Outcome != Recorded || res.ProposalID != 100 || rec.ProposalID != 100 || rec.SubmittedAt != "2026-11-29T11:00:00Z" || rec.Status != state.StatusOpen {
+		t.Fatalf("result %+v, recorded %+v\n%s", res, rec, out)
 	}
 	if !slices.Equal(f.calls, []string{"save"}) {
 		t.Errorf("steps %v: found, apply should only record", f.calls)
@@ -195,9 +197,9 @@ func TestAPayloadListProposalsLeavesOutIsReadWithGetProposalInfo(t *testing.T) {
 	for range 150 {
 		gov.make(other, 42, clock)
 	}
-	got, found, err := GovernanceFinder{Gov: gov}.FindSubmitted(context.Background(), &big, 42, clock.Add(-time.Hour), nil)
-	if err != nil || !found || got != id || !slices.Equal(gov.infos, []uint64{id}) || gov.lists != 2 {
-		t.Fatalf("got %d found %v err %v; get_proposal_info %v; pages %d", got, found, err, gov.infos, gov.lists)
+	found, err := GovernanceFinder{Gov: gov}.FindSubmitted(context.Background(), &big, 42, clock.Add(-time.Hour), nil)
+	if err != nil || found == nil || found.ID != id || !slices.Equal(gov.infos, []uint64{id}) || gov.lists != 2 {
+		t.Fatalf("found %+v err %v; get_proposal_info %v; pages %d", found, err, gov.infos, gov.lists)
 	}
 }
 

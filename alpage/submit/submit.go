@@ -226,12 +226,12 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	}
 	since := now().Add(-LookupWindow)
 	if s.Find != nil {
-		id, found, err := s.Find.FindSubmitted(ctx, p, req.Neuron, since, recordedIDs(st))
+		found, err := s.Find.FindSubmitted(ctx, p, req.Neuron, since, recordedIDs(st))
 		if err != nil {
 			return nil, fmt.Errorf("%w; nothing was submitted", err)
 		}
-		if found {
-			return recordFound(s, req, id, now(), progress)
+		if found != nil {
+			return recordFound(s, req, found, now(), progress)
 		}
 	}
 
@@ -288,17 +288,19 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	}
 
 	id, err := s.Submit.Submit(ctx, p, req.Neuron)
+	entry := newEntry(req, id, now())
 	found := false
 	if err != nil {
 		if s.Find == nil || !OutcomeUnknown(err) {
 			return nil, fmt.Errorf("submit %q: %w", p.Name, err)
 		}
 		fmt.Fprintf(progress, "submit: the outcome is unknown (%v); looking governance up for the proposal before anything else\n", err)
-		if id, found, err = s.lookAgain(ctx, req, since, err); err != nil {
+		f, err := s.lookAgain(ctx, req, since, err)
+		if err != nil {
 			return nil, err
 		}
+		id, found, entry = f.ID, true, foundEntry(req, f, now())
 	}
-	entry := newEntry(req, id, now())
 	if err := record(s.Store, p.Name, entry); err != nil {
 		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}
 	}
@@ -317,10 +319,22 @@ func newEntry(req Request, id uint64, at time.Time) *state.Proposal {
 	}
 }
 
+// foundEntry is the record of a proposal governance has: when it was made
+// and its status as governance says them.
+func foundEntry(req Request, f *Found, now time.Time) *state.Proposal {
+	at := f.SubmittedAt
+	if at.IsZero() {
+		at = now
+	}
+	e := newEntry(req, f.ID, at)
+	e.Status = f.Status
+	return e
+}
+
 // lookAgain looks governance up after a submit whose outcome is unknown,
 // at each of s.Lookups, until it finds the proposal. Not found, it is an
 // *UnknownOutcomeError: it never submits again by itself.
-func (s Steps) lookAgain(ctx context.Context, req Request, since time.Time, cause error) (uint64, bool, error) {
+func (s Steps) lookAgain(ctx context.Context, req Request, since time.Time, cause error) (*Found, error) {
 	p := req.Proposal
 	wait := s.Wait
 	if wait == nil {
@@ -336,29 +350,29 @@ func (s Steps) lookAgain(ctx context.Context, req Request, since time.Time, caus
 		}
 		st, err := s.Store.Load()
 		if err != nil {
-			return 0, false, fmt.Errorf("submit %q: the outcome is unknown (%v), and %w", p.Name, cause, err)
+			return nil, fmt.Errorf("submit %q: the outcome is unknown (%v), and %w", p.Name, cause, err)
 		}
-		id, found, err := s.Find.FindSubmitted(ctx, p, req.Neuron, since, recordedIDs(st))
+		found, err := s.Find.FindSubmitted(ctx, p, req.Neuron, since, recordedIDs(st))
 		if err != nil {
-			return 0, false, fmt.Errorf("submit %q: the outcome is unknown (%v), and %w; run alp apply again: it looks governance up first", p.Name, cause, err)
+			return nil, fmt.Errorf("submit %q: the outcome is unknown (%v), and %w; run alp apply again: it looks governance up first", p.Name, cause, err)
 		}
-		if found {
-			return id, true, nil
+		if found != nil {
+			return found, nil
 		}
 	}
-	return 0, false, &UnknownOutcomeError{Name: p.Name, Neuron: req.Neuron, SHA256: p.PayloadSHA256, Since: since, Err: cause}
+	return nil, &UnknownOutcomeError{Name: p.Name, Neuron: req.Neuron, SHA256: p.PayloadSHA256, Since: since, Err: cause}
 }
 
 // recordFound records proposal id, which governance already had, as req's
 // proposal (with --yes), submitting nothing.
-func recordFound(s Steps, req Request, id uint64, at time.Time, progress io.Writer) (*Result, error) {
-	p := req.Proposal
+func recordFound(s Steps, req Request, found *Found, now time.Time, progress io.Writer) (*Result, error) {
+	p, id := req.Proposal, found.ID
 	fmt.Fprintf(progress, "governance: proposal %d, made by neuron %d within %s, carries this payload (sha256 %s); it is not submitted again\n",
 		id, req.Neuron, LookupWindow, p.PayloadSHA256)
 	if !req.Yes {
 		return &Result{Outcome: DryRunOnly, ProposalID: id, Message: fmt.Sprintf("governance already has proposal %q as proposal %d; run again with --yes to record it (nothing will be submitted)", p.Name, id)}, nil
 	}
-	entry := newEntry(req, id, at)
+	entry := foundEntry(req, found, now)
 	if err := record(s.Store, p.Name, entry); err != nil {
 		return nil, &LostRecordError{Name: p.Name, ProposalID: id, Entry: entry, Err: err}
 	}
