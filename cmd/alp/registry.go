@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +36,11 @@ func newRegistrySubnetCmd(g *globals) *cobra.Command {
 		Long: `registry subnet reads the subnet's record from the registry canister and
 prints it as HCL to paste into resources.hcl: a subnet block named
 subnet_<first 5 characters of its id> and one node block per member, named
-node_<prefix> (longer where two members share a prefix), sorted by id.
+node_<prefix> (longer where two members share a prefix), sorted by id. It
+declares what reconcile compares, so the fragment reconciles clean as it is:
+the subnet's type, sev_enabled, cost_schedule and admins where they are not
+the defaults, and each node's operator and chip_id (read from the node
+records at the same registry version).
 --output json gives the same as {"subnet_id", "registry_version", "nodes"}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,7 +63,7 @@ node_<prefix> (longer where two members share a prefix), sorted by id.
 			if err != nil {
 				return err
 			}
-			rec, err := reg.GetSubnet(ctx, id)
+			rec, err := reg.At(version).GetSubnet(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -73,7 +79,21 @@ node_<prefix> (longer where two members share a prefix), sorted by id.
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), subnetJSON{SubnetID: id.String(), RegistryVersion: version, Nodes: nonNilStrings(nodes)})
 			}
-			_, err = cmd.OutOrStdout().Write(subnetFragment(id.String(), version, nodes))
+			members := map[string]nns.NodeRecordPB{}
+			for _, n := range nodes {
+				raw, _, found, err := reg.GetValue(ctx, nns.NodeRecordKey(n), version)
+				if err != nil {
+					return fmt.Errorf("read node %s: %w", n, err)
+				}
+				var nr nns.NodeRecordPB
+				if found {
+					if err := nr.Unmarshal(raw); err != nil {
+						return fmt.Errorf("decode %s: %w", nns.NodeRecordKey(n), err)
+					}
+				}
+				members[n] = nr
+			}
+			_, err = cmd.OutOrStdout().Write(subnetFragment(id.String(), version, rec, nodes, members))
 			return err
 		},
 	}
@@ -95,15 +115,46 @@ func nonNilStrings(s []string) []string {
 }
 
 // subnetFragment renders the subnet and its members (sorted) as resources
-// HCL, formatted the way `hclfmt` would.
-func subnetFragment(subnet string, version uint64, nodes []string) []byte {
+// HCL, formatted the way `hclfmt` would, declaring what reconcile compares
+// so that the fragment reconciles clean as it is: the subnet's type,
+// sev_enabled, cost_schedule and admins where they are not the defaults,
+// and each node's operator and chip id.
+func subnetFragment(subnet string, version uint64, rec *nns.SubnetRecord, nodes []string, members map[string]nns.NodeRecordPB) []byte {
 	names := shortNames(nodes)
 	subnetName := "subnet_" + prefix(subnet, 5)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Subnet %s as the registry has it at version %d (alp registry subnet).\n\n", subnet, version)
-	fmt.Fprintf(&b, "subnet %q {\n  id = %q\n}\n", subnetName, subnet)
+	fmt.Fprintf(&b, "subnet %q {\n  id = %q\n", subnetName, subnet)
+	kind := rec.SubnetType.Name()
+	if kind != "" && kind != "application" {
+		fmt.Fprintf(&b, "  type = %q\n", kind)
+	}
+	if f := rec.Features; f != nil && f.SevEnabled != nil && *f.SevEnabled {
+		b.WriteString("  sev_enabled = true\n")
+	}
+	free := rec.CanisterCyclesCostSchedule.Free != nil
+	if free != (kind == "cloud_engine") {
+		fmt.Fprintf(&b, "  cost_schedule = %q\n", map[bool]string{true: "free", false: "normal"}[free])
+	}
+	if len(rec.SubnetAdmins) > 0 {
+		var admins []string
+		for _, a := range rec.SubnetAdmins {
+			admins = append(admins, strconv.Quote(a.String()))
+		}
+		sort.Strings(admins)
+		fmt.Fprintf(&b, "  admins = [%s]\n", strings.Join(admins, ", "))
+	}
+	b.WriteString("}\n")
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "\nnode %q {\n  id = %q\n  subnet = subnet.%s.id\n}\n", names[n], n, subnetName)
+		fmt.Fprintf(&b, "\nnode %q {\n  id = %q\n  subnet = subnet.%s.id\n", names[n], n, subnetName)
+		nr := members[n]
+		if op, err := principal.FromBytes(nr.NodeOperatorID); err == nil && len(nr.NodeOperatorID) > 0 {
+			fmt.Fprintf(&b, "  operator = %q\n", op.String())
+		}
+		if nr.ChipID != nil {
+			fmt.Fprintf(&b, "  chip_id = %q\n", hex.EncodeToString(nr.ChipID))
+		}
+		b.WriteString("}\n")
 	}
 	return hclwrite.Format([]byte(b.String()))
 }

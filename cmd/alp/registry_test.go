@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/devnet"
 	"alpnib.dev/ic/principal"
 )
 
@@ -84,4 +85,39 @@ func mustPrincipal(t *testing.T, s string) principal.Principal {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The fragment reconciles clean as it is pasted, for a subnet that is not
+// an application subnet with default settings: a system subnet whose
+// members carry chips and operators.
+func TestTheRegistrySubnetFragmentReconcilesClean(t *testing.T) {
+	chip := strings.Repeat("ab", 64)
+	var subnet string
+	d := startApplyDevnetEdited(t, 0, func(f *devnet.Fleet) {
+		s := &f.Subnets[0]
+		s.Type, subnet = "system", s.ID
+		for i := range f.Nodes {
+			if f.Nodes[i].ID == s.Members[0] {
+				f.Nodes[i].ChipID = chip
+			}
+		}
+	})
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	out, errOut, err := runSplit("registry", "subnet", subnet, "--host", d.ICURL, "--config", filepath.Join(dir, "proposals.hcl"))
+	if err != nil {
+		t.Fatalf("registry subnet: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{`type = "system"`, `chip_id = "` + chip + `"`, "operator = "} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+			t.Errorf("fragment lacks %q:\n%s", want, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resources.hcl"), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, errOut, err := runSplit("reconcile", "--config", filepath.Join(dir, "proposals.hcl"), "--state", filepath.Join(dir, "state.json"), "--host", d.ICURL, "--all")
+	if err != nil {
+		t.Fatalf("the pasted fragment does not reconcile clean: %v\n%s%s", err, rep, errOut)
+	}
 }
