@@ -365,7 +365,7 @@ func TestNodesDeclaredUnassignedAreFoundInSubnetsNoBlockDeclares(t *testing.T) {
 	}
 	r := Reconcile(res, live)
 	for name, id := range map[string]string{"a": nodeA, "b": nodeB} {
-		if row := rowOf(t, r, SectionSubnet, name, id); row.Status != Unmanaged || row.Detail != "a member, declared unassigned" {
+		if row := rowOf(t, r, SectionSubnet, name, id); row.Status != WrongSubnet || row.Detail != "declared unassigned, a member of subnet "+subnetID {
 			t.Fatalf("node %s: %+v\n%s", name, row, text(r))
 		}
 	}

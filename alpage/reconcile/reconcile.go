@@ -254,22 +254,45 @@ func subnetSection(res *config.Resources, s *config.Subnet, live *Live, n names)
 
 // memberDeclaredElsewhere says what the block of a node that is a member
 // of a subnet declares instead.
-func memberDeclaredElsewhere(node *config.Node) string {
+// declaredAs says where a node's block puts it: "declared in subnet X",
+// "declared unassigned", "declared decommissioned".
+func (n names) declaredAs(node *config.Node) string {
 	switch {
 	case node.Decommissioned:
-		return "a member, declared decommissioned"
+		return "declared decommissioned"
 	case node.Subnet == "":
-		return "a member, declared unassigned"
+		return "declared unassigned"
 	}
-	return "a member, declared in subnet " + node.Subnet
+	return "declared in subnet " + n.subnetName(node.Subnet)
+}
+
+// subnetName is a subnet's block name, else its id.
+func (n names) subnetName(id string) string {
+	if name, ok := n.subnets[id]; ok && name != "" {
+		return name
+	}
+	return id
+}
+
+// memberOf maps every member of every subnet record read to its subnet.
+func memberOf(live *Live) map[string]string {
+	out := map[string]string{}
+	for id, s := range live.Subnets {
+		for _, m := range s.Members {
+			out[m] = id
+		}
+	}
+	return out
 }
 
 // memberRows is a row for every node block that declares itself a member
-// of subnet id (in-sync, missing, or deregistered when its own record is
-// gone), then an unmanaged row for every member no block declares there:
-// one whose block declares it unassigned, elsewhere or decommissioned says
-// so, and one without a block is a row when withoutBlock is set (a subnet
-// a block declares, all of whose members are its to declare).
+// of subnet id (in-sync, missing, deregistered when its own record is
+// gone, or wrong-subnet when it is a member of another subnet, naming
+// both), then a row for every member no block declares there: wrong-subnet
+// for one whose block declares it unassigned or decommissioned (one whose
+// block names another subnet has its row there), and unmanaged, only for a
+// member without any block, when withoutBlock is set (a subnet a block
+// declares, all of whose members are its to declare).
 func memberRows(res *config.Resources, id string, facts SubnetFacts, live *Live, n names, withoutBlock bool) []Row {
 	members := map[string]bool{}
 	for _, m := range facts.Members {
@@ -277,6 +300,7 @@ func memberRows(res *config.Resources, id string, facts SubnetFacts, live *Live,
 	}
 	var rows []Row
 	declared := map[string]bool{}
+	where := memberOf(live)
 	for _, node := range res.Nodes {
 		if node.Subnet != id || node.Decommissioned {
 			continue
@@ -285,9 +309,13 @@ func memberRows(res *config.Resources, id string, facts SubnetFacts, live *Live,
 		row := Row{Status: InSync, Name: node.Name, ID: node.ID}
 		if !members[node.ID] {
 			nf, ok := live.Nodes[node.ID]
-			switch {
+			switch other := where[node.ID]; {
 			case ok && nf.Err == "" && !nf.Found:
 				row.Status, row.Detail = Deregistered, "declared a member; its node record is gone"
+			case other != "" && other != id:
+				// One row for the node, here where its block puts it,
+				// naming both subnets.
+				row.Status, row.Detail = WrongSubnet, fmt.Sprintf("declared in subnet %s, a member of subnet %s", n.subnetName(id), n.subnetName(other))
 			default:
 				row.Status, row.Detail = Missing, "declared a member, not one on-chain"
 			}
@@ -297,8 +325,13 @@ func memberRows(res *config.Resources, id string, facts SubnetFacts, live *Live,
 	for _, m := range facts.Members {
 		switch node := n.node[m]; {
 		case declared[m]:
+		case node != nil && !node.Decommissioned && node.Subnet != "" && node.Subnet != id:
+			// Its own row is in the section of the subnet its block names.
+			if _, read := live.Subnets[node.Subnet]; !read {
+				rows = append(rows, Row{Status: WrongSubnet, Name: node.Name, ID: m, Detail: fmt.Sprintf("%s, a member of subnet %s", n.declaredAs(node), n.subnetName(id))})
+			}
 		case node != nil:
-			rows = append(rows, Row{Status: Unmanaged, Name: node.Name, ID: m, Detail: memberDeclaredElsewhere(node)})
+			rows = append(rows, Row{Status: WrongSubnet, Name: node.Name, ID: m, Detail: fmt.Sprintf("%s, a member of subnet %s", n.declaredAs(node), n.subnetName(id))})
 		case withoutBlock:
 			rows = append(rows, Row{Status: Unmanaged, ID: m, Detail: "a member without a node block"})
 		}

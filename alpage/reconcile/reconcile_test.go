@@ -122,11 +122,17 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 			s.Members = append(s.Members, "stranger")
 			l.Subnets["s1"] = s
 		}, want{SectionSubnet, "-", "stranger", Unmanaged, "without a node block"}},
-		{"a live member declared unassigned is unmanaged", func(_ *config.Resources, l *Live) {
+		{"a live member declared unassigned is in the wrong subnet", func(_ *config.Resources, l *Live) {
 			s := l.Subnets["s1"]
 			s.Members = append(s.Members, "n3")
 			l.Subnets["s1"] = s
-		}, want{SectionSubnet, "n3", "n3", Unmanaged, "declared unassigned"}},
+		}, want{SectionSubnet, "n3", "n3", WrongSubnet, "declared unassigned, a member of subnet app"}},
+		{"a declared member that is a member of another subnet is one row naming both", func(_ *config.Resources, l *Live) {
+			s := l.Subnets["s1"]
+			s.Members = s.Members[1:]
+			l.Subnets["s1"] = s
+			l.Subnets["s9"] = SubnetFacts{Found: true, Members: []string{"n1"}}
+		}, want{SectionSubnet, "n1", "n1", WrongSubnet, "declared in subnet app, a member of subnet s9"}},
 		{"a subnet whose record is unread is unknown", func(_ *config.Resources, l *Live) {
 			l.Subnets["s1"] = SubnetFacts{Err: "timeout"}
 		}, want{SectionSubnet, "app", "s1", Unknown, "timeout"}},
@@ -534,12 +540,12 @@ func TestANodeNamingASubnetNoBlockDeclaresIsCheckedAgainstThatSubnet(t *testing.
 	}
 }
 
-func TestANodeDeclaredUnassignedButInASubnetNoBlockDeclaresIsUnmanaged(t *testing.T) {
+func TestANodeDeclaredUnassignedButInASubnetNoBlockDeclaresIsInTheWrongSubnet(t *testing.T) {
 	res, live := fleet()
 	live.Subnets["s9"] = SubnetFacts{Found: true, Members: []string{"n3", "stranger"}, Type: "system"}
 	r := Reconcile(res, live)
 	row := rowOf(t, r, SectionSubnet, "n3", "n3")
-	if row.Status != Unmanaged || !row.Drift || row.Detail != "a member, declared unassigned" {
+	if row.Status != WrongSubnet || !row.Drift || row.Detail != "declared unassigned, a member of subnet s9" {
 		t.Fatalf("row %+v\n%s", row, text(r))
 	}
 	if out := text(r); !strings.Contains(out, "subnet s9 (no subnet block;") || strings.Contains(out, "stranger") {

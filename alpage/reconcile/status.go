@@ -12,7 +12,8 @@ const (
 	InSync       Status = "in-sync"
 	Missing      Status = "missing"      // declared member, not a member
 	Deregistered Status = "deregistered" // declared member, registry record gone
-	Unmanaged    Status = "unmanaged"    // live, no node block claims it
+	Unmanaged    Status = "unmanaged"    // live, no node block at all
+	WrongSubnet  Status = "wrong-subnet" // its block puts it elsewhere (another subnet, unassigned, decommissioned)
 	Mismatch     Status = "mismatch"     // a record fact differs
 
 	// operators, providers, nodes
@@ -40,7 +41,7 @@ const (
 // be reached) is never drift.
 func (s Status) Drift() bool {
 	switch s {
-	case Missing, Deregistered, Unmanaged, Mismatch, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent, StillRegistered,
+	case Missing, Deregistered, Unmanaged, WrongSubnet, Mismatch, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent, StillRegistered,
 		OperatorMismatch, Gone, ChipChanged, ChipMissing, ChipUndeclared, Malformed, AMDUnverified,
 		VersionMismatch:
 		return true
@@ -64,6 +65,6 @@ func (s Status) Color() term.Color {
 }
 
 // statuses lists every status, for tests and for padding.
-var statuses = []Status{InSync, Missing, Deregistered, Unmanaged, Mismatch, OK, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent,
+var statuses = []Status{InSync, Missing, Deregistered, Unmanaged, WrongSubnet, Mismatch, OK, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent,
 	Decommissioned, StillRegistered, OperatorMismatch, Gone, Unknown, ChipChanged, ChipMissing,
 	ChipUndeclared, Malformed, AMDUnverified, VersionMismatch, Unreachable}
