@@ -105,3 +105,51 @@ func TestWithoutQEMUTheDemosSummarySaysTheMicroVMPartWasSkippedAndWhatRanInstead
 		t.Errorf("the demo does not say what to install:\n%s", out.String())
 	}
 }
+
+// Without root, make demo's setup step installs nothing, says exactly what
+// to install, and lets the demo go on; make test's stops. A stand-in for go
+// (GOPATH and the module download) keeps the step offline.
+func TestWithoutRootSetupSaysWhatToInstallAndTheDemoGoesOn(t *testing.T) {
+	setpriv := testenv.RequireCommand(t, "setpriv")
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "root, to run setup.sh as another user")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(dir, "shim")
+	if err := os.MkdirAll(shim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goShim := "#!/bin/sh\ncase \"$1 $2\" in 'env GOPATH') echo " + dir + "/gopath ;; esac\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(shim, "go"), []byte(goShim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := shim + string(os.PathListSeparator) + pathWithout(t, "jq", "go")
+	// the test's temporary folders (dir's parent holds them all) are 0700
+	if err := filepath.WalkDir(filepath.Dir(dir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chmod(p, 0o755)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(setpriv, append([]string{"--reuid", "65534", "--regid", "65534", "--clear-groups", "env", "-i", "HOME=" + dir, "PATH=" + path, "./setup.sh"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("--for-demo")
+	if err != nil {
+		t.Fatalf("setup.sh --for-demo as a user stopped the demo: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "not root, so nothing is installed") || !regexp.MustCompile(`apt-get install [a-z0-9 .+-]*\bjq\b`).MatchString(out) {
+		t.Errorf("setup.sh --for-demo as a user does not say what to install (apt-get install … jq):\n%s", out)
+	}
+	out, err = run()
+	if err == nil || !strings.Contains(out, "missing Debian packages") || !strings.Contains(out, "jq") {
+		t.Errorf("setup.sh (make test) as a user with jq missing: err %v, want a failure naming jq:\n%s", err, out)
+	}
+}

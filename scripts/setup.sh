@@ -4,7 +4,8 @@
 #
 # --for-demo (make demo): without root, say exactly what to install and go
 # on, so the demo runs what it can and says what it skipped, instead of
-# stopping here.
+# stopping here; and skip the Go tools only the checks and tests run.
+# --for-bench (make bench): the benchmarks' own commands too (need_bench).
 set -euo pipefail
 for_demo=""
 [ "${1:-}" = --for-demo ] && for_demo=1
@@ -136,16 +137,19 @@ if ! apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1; then
   fi
 fi
 
+# The Go tools only the checks and tests run; the demo needs none of them.
 gobin="$(go env GOPATH)/bin"
-if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; then
+if [ -n "$for_demo" ]; then
+  :
+elif ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; then
   echo "setup: installing staticcheck" >&2
   go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
-if ! command -v protoc-gen-go >/dev/null 2>&1 && [ ! -x "$gobin/protoc-gen-go" ]; then
+if [ -z "$for_demo" ] && ! command -v protoc-gen-go >/dev/null 2>&1 && [ ! -x "$gobin/protoc-gen-go" ]; then
   echo "setup: installing protoc-gen-go (go generate ./ic/nns/registrypb)" >&2
   go install google.golang.org/protobuf/cmd/protoc-gen-go@"$(go list -m -f '{{.Version}}' google.golang.org/protobuf)"
 fi
-if ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$gobin/versitygw" ]; then
+if [ -z "$for_demo" ] && ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$gobin/versitygw" ]; then
   echo "setup: installing versitygw (S3 server for the store tests)" >&2
   go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 fi
