@@ -59,6 +59,7 @@ declare -A need=(
   [tar]=tar
   [getconf]=libc-bin
   [timeout]=coreutils
+  [basename]=coreutils
   [cat]=coreutils
   [cp]=coreutils
   [cut]=coreutils
@@ -86,10 +87,11 @@ declare -A need=(
 # command -> Debian package, for what only the benchmarks run (bench/*.sh):
 # installed by make bench (setup.sh --for-bench), not by make test.
 declare -A need_bench=(
-  [nginx]=nginx-light
+  [nginx]=nginx
   [wrk]=wrk
   [openssl]=openssl
   [python3]=python3
+  [bc]=bc
 )
 # file -> Debian package that provides it, for what is not a command: the C
 # library headers cgo (go test -race) compiles against, and the well-known
