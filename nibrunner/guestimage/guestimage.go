@@ -30,7 +30,9 @@ import (
 
 // layoutVersion changes whenever this package changes what it puts in an
 // image, so that images built by an older nibrunnerd are rebuilt.
-const layoutVersion = "guestimage/2" // 2: the base root's folders are 0755 whatever the umask
+// 2: the base root's folders are 0755 whatever the umask; 3: the balloon
+// module (virtio_balloon) is loaded when the kernel has it as one.
+const layoutVersion = "guestimage/3"
 
 // Image is a built guest image.
 type Image struct {
@@ -44,6 +46,11 @@ type Image struct {
 	Base          string `json:"base"`   // base root squashfs
 	// Modules are the module files in the initramfs, in load order.
 	Modules []string `json:"modules"`
+	// NoMemoryReturn, when set, says what the kernel lacks to hand the
+	// memory a guest frees back to the host (free page reporting through
+	// the virtio balloon); the guests run, each holding every page it
+	// ever touched.
+	NoMemoryReturn string `json:"noMemoryReturn,omitempty"`
 }
 
 // Options adjust Build; the zero value is what nibrunnerd install uses.
@@ -153,11 +160,20 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 	if _, err := os.Stat(img.Kernel); err != nil {
 		return Image{}, fmt.Errorf("kernel package %s holds no kernel: %w", pkg, err)
 	}
+	kcfg, err := readKernelConfig(filepath.Join(tree, "boot", "config-"+release))
+	if err != nil {
+		return Image{}, err
+	}
+	img.NoMemoryReturn = kcfg.memoryReturn()
 	km, err := readKernelModules(filepath.Join(tree, "lib", "modules", release))
 	if err != nil {
 		return Image{}, err
 	}
-	order, err := km.loadOrder(GuestModules)
+	modules := GuestModules
+	if kcfg["CONFIG_VIRTIO_BALLOON"] == "m" {
+		modules = append(modules[:len(modules):len(modules)], balloonModule)
+	}
+	order, err := km.loadOrder(modules)
 	if err != nil {
 		return Image{}, err
 	}

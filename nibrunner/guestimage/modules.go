@@ -20,6 +20,11 @@ var GuestModules = []string{
 	"squashfs", "overlay", "ext4",
 }
 
+// balloonModule is the virtio balloon's driver, loaded when the kernel
+// builds it as a module: through it the guest reports the pages it frees,
+// and QEMU hands them back to the host.
+const balloonModule = "virtio_balloon"
+
 // moduleName normalises a module or file name: the kernel treats - and _
 // alike in module names.
 func moduleName(s string) string {

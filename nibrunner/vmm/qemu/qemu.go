@@ -100,6 +100,9 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 			return nil, fmt.Errorf("make VMM folder: %w", err)
 		}
 	}
+	if err := noHugePages(); err != nil {
+		return nil, err
+	}
 	bootID, err := vmm.BootID()
 	if err != nil {
 		return nil, err

@@ -182,6 +182,19 @@ func TestATCGGuestGetsTheEarlyTSCFrequencyAndAKVMGuestDoesNot(t *testing.T) {
 	}
 }
 
+// init_on_free would have the guest write all its RAM at the end of boot;
+// the balloon reports what it frees instead.
+func TestAGuestHasAFreePageReportingBalloonAndNoInitOnFree(t *testing.T) {
+	m := testMachine()
+	a := strings.Join(m.args(1700000000), " ")
+	if !strings.Contains(a, "-device virtio-balloon-device,free-page-reporting=on") {
+		t.Errorf("command line lacks the free page reporting balloon:\n%s", a)
+	}
+	if strings.Contains(a, "init_on_free") {
+		t.Errorf("command line zeroes freed pages, which touches all guest RAM at boot:\n%s", a)
+	}
+}
+
 func TestTheCommandLineAttachesDrivesBySerialAndTheTapWithTheSlotsAddress(t *testing.T) {
 	m := testMachine()
 	a := strings.Join(m.args(1700000000), " ")

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 func main() {
@@ -54,6 +56,60 @@ func main() {
 			shm = "shm"
 		}
 		fmt.Fprintf(w, "%d:%d %s %s %s", os.Getuid(), os.Getgid(), wd, os.Getenv("NIBRUN_HOSTNAME"), shm)
+	})
+	// /hold?mib=N maps and writes N MiB and keeps it; /hold?mib=0 unmaps
+	// it, which hands it back to the guest kernel at once (Go's own heap
+	// would keep some for later): the balloon test frees it and watches
+	// the host take the pages back.
+	var held [][]byte
+	var holdMu sync.Mutex
+	http.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		mib, err := strconv.Atoi(r.URL.Query().Get("mib"))
+		if err != nil || mib < 0 {
+			http.Error(w, "mib: want a count of MiB", 400)
+			return
+		}
+		holdMu.Lock()
+		defer holdMu.Unlock()
+		for _, b := range held {
+			_ = syscall.Munmap(b)
+		}
+		held = nil
+		for i := 0; i < mib; i++ {
+			b, err := syscall.Mmap(-1, 0, 1<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+			if err != nil {
+				http.Error(w, fmt.Sprintf("map MiB %d: %v", i, err), 500)
+				return
+			}
+			for j := range b {
+				b[j] = byte(i + j + 1)
+			}
+			held = append(held, b)
+		}
+		fmt.Fprint(w, len(held))
+	})
+	// /held checks that what /hold wrote is still there, byte for byte (a
+	// restored guest must bring back its memory as it was).
+	http.HandleFunc("/held", func(w http.ResponseWriter, r *http.Request) {
+		holdMu.Lock()
+		defer holdMu.Unlock()
+		for i, b := range held {
+			for j := range b {
+				if b[j] != byte(i+j+1) {
+					http.Error(w, fmt.Sprintf("MiB %d byte %d is %d, not %d", i, j, b[j], byte(i+j+1)), 500)
+					return
+				}
+			}
+		}
+		fmt.Fprint(w, len(held))
+	})
+	http.HandleFunc("/proc/meminfo", func(w http.ResponseWriter, r *http.Request) {
+		b, err := os.ReadFile("/proc/meminfo")
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		_, _ = w.Write(b)
 	})
 	fmt.Println("counter listening on", os.Getenv("PORT"))
 	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {

@@ -1,0 +1,113 @@
+package qemu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/testenv"
+)
+
+// guestResident is how much of a guest's RAM its QEMU holds.
+func guestResident(t testing.TB, pid, memMiB int) uint64 {
+	t.Helper()
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := guestRAMResident(smaps, uint64(memMiB)<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitResident waits until the guest's resident RAM is at most limit,
+// returning what it last read.
+func waitResident(t testing.TB, pid, memMiB int, limit uint64, wait time.Duration) (uint64, bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		r := guestResident(t, pid, memMiB)
+		if r <= limit || time.Now().After(deadline) {
+			return r, r <= limit
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// A guest that allocates then frees 200 MiB hands it back to the host
+// through the balloon's free page reporting; then it sleeps with its
+// freed pages gone from the host, and wakes with its memory as it was.
+func TestTheHostTakesBackWhatTheGuestFreesAndABallooneGuestWakesWhole(t *testing.T) {
+	testenv.RequireRoot(t)
+	f := newFixture(t)
+	var logs testenv.SyncBuffer
+	v := newVMM(t, f.dir, &logs)
+	ctx := context.Background()
+	spec := f.spec(t, "balloon")
+	spec.MemoryMiB = 512
+	st := started(t, ctx, v, spec, &logs)
+	get(t, st.Endpoint, "/count", 3*time.Minute)
+
+	idle := guestResident(t, st.PID, spec.MemoryMiB)
+	if got := get(t, st.Endpoint, "/hold?mib=200", time.Minute); got != "200" {
+		t.Fatalf("/hold?mib=200 said %q", got)
+	}
+	held := guestResident(t, st.PID, spec.MemoryMiB)
+	t.Logf("guest RAM resident: idle %d MiB, holding 200 MiB %d MiB", idle>>20, held>>20)
+	if held < idle+150<<20 {
+		t.Fatalf("holding 200 MiB made the guest's resident RAM %d MiB from %d: the pages were not touched", held>>20, idle>>20)
+	}
+	get(t, st.Endpoint, "/hold?mib=0", time.Minute)
+	// Reporting runs 2 s after a free; a slow machine gets more.
+	freed, ok := waitResident(t, st.PID, spec.MemoryMiB, held-150<<20, 30*time.Second)
+	t.Logf("guest RAM resident after the free: %d MiB", freed>>20)
+	if !ok {
+		t.Fatalf("after the guest freed 200 MiB its QEMU still holds %d MiB of guest RAM (%d while held): free page reporting did not hand it back", freed>>20, held>>20)
+	}
+
+	// 32 MiB of known bytes, then sleep and wake.
+	get(t, st.Endpoint, "/hold?mib=32", time.Minute)
+	n := get(t, st.Endpoint, "/count", time.Minute)
+	if err := v.Sleep(ctx, spec.AppID); err != nil {
+		t.Fatal(err)
+	}
+	stamp, err := readStamp(v.snapDir(spec.AppID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("state %d MiB", stamp.StateSize>>20)
+	st, err = v.Wake(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Restored {
+		t.Fatal("the guest booted cold instead of waking")
+	}
+	if got := get(t, st.Endpoint, "/held", time.Minute); got != "32" {
+		t.Fatalf("after the wake /held said %q, want the 32 MiB intact", got)
+	}
+	if got, want := get(t, st.Endpoint, "/count", time.Minute), fmt.Sprint(atoi(t, n)+1); got != want {
+		t.Fatalf("after the wake /count said %s, want %s", got, want)
+	}
+	// The restore writes only the pages that were not zero: the ones the
+	// host had taken back stay out of the woken QEMU too.
+	woken := guestResident(t, st.PID, spec.MemoryMiB)
+	t.Logf("guest RAM resident after the wake: %d MiB", woken>>20)
+	if woken > held-100<<20 {
+		t.Fatalf("the woken guest's QEMU holds %d MiB of guest RAM, as much as while it held 200 MiB (%d)", woken>>20, held>>20)
+	}
+}
+
+func atoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return n
+}
