@@ -418,7 +418,7 @@ func subnetFacts(s *config.Subnet, live SubnetFacts) []Row {
 		if declared == got {
 			return Row{Status: InSync, Name: name, ID: s.ID, Detail: got}
 		}
-		return Row{Status: Mismatch, Name: name, ID: s.ID, Detail: fmt.Sprintf("declared=%s live=%s", declared, orText(got, "unspecified"))}
+		return Row{Status: Mismatch, Name: name, ID: s.ID, Detail: declaredLive(declared, orText(got, "unspecified"))}
 	}
 	sev := s.SevEnabled != nil && *s.SevEnabled
 	rows := []Row{
@@ -478,7 +478,7 @@ func dataCentersSection(res *config.Resources, live *Live) Section {
 		case dc.Region == "":
 			row.Status, row.Detail = OK, "region "+f.Region+" (none declared)"
 		case dc.Region != f.Region:
-			row.Status, row.Detail = RegionMismatch, fmt.Sprintf("declared=%s live=%s", dc.Region, orText(f.Region, "unspecified"))
+			row.Status, row.Detail = RegionMismatch, declaredLive(dc.Region, orText(f.Region, "unspecified"))
 		default:
 			row.Status, row.Detail = OK, "region "+f.Region
 		}

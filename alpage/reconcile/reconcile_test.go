@@ -143,12 +143,12 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 			s := l.Subnets["s1"]
 			s.Type = "system"
 			l.Subnets["s1"] = s
-		}, want{SectionSubnet, "type", "s1", Mismatch, "declared=application live=system"}},
+		}, want{SectionSubnet, "type", "s1", Mismatch, `declared="application" live="system"`}},
 		{"an omitted cost schedule asserts normal", func(_ *config.Resources, l *Live) {
 			s := l.Subnets["s1"]
 			s.CostSchedule = "free"
 			l.Subnets["s1"] = s
-		}, want{SectionSubnet, "cost_schedule", "s1", Mismatch, "declared=normal live=free"}},
+		}, want{SectionSubnet, "cost_schedule", "s1", Mismatch, `declared="normal" live="free"`}},
 		{"an unspecified live schedule reads as the registry default", func(_ *config.Resources, l *Live) {
 			s := l.Subnets["s1"]
 			s.CostSchedule = ""
@@ -158,7 +158,7 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 			s := l.Subnets["s1"]
 			s.SevEnabled = true
 			l.Subnets["s1"] = s
-		}, want{SectionSubnet, "sev_enabled", "s1", Mismatch, "declared=false live=true"}},
+		}, want{SectionSubnet, "sev_enabled", "s1", Mismatch, `declared="false" live="true"`}},
 		{"an admin added on-chain is drift", func(_ *config.Resources, l *Live) {
 			s := l.Subnets["s1"]
 			s.Admins = []string{"admin-x"}
@@ -172,7 +172,7 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 		{"a data center in its declared region is ok", nil, want{SectionDataCenters, "zurich", "zh1", OK, "region Europe,CH,Zurich"}},
 		{"a data center in another region is a region mismatch", func(_ *config.Resources, l *Live) {
 			l.DataCenters["zh1"] = DataCenterFacts{Found: true, Region: "Europe,CH,Geneva"}
-		}, want{SectionDataCenters, "zurich", "zh1", RegionMismatch, "declared=Europe,CH,Zurich live=Europe,CH,Geneva"}},
+		}, want{SectionDataCenters, "zurich", "zh1", RegionMismatch, `declared="Europe,CH,Zurich" live="Europe,CH,Geneva"`}},
 		{"a data center without a declared region is only checked to exist", func(r *config.Resources, l *Live) {
 			r.DataCenters[0].Region = ""
 			l.DataCenters["zh1"] = DataCenterFacts{Found: true, Region: "Europe,CH,Geneva"}
@@ -533,7 +533,7 @@ func TestANodeNamingASubnetNoBlockDeclaresIsCheckedAgainstThatSubnet(t *testing.
 			}
 			// Only what a node block declares is compared: the subnet's
 			// other members and its record facts are nobody's declaration.
-			if strings.Contains(out, "stranger") || strings.Contains(out, "declared=application live=system") {
+			if strings.Contains(out, "stranger") || strings.Contains(out, `declared="application" live="system"`) {
 				t.Fatalf("undeclared facts of s2 reported:\n%s", out)
 			}
 		})
