@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,12 +129,40 @@ func TestLabelsAndIdsWithInvisibleCharactersAreRefusedWithFileAndLine(t *testing
 }
 
 func TestAFileOfGarbageListsItsFirstTwentyProblemsAndCountsTheRest(t *testing.T) {
-	err := loadProposals(t, strings.Repeat("§\n", 100), Limits{})
+	// Thirty different problems: twenty are listed, the rest counted.
+	var src strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&src, "proposal \"p%d\" {\n  kind = \"deploy_guestos\"\n  title = \"t\"\n  deploy_guestos {\n    subnet_id = subnet.missing%d.id\n    replica_version_id = \"v\"\n  }\n}\n", i, i)
+	}
+	err := loadProposals(t, src.String(), Limits{})
 	if err == nil {
 		t.Fatal("accepted")
 	}
 	lines := strings.Split(err.Error(), "\n")
 	if len(lines) != maxShownErrors+1 || !strings.Contains(lines[len(lines)-1], "more problem(s)") || !strings.Contains(lines[len(lines)-1], "proposals.hcl: and ") {
 		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])
+	}
+	// The same problem a hundred times is said once, with its other places.
+	err = loadProposals(t, strings.Repeat("§\n", 100), Limits{})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) > 2 || !strings.Contains(lines[0], "(the same at ") || !strings.Contains(lines[0], " more)") {
+		t.Fatalf("repeated garbage:\n%v", err)
+	}
+}
+
+func TestOneUndeclaredReferenceUsedTwentyTimesIsSaidOnce(t *testing.T) {
+	var src strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&src, "proposal \"p%d\" {\n  kind = \"deploy_guestos\"\n  title = \"t\"\n  deploy_guestos {\n    subnet_id = subnet.gone.id\n    replica_version_id = \"v\"\n  }\n}\n", i)
+	}
+	err := loadProposals(t, src.String(), Limits{})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	if strings.Count(msg, "subnet.gone is not declared") != 1 || !strings.Contains(msg, "(the same at 19 more place(s): ") || !strings.Contains(msg, " and 14 more)") {
+		t.Fatalf("error:\n%s", msg)
 	}
 }

@@ -81,23 +81,48 @@ func (e *Error) Error() string {
 			errs++
 		}
 	}
+	// The same problem at many places (one undeclared reference used in
+	// twenty blocks) is said once, with the other places after it.
+	type group struct {
+		first *hcl.Diagnostic
+		also  []string
+	}
+	var groups []*group
+	byText := map[string]*group{}
 	for _, d := range e.Diagnostics {
-		if d.Severity != hcl.DiagError {
+		if d.Severity != hcl.DiagError || (errs > 1 && isUnknownValueEcho(d)) {
 			continue
 		}
-		if errs > 1 && isUnknownValueEcho(d) {
+		key := d.Summary + "\x00" + d.Detail
+		if g := byText[key]; g != nil {
+			if d.Subject != nil {
+				g.also = append(g.also, site(*d.Subject))
+			}
 			continue
 		}
+		g := &group{first: d}
+		byText[key] = g
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
 		if n == maxShownErrors {
-			more++
-			last = d.Subject
+			more += 1 + len(g.also)
+			last = g.first.Subject
 			continue
 		}
 		if n > 0 {
 			b.WriteByte('\n')
 		}
 		n++
-		b.WriteString(FormatDiagnostic(d))
+		b.WriteString(FormatDiagnostic(g.first))
+		if len(g.also) > 0 {
+			shown := g.also[:min(len(g.also), 5)]
+			fmt.Fprintf(&b, " (the same at %d more place(s): %s", len(g.also), strings.Join(shown, ", "))
+			if len(g.also) > len(shown) {
+				fmt.Fprintf(&b, " and %d more", len(g.also)-len(shown))
+			}
+			b.WriteByte(')')
+		}
 	}
 	if more > 0 {
 		b.WriteByte('\n')
