@@ -162,7 +162,13 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	// daemon publishes it, and wakes through the daemon.
 	var relay *raw.Relay
 	if cfg.Proxy.Raw != nil {
-		ro := raw.Options{ListenAddress: cfg.Proxy.Raw.ListenAddress}
+		rc := cfg.Proxy.Raw
+		ro := raw.Options{
+			ListenAddress:     rc.ListenAddress,
+			TCPIdleTimeout:    time.Duration(rc.TCPIdleTimeoutMs) * time.Millisecond,
+			MaxTCPConnections: rc.MaxTCPConnections,
+			PortQueueBytes:    rc.UDPQueueBytesPerPort,
+		}
 		if mx != nil {
 			ro.Recorder = mx
 		}
@@ -276,7 +282,13 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if px != nil {
 		px.SetWaker(d)
 		h := cfg.Proxy.HTTP
-		lc := proxy.ListenConfig{Address: net.JoinHostPort(h.ListenAddress, strconv.Itoa(h.Port))}
+		lc := proxy.ListenConfig{
+			Address:                 net.JoinHostPort(h.ListenAddress, strconv.Itoa(h.Port)),
+			BodyTimeout:             time.Duration(h.BodyTimeoutMs) * time.Millisecond,
+			SendTimeout:             time.Duration(h.SendTimeoutMs) * time.Millisecond,
+			MaxConnections:          h.MaxConnections,
+			MaxConnectionsPerClient: h.MaxConnectionsPerClient,
+		}
 		if h.TLS != nil {
 			lc.CertFile, lc.KeyFile = h.TLS.Certificate, h.TLS.Key
 		}

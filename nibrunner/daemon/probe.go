@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
@@ -29,8 +30,10 @@ type prober struct {
 	port     int
 	timeout  time.Duration
 
-	mu  sync.Mutex
-	rec health.Record
+	mu      sync.Mutex
+	rec     health.Record
+	starved bool // the last probe could not be made: no descriptors
+	logf    func(format string, args ...any)
 }
 
 // probeClient never keeps connections: a thousand guests probed from one
@@ -53,6 +56,7 @@ func (d *Daemon) startProber(a *app, st vmm.Status) {
 		timeout:  time.Second,
 		rec:      rec.Health,
 		done:     make(chan struct{}),
+		logf:     d.cfg.Logf,
 	}
 	if p.rec.State == "" || p.rec.StartedAt.IsZero() {
 		p.rec = health.Started(st.StartedAt)
@@ -135,38 +139,62 @@ func (p *prober) run(ctx context.Context, kick func()) {
 			return
 		case <-t.C:
 		}
-		ok := p.probe(ctx)
+		ok, err := p.probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		p.mu.Lock()
-		prev := p.rec.State
-		p.rec = health.Step(p.check, p.rec, health.Input{Active: true, Probe: &ok, Now: time.Now().UTC()})
-		state := p.rec.State
-		p.mu.Unlock()
-		if state != prev {
+		changed, state := p.observe(ok, err)
+		if changed {
 			kick()
 		}
 		t.Reset(p.check.ProbeInterval(state))
 	}
 }
 
-func (p *prober) probe(ctx context.Context) bool {
+// observe feeds one probe's result to the health record and says whether
+// the state changed. A probe the daemon could not make because it is
+// itself out of file descriptors (EMFILE, ENFILE: a flood of client
+// connections, say) says nothing of the app and is not counted: an app
+// ended failed for the host's exhaustion would lose its restarts.
+func (p *prober) observe(ok bool, err error) (changed bool, state health.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !ok && outOfFiles(err) {
+		if !p.starved {
+			p.starved = true
+			p.logf("nibrunnerd: health probe of %s: the daemon is out of file descriptors (%v); the probe is not counted against the app", p.endpoint, err)
+		}
+		return false, p.rec.State
+	}
+	p.starved = false
+	prev := p.rec.State
+	p.rec = health.Step(p.check, p.rec, health.Input{Active: true, Probe: &ok, Now: time.Now().UTC()})
+	return p.rec.State != prev, p.rec.State
+}
+
+// outOfFiles reports whether err is the daemon's own lack of descriptors.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// probe runs the check once: whether the app passed, and when it did
+// not, why (nil when the app answered, but not as asked).
+func (p *prober) probe(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	switch p.kind {
 	case desired.HealthHTTP:
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.endpoint+p.path, nil)
 		if err != nil {
-			return false
+			return false, err
 		}
 		resp, err := probeClient.Do(req)
 		if err != nil {
-			return false
+			return false, err
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return resp.StatusCode >= 200 && resp.StatusCode < 300
+		return resp.StatusCode >= 200 && resp.StatusCode < 300, nil
 	case desired.HealthBootCompleted:
 		// Once the tenant accepted a connection, liveness is the VM being
 		// up, which the pass watches.
@@ -174,11 +202,11 @@ func (p *prober) probe(ctx context.Context) bool {
 		ever := p.rec.EverHealthy
 		p.mu.Unlock()
 		if ever {
-			return true
+			return true, nil
 		}
 		fallthrough
 	default:
-		return tcpAnswers(ctx, p.endpoint)
+		return tcpProbe(ctx, p.endpoint)
 	}
 }
 
@@ -192,10 +220,16 @@ const tcpSettle = 150 * time.Millisecond
 // connection is held briefly: still open (or sending a banner) is a
 // listener; reset or closed at once is nobody.
 func tcpAnswers(ctx context.Context, endpoint string) bool {
+	ok, _ := tcpProbe(ctx, endpoint)
+	return ok
+}
+
+// tcpProbe is tcpAnswers with the dial's error, when it failed.
+func tcpProbe(ctx context.Context, endpoint string) (bool, error) {
 	var dialer net.Dialer
 	c, err := dialer.DialContext(ctx, "tcp", endpoint)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer c.Close()
 	deadline := time.Now().Add(tcpSettle)
@@ -206,7 +240,7 @@ func tcpAnswers(ctx context.Context, endpoint string) bool {
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != nil {
 		var ne net.Error
-		return errors.As(err, &ne) && ne.Timeout()
+		return errors.As(err, &ne) && ne.Timeout(), nil
 	}
-	return true
+	return true, nil
 }

@@ -187,6 +187,16 @@ type HTTPProxy struct {
 	ListenAddress string `toml:"listen_address"`
 	Port          int    `toml:"port"`
 	TLS           *TLS   `toml:"tls"`
+	// BodyTimeoutMs and SendTimeoutMs bound each read of a request body
+	// and each write of an answer (0: the proxy's 60 s, nginx's
+	// client_body_timeout and send_timeout).
+	BodyTimeoutMs int `toml:"body_timeout_ms,omitempty"`
+	SendTimeoutMs int `toml:"send_timeout_ms,omitempty"`
+	// MaxConnections and MaxConnectionsPerClient bound the client
+	// connections open at once, in all and from one IP address (0: the
+	// proxy's 8192 and 256).
+	MaxConnections          int `toml:"max_connections,omitempty"`
+	MaxConnectionsPerClient int `toml:"max_connections_per_client,omitempty"`
 }
 
 // TLS is the proxy's certificate and key, as PEM files.
@@ -199,6 +209,14 @@ type TLS struct {
 type RawProxy struct {
 	ListenAddress    string `toml:"listen_address"`
 	MaxPortsPerGuest int    `toml:"max_ports_per_guest"`
+	// TCPIdleTimeoutMs ends a TCP connection nothing crossed for that
+	// long (0: 10 min, nginx's stream proxy_timeout); MaxTCPConnections
+	// bounds those open across every raw port (0: 4096).
+	TCPIdleTimeoutMs  int `toml:"tcp_idle_timeout_ms,omitempty"`
+	MaxTCPConnections int `toml:"max_tcp_connections,omitempty"`
+	// UDPQueueBytesPerPort bounds what the UDP flows of one port queue
+	// together while its app wakes (0: 4 MiB).
+	UDPQueueBytesPerPort int `toml:"udp_queue_bytes_per_port,omitempty"`
 }
 
 // MaxPortsPerGuest is the most raw ports a host carries for one guest:
@@ -366,12 +384,22 @@ func (c *Config) validate(v *validator) {
 			v.absolute("proxy.http.tls.certificate", h.TLS.Certificate)
 			v.absolute("proxy.http.tls.key", h.TLS.Key)
 		}
+		v.optionalRange("proxy.http.body_timeout_ms", h.BodyTimeoutMs, 100, 3600000, "")
+		v.optionalRange("proxy.http.send_timeout_ms", h.SendTimeoutMs, 100, 3600000, "")
+		v.optionalRange("proxy.http.max_connections", h.MaxConnections, 1, 1000000, "")
+		v.optionalRange("proxy.http.max_connections_per_client", h.MaxConnectionsPerClient, 1, 1000000, "")
+		if h.MaxConnections > 0 && h.MaxConnectionsPerClient > h.MaxConnections {
+			v.fail("proxy.http.max_connections_per_client is %d, more than proxy.http.max_connections (%d); one client can have at most all of them", h.MaxConnectionsPerClient, h.MaxConnections)
+		}
 	}
 	if r := c.Proxy.Raw; r != nil {
 		v.address("proxy.raw.listen_address", r.ListenAddress)
 		if r.MaxPortsPerGuest < 1 || r.MaxPortsPerGuest > MaxPortsPerGuest {
 			v.fail("proxy.raw.max_ports_per_guest is %d; it must be 1 to %d (each app has %d host ports beside its HTTP one)", r.MaxPortsPerGuest, MaxPortsPerGuest, MaxPortsPerGuest)
 		}
+		v.optionalRange("proxy.raw.tcp_idle_timeout_ms", r.TCPIdleTimeoutMs, 1000, 86400000, "")
+		v.optionalRange("proxy.raw.max_tcp_connections", r.MaxTCPConnections, 1, 1000000, "")
+		v.optionalRange("proxy.raw.udp_queue_bytes_per_port", r.UDPQueueBytesPerPort, 65536, 1<<30, " (a waking app's queued datagrams, all its flows together)")
 	}
 	if m := c.Metrics; m != nil {
 		a := v.address("metrics.listen_address", m.ListenAddress)
@@ -458,4 +486,12 @@ func (v *validator) store(key, url string) Store {
 		v.fail("%s is %q; it must be s3://bucket/prefix or an absolute path", key, url)
 	}
 	return Store{Kind: StoreDir, Dir: filepath.Clean(url)}
+}
+
+// optionalRange refuses a setting given outside lo..hi (0 is absent: its
+// default; an explicit 0 is refused by the walk).
+func (v *validator) optionalRange(key string, n, lo, hi int, why string) {
+	if n != 0 && (n < lo || n > hi) {
+		v.fail("%s is %d; it must be %d to %d%s", key, n, lo, hi, why)
+	}
 }

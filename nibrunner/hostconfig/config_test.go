@@ -237,6 +237,13 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 		{"proxy.http.tls.key", "privkey.pem", "proxy.http.tls.key is \"privkey.pem\"; it must be an absolute path"},
 		{"proxy.raw.max_ports_per_guest", int64(0), "max_ports_per_guest is 0; it must be 1 to 7"},
 		{"proxy.raw.max_ports_per_guest", int64(8), "max_ports_per_guest is 8; it must be 1 to 7"},
+		{"proxy.http.body_timeout_ms", int64(99), "proxy.http.body_timeout_ms is 99; it must be 100 to 3600000"},
+		{"proxy.http.send_timeout_ms", int64(3600001), "proxy.http.send_timeout_ms is 3600001; it must be 100 to 3600000"},
+		{"proxy.http.max_connections", int64(-1), "proxy.http.max_connections is -1; it must be 1 to 1000000"},
+		{"proxy.http.max_connections_per_client", int64(1000001), "proxy.http.max_connections_per_client is 1000001"},
+		{"proxy.raw.tcp_idle_timeout_ms", int64(999), "proxy.raw.tcp_idle_timeout_ms is 999; it must be 1000 to 86400000"},
+		{"proxy.raw.max_tcp_connections", int64(-5), "proxy.raw.max_tcp_connections is -5; it must be 1 to 1000000"},
+		{"proxy.raw.udp_queue_bytes_per_port", int64(1024), "proxy.raw.udp_queue_bytes_per_port is 1024; it must be 65536 to 1073741824 (a waking app's queued datagrams"},
 		{"metrics.port", int64(70000), "metrics.port is 70000"},
 		{"metrics.port", int64(443), "metrics.port 443 is also proxy.http.port"},
 	}
@@ -258,6 +265,9 @@ func TestAnOptionalSettingWrittenAsZeroOrEmptyIsRefusedNotTakenAsItsDefault(t *t
 		{"checkpoints.store_url", "", "checkpoints.store_url is empty; leave the key out"},
 		{"checkpoints.freeze_timeout_ms", int64(0), "checkpoints.freeze_timeout_ms is 0; leave the key out"},
 		{"checkpoints.max_concurrent", int64(0), "checkpoints.max_concurrent is 0; leave the key out"},
+		{"proxy.http.body_timeout_ms", int64(0), "proxy.http.body_timeout_ms is 0; leave the key out"},
+		{"proxy.http.max_connections_per_client", int64(0), "proxy.http.max_connections_per_client is 0; leave the key out"},
+		{"proxy.raw.udp_queue_bytes_per_port", int64(0), "proxy.raw.udp_queue_bytes_per_port is 0; leave the key out"},
 	}
 	for _, tc := range cases {
 		wantReason(t, render(t, withValue(t, tc.key, tc.val)), tc.want)

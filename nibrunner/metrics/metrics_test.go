@@ -125,6 +125,10 @@ func TestMetricsServeEveryFamilyInTheTextFormat(t *testing.T) {
 	m.RawConnection("shop", "tcp", "relayed", 5, 7)
 	m.RawOpen("shop", "udp", 1)
 	m.RawDropped("shop", 3)
+	m.ProxyLimit("body_timeout")
+	m.ProxyLimit("client_connections")
+	m.ProxyLimit("client_connections")
+	m.RawLimit("udp_port_budget", 5)
 
 	fams := scrape(t, m)
 	for _, tc := range []struct {
@@ -155,6 +159,11 @@ func TestMetricsServeEveryFamilyInTheTextFormat(t *testing.T) {
 		{"nibrunner_raw_bytes_total", []string{"app", "shop", "proto", "tcp", "direction", "out"}, 7},
 		{"nibrunner_raw_open_connections", []string{"app", "shop", "proto", "udp"}, 1},
 		{"nibrunner_raw_udp_dropped_total", []string{"app", "shop"}, 3},
+		{"nibrunner_proxy_limit_trips_total", []string{"limit", "body_timeout"}, 1},
+		{"nibrunner_proxy_limit_trips_total", []string{"limit", "client_connections"}, 2},
+		{"nibrunner_proxy_limit_trips_total", []string{"limit", "send_timeout"}, 0},
+		{"nibrunner_raw_limit_trips_total", []string{"limit", "udp_port_budget"}, 5},
+		{"nibrunner_raw_limit_trips_total", []string{"limit", "tcp_idle_timeout"}, 0},
 	} {
 		if got := value(t, fams, tc.name, tc.labels...); got != tc.want {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)

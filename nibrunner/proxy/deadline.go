@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -43,8 +44,32 @@ func (c *timedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	if err != nil && c.writeIdle > 0 && isTimeout(err) {
 		c.trip(limitSendTimeout)
+		// What the client did not take is dropped with the connection
+		// (nginx's reset_timedout_connection): closed gracefully, the
+		// kernel would hold it and its unsent answer for a client that
+		// does not read.
+		if tc := tcpOf(c.Conn); tc != nil {
+			_ = tc.SetLinger(0)
+		}
 	}
 	return n, err
+}
+
+// tcpOf is the TCP connection under c (through TLS and the caps'
+// counting), nil when there is none.
+func tcpOf(c net.Conn) *net.TCPConn {
+	for {
+		switch v := c.(type) {
+		case *net.TCPConn:
+			return v
+		case *tls.Conn:
+			c = v.NetConn()
+		case *countedConn:
+			c = v.Conn
+		default:
+			return nil
+		}
+	}
 }
 
 func (c *timedConn) trip(limit string) {

@@ -49,6 +49,9 @@ type Recorder interface {
 	RawDropped(app string, n int)
 	// WakeWaited is a wake the relay began (via "tcp" or "udp").
 	WakeWaited(via string, d time.Duration, err error)
+	// RawLimit is n trips of a cap or timeout (limits.go): connections
+	// ended or refused, datagrams dropped.
+	RawLimit(limit string, n int)
 }
 
 // Options tune a Relay; only ListenAddress is required.
@@ -65,6 +68,17 @@ type Options struct {
 	// dropped, as a full socket buffer would.
 	QueueDatagrams int
 	QueueBytes     int
+	// PortQueueBytes bounds what all the flows of one port queue
+	// together while its app wakes (default 4 MiB; each datagram counts
+	// at least 64 bytes, for its bookkeeping): without it MaxFlows flows
+	// could each queue QueueBytes, 4 GiB a port.
+	PortQueueBytes int
+	// TCPIdleTimeout ends a TCP connection nothing crossed either way
+	// for this long (default 10 min, nginx's stream proxy_timeout).
+	TCPIdleTimeout time.Duration
+	// MaxTCPConnections bounds the TCP connections open across every
+	// port (default 4096); one past it is reset at once.
+	MaxTCPConnections int
 	// FlowIdle ends a UDP flow nothing crossed for this long (default
 	// 2 min, about conntrack's stream timeout).
 	FlowIdle time.Duration
@@ -92,6 +106,8 @@ type Relay struct {
 	wakes  map[string]*wake
 	meters meter.Set
 	closed bool
+
+	tcpOpen atomic.Int64 // TCP connections open, against MaxTCPConnections
 }
 
 // generation is what the relay knows of one table: which of its sleeping
@@ -119,6 +135,15 @@ func New(opts Options) *Relay {
 	}
 	if opts.FlowIdle <= 0 {
 		opts.FlowIdle = 2 * time.Minute
+	}
+	if opts.PortQueueBytes <= 0 {
+		opts.PortQueueBytes = 4 << 20
+	}
+	if opts.TCPIdleTimeout <= 0 {
+		opts.TCPIdleTimeout = 10 * time.Minute
+	}
+	if opts.MaxTCPConnections <= 0 {
+		opts.MaxTCPConnections = 4096
 	}
 	if opts.MaxFlows <= 0 {
 		opts.MaxFlows = 4096
@@ -238,9 +263,10 @@ type port struct {
 	done chan struct{}
 	once sync.Once
 
-	mu    sync.Mutex
-	flows map[netip.AddrPort]*flow // by client address
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	flows  map[netip.AddrPort]*flow // by client address
+	conns  map[net.Conn]struct{}
+	queued int // bytes all flows queue, against PortQueueBytes, under mu
 }
 
 func (pt *port) route() route.Port { return *pt.cur.Load() }

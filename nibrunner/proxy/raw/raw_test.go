@@ -400,6 +400,24 @@ func TestClosingTheRelayLeavesNoGoroutineBehind(t *testing.T) {
 type countingRecorder struct {
 	dropped, refusedUDP atomic.Int64
 	changed             bell
+	mu                  sync.Mutex
+	limits              map[string]int
+}
+
+func (c *countingRecorder) RawLimit(limit string, n int) {
+	c.mu.Lock()
+	if c.limits == nil {
+		c.limits = map[string]int{}
+	}
+	c.limits[limit] += n
+	c.mu.Unlock()
+	c.changed.ring()
+}
+
+func (c *countingRecorder) limit(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.limits[name]
 }
 
 func (c *countingRecorder) RawConnection(app, proto, outcome string, in, out int64) {
@@ -408,7 +426,7 @@ func (c *countingRecorder) RawConnection(app, proto, outcome string, in, out int
 		c.changed.ring()
 	}
 }
-func (c *countingRecorder) RawOpen(app, proto string, delta int) {}
+func (c *countingRecorder) RawOpen(app, proto string, delta int) { c.changed.ring() }
 func (c *countingRecorder) RawDropped(app string, n int) {
 	c.dropped.Add(int64(n))
 	c.changed.ring()
@@ -471,6 +489,7 @@ func (o openings) RawOpen(app, proto string, delta int) {
 	}
 }
 func (o openings) RawDropped(app string, n int)                      {}
+func (o openings) RawLimit(limit string, n int)                      {}
 func (o openings) WakeWaited(via string, d time.Duration, err error) {}
 
 // tickingClock moves one millisecond on each reading, so each mark of

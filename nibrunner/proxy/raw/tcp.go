@@ -27,6 +27,14 @@ func (pt *port) acceptTCP() {
 			continue
 		}
 		delay = 0
+		if !pt.r.admitTCP() {
+			// Past MaxTCPConnections: reset at once, as a full backlog
+			// would, so the daemon keeps descriptors for its own work.
+			_ = c.SetLinger(0)
+			c.Close()
+			pt.r.limit(limitTCPConnections, 1)
+			continue
+		}
 		_ = c.SetNoDelay(true)
 		pt.mu.Lock()
 		if pt.conns == nil {
@@ -62,6 +70,7 @@ func (pt *port) serveTCP(c *net.TCPConn) {
 	}
 	defer func() {
 		m.End(r.opts.Now())
+		r.tcpOpen.Add(-1)
 		if rec != nil {
 			rec.RawOpen(p.AppID, "tcp", -1)
 		}
@@ -86,7 +95,14 @@ func (pt *port) serveTCP(c *net.TCPConn) {
 		pt.mu.Unlock()
 		gc.Close()
 	}()
+	stop := watchIdle(c, gc, r.opts.TCPIdleTimeout, func() {
+		r.opts.Logf("nibrunnerd: raw relay: app %s port %d: a connection from %v carried nothing for %v (tcp_idle_timeout_ms); closed", p.AppID, p.Index, c.RemoteAddr(), r.opts.TCPIdleTimeout)
+		r.limit(limitTCPIdle, 1)
+		c.Close()
+		gc.Close()
+	})
 	in, out := splice(c, gc)
+	stop()
 	if rec != nil {
 		rec.RawConnection(p.AppID, "tcp", "relayed", in, out)
 	}
@@ -128,4 +144,14 @@ func splice(client, guest *net.TCPConn) (in, out int64) {
 	}
 	wg.Wait()
 	return in, out
+}
+
+// admitTCP counts one more connection against MaxTCPConnections, or
+// says it is past it.
+func (r *Relay) admitTCP() bool {
+	if r.tcpOpen.Add(1) > int64(r.opts.MaxTCPConnections) {
+		r.tcpOpen.Add(-1)
+		return false
+	}
+	return true
 }

@@ -34,6 +34,7 @@ type flow struct {
 	guest   *net.UDPConn // nil until the app is ready
 	queue   [][]byte
 	qbytes  int
+	qcost   int // what the queue counts against its port's budget
 	ended   bool
 	in, out int64
 }
@@ -251,8 +252,41 @@ func (f *flow) send(b []byte) {
 		f.dropped(1)
 		return
 	}
+	cost := max(len(b), datagramOverhead)
+	if !f.pt.reserve(cost) {
+		f.dropped(1)
+		f.pt.r.limit(limitUDPPortBudget, 1)
+		return
+	}
 	f.queue = append(f.queue, append([]byte(nil), b...))
 	f.qbytes += len(b)
+	f.qcost += cost
+}
+
+// datagramOverhead is the least a queued datagram counts against its
+// port's budget: its slice header and allocation, whatever its size.
+const datagramOverhead = 64
+
+// reserve takes n bytes of the port's queue budget, or says there are
+// not that many left.
+func (pt *port) reserve(n int) bool {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.queued+n > pt.r.opts.PortQueueBytes {
+		return false
+	}
+	pt.queued += n
+	return true
+}
+
+// release gives n bytes back to the port's queue budget.
+func (pt *port) release(n int) {
+	if n == 0 {
+		return
+	}
+	pt.mu.Lock()
+	pt.queued -= n
+	pt.mu.Unlock()
 }
 
 func (f *flow) dropped(n int) {
@@ -295,7 +329,8 @@ func (f *flow) run() {
 	for _, b := range f.queue {
 		_, _ = g.Write(b)
 	}
-	f.queue, f.qbytes, f.guest = nil, 0, g
+	pt.release(f.qcost)
+	f.queue, f.qbytes, f.qcost, f.guest = nil, 0, 0, g
 	f.mu.Unlock()
 
 	buf := make([]byte, 64<<10)
@@ -358,9 +393,10 @@ func (f *flow) end(outcome ...string) {
 	}
 	f.ended = true
 	g, in, out := f.guest, f.in, f.out
-	dropped := len(f.queue)
-	f.queue = nil
+	dropped, cost := len(f.queue), f.qcost
+	f.queue, f.qcost = nil, 0
 	f.mu.Unlock()
+	f.pt.release(cost)
 	if g != nil {
 		g.Close()
 	}

@@ -1,0 +1,176 @@
+package raw
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/route"
+)
+
+// The per-port budget: many flows of one waking app's port queue no
+// more than PortQueueBytes together (before: each flow its own 1 MiB,
+// 4 GiB over 4096 flows); past it datagrams are dropped and counted.
+func TestUDPFlowsOfAWakingPortQueueNoMoreThanThePortsBudgetTogether(t *testing.T) {
+	guestAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	var guest atomic.Pointer[echoGuest]
+	w := &gatedWaker{release: make(chan struct{}), asked: newBell()}
+	arrived := newBell()
+	w.onWake = func() { guest.Store(listenEchoRinging(t, guestAddr, arrived)) }
+	rec := &countingRecorder{changed: newBell()}
+	const budget, size, flows, each = 64 << 10, 1000, 32, 20 // 640 KB sent, 64 KiB kept
+	r := newRelay(t, Options{QueueDatagrams: 256, QueueBytes: 1 << 20, PortQueueBytes: budget, Recorder: rec})
+	r.SetWaker(w)
+	hp := freePort(t)
+	addr := applyPort(t, r, route.Port{AppID: "dns", Index: 1, HostPort: hp, Addr: guestAddr, State: route.Sleeping})
+	pt := r.ports[hp]
+	// accounted is the datagrams the relay has read: queued or dropped
+	// for the port's budget. Each flow sends once the last one's are
+	// all read, so the port's socket buffer never overflows.
+	accounted := func() int {
+		pt.mu.Lock()
+		n := 0
+		for _, f := range pt.flows {
+			f.mu.Lock()
+			n += len(f.queue)
+			f.mu.Unlock()
+		}
+		pt.mu.Unlock()
+		return n + rec.limit(limitUDPPortBudget)
+	}
+	payload := make([]byte, size)
+	for i := range flows {
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for j := range each {
+			copy(payload, fmt.Sprintf("flow %02d datagram %02d", i, j))
+			c.Write(payload)
+		}
+		// A flow's first datagram starts a goroutine of its own; the
+		// rest are counted as the relay reads them.
+		waitFor(t, "the flow's datagrams are read", func() bool { return accounted() == (i+1)*each })
+	}
+	kept := budget / size
+	if n := rec.limit(limitUDPPortBudget); n != flows*each-kept {
+		t.Fatalf("%d datagrams dropped for the port's budget, want %d", n, flows*each-kept)
+	}
+	pt.mu.Lock()
+	queued := pt.queued
+	pt.mu.Unlock()
+	if queued > budget {
+		t.Fatalf("the port queues %d bytes, over its budget of %d", queued, budget)
+	}
+	close(w.release)
+	waitUntil(t, "the queue is delivered", arrived, func() bool { g := guest.Load(); return g != nil && len(g.datagrams()) == kept })
+	waitFor(t, "the budget is given back", func() bool {
+		pt.mu.Lock()
+		defer pt.mu.Unlock()
+		return pt.queued == 0
+	})
+}
+
+// A connection nothing crosses for TCPIdleTimeout is closed and counted;
+// one that keeps talking outlives it.
+func TestAnIdleRawTCPConnectionIsClosedAndABusyOneIsNot(t *testing.T) {
+	g := listenEcho(t, "127.0.0.1:0")
+	rec := &countingRecorder{changed: newBell()}
+	const idle = 300 * time.Millisecond
+	r := newRelay(t, Options{TCPIdleTimeout: idle, Recorder: rec})
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
+
+	busy, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	quiet, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet.Close()
+	closed := make(chan time.Time, 1)
+	began := time.Now()
+	go func() {
+		_, _ = io.Copy(io.Discard, quiet) // ends when the relay closes it
+		closed <- time.Now()
+	}()
+	// The busy one sends a line every third of the timeout and reads the
+	// echo, until the quiet one was closed.
+	buf := make([]byte, 64)
+	for done := false; !done; {
+		select {
+		case at := <-closed:
+			if at.Sub(began) < idle {
+				t.Fatalf("the quiet connection closed after %v, before its idle timeout of %v", at.Sub(began), idle)
+			}
+			done = true
+		case <-time.After(idle / 3):
+			busy.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := busy.Write([]byte("ping\n")); err != nil {
+				t.Fatalf("the busy connection: %v", err)
+			}
+			if _, err := busy.Read(buf); err != nil {
+				t.Fatalf("the busy connection was closed: %v", err)
+			}
+		}
+	}
+	if n := rec.limit(limitTCPIdle); n != 1 {
+		t.Fatalf("%d idle timeouts counted, want 1", n)
+	}
+}
+
+// Past MaxTCPConnections a connection is reset at once and counted; once
+// one closes, the next is carried.
+func TestRawTCPConnectionsPastTheCapAreResetAndCounted(t *testing.T) {
+	g := listenEcho(t, "127.0.0.1:0")
+	rec := &countingRecorder{changed: newBell()}
+	r := newRelay(t, Options{MaxTCPConnections: 2, Recorder: rec})
+	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
+	var open []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		open = append(open, c)
+		fmt.Fprint(c, "hello\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 16)); err != nil {
+			t.Fatalf("a connection under the cap: %v", err)
+		}
+	}
+	third, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := third.Read(make([]byte, 16)); err == nil {
+		t.Fatalf("the third connection was not ended: %v", err)
+	}
+	waitUntil(t, "the refusal is counted", rec.changed, func() bool { return rec.limit(limitTCPConnections) == 1 })
+	open[0].Close()
+	waitUntil(t, "the closed connection gives its place back", rec.changed, func() bool { return r.tcpOpen.Load() == 1 })
+	echoOverTCP(t, addr, "again\n")
+}
+
+// waitFor polls cond (the relay's queue has no signal of its own) for up
+// to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
