@@ -39,6 +39,8 @@ declare -A need=(
   [dpkg]=dpkg
   [dpkg-deb]=dpkg
   [update-ca-certificates]=ca-certificates
+  # the proxy's differential test parses what it forwards with nginx's parser
+  [nginx]=nginx
   # the demo
   [jq]=jq
   [curl]=curl
@@ -87,7 +89,6 @@ declare -A need=(
 # command -> Debian package, for what only the benchmarks run (bench/*.sh):
 # installed by make bench (setup.sh --for-bench), not by make test.
 declare -A need_bench=(
-  [nginx]=nginx
   [wrk]=wrk
   [openssl]=openssl
   [python3]=python3

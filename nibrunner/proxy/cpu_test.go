@@ -40,15 +40,16 @@ func headCost(t testing.TB, req string) time.Duration {
 }
 
 func TestTwelveThousandFieldsCostLinearTimeUnderFiveMilliseconds(t *testing.T) {
-	small, big := headCost(t, manyFields(1200)), headCost(t, manyFields(12000))
-	t.Logf("1,200 fields: %v; 12,000 fields: %v (race slowdown allowed: %dx)", small, big, raceSlowdown)
+	small, big := headCost(t, manyFields(240)), headCost(t, manyFields(12000))
+	t.Logf("240 fields: %v; 12,000 fields: %v (race slowdown allowed: %dx)", small, big, raceSlowdown)
 	if big > 5*time.Millisecond*raceSlowdown {
 		t.Errorf("12,000 fields took %v, want under 5 ms", big)
 	}
-	// Linear: ten times the fields, about ten times the time (quadratic
-	// would be a hundred).
-	if big > 30*small {
-		t.Errorf("ten times the fields took %.0f times as long: not linear", float64(big)/float64(small))
+	// Linear: fifty times the fields, about fifty times the time
+	// (quadratic would be 2,500); the bound leaves room for a loaded
+	// machine and the caches.
+	if big > 500*small {
+		t.Errorf("fifty times the fields took %.0f times as long: not linear", float64(big)/float64(small))
 	}
 }
 

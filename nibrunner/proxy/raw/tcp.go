@@ -89,6 +89,11 @@ func (pt *port) serveTCP(c *net.TCPConn) {
 	pt.mu.Lock()
 	pt.conns[gc] = struct{}{}
 	pt.mu.Unlock()
+	if pt.closing() {
+		// The port closed during the dial, after it closed what it held.
+		gc.Close()
+		return
+	}
 	defer func() {
 		pt.mu.Lock()
 		delete(pt.conns, gc)
