@@ -359,11 +359,11 @@ func removeNodeOperators(r *config.RemoveNodeOperators, live *Snapshot) ([]Check
 		changes++
 		switch {
 		case f.NodesErr != "":
-			checks = append(checks, Check{Severity: Warning, Subject: op, Source: source.ExplorerLabel, Message: fmt.Sprintf("could not list the nodes of operator %s (%s); the registry silently skips an operator that still owns nodes", op, f.NodesErr)})
+			checks = append(checks, Check{Severity: Warning, Subject: op, Source: f.NodesSource, Message: fmt.Sprintf("could not list the nodes of operator %s (%s); the registry silently skips an operator that still owns nodes", op, f.NodesErr)})
 		case len(f.Nodes) > 0:
-			checks = append(checks, Check{Severity: Flagged, Subject: op, Source: source.ExplorerLabel, Message: fmt.Sprintf("operator %s still owns %d node(s) (%s); the registry silently skips it, so deregister them first", op, len(f.Nodes), strings.Join(f.Nodes, ", "))})
+			checks = append(checks, Check{Severity: Flagged, Subject: op, Source: f.NodesSource, Message: fmt.Sprintf("operator %s still owns %d node(s) (%s); the registry silently skips it, so deregister them first", op, len(f.Nodes), shortList(f.Nodes))})
 		default:
-			checks = append(checks, Check{Severity: OK, Subject: op, Source: source.ExplorerLabel, Message: fmt.Sprintf("operator %s owns no nodes; its record will be deleted", op)})
+			checks = append(checks, Check{Severity: OK, Subject: op, Source: f.NodesSource, Message: fmt.Sprintf("operator %s owns no nodes; its record will be deleted", op)})
 		}
 	}
 	if changes == 0 {
@@ -382,7 +382,7 @@ func removeNodeProvider(r *config.RemoveNodeProvider, live *Snapshot) ([]Check, 
 		checks[0] = Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("governance does not know node provider %s; it rejects removing an unknown provider, so check node_provider_id", id)}
 	}
 	if len(f.Operators) > 0 {
-		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node provider %s still has %d operator(s) (%s); removing it orphans them, so remove them first", id, len(f.Operators), strings.Join(f.Operators, ", "))})
+		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node provider %s still has %d operator(s) (%s); removing it orphans them, so remove them first", id, len(f.Operators), shortList(f.Operators))})
 	} else if f.Known {
 		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node provider %s has no operators left", id)})
 	}
@@ -394,4 +394,17 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// maxListedIDs is how many ids a check names before it says how many
+// more there are.
+const maxListedIDs = 5
+
+// shortList names at most maxListedIDs ids: "a, b, c" or "a, b, c, d, e
+// and 37 more".
+func shortList(ids []string) string {
+	if len(ids) <= maxListedIDs {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:maxListedIDs], ", "), len(ids)-maxListedIDs)
 }

@@ -49,6 +49,16 @@ type Fetcher struct {
 	Governance Governance
 	Explorer   Explorer
 	Dashboard  Dashboard
+
+	// nodesOf lists an operator's nodes from the node records, when the
+	// registry read is a certified copy that can (registrycopy.View).
+	nodesOf operatorLister
+}
+
+// operatorLister lists the nodes whose records name an operator, at the
+// registry version read; *registrycopy.View is one.
+type operatorLister interface {
+	OperatorNodes(ctx context.Context, operator string) ([]string, error)
 }
 
 // parallel bounds concurrent reads of subnet records.
@@ -92,7 +102,8 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 	if p, ok := f.Registry.(pinner); ok {
 		reg = p.At(v)
 	}
-	f = &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard}
+	lister, _ := f.Registry.(operatorLister)
+	f = &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, nodesOf: lister}
 	switch p.Kind {
 	case config.KindMembership:
 		// The nodes added are read without the subnet too: what is
@@ -310,9 +321,14 @@ func (f *Fetcher) operators(ctx context.Context, ids []string) map[string]Operat
 		}
 		o.Registered = found
 		switch {
+		case f.nodesOf != nil:
+			if o.Nodes, err = f.nodesOf.OperatorNodes(ctx, id); err != nil {
+				o.NodesErr = err.Error()
+			}
 		case f.Explorer == nil:
 			o.NodesErr = "no registry explorer configured"
 		default:
+			o.NodesSource = source.ExplorerLabel
 			if o.Nodes, err = f.Explorer.OperatorNodes(ctx, id); err != nil {
 				o.NodesErr = err.Error()
 			}

@@ -54,9 +54,12 @@ type VersionFacts struct {
 type OperatorFacts struct {
 	Registered    bool
 	RegisteredErr string
-	// Nodes are the ids of the nodes it owns, per the registry explorer.
-	Nodes    []string
-	NodesErr string
+	// Nodes are the ids of the nodes it owns: from the node records of the
+	// certified registry copy when the fetcher reads one (NodesSource ""),
+	// else per the registry explorer (NodesSource source.ExplorerLabel).
+	Nodes       []string
+	NodesErr    string
+	NodesSource string
 }
 
 // ProviderFacts is what is known of a node provider.

@@ -54,7 +54,7 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 		}
 		diff(field, setText(l), setText(*d))
 		if dropped := missingFrom(*d, l); len(dropped) > 0 {
-			checks = append(checks, Check{Severity: Flagged, Field: field, Message: fmt.Sprintf("%s drops %d existing key(s) (%s); the declared list replaces the live one, so name every key that keeps access", field, len(dropped), strings.Join(dropped, ", "))})
+			checks = append(checks, Check{Severity: Flagged, Field: field, Message: fmt.Sprintf("%s drops %d existing key(s) (%s); the declared list replaces the live one, so name every key that keeps access", field, len(dropped), shortList(dropped))})
 		}
 		if len(*d) > maxSSHKeys {
 			checks = append(checks, Check{Severity: Refused, Field: field, Message: fmt.Sprintf("%s names %d keys; the registry's invariants allow at most %d per list and refuse the update", field, len(*d), maxSSHKeys)})
@@ -75,7 +75,7 @@ func updateSubnet(u *config.UpdateSubnet, live *Snapshot) ([]Check, bool) {
 		}
 		diff("subnet_admins", setText(liveAdmins), setText(*u.SubnetAdmins))
 		if dropped := missingFrom(*u.SubnetAdmins, liveAdmins); len(dropped) > 0 {
-			checks = append(checks, Check{Severity: Flagged, Field: "subnet_admins", Message: fmt.Sprintf("subnet_admins drops %d existing admin(s) (%s); the declared list replaces the live one, so name every admin that stays", len(dropped), strings.Join(dropped, ", "))})
+			checks = append(checks, Check{Severity: Flagged, Field: "subnet_admins", Message: fmt.Sprintf("subnet_admins drops %d existing admin(s) (%s); the declared list replaces the live one, so name every admin that stays", len(dropped), shortList(dropped))})
 		}
 		free := rec.CanisterCyclesCostSchedule.Free != nil
 		kind := rec.SubnetType.Name()
