@@ -232,6 +232,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		StateDir:          cfg.Paths.StateDir,
 		MaxApps:           cfg.MaxApps,
 		CapacityMiB:       memTotalMiB() - min(reserveMiB, memTotalMiB()),
+		MemoryOvercommit:  cfg.Admission.MemoryOvercommit,
 		VCPUs:             uint32(runtime.NumCPU()),
 		AgentVersion:      version.String(),
 		GuestImageVersion: guestImage,

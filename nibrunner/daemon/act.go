@@ -50,16 +50,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 		}
 	}
 	// The longest idle sleeps first.
-	lastActive := func(app string) time.Time {
-		t := d.record(app).StartedAt
-		if d.deps.Traffic != nil {
-			if last, _ := d.deps.Traffic.Activity(app); last.After(t) {
-				t = last
-			}
-		}
-		return t
-	}
-	sort.SliceStable(sleeps, func(i, j int) bool { return lastActive(sleeps[i].AppID).Before(lastActive(sleeps[j].AppID)) })
+	sort.SliceStable(sleeps, func(i, j int) bool { return d.lastActive(sleeps[i].AppID).Before(d.lastActive(sleeps[j].AppID)) })
 	for _, x := range sleeps {
 		d.dispatch(x, nil, 0)
 	}
@@ -77,14 +68,14 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 	}
 	d.mu.Lock()
 	if d.doc == doc {
-		inUse := d.inUseMiB()
+		given, held := d.memoryInUse()
 		for _, x := range ups {
 			if a := d.apps[x.AppID]; a != nil && a.stale(plannedAt) {
 				continue // its worker acted while this pass made volumes and the network
 			}
 			if in := d.instance(x.AppID); in != nil {
-				if need, ok := d.admit(x, in, vols, inUse); ok {
-					inUse += need
+				if need, ok := d.admit(x, in, vols, given, held); ok {
+					given, held = given+need, held+need
 					d.dispatch(x, in, need)
 				}
 			}
@@ -127,11 +118,12 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 }
 
 // admit feeds the start gate (plan.Admit) what the host knows of app's
-// start now: the network rules, its volume, memory in use beside inUse,
-// its slot. A start the gate holds back is noted for the report and waits
-// for a later pass. It returns the memory the guest will hold. Called with
-// mu held.
-func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols map[string]VolumeInfo, inUse uint64) (uint64, bool) {
+// start now: the network rules, its volume, the memory given to guests
+// and what they hold, the guests that could sleep to make room, its slot.
+// A start the gate holds back is noted for the report and waits for a
+// later pass; the guests the gate names go to sleep now. It returns the
+// memory the guest will be given. Called with mu held.
+func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols map[string]VolumeInfo, given, held uint64) (uint64, bool) {
 	dep := string(in.DeploymentId)
 	a := d.appOf(x.AppID)
 	if a.rec == nil || a.rec.DeploymentID != dep {
@@ -140,17 +132,24 @@ func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols 
 	}
 	a.rec.VolumeID = string(in.VolumeId)
 	_, volReady := vols[string(in.VolumeId)]
-	need, why := plan.Admit(in, plan.StartFacts{
+	freeingGiven, freeingHeld := d.freeing()
+	adm := plan.Admit(in, plan.StartFacts{
 		NetworkReady: d.netReady, NetworkErr: d.netErr,
 		VolumeReady: volReady, VolumeErr: d.volErr[string(in.VolumeId)],
-		InUseMiB: inUse, CapacityMiB: d.cfg.CapacityMiB,
+		InUseMiB: given, HeldMiB: held, CapacityMiB: d.cfg.CapacityMiB,
+		Overcommit: d.cfg.MemoryOvercommit, Sleepers: d.sleepers(x.AppID),
+		FreeingGivenMiB: freeingGiven, FreeingHeldMiB: freeingHeld,
 		HasSlot: a.hasSlot, NoSlot: a.note,
 	})
-	if why != "" {
-		a.note = why
+	if adm.Why != "" {
+		a.note = adm.Why
+		for _, id := range adm.Sleep {
+			d.cfg.Logf("nibrunnerd: %s goes to sleep to make room in memory for %s", id, x.AppID)
+			d.dispatch(plan.InstanceAction{Kind: plan.Sleep, AppID: id}, nil, 0)
+		}
 		return 0, false
 	}
-	return need, true
+	return adm.NeedMiB, true
 }
 
 // dispatch hands x to app's worker. Called with mu held; in is the
@@ -160,6 +159,9 @@ func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, ne
 	a.busy, a.reservedMiB = true, need
 	switch x.Kind {
 	case plan.Start, plan.Wake:
+	case plan.Sleep, plan.Stop, plan.Forget:
+		a.goingDown = a.up()
+		d.stopProber(a)
 	default:
 		// The guest goes down (or to sleep): its health no longer counts.
 		d.stopProber(a)
@@ -245,7 +247,7 @@ func (d *Daemon) change(app string, fn func(*app), done bool) {
 	if a := d.apps[app]; a != nil {
 		fn(a)
 		if done {
-			a.busy, a.reservedMiB = false, 0
+			a.busy, a.reservedMiB, a.goingDown = false, 0, false
 		}
 		d.seq++
 		a.changedAt = d.seq

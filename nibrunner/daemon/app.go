@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/db"
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -49,6 +51,9 @@ type app struct {
 	// reservedMiB is the memory a start in flight holds (admission counts
 	// it beside every guest up).
 	reservedMiB uint64
+	// goingDown: the action in flight sleeps or stops the guest, whose
+	// memory admission then counts as coming back.
+	goingDown bool
 	// wantAwake: a request waits for the app (Wake); wantAsleep: an
 	// operator asked it to sleep (Sleep). The planner reads both.
 	wantAwake, wantAsleep bool
@@ -120,14 +125,66 @@ func (d *Daemon) slots() map[string]int {
 // note says why app id's start is held back this pass.
 func (d *Daemon) note(id, why string) { d.appOf(id).note = why }
 
-// inUseMiB is the memory of every guest up and every start in flight.
-func (d *Daemon) inUseMiB() uint64 {
-	var n uint64
+// memoryInUse is the memory given to every guest up and every start in
+// flight, and what they hold of the host (heldMiB; a start in flight
+// counts its whole size).
+func (d *Daemon) memoryInUse() (given, held uint64) {
 	for _, a := range d.apps {
 		if a.up() && a.rec != nil {
-			n += a.rec.MemoryMiB
+			given += a.rec.MemoryMiB
+			held += a.heldMiB()
 		}
-		n += a.reservedMiB
+		given += a.reservedMiB
+		held += a.reservedMiB
 	}
-	return n
+	return given, held
+}
+
+// heldMiB is what a's guest, up, holds of the host: its QEMU's share as
+// last measured, or its whole given memory until this guest was measured.
+func (a *app) heldMiB() uint64 {
+	if m := a.measured; !m.at.IsZero() && m.pid == a.vm.PID && m.m.HostMemoryBytes > 0 {
+		return (m.m.HostMemoryBytes + 1<<20 - 1) >> 20
+	}
+	return a.rec.MemoryMiB
+}
+
+// freeing is the memory of the guests going to sleep or down now.
+func (d *Daemon) freeing() (given, held uint64) {
+	for _, a := range d.apps {
+		if a.goingDown && a.up() && a.rec != nil {
+			given, held = given+a.rec.MemoryMiB, held+a.heldMiB()
+		}
+	}
+	return given, held
+}
+
+// sleepers are the guests a start short of memory may put to sleep: up,
+// on request, with nothing in flight and no request waiting, other than
+// the app starting.
+func (d *Daemon) sleepers(starting string) []plan.Sleeper {
+	var out []plan.Sleeper
+	for id, a := range d.apps {
+		in := d.byApp[id]
+		if id == starting || a.busy || a.wantAwake || !a.up() || a.rec == nil || in == nil || in.DesiredState != desired.StateOnRequest {
+			continue
+		}
+		out = append(out, plan.Sleeper{AppID: id, IdleSince: d.lastActive(id), GivenMiB: a.rec.MemoryMiB, HeldMiB: a.heldMiB()})
+	}
+	return out
+}
+
+// lastActive is when app last had a request, or started when it has had
+// none since.
+func (d *Daemon) lastActive(app string) time.Time {
+	var t time.Time
+	if rec := d.record(app); rec != nil {
+		t = rec.StartedAt
+	}
+	if d.deps.Traffic != nil {
+		if last, _ := d.deps.Traffic.Activity(app); last.After(t) {
+			t = last
+		}
+	}
+	return t
 }

@@ -51,8 +51,12 @@ type Config struct {
 	// CapacityMiB is the memory guests may use; VCPUs and CacheBytes are
 	// reported as capacity.
 	CapacityMiB uint64
-	VCPUs       uint32
-	CacheBytes  uint64
+	// MemoryOvercommit is [admission] memory_overcommit: the memory given
+	// to guests may reach CapacityMiB times it, while what they hold fits
+	// in CapacityMiB (0 or 1: the given memory alone decides).
+	MemoryOvercommit float64
+	VCPUs            uint32
+	CacheBytes       uint64
 	// AgentVersion and GuestImageVersion are reported in versions.
 	AgentVersion      string
 	GuestImageVersion string

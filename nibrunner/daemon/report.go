@@ -45,6 +45,8 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 			usedCPU += in.Config.Resources.VcpuCount
 		}
 	}
+	given, held := d.memoryInUse()
+	r.Memory = &reported.HostMemory{GivenMib: given, HeldMib: held, CapacityMib: d.cfg.CapacityMiB, Overcommit: max(d.cfg.MemoryOvercommit, 1)}
 	r.Allocatable = reported.Resources{VcpuCount: d.cfg.VCPUs - min(usedCPU, d.cfg.VCPUs), MemoryMib: d.cfg.CapacityMiB - min(usedMiB, d.cfg.CapacityMiB), CacheBytes: d.cfg.CacheBytes}
 	if d.doc == nil {
 		return r
@@ -198,6 +200,7 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) 
 		if up {
 			s := rec.StartedAt
 			ri.StartedAt = &s
+			ri.Memory = &reported.Memory{GivenMib: rec.MemoryMiB, HeldMib: a.heldMiB()}
 			if m := a.measured; !m.at.IsZero() && m.pid == st.PID {
 				share := 0.0
 				if el := m.at.Sub(rec.StartedAt); el > 0 {

@@ -153,7 +153,8 @@ func (d *Daemon) decide(a *app) string {
 		return ""
 	}
 	a.note = ""
-	need, ok := d.admit(x, in, d.vols, d.inUseMiB())
+	given, held := d.memoryInUse()
+	need, ok := d.admit(x, in, d.vols, given, held)
 	if !ok {
 		return a.note
 	}

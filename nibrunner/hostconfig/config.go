@@ -51,7 +51,9 @@ type Config struct {
 	Exports         Exports   `toml:"exports"`
 	// Checkpoints holds only settings with defaults, so it may be absent.
 	Checkpoints Checkpoints `toml:"checkpoints"`
-	Network     Network     `toml:"network"`
+	// Admission holds only settings with defaults, so it may be absent.
+	Admission Admission `toml:"admission"`
+	Network   Network   `toml:"network"`
 	// Proxy holds only optional sections, so it may be absent too.
 	Proxy   Proxy    `toml:"proxy"`
 	Metrics *Metrics `toml:"metrics"`
@@ -121,6 +123,20 @@ type Checkpoints struct {
 	MaxConcurrent int   `toml:"max_concurrent,omitempty"`
 	Store         Store `toml:"-"`
 }
+
+// Admission is how guests are admitted into the host's memory.
+type Admission struct {
+	// MemoryOvercommit is how many times the guests' memory capacity the
+	// memory given to guests may add up to (ours; default 1.0, 1 to 16).
+	// Above 1 a start must also fit in what the guests hold of the host
+	// (each QEMU's measured share), and the longest-idle on-request apps
+	// are put to sleep to make room before a start is refused.
+	MemoryOvercommit float64 `toml:"memory_overcommit,omitempty"`
+}
+
+// DefaultMemoryOvercommit admits only what the host can give every guest
+// in full.
+const DefaultMemoryOvercommit = 1.0
 
 // The [checkpoints] defaults.
 const (
@@ -353,6 +369,12 @@ func (c *Config) validate(v *validator) {
 		cp.MaxConcurrent = DefaultMaxConcurrentJobs
 	} else if cp.MaxConcurrent < 1 || cp.MaxConcurrent > 64 {
 		v.fail("checkpoints.max_concurrent is %d; it must be 1 to 64", cp.MaxConcurrent)
+	}
+	switch r := c.Admission.MemoryOvercommit; {
+	case r == 0:
+		c.Admission.MemoryOvercommit = DefaultMemoryOvercommit
+	case r < 1 || r > 16:
+		v.fail("admission.memory_overcommit is %g; it must be 1 to 16 (1 gives every guest its whole memory; 2 lets guests be given twice what the host has, as long as what they hold fits)", r)
 	}
 	c.Network.DeniedV4 = v.prefixes("network.denied_egress_addresses_v4", c.Network.DeniedEgressV4, true)
 	c.Network.DeniedV6 = v.prefixes("network.denied_egress_addresses_v6", c.Network.DeniedEgressV6, false)

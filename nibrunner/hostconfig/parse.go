@@ -126,6 +126,19 @@ func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 				// silently be the default, which is not what it says.
 				v.fail("%s is 0; leave the key out for its default, or give it a value", key)
 			}
+		case reflect.Float64:
+			switch n := val.(type) {
+			case float64:
+				if n == 0 && optionalKey(f) {
+					v.fail("%s is 0; leave the key out for its default, or give it a value", key)
+				}
+			case int64:
+				if n == 0 && optionalKey(f) {
+					v.fail("%s is 0; leave the key out for its default, or give it a value", key)
+				}
+			default:
+				v.fail("%s must be a number", key)
+			}
 		case reflect.Slice:
 			list, ok := val.([]any)
 			if !ok {

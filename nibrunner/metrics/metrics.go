@@ -58,6 +58,8 @@ type Metrics struct {
 	sentBytes       *prometheus.CounterVec
 	rawConnections  *prometheus.CounterVec
 	rawOpen         *prometheus.GaugeVec
+	appMemory       *prometheus.GaugeVec
+	hostMemory      *prometheus.GaugeVec
 	rawBytes        *prometheus.CounterVec
 	rawUDPDropped   *prometheus.CounterVec
 	proxyLimits     *prometheus.CounterVec
@@ -102,6 +104,8 @@ func New() *Metrics {
 	m.receivedBytes = counterVec("nibrunner_proxy_received_bytes_total", "Request body bytes the proxy received from clients, by app.", "app")
 	m.sentBytes = counterVec("nibrunner_proxy_sent_bytes_total", "Response body bytes the proxy sent to clients, by app.", "app")
 	m.rawConnections = counterVec("nibrunner_raw_connections_total", "Connections (tcp) and flows (udp) the raw relay carried to an app, by app, protocol and outcome: relayed, refused, failed.", "app", "proto", "outcome")
+	m.appMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_app_memory_bytes", Help: "An app's guest, while up, by kind: given (its memory size), held (what its VMM process holds of the host, its given memory until measured)."}, []string{"app", "kind"})
+	m.hostMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_host_memory_bytes", Help: "The host's guests up and starts in flight, by kind: given, held; and capacity, what guests may hold."}, []string{"kind"})
 	m.rawOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_raw_open_connections", Help: "Raw connections (tcp) and flows (udp) open now, by app and protocol."}, []string{"app", "proto"})
 	m.rawBytes = counterVec("nibrunner_raw_bytes_total", "Bytes the raw relay carried, by app, protocol and direction: in (to the app), out (from it).", "app", "proto", "direction")
 	m.rawUDPDropped = counterVec("nibrunner_raw_udp_dropped_total", "UDP datagrams dropped because the queue in front of a waking app was full, by app.", "app")
@@ -112,7 +116,7 @@ func New() *Metrics {
 		m.passSeconds, m.passes, m.refused, m.checkpoints, m.exports,
 		m.requests, m.receivedBytes, m.sentBytes,
 		m.rawConnections, m.rawOpen, m.rawBytes, m.rawUDPDropped,
-		m.proxyLimits, m.rawLimits,
+		m.proxyLimits, m.rawLimits, m.appMemory, m.hostMemory,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -155,9 +159,21 @@ func (m *Metrics) report(r *reported.HostReportedState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[string]bool{}
+	if hm := r.Memory; hm != nil {
+		m.hostMemory.WithLabelValues("given").Set(float64(hm.GivenMib << 20))
+		m.hostMemory.WithLabelValues("held").Set(float64(hm.HeldMib << 20))
+		m.hostMemory.WithLabelValues("capacity").Set(float64(hm.CapacityMib << 20))
+	}
 	for _, in := range r.Instances {
 		app := string(in.AppId)
 		seen[app] = true
+		if mem := in.Memory; mem != nil {
+			m.appMemory.WithLabelValues(app, "given").Set(float64(mem.GivenMib << 20))
+			m.appMemory.WithLabelValues(app, "held").Set(float64(mem.HeldMib << 20))
+		} else {
+			m.appMemory.DeleteLabelValues(app, "given")
+			m.appMemory.DeleteLabelValues(app, "held")
+		}
 		if prev, ok := m.lastState[app]; !ok || prev != in.State {
 			if ok {
 				m.appState.DeleteLabelValues(app, string(prev))
@@ -177,6 +193,8 @@ func (m *Metrics) report(r *reported.HostReportedState) {
 			// Forgotten: its series go, as the app did.
 			m.appState.DeleteLabelValues(app, string(st))
 			m.restarts.DeleteLabelValues(app)
+			m.appMemory.DeleteLabelValues(app, "given")
+			m.appMemory.DeleteLabelValues(app, "held")
 			delete(m.lastState, app)
 			delete(m.lastRestarts, app)
 		}

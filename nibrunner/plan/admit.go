@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/slot"
@@ -18,39 +19,106 @@ type StartFacts struct {
 	// not, when a pass tried and failed.
 	VolumeReady bool
 	VolumeErr   string
-	// InUseMiB is the memory of every guest up and every start in flight;
-	// CapacityMiB what guests may use.
+	// InUseMiB is the memory given to every guest up and every start in
+	// flight; CapacityMiB what guests may use.
 	InUseMiB, CapacityMiB uint64
+	// HeldMiB is what those guests hold of the host: each QEMU's measured
+	// share, or its given memory until it is measured (a start in flight
+	// counts its whole size).
+	HeldMiB uint64
+	// Overcommit is how many times CapacityMiB the given memory may reach
+	// ([admission] memory_overcommit; below 1 counts as 1). Above 1, what
+	// guests hold must also fit in CapacityMiB; at 1 the given memory
+	// alone decides, as before the ratio existed.
+	Overcommit float64
+	// Sleepers are the guests that may be put to sleep to make room;
+	// FreeingGivenMiB and FreeingHeldMiB are the memory of guests going to
+	// sleep or down already, which will make room without another sleep.
+	Sleepers                        []Sleeper
+	FreeingGivenMiB, FreeingHeldMiB uint64
 	// HasSlot: the app holds a slot; NoSlot is why not, when assigning one
 	// failed this pass (every slot taken, the slot not recorded).
 	HasSlot bool
 	NoSlot  string
 }
 
+// Admission is the start gate's answer.
+type Admission struct {
+	// NeedMiB is the memory the guest will be given, when admitted.
+	NeedMiB uint64
+	// Why is the sentence the report gives while the start waits for a
+	// later pass; empty means admitted.
+	Why string
+	// Sleep are the apps to put to sleep now so that the start fits at a
+	// later pass (set only with Why).
+	Sleep []string
+}
+
 // Admit is the start gate: whether a start of in may go ahead now, given
-// f. It returns the memory the guest will hold, or the sentence the report
-// gives while the start waits for a later pass. The first gate that is
-// shut says why: the network rules, the volume, memory, a slot.
-func Admit(in *desired.DesiredInstance, f StartFacts) (needMiB uint64, why string) {
+// f. The first gate that is shut says why: the network rules, the volume,
+// memory, a slot. Short of memory, the longest-idle guests on request that
+// together make room are named to be put to sleep.
+func Admit(in *desired.DesiredInstance, f StartFacts) Admission {
 	switch {
 	case !f.NetworkReady:
-		return 0, "waiting to be started: the host network rules are not in place yet (" + f.NetworkErr + ")"
+		return Admission{Why: "waiting to be started: the host network rules are not in place yet (" + f.NetworkErr + ")"}
 	case !f.VolumeReady:
 		e := f.VolumeErr
 		if e == "" {
 			e = "it is not made yet"
 		}
-		return 0, fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, e)
+		return Admission{Why: fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, e)}
 	}
 	need := uint64(in.Config.Resources.MemoryMib)
-	if short := slot.Shortfall(f.CapacityMiB, f.InUseMiB, need); short > 0 {
-		return 0, slot.WaitingMessage(short)
+	if given, held := memoryShort(f, need); given > 0 || held > 0 {
+		why := slot.WaitingMessage(max(given, held))
+		if held > given {
+			why = fmt.Sprintf("waiting to be started: the guests on its host hold %d MiB of the %d MiB they may, %d MiB short of the memory it needs", f.HeldMiB, f.CapacityMiB, held)
+		}
+		// Room is made for the whole excess, which is more than the
+		// shortfall the sentence names when the host is already over.
+		given, held = excess(f.InUseMiB+need, givenCap(f)), 0
+		if max(f.Overcommit, 1) > 1 {
+			held = excess(f.HeldMiB+need, f.CapacityMiB)
+		}
+		given, held = given-min(given, f.FreeingGivenMiB), held-min(held, f.FreeingHeldMiB)
+		if given == 0 && held == 0 {
+			return Admission{Why: why + "; waiting for the guests going to sleep or down to make room"}
+		}
+		sleep := MakeRoom(given, held, f.Sleepers)
+		if len(sleep) > 0 {
+			why += "; putting the longest idle on request to sleep to make room: " + strings.Join(sleep, ", ")
+		}
+		return Admission{Why: why, Sleep: sleep}
 	}
 	if !f.HasSlot {
 		if f.NoSlot != "" {
-			return 0, f.NoSlot
+			return Admission{Why: f.NoSlot}
 		}
-		return 0, "waiting to be started: it has no slot yet"
+		return Admission{Why: "waiting to be started: it has no slot yet"}
 	}
-	return need, ""
+	return Admission{NeedMiB: need}
+}
+
+// memoryShort is how many MiB a start of need MiB misses of given memory
+// (against the capacity times the overcommit ratio) and of held memory
+// (against the capacity itself, only when overcommitting).
+func memoryShort(f StartFacts, need uint64) (given, held uint64) {
+	given = slot.Shortfall(givenCap(f), f.InUseMiB, need)
+	if max(f.Overcommit, 1) > 1 {
+		held = slot.Shortfall(f.CapacityMiB, f.HeldMiB, need)
+	}
+	return given, held
+}
+
+// givenCap is what the memory given to guests may add up to.
+func givenCap(f StartFacts) uint64 {
+	return uint64(float64(f.CapacityMiB) * max(f.Overcommit, 1))
+}
+
+func excess(n, limit uint64) uint64 {
+	if n <= limit {
+		return 0
+	}
+	return n - limit
 }

@@ -79,7 +79,9 @@ type HostReportedState struct {
 	State       HostState      `json:"state"`
 	Capacity    Resources      `json:"capacity"`
 	Allocatable Resources      `json:"allocatable"`
-	Versions    Versions       `json:"versions"`
+	// Memory is the memory its guests were given and hold (ours).
+	Memory   *HostMemory `json:"memory,omitempty" nib:"optional"`
+	Versions Versions    `json:"versions"`
 	// AcceptedDigest is the lowercase hex sha-256 of the accepted
 	// document's bytes (ours); absent until a document was accepted.
 	AcceptedDigest desired.Sha256Digest `json:"acceptedDigest,omitempty" nib:"optional"`
@@ -139,9 +141,30 @@ type Instance struct {
 	// LastExitCode is 128+signal for a process ended by a signal.
 	LastExitCode *int     `json:"lastExitCode,omitempty" nib:"optional"`
 	Compute      *Compute `json:"compute,omitempty" nib:"optional"`
-	Meters       *Meters  `json:"meters,omitempty" nib:"optional"`
+	// Memory is, while the guest is up, what it was given and what it
+	// holds of the host (ours).
+	Memory *Memory `json:"memory,omitempty" nib:"optional"`
+	Meters *Meters `json:"meters,omitempty" nib:"optional"`
 	// Message is a sentence a person can act on.
 	Message string `json:"message,omitempty" nib:"optional,rule=message"`
+}
+
+// Memory is memory given to a guest and held of the host (ours). Held is each VMM
+// process's measured share of the host (guest RAM the host did not take
+// back, the VMM itself), or the given memory of a guest not measured yet.
+type Memory struct {
+	GivenMib uint64 `json:"givenMib"`
+	HeldMib  uint64 `json:"heldMib"`
+}
+
+// HostMemory is the host's memory admission (ours): what its guests up
+// and its starts in flight were given and hold (a start its whole size),
+// against the capacity and the overcommit ratio.
+type HostMemory struct {
+	GivenMib    uint64  `json:"givenMib"`
+	HeldMib     uint64  `json:"heldMib"`
+	CapacityMib uint64  `json:"capacityMib"`
+	Overcommit  float64 `json:"overcommit"`
 }
 
 // Compute is an instance's measured use of its microVM.

@@ -158,7 +158,12 @@ type Measurement struct {
 	CPUTime          time.Duration
 	RxBytes          uint64
 	TxBytes          uint64
-	MeasuredAt       time.Time
+	// HostMemoryBytes is what the guest's VMM process holds of the host
+	// (its proportional set size: guest RAM it touched and the host did not
+	// take back, its own memory, its share of shared pages); 0 when the
+	// VMM cannot tell.
+	HostMemoryBytes uint64
+	MeasuredAt      time.Time
 }
 
 // VMM runs guests. Every method is safe for concurrent use on different

@@ -401,7 +401,9 @@ func (v *VMM) Measure(ctx context.Context, appID string) (vmm.Measurement, error
 		return vmm.Measurement{}, fmt.Errorf("measure %s: the guest sent no measurement", appID)
 	}
 	ms := r.Measurement
+	host, _ := pssBytes(g.pf.PID) // 0 when it cannot be read: the daemon counts the given memory
 	return vmm.Measurement{
+		HostMemoryBytes:  host,
 		MemoryTotalBytes: ms.MemoryTotalBytes,
 		MemoryUsedBytes:  ms.MemoryTotalBytes - min(ms.MemoryAvailableBytes, ms.MemoryTotalBytes),
 		CPUTime:          time.Duration(ms.CPUTimeMs) * time.Millisecond,

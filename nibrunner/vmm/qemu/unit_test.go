@@ -368,3 +368,16 @@ func TestAGuestOnATapIsGivenItsNameServersOnTheCommandLine(t *testing.T) {
 		t.Fatalf("command line %s lacks the name servers", m.kernelCmdline())
 	}
 }
+
+func TestThePSSIsReadFromSmapsRollup(t *testing.T) {
+	rollup := "55d0c0000000-7ffc4a3fe000 ---p 00000000 00:00 0                          [rollup]\nRss:              212345 kB\nPss:              150230 kB\nPss_Anon:         140000 kB\n"
+	if n, err := parsePss([]byte(rollup)); err != nil || n != 150230<<10 {
+		t.Fatalf("parsePss = %d, %v; want %d", n, err, 150230<<10)
+	}
+	if _, err := parsePss([]byte("Rss: 1 kB\n")); err == nil {
+		t.Fatal("a rollup without Pss parsed")
+	}
+	if _, err := parsePss([]byte("Pss: many kB\n")); err == nil {
+		t.Fatal("a Pss that is not a number parsed")
+	}
+}
