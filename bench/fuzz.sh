@@ -7,6 +7,7 @@
 # writes under testdata/fuzz/FuzzNAME/ — commit it with the fix).
 #
 # Usage: bench/fuzz.sh [PACKAGE-PATTERN]   e.g. bench/fuzz.sh ./ic/...
+# (a pattern updates only its packages' rows of the table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-60s}"
@@ -45,23 +46,45 @@ done
 
 table="$(
   echo "<!-- fuzz:begin -->"
-  echo "Last run: $(date -u +%Y-%m-%d), \`FUZZTIME=$fuzztime bench/fuzz.sh\` on $(nproc) CPUs ($(go version | awk '{print $3}'))."
+  echo "Last run: $(date -u +%Y-%m-%d), \`FUZZTIME=$fuzztime bench/fuzz.sh${1:+ $1}\` on $(nproc) CPUs ($(go version | awk '{print $3}'))."
   echo
   echo "| target | package | executions | failing inputs written | result |"
   echo "| --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
   echo "<!-- fuzz:end -->"
 )"
-if grep -q '<!-- fuzz:begin -->' docs/bench.md; then
-  python3 - "$table" <<'EOF'
-import sys, re
+# A run of some packages (a pattern given) replaces their rows and keeps
+# the others' from earlier runs; a run of every package replaces them all.
+partial=0
+[ "$pattern" != ./... ] && partial=1
+python3 - "$table" "$partial" <<'EOF'
+import re, sys
+
 p = "docs/bench.md"
 s = open(p).read()
-s = re.sub(r"<!-- fuzz:begin -->.*?<!-- fuzz:end -->", lambda m: sys.argv[1], s, flags=re.S)
+new, partial = sys.argv[1], sys.argv[2] == "1"
+m = re.search(r"<!-- fuzz:begin -->.*?<!-- fuzz:end -->", s, flags=re.S)
+
+
+def key(line):
+    return tuple(c.strip() for c in line.strip("|").split("|")[:2])
+
+
+if partial and m:
+    old = [l for l in m.group(0).splitlines() if l.startswith("| `")]
+    fresh = [l for l in new.splitlines() if l.startswith("| `")]
+    ran = {key(l) for l in fresh}
+    order = {key(l): i for i, l in enumerate(old)}
+    rows = [l for l in old if key(l) not in ran] + fresh
+    rows.sort(key=lambda l: (order.get(key(l), len(order)), key(l)))
+    head = [l for l in new.splitlines() if not l.startswith("| `") and l != "<!-- fuzz:end -->"]
+    head[1] += " Rows of packages it did not fuzz are from earlier runs."
+    new = "\n".join(head + rows + ["<!-- fuzz:end -->"])
+if m:
+    s = s[: m.start()] + new + s[m.end():]
+else:
+    s += "\n## Fuzzing every target (bench/fuzz.sh)\n\n" + new + "\n"
 open(p, "w").write(s)
 EOF
-else
-  printf '\n## Fuzzing every target (bench/fuzz.sh)\n\n%s\n' "$table" >>docs/bench.md
-fi
 echo "$table"
 exit $failed

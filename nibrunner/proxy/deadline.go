@@ -14,22 +14,51 @@ import (
 // operations", not for the whole transfer. A body trickled a byte a
 // minute, or an answer the client never reads, ends after that long;
 // one that keeps moving goes on as long as it takes.
+//
+// Setting a deadline costs about as much as the request's own write
+// (the runtime's timer), so a deadline armed less than an eighth of the
+// timeout ago stands: an operation waits at least 7/8 of the timeout,
+// and at most all of it.
 type timedConn struct {
 	net.Conn
 	// readIdle, when set, is each read's deadline (while a body is read);
 	// otherwise the caller's SetReadDeadline stands. writeIdle is each
 	// write's.
 	readIdle, writeIdle time.Duration
+	// The deadlines armed now (zero: none).
+	readAt, writeAt time.Time
 	// p is told of a read or write deadline that passed, once.
 	p       *Proxy
 	tripped bool
+}
+
+// SetReadDeadline and SetWriteDeadline set the connection's deadline and
+// remember it, so that a read or write re-arms its own when due.
+func (c *timedConn) SetReadDeadline(t time.Time) error {
+	c.readAt = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *timedConn) SetWriteDeadline(t time.Time) error {
+	c.writeAt = t
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// due is the deadline an operation beginning now needs, and whether the
+// one armed must move to it: it is none, later (another's, such as the
+// head's), or short of it by more than an eighth of the timeout.
+func due(armed time.Time, idle time.Duration) (time.Time, bool) {
+	want := time.Now().Add(idle)
+	return want, armed.IsZero() || armed.After(want) || want.Sub(armed) > idle/8
 }
 
 func (c *timedConn) Read(b []byte) (int, error) {
 	if c.readIdle <= 0 {
 		return c.Conn.Read(b)
 	}
-	_ = c.Conn.SetReadDeadline(time.Now().Add(c.readIdle))
+	if t, rearm := due(c.readAt, c.readIdle); rearm {
+		_ = c.SetReadDeadline(t)
+	}
 	n, err := c.Conn.Read(b)
 	if err != nil && isTimeout(err) {
 		c.trip(limitBodyTimeout)
@@ -39,7 +68,9 @@ func (c *timedConn) Read(b []byte) (int, error) {
 
 func (c *timedConn) Write(b []byte) (int, error) {
 	if c.writeIdle > 0 {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeIdle))
+		if t, rearm := due(c.writeAt, c.writeIdle); rearm {
+			_ = c.SetWriteDeadline(t)
+		}
 	}
 	n, err := c.Conn.Write(b)
 	if err != nil && c.writeIdle > 0 && isTimeout(err) {

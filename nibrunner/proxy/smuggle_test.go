@@ -161,11 +161,12 @@ func TestNoSmugglingTechniqueLeaksAnAnswerToTheNextClient(t *testing.T) {
 		t.Fatalf("warm-up: %d", status)
 	}
 	<-seen
+	pooled := func() bool { return p.pools.idleCount() == 1 }
 	for _, c := range smugglingCorpus {
 		t.Run(c.name, func(t *testing.T) {
 			// The connection goes back to the pool just after its answer
 			// is sent.
-			waitFor(t, "the one app connection to be pooled", func() bool { return p.pools.idleCount() == 1 })
+			waitFor(t, "the one app connection to be pooled", pooled)
 			status, body := exchange(t, addr, c.request)
 			switch {
 			case c.refused != 0 && status != c.refused:
@@ -179,6 +180,8 @@ func TestNoSmugglingTechniqueLeaksAnAnswerToTheNextClient(t *testing.T) {
 				if got := <-seen; got != c.want {
 					t.Fatalf("the app parsed %q, want %q", got, c.want)
 				}
+				// The next client must find the same connection pooled.
+				waitFor(t, "the app connection to be pooled again", pooled)
 			}
 			status, body = exchange(t, addr, next)
 			if want := "GET /next host=shop.example.com body="; status != 200 || body != want {
