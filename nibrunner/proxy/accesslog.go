@@ -35,8 +35,9 @@ type Recorder interface {
 	// WakeWaited is one wake the proxy began (via "http"), from the first
 	// request to the app answering its health check, or failing.
 	WakeWaited(via string, d time.Duration, err error)
-	// ProxyLimit is one cap or timeout that tripped: body_timeout,
-	// send_timeout, connections, client_connections (limits.go).
+	// ProxyLimit is one cap or timeout that tripped: header_timeout,
+	// header_size, body_timeout, send_timeout, connections,
+	// client_connections (limits.go).
 	ProxyLimit(limit string)
 }
 

@@ -83,9 +83,15 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 			switch {
 			case errors.As(err, &b):
 				h.refuse(answer{b.status, b.text})
+			case isTimeout(err):
+				// A head trickled past ReadHeaderTimeout: closed unanswered,
+				// as nginx does at client_header_timeout.
+				h.p.tripped(limitHeaderTimeout)
 			case errors.Is(err, errHeadTooLarge):
+				h.p.tripped(limitHeaderSize)
 				h.refuse(answer{431, "The request's header is too large: more than 64 KiB."})
 			case errors.Is(err, errTooManyFields):
+				h.p.tripped(limitHeaderSize)
 				h.refuse(answer{431, "The request's header has too many fields: more than 256."})
 			case errors.Is(err, errMalformed):
 				h.refuse(answer{400, "This request is not valid HTTP/1.1."})

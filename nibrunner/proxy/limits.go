@@ -3,6 +3,11 @@ package proxy
 // The caps and timeouts that end a client's connection, by the name
 // /metrics counts their trips under (nibrunner_proxy_limit_trips_total).
 const (
+	// limitHeaderTimeout: a head not read whole within
+	// ListenConfig.ReadHeaderTimeout.
+	limitHeaderTimeout = "header_timeout"
+	// limitHeaderSize: a head past 64 KiB or 256 fields (431).
+	limitHeaderSize = "header_size"
 	// limitBodyTimeout: a request body that did not go on within
 	// ListenConfig.BodyTimeout.
 	limitBodyTimeout = "body_timeout"

@@ -202,3 +202,22 @@ func TestConnectionsPastTheCapsAre503AndCounted(t *testing.T) {
 		})
 	})
 }
+
+func TestAHeadTrickledPastItsTimeoutIsClosedAndOneTooBigIs431BothCounted(t *testing.T) {
+	rec, addr := limitedProxy(t, ListenConfig{ReadHeaderTimeout: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: shop.exa")
+	rec.await(t, limitHeaderTimeout)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := io.Copy(io.Discard, c); n != 0 || err != nil {
+		t.Fatalf("read %d bytes, %v; want the connection closed unanswered", n, err)
+	}
+	if status, _ := exchange(t, addr, manyFields(257)); status != 431 {
+		t.Fatalf("257 fields: %d, want 431", status)
+	}
+	rec.await(t, limitHeaderSize)
+}
