@@ -13,10 +13,45 @@
 # instead, alternating this alp and OLD_REV's (by default the commit before
 # the short first attempt at a node's status) RUNS times each (default 5):
 #   DEAD=15 bench/reconcile-fleet.sh [LATENCY]
+# With HISTORY=N, a cold `alp registry sync` of a devnet whose registry has
+# an N-version history (`alp devnet --history N`; the default fleet) is
+# timed instead, alternating with a tenth of that history, RUNS times each
+# (default 3): the peer is the same alp, since before --history there was no
+# such devnet to sync from.
+#   HISTORY=50000 bench/reconcile-fleet.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${NIB_NET_GUARD:-}" ]; then exec scripts/netguard.sh "$0" "$@"; fi
 latency=${1:-50ms}
+if [ -n "${HISTORY:-}" ]; then
+	work=$(mktemp -d)
+	trap 'kill ${pids:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+	go build -o "$work/alp" ./cmd/alp
+	pids=
+	for h in "$HISTORY" $((HISTORY / 10)); do
+		"$work/alp" devnet --history "$h" --env-file "$work/env-$h" --dir "$work/d-$h" >"$work/devnet-$h.out" 2>&1 &
+		pids="$pids $!"
+	done
+	for h in "$HISTORY" $((HISTORY / 10)); do
+		for _ in $(seq 1200); do [ -s "$work/env-$h" ] && break; sleep 0.1; done
+		[ -s "$work/env-$h" ] || { echo "the devnet of history $h did not start" >&2; exit 1; }
+	done
+	sync_once() { # history run: seconds and the JSON summary of one cold sync
+		local s e
+		s=$(date +%s.%N)
+		(. "$work/env-$1" && XDG_CACHE_HOME=$work/cache-$1-$2 "$work/alp" registry sync -o json) >"$work/sync-$1-$2.json" 2>"$work/sync-$1-$2.err" || { cat "$work/sync-$1-$2.err" >&2; exit 1; }
+		e=$(date +%s.%N)
+		echo "$e - $s" | bc
+	}
+	echo "cold alp registry sync; the default fleet; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+	for r in $(seq "${RUNS:-3}"); do
+		for h in "$HISTORY" $((HISTORY / 10)); do
+			t=$(sync_once "$h" "$r")
+			printf '  history %6d, run %d: %6.2f s  %s\n' "$h" "$r" "$t" "$(tr -d '\n ' <"$work/sync-$h-$r.json" | sed 's/"path":"[^"]*"//')"
+		done
+	done
+	exit 0
+fi
 if [ -n "${DEAD:-}" ]; then
 	old_rev=${OLD_REV:-$(git log --format=%H --grep='^reconcile: a dead node costs the first attempt' -1)^}
 else

@@ -43,6 +43,12 @@ type Options struct {
 	// IC is mounted as the IC HTTP interface; nil means a localnet replica
 	// hosting the registry and governance canisters.
 	IC func(*registry.Registry, *governance.Governance) (http.Handler, error)
+	// History, when above the seed's own versions, makes the registry
+	// start at that version: the node operator records are written again,
+	// one version each, in turn, as mainnet's registry has a long history
+	// of such updates (it was near version 52,000 in mid-2025), so that a
+	// cold registry sync pages through many replies.
+	History int
 	// Subnets is the localnet replica's number of subnets: 1 (when zero),
 	// or 2, which keeps the registry and governance on the root (NNS)
 	// subnet, as on mainnet, and adds a second subnet certified under a
@@ -156,7 +162,7 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		return nil, fmt.Errorf("devnet: write node certificate: %w", err)
 	}
 	ports := map[string]nodeAddr{}
-	seeded := seededVersions(opts.Fleet)
+	seeded := seededFrom(opts.Fleet)
 	for _, n := range opts.Fleet.Nodes {
 		var addr *net.TCPAddr
 		if n.IsReachable() {
@@ -177,6 +183,9 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 
 	elections, err := d.seed(opts.Fleet, ports)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.history(opts.Fleet, opts.History); err != nil {
 		return nil, err
 	}
 
@@ -426,7 +435,7 @@ func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
 	}
 	for _, n := range f.Nodes {
 		if n.ID == id {
-			out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seededVersions(f))
+			out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seededFrom(f))
 			if !n.IsReachable() {
 				out.Status = "DOWN" // what the dashboard says of a node that does not answer
 			}
@@ -461,4 +470,29 @@ func purgedProposals(f *Fleet) []DashboardProposal {
 	}
 	slices.SortFunc(out, func(a, b DashboardProposal) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// history writes the fleet's node operator records again, in turn, one
+// registry version each, until the registry is at version n.
+func (d *Devnet) history(f *Fleet, n int) error {
+	if n <= 0 || uint64(n) <= d.Registry.Version() {
+		return nil
+	}
+	if len(f.NodeOperators) == 0 {
+		return fmt.Errorf("devnet: --history needs a node operator in the fleet to write")
+	}
+	var keys []string
+	var values [][]byte
+	for _, op := range f.NodeOperators {
+		key := nns.NodeOperatorRecordKey(op.ID)
+		v, _, ok := d.Registry.Get(key)
+		if !ok {
+			return fmt.Errorf("devnet: history: no record %s", key)
+		}
+		keys, values = append(keys, key), append(values, v)
+	}
+	for i := 0; d.Registry.Version() < uint64(n); i++ {
+		d.Registry.Apply([]registry.Mutation{{Key: keys[i%len(keys)], Value: values[i%len(keys)]}})
+	}
+	return nil
 }

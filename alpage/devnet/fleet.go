@@ -36,7 +36,11 @@ type Fleet struct {
 	Versions      []FleetVersion    `json:"versions"`
 	Subnets       []FleetSubnet     `json:"subnets"`
 	Nodes         []FleetNode       `json:"nodes"`
-	Neurons       []FleetNeuron     `json:"neurons"`
+	// UnassignedVersion is what a node runs once it leaves its subnet
+	// (mainnet's unassigned_nodes_config); empty: it keeps the fleet's
+	// version.
+	UnassignedVersion string        `json:"unassigned_version,omitempty"`
+	Neurons           []FleetNeuron `json:"neurons"`
 	// PurgedProposals are older proposals governance no longer holds, which
 	// only the dashboard still reports (as for `alp status` on mainnet).
 	PurgedProposals []FleetProposal `json:"purged_proposals,omitempty"`
@@ -229,6 +233,9 @@ func (f *Fleet) check() error {
 			bad("a version has no id")
 		}
 		versions[v.ID] = true
+	}
+	if f.UnassignedVersion != "" && !versions[f.UnassignedVersion] {
+		bad("unassigned_version %q is not declared", f.UnassignedVersion)
 	}
 	u = unique("node")
 	rewardType := map[string]string{}

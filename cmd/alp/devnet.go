@@ -22,6 +22,7 @@ func newDevnetCmd() *cobra.Command {
 		printEnv                bool
 		latency, votingPeriod   time.Duration
 		subnets                 int
+		history                 int
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet",
@@ -57,7 +58,7 @@ The fleet format is described in docs/devnet.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: dir, Latency: latency, VotingPeriod: votingPeriod, Subnets: subnets})
+			d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: dir, Latency: latency, VotingPeriod: votingPeriod, Subnets: subnets, History: history})
 			if err != nil {
 				return err
 			}
@@ -99,6 +100,7 @@ The fleet format is described in docs/devnet.md.`,
 	cmd.Flags().BoolVar(&printEnv, "print-env", false, "print only the export lines on stdout (the description goes to stderr)")
 	cmd.Flags().DurationVar(&latency, "latency", 0, "delay every request to every endpoint by this much (e.g. 50ms)")
 	cmd.Flags().DurationVar(&votingPeriod, "voting-period", 0, "keep proposals open this long before deciding (0: adopt and execute at once)")
+	cmd.Flags().IntVar(&history, "history", 0, "start the registry at this version, the node operator records written again one version each (mainnet's registry was near 52,000 in mid-2025), so a cold registry sync pages through many replies")
 	cmd.Flags().IntVar(&subnets, "subnets", 1, "subnets of the local IC: 1, or 2 (the NNS canisters on the root subnet, a second subnet certified under a delegation from it)")
 	return cmd
 }

@@ -143,3 +143,37 @@ func TestTheLocalRegistryCertifiesItsChangeLogAsTheCanisterDoes(t *testing.T) {
 		t.Error("a reply with a flipped byte verifies")
 	}
 }
+
+// get_certified_changes_since answers a page at a time, as the canister
+// does: whole deltas, oldest first, up to the reply bound; the reader asks
+// again from the last version it got.
+func TestCertifiedChangesComeInPages(t *testing.T) {
+	ctx := context.Background()
+	reg := registry.New()
+	for i := range 40 {
+		reg.Apply([]registry.Mutation{{Key: "k", Value: []byte(fmt.Sprintf("value %02d, padded to be a few dozen bytes long", i))}})
+	}
+	reg.MaxChangesBytes = 300
+	srv, a := localnettest.Serve(t, reg)
+	v, err := certificate.NewVerifier(srv.RootKeyDER(), certificate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := nns.RegistryClient{Caller: a}
+	var from uint64
+	pages := 0
+	for from < reg.Version() {
+		got, err := r.GetCertifiedChangesSince(ctx, from, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Deltas) == 0 || got.Deltas[0].Version != from+1 || got.LatestVersion != reg.Version() {
+			t.Fatalf("page from %d: %d deltas, first %+v, latest %d", from, len(got.Deltas), got.Deltas, got.LatestVersion)
+		}
+		from = got.Deltas[len(got.Deltas)-1].Version
+		pages++
+	}
+	if pages < 5 {
+		t.Fatalf("40 versions in %d page(s) of at most 300 bytes", pages)
+	}
+}

@@ -38,12 +38,24 @@ func (s *Server) InstallNNS(reg *registry.Registry, gov *governance.Governance) 
 // certificate of its root hash as the registry's certified data.
 func certifiedChangesSince(reg *registry.Registry, s *Server) Method {
 	return protoMethod(func(req *registrypb.RegistryGetChangesSinceRequest) (*registrypb.CertifiedResponse, error) {
-		tree, latest, err := certifiedTree(reg)
+		tree, sizes, latest, err := certifiedTree(reg)
 		if err != nil {
 			return nil, err
 		}
+		// A page, as the canister answers: whole deltas, oldest first,
+		// until they reach the reply bound (at least one); the reader asks
+		// again from the last version it got.
+		limit := reg.MaxChangesBytes
+		if limit <= 0 {
+			limit = registry.DefaultMaxChangesBytes
+		}
 		paths := [][][]byte{certificate.Path("current_version")}
+		total := 0
 		for v := req.Version + 1; v <= latest; v++ {
+			if total > 0 && total+sizes[v] > limit {
+				break
+			}
+			total += sizes[v]
 			paths = append(paths, [][]byte{[]byte("delta"), binary.BigEndian.AppendUint64(nil, v)})
 		}
 		root := tree.Digest()
@@ -59,12 +71,13 @@ func certifiedChangesSince(reg *registry.Registry, s *Server) Method {
 // (rs/registry/canister/src/certification.rs): a write is an UPSERT and a
 // deletion a DELETE; a value of MinChunkableValueLen bytes or more is
 // carried by the keys of its chunks.
-func certifiedTree(reg *registry.Registry) (*certificate.Tree, uint64, error) {
+func certifiedTree(reg *registry.Registry) (*certificate.Tree, map[uint64]int, uint64, error) {
 	b := certificate.NewBuilder()
 	latest := reg.Version()
 	if err := b.Insert(certificate.Path("current_version"), leb128.AppendUnsigned(nil, latest)); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
+	sizes := map[uint64]int{}
 	for _, vc := range reg.Changelog() {
 		var req registrypb.HighCapacityRegistryAtomicMutateRequest
 		for _, c := range vc.Changes {
@@ -81,13 +94,14 @@ func certifiedTree(reg *registry.Registry) (*certificate.Tree, uint64, error) {
 		}
 		raw, err := proto.Marshal(&req)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		if err := b.Insert([][]byte{[]byte("delta"), binary.BigEndian.AppendUint64(nil, vc.Version)}, raw); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
+		sizes[vc.Version] = len(raw)
 	}
-	return b.Build(), latest, nil
+	return b.Build(), sizes, latest, nil
 }
 
 // protoMethod adapts a typed handler to a protobuf query method, as the
