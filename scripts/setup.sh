@@ -85,6 +85,8 @@ declare -A need=(
   [tr]=coreutils
   [true]=coreutils
   [wc]=coreutils
+  # the jail tests enter a guest's jail
+  [nsenter]=util-linux
 )
 # command -> Debian package, for what only the benchmarks run (bench/*.sh):
 # installed by make bench (setup.sh --for-bench), not by make test.

@@ -23,7 +23,7 @@ import (
 // guestImage false the image is left to do instead of built.
 func installSteps(guestImage bool) []hostconfig.Step {
 	steps := hostconfig.Steps()
-	steps = append(steps, hostconfig.Step{Name: "host network", Run: hostNetwork})
+	steps = append(steps, hostconfig.Step{Name: "jail ids", Run: jailRangeStep}, hostconfig.Step{Name: "host network", Run: hostNetwork})
 	if guestImage {
 		steps = append(steps, hostconfig.Step{Name: "guest image", Run: buildGuestImage(guestimage.Build)})
 	} else {

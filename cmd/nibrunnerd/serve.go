@@ -202,7 +202,11 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 			return fmt.Errorf("load the guest image (nibrunnerd install builds it): %w", err)
 		}
 		guestImage = img.Version
-		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir, UserNetwork: userNetwork})
+		jc, err := jailConfig(cfg)
+		if err != nil {
+			return err
+		}
+		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir, UserNetwork: userNetwork, Jail: jc})
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/slot"
 )
 
@@ -54,6 +55,8 @@ type Config struct {
 	// Admission holds only settings with defaults, so it may be absent.
 	Admission Admission `toml:"admission"`
 	Network   Network   `toml:"network"`
+	// Jail holds only settings with defaults, so it may be absent.
+	Jail Jail `toml:"jail"`
 	// Proxy holds only optional sections, so it may be absent too.
 	Proxy   Proxy    `toml:"proxy"`
 	Metrics *Metrics `toml:"metrics"`
@@ -143,6 +146,27 @@ const (
 	DefaultFreezeTimeoutMs   = 10000
 	DefaultMaxConcurrentJobs = 2
 )
+
+// Jail says how each guest's VMM is jailed (ours; see docs/microvm.md).
+// Every key is optional, and none turns the jail off.
+type Jail struct {
+	// UIDBase and GIDBase start the ids guests run as: slot n is uid
+	// uid_base+n and gid gid_base+n, and gid gid_base+max_apps is the
+	// group of the files every guest reads (default 900000 each). No id
+	// of the range may be an account's or group's of /etc/passwd or
+	// /etc/group.
+	UIDBase int `toml:"uid_base,omitempty"`
+	GIDBase int `toml:"gid_base,omitempty"`
+	// GuestsCPUWeight is the cpu.weight (1 to 10000) of the cgroup that
+	// holds every guest, against the daemon's 100 (default 100): however
+	// many guests are busy, the daemon and the proxy keep that share.
+	GuestsCPUWeight int `toml:"guests_cpu_weight,omitempty"`
+}
+
+// JailRange is the ids the jail reserves.
+func (c *Config) JailRange() jail.Range {
+	return jail.Range{UIDBase: c.Jail.UIDBase, GIDBase: c.Jail.GIDBase, Count: c.MaxApps}
+}
 
 // Network holds what guests may not reach besides the fixed fence, and
 // the name servers they are given.
@@ -375,6 +399,23 @@ func (c *Config) validate(v *validator) {
 		c.Admission.MemoryOvercommit = DefaultMemoryOvercommit
 	case r < 1 || r > 16:
 		v.fail("admission.memory_overcommit is %g; it must be 1 to 16 (1 gives every guest its whole memory; 2 lets guests be given twice what the host has, as long as what they hold fits)", r)
+	}
+	j := &c.Jail
+	for _, id := range []struct {
+		key  string
+		v    *int
+		base int
+	}{{"jail.uid_base", &j.UIDBase, jail.DefaultUIDBase}, {"jail.gid_base", &j.GIDBase, jail.DefaultGIDBase}} {
+		if *id.v == 0 {
+			*id.v = id.base
+		} else if *id.v < 1 || *id.v > 1<<31-1-MaxApps-1 {
+			v.fail("%s is %d; it must be 1 to %d, a range no account or group of the host uses", id.key, *id.v, 1<<31-1-MaxApps-1)
+		}
+	}
+	if j.GuestsCPUWeight == 0 {
+		j.GuestsCPUWeight = jail.DefaultCPUWeight
+	} else if j.GuestsCPUWeight < 1 || j.GuestsCPUWeight > 10000 {
+		v.fail("jail.guests_cpu_weight is %d; it must be 1 to 10000 (the daemon's is 100)", j.GuestsCPUWeight)
 	}
 	c.Network.DeniedV4 = v.prefixes("network.denied_egress_addresses_v4", c.Network.DeniedEgressV4, true)
 	c.Network.DeniedV6 = v.prefixes("network.denied_egress_addresses_v6", c.Network.DeniedEgressV6, false)

@@ -358,6 +358,26 @@ func TestCheckpointSettingsAreReadWhenGivenAndRefusedByNameWhenWrong(t *testing.
 	}
 }
 
+func TestJailSettingsDefaultWhenLeftOutAndAreRefusedByNameWhenWrong(t *testing.T) {
+	c := mustParse(t, readFull(t))
+	if c.Jail != (Jail{UIDBase: 900000, GIDBase: 900000, GuestsCPUWeight: 100}) {
+		t.Errorf("[jail] left out gives %+v", c.Jail)
+	}
+	c = mustParse(t, append(readFull(t), "\n[jail]\nuid_base = 500000\ngid_base = 600000\nguests_cpu_weight = 50\n"...))
+	if c.Jail != (Jail{UIDBase: 500000, GIDBase: 600000, GuestsCPUWeight: 50}) || c.JailRange().Count != c.MaxApps {
+		t.Errorf("[jail] gives %+v", c.Jail)
+	}
+	for body, want := range map[string]string{
+		"uid_base = -5":             "jail.uid_base is -5; it must be 1 to",
+		"gid_base = 2147483000":     "jail.gid_base is 2147483000; it must be 1 to",
+		"guests_cpu_weight = 20000": "jail.guests_cpu_weight is 20000; it must be 1 to 10000",
+		"uid_base = 0":              "jail.uid_base is 0; leave the key out",
+		"enabled = false":           "unknown key jail.enabled",
+	} {
+		wantReason(t, append(readFull(t), "\n[jail]\n"+body+"\n"...), want)
+	}
+}
+
 // withPaths is the full example with desired_state_file replaced by lines.
 func withPaths(t *testing.T, lines string) []byte {
 	t.Helper()

@@ -175,3 +175,19 @@ func TestARootBindsTheGuestsFilesOnceFoldersFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestADelegatedDaemonPutsItsGuestsBesideItself(t *testing.T) {
+	for self, want := range map[string][2]string{
+		"/":                                {"", ""},
+		"":                                 {"", ""},
+		"/system.slice/nibrunnerd.service": {"system.slice/nibrunnerd.service/guests", "system.slice/nibrunnerd.service/daemon"},
+		"/system.slice/nibrunnerd.service/daemon": {"system.slice/nibrunnerd.service/guests", "system.slice/nibrunnerd.service/daemon"},
+		"/mydaemon": {"mydaemon/guests", "mydaemon/daemon"},
+		"/daemon":   {"", ""},
+	} {
+		g, d := SplitDelegated(self)
+		if [2]string{g, d} != want {
+			t.Errorf("%q: %q %q, want %q", self, g, d, want)
+		}
+	}
+}

@@ -96,6 +96,11 @@ func init() {
 // launch builds the jail p describes and execs its VMM; it returns only on
 // failure.
 func launch(p Plan) error {
+	// Read while the host's /proc is still there.
+	last, err := lastCap()
+	if err != nil {
+		return err
+	}
 	for _, f := range p.CgroupProcs {
 		// "0" is the writing process, in any PID namespace.
 		if err := os.WriteFile(f, []byte("0"), 0); err != nil {
@@ -105,7 +110,7 @@ func launch(p Plan) error {
 	if err := buildRoot(p); err != nil {
 		return err
 	}
-	if err := dropPrivileges(p); err != nil {
+	if err := dropPrivileges(p, last); err != nil {
 		return err
 	}
 	argv := append([]string{p.Program}, p.Args...)
@@ -212,11 +217,7 @@ func bind(root string, b Bind) error {
 
 // dropPrivileges becomes p's uid and gid with no capability in any set
 // and no_new_privs set, on the thread that will exec.
-func dropPrivileges(p Plan) error {
-	last, err := lastCap()
-	if err != nil {
-		return err
-	}
+func dropPrivileges(p Plan, last int) error {
 	// The bounding set needs CAP_SETPCAP to shrink: before the uid goes.
 	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {

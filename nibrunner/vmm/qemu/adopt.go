@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"alpnib.dev/nibrunner/vmm"
@@ -38,7 +41,7 @@ func (v *VMM) adopt(ctx context.Context) error {
 			supersede(v.pidfile(pf.AppID), g)
 			// A live guest is adopted even if QMP does not answer yet: a
 			// guest listed as exited would be booted a second time.
-			g.ctl = newControl(filepath.Join(v.appDir(pf.AppID), controlSocket), v.onMessage(g))
+			g.ctl = newControl(filepath.Join(v.vmDir(pf.AppID), controlSocket), v.onMessage(g))
 			go g.ctl.run()
 			go v.watch(g)
 			if !v.attachQMP(ctx, g, 3*time.Second) {
@@ -47,9 +50,14 @@ func (v *VMM) adopt(ctx context.Context) error {
 			v.guests[pf.AppID] = g
 			continue
 		}
+		// It died while nobody watched: its jail is taken down now.
+		if msg := v.unjail(pf.AppID, g.rec); msg != "" {
+			g.message = msg
+		}
 		close(g.done)
 		v.guests[pf.AppID] = g
 	}
+	v.killOrphans()
 	return nil
 }
 
@@ -60,7 +68,7 @@ func (v *VMM) adopt(ctx context.Context) error {
 func (v *VMM) attachQMP(ctx context.Context, g *vmGuest, timeout time.Duration) bool {
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	q, err := dialQMP(qctx, filepath.Join(v.appDir(g.pf.AppID), qmpSocket))
+	q, err := dialQMP(qctx, filepath.Join(v.vmDir(g.pf.AppID), qmpSocket))
 	if err != nil {
 		return false
 	}
@@ -123,7 +131,7 @@ func (v *VMM) isOurQEMU(pf vmm.Pidfile) bool {
 	if err != nil {
 		return false
 	}
-	return strings.Contains(string(b), "unix:"+filepath.Join(v.appDir(pf.AppID), qmpSocket)+",")
+	return strings.Contains(string(b), qmpArgOf(v.vmDir(pf.AppID)))
 }
 
 // watch closes an adopted guest's done channel when its process ends (it
@@ -138,7 +146,7 @@ func (v *VMM) watch(g *vmGuest) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	close(g.done)
+	v.ended(g)
 }
 
 // holders maps a guest's pidfile to the vmGuest holding its connections in
@@ -155,5 +163,47 @@ func supersede(pidfile string, g *vmGuest) {
 	g.mu.Unlock()
 	if old, ok := holders.Swap(pidfile, g); ok && old.(*vmGuest) != g {
 		old.(*vmGuest).close()
+	}
+}
+
+// qmpArgOf is the part of a QEMU command line (or its launcher's) that
+// names the QMP socket in dir: no other process's does.
+func qmpArgOf(dir string) string { return "unix:" + filepath.Join(dir, qmpSocket) + "," }
+
+// killOrphans finds the QEMUs of launches that a killed daemon left
+// before their pidfile (the launching marker says which apps), kills
+// them and takes their jails down, so that no guest runs that no pidfile
+// names: the next start would boot a second one on the same volume.
+func (v *VMM) killOrphans() {
+	markers, _ := filepath.Glob(filepath.Join(v.cfg.RuntimeDir, "*", launchingFile))
+	for _, mk := range markers {
+		app := filepath.Base(filepath.Dir(mk))
+		if g := v.guests[app]; g != nil && g.alive() {
+			_ = os.Remove(mk)
+			continue
+		}
+		want := qmpArgOf(v.vmDir(app))
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil || !strings.Contains(string(b), want) {
+				continue
+			}
+			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			if err != nil {
+				continue
+			}
+			log.Printf("nibrunnerd: %s: killing QEMU pid %d, which a launch left without a pidfile", app, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		var rec record
+		if b, err := os.ReadFile(filepath.Join(v.appDir(app), recordFile)); err == nil {
+			_ = json.Unmarshal(b, &rec)
+		}
+		v.unjail(app, rec)
+		_ = os.Remove(mk)
 	}
 }

@@ -27,6 +27,9 @@ type machine struct {
 	Dir     string // the app's runtime folder (sockets, console)
 	Spec    vmm.Spec
 	UserNet bool // user-mode networking with host forwards on loopback
+	// TapFD is the fd QEMU is handed the slot's tap on (the jail opens
+	// it), or 0 to open it by name.
+	TapFD int
 }
 
 // Files in an app's runtime folder.
@@ -37,6 +40,8 @@ const (
 	qemuLogFile   = "qemu.log"
 	configDrive   = "config.img"
 	recordFile    = "guest.json"
+	// launchingFile marks a launch whose pidfile is not written yet.
+	launchingFile = "launching"
 )
 
 // User-mode networking addresses (QEMU's defaults).
@@ -138,8 +143,11 @@ func (m machine) args(bootTime int64) []string {
 	mac := fmt.Sprintf("52:54:00:6e:%02x:%02x", (s.Slot>>8)&0xff, s.Slot&0xff)
 	switch {
 	case s.Network.Tap != "":
-		a = append(a, "-netdev", "tap,id=n0,ifname="+s.Network.Tap+",script=no,downscript=no",
-			"-device", "virtio-net-device,netdev=n0,mac="+mac)
+		nd := "tap,id=n0,ifname=" + s.Network.Tap + ",script=no,downscript=no"
+		if m.TapFD > 0 {
+			nd = "tap,id=n0,fd=" + strconv.Itoa(m.TapFD)
+		}
+		a = append(a, "-netdev", nd, "-device", "virtio-net-device,netdev=n0,mac="+mac)
 	case m.UserNet:
 		fwd := []string{"user", "id=n0"}
 		if s.Network.HostPort > 0 && s.HTTPPort > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -21,8 +22,12 @@ import (
 func (v *VMM) machineFor(ctx context.Context, spec vmm.Spec) (machine, error) {
 	m := machine{
 		QEMU: v.cfg.QEMU, Accel: v.Accel(ctx), Kernel: v.cfg.Image.Kernel, Initrd: v.cfg.Image.Initrd,
-		Base: v.cfg.Image.Base, Volume: spec.VolumePath, Dir: v.appDir(spec.AppID),
+		Base: v.cfg.Image.Base, Volume: spec.VolumePath, Dir: v.vmDir(spec.AppID),
 		Config: filepath.Join(v.appDir(spec.AppID), configDrive), Spec: spec, UserNet: v.cfg.UserNetwork,
+	}
+	if spec.Network.Tap != "" {
+		// The jail hands QEMU its tap open, first of the files.
+		m.TapFD = 3
 	}
 	if len(m.Dir)+1+len(controlSocket) > 107 {
 		return m, fmt.Errorf("the runtime folder %s is too long for QEMU's unix sockets (107 bytes with %s/%s)", v.cfg.RuntimeDir, spec.AppID, controlSocket)
@@ -49,17 +54,22 @@ func (v *VMM) machineFor(ctx context.Context, spec vmm.Spec) (machine, error) {
 	return m, nil
 }
 
-// launch starts QEMU for spec (restoring from incoming when set), writes
-// the pidfile and connects QMP and the control channel.
+// launch starts QEMU for spec in its jail (restoring from the state file
+// incoming when set), writes the pidfile and connects QMP and the control
+// channel.
 func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGuest, error) {
 	m, err := v.machineFor(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(m.Dir, perm.Dir); err != nil {
-		return nil, fmt.Errorf("make runtime folder of %s: %w", spec.AppID, err)
+	for _, d := range []string{v.appDir(spec.AppID), m.Dir} {
+		if err := os.MkdirAll(d, perm.Dir); err != nil {
+			return nil, fmt.Errorf("make runtime folder of %s: %w", spec.AppID, err)
+		}
 	}
-	for _, s := range []string{qmpSocket, controlSocket} {
+	// The console is new at each start, and made by QEMU as the guest's
+	// uid (the last one's was given back to root).
+	for _, s := range []string{qmpSocket, controlSocket, consoleFile} {
 		_ = os.Remove(filepath.Join(m.Dir, s))
 	}
 	drive, err := guest.EncodeDrive(guestConfig(spec))
@@ -69,21 +79,57 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	if err := atomicfile.WriteFile(m.Config, drive, perm.Secret); err != nil {
 		return nil, fmt.Errorf("write config drive of %s: %w", spec.AppID, err)
 	}
+	// What QEMU could not open as the guest's uid, it is handed open.
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if spec.Network.Tap != "" {
+		f, err := openTap(spec.Network.Tap)
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", spec.AppID, err)
+		}
+		files = append(files, f)
+	}
 	args := m.args(time.Now().Unix())
 	if incoming != "" {
-		args = append(args, "-incoming", "exec:cat "+shellQuote(incoming))
+		// spawn=deny rules out exec: URIs; the state is read from a file
+		// root opened.
+		f, err := os.Open(incoming)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: %w", spec.AppID, err)
+		}
+		files = append(files, f)
+		args = append(args, "-incoming", "fd:"+fdArg(len(files)-1))
 	}
-	logf, err := os.OpenFile(filepath.Join(m.Dir, qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	args = append(args, "-sandbox", sandboxArg)
+	rec := record{
+		GuestImage: v.cfg.Image.Version, Accel: m.Accel, Machine: m.Hash(), MemoryMiB: spec.MemoryMiB, Restored: incoming != "",
+		Cmdline: args, Volume: m.Volume, MemoryLimit: guestLimits(m).MemoryMax,
+	}
+	logf, err := os.OpenFile(filepath.Join(v.appDir(spec.AppID), qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open QEMU's log for %s: %w", spec.AppID, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(v.cfg.QEMU, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own session: the daemon's death or a signal to its group does
-	// not reach the guest.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd, err := v.command(m, args)
+	if err != nil {
+		v.unjail(spec.AppID, rec)
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logf, logf, files
+	// A daemon killed from here to the pidfile leaves a QEMU that no
+	// pidfile names; the marker tells the next one to look for it.
+	marker := filepath.Join(v.appDir(spec.AppID), launchingFile)
+	if err := atomicfile.WriteFile(marker, nil, 0o640); err != nil {
+		v.unjail(spec.AppID, rec)
+		return nil, fmt.Errorf("mark the launch of %s: %w", spec.AppID, err)
+	}
 	if err := cmd.Start(); err != nil {
+		v.unjail(spec.AppID, rec)
+		_ = os.Remove(marker)
 		return nil, fmt.Errorf("start QEMU for %s: %w", spec.AppID, err)
 	}
 	ticks, _ := vmm.StartTicks(cmd.Process.Pid)
@@ -92,16 +138,20 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 			AppID: spec.AppID, DeploymentID: spec.DeploymentID, Slot: spec.Slot, PID: cmd.Process.Pid,
 			BootID: v.bootID, StartTicks: ticks, StartedAt: time.Now().UTC(), Endpoint: m.endpoint(),
 		},
-		rec:  record{GuestImage: v.cfg.Image.Version, Accel: m.Accel, Machine: m.Hash(), MemoryMiB: spec.MemoryMiB, Restored: incoming != "", Cmdline: args},
+		rec:  rec,
 		done: make(chan struct{}),
-		log:  tenantLog{path: filepath.Join(m.Dir, tenantLogFile)},
+		log:  tenantLog{path: filepath.Join(v.appDir(spec.AppID), tenantLogFile)},
 	}
-	go func() { _ = cmd.Wait(); close(g.done) }()
+	go func() {
+		_ = cmd.Wait()
+		v.ended(g)
+	}()
 	fail := func(err error) (*vmGuest, error) {
 		_ = cmd.Process.Kill()
 		<-g.done
 		g.close()
-		b, _ := os.ReadFile(filepath.Join(m.Dir, qemuLogFile))
+		_ = os.Remove(marker)
+		b, _ := os.ReadFile(filepath.Join(v.appDir(spec.AppID), qemuLogFile))
 		if s := strings.TrimSpace(string(b)); s != "" {
 			err = fmt.Errorf("%w (QEMU said: %s)", err, lastLine(s))
 		}
@@ -114,15 +164,43 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	if err := vmm.WritePidfile(v.pidfile(spec.AppID), g.pf); err != nil {
 		return fail(fmt.Errorf("write pidfile of %s: %w", spec.AppID, err))
 	}
+	_ = os.Remove(marker)
 	if err := v.connect(ctx, g); err != nil {
 		return fail(err)
 	}
 	return g, nil
 }
 
+// command is the jailed QEMU of m with args.
+func (v *VMM) command(m machine, args []string) (*exec.Cmd, error) {
+	if v.unjailed {
+		// The benchmark's peer: the launch of the builds before the jail.
+		cmd := exec.Command(v.cfg.QEMU, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		return cmd, nil
+	}
+	j, err := v.prepareJail(m)
+	if err != nil {
+		return nil, err
+	}
+	j.plan.Args = args
+	return jail.Command(j.plan, j.net)
+}
+
+// ended follows the end of g's QEMU: its jail is taken down, a kill at
+// its memory limit becomes its message, and done is closed.
+func (v *VMM) ended(g *vmGuest) {
+	if msg := v.unjail(g.pf.AppID, g.rec); msg != "" {
+		g.mu.Lock()
+		g.message = msg
+		g.mu.Unlock()
+	}
+	close(g.done)
+}
+
 // connect attaches QMP and the control channel to g's sockets.
 func (v *VMM) connect(ctx context.Context, g *vmGuest) error {
-	dir := v.appDir(g.pf.AppID)
+	dir := v.vmDir(g.pf.AppID)
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	q, err := dialQMP(qctx, filepath.Join(dir, qmpSocket))

@@ -1,8 +1,10 @@
 // Package qemu runs nibrunner guests as QEMU microvm machines driven over
 // QMP. It implements vmm.VMM.
 //
-// Each guest is one qemu-system-x86_64 process in its own session, so it
-// outlives the daemon; a pidfile (vmm.Pidfile) and a record beside it let a
+// Each guest is one qemu-system-x86_64 process in its own session and its
+// own jail (nibrunner/jail: a uid of its own, a root holding only its
+// files, no capability, QEMU's seccomp sandbox, a cgroup with CPU, memory
+// and process limits), so it outlives the daemon; a pidfile (vmm.Pidfile) and a record beside it let a
 // restarted daemon adopt it: same boot id, PID alive with the same start
 // time, command line naming this app's QMP socket. The guest's serial
 // console goes to a per-app file truncated at each start; logs, exit codes,
@@ -10,9 +12,9 @@
 // (nibrunner/guest). KVM is used when a probe boot succeeds, TCG otherwise.
 //
 // Sleep freezes the guest's volume through its init, pauses the guest and
-// migrates its state to a file with QMP (exec:cat > FILE), stamps it and
-// ends the process; Wake starts the same machine with -incoming from that
-// file, resumes it and thaws its volume, or boots cold when the stamp does
+// migrates its state to a file the daemon opens and hands QEMU over QMP
+// (getfd, then migrate fd:), stamps it and ends the process; Wake starts
+// the same machine with -incoming fd: on that file, opened likewise, resumes it and thaws its volume, or boots cold when the stamp does
 // not match.
 package qemu
 
@@ -32,6 +34,7 @@ import (
 
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/guestimage"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -55,6 +58,8 @@ type Config struct {
 	// OnMessage receives what guests send besides replies: logs, starts,
 	// exits. It must not block.
 	OnMessage func(appID string, m guest.Message)
+	// Jail is how each guest's QEMU is jailed.
+	Jail Jail
 }
 
 // VMM drives QEMU guests.
@@ -67,6 +72,12 @@ type VMM struct {
 	// accel is the accelerator once chosen (or forced by Config.Accel);
 	// nil before. Version reads it without probing.
 	accel atomic.Pointer[string]
+
+	ids     jail.Range
+	cgroups jail.Cgroups
+	// unjailed launches QEMU as the builds before the jail did, for the
+	// benchmark that measures what the jail costs; nothing else sets it.
+	unjailed bool
 
 	mu     sync.Mutex
 	guests map[string]*vmGuest
@@ -114,6 +125,9 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 	v := &VMM{cfg: cfg, bootID: bootID, version: ver, guests: map[string]*vmGuest{}}
 	if cfg.Accel != "" {
 		v.accel.Store(&cfg.Accel)
+	}
+	if err := v.setupJail(); err != nil {
+		return nil, err
 	}
 	v.removeStaleSnapshots()
 	if err := v.adopt(ctx); err != nil {
@@ -167,6 +181,10 @@ type record struct {
 	MemoryMiB  int      `json:"memoryMiB"`
 	Restored   bool     `json:"restored"`
 	Cmdline    []string `json:"cmdline"`
+	// Volume and MemoryLimit are the jail's: the file given to the
+	// guest's uid, and its cgroup's memory limit in bytes.
+	Volume      string `json:"volume"`
+	MemoryLimit int64  `json:"memoryLimit"`
 }
 
 // vmGuest is one QEMU process.
@@ -443,7 +461,7 @@ func (v *VMM) TenantLogPath(appID string) string {
 // ConsolePath is the file holding the app's serial console since its last
 // start.
 func (v *VMM) ConsolePath(appID string) string {
-	return filepath.Join(v.appDir(appID), consoleFile)
+	return filepath.Join(v.vmDir(appID), consoleFile)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

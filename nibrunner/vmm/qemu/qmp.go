@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // qmp is a small client for QEMU's machine protocol over a unix socket:
@@ -117,6 +120,18 @@ var errQMPClosed = errors.New("QMP connection closed")
 
 // execute runs one command and returns its "return" value.
 func (q *qmp) execute(ctx context.Context, cmd string, args any) (json.RawMessage, error) {
+	return q.executeWith(ctx, cmd, args, nil)
+}
+
+// sendFile hands QEMU f under name (QMP getfd, the file passed with
+// SCM_RIGHTS on the command's own write), for a later command to use as
+// fd:name.
+func (q *qmp) sendFile(ctx context.Context, name string, f *os.File) error {
+	_, err := q.executeWith(ctx, "getfd", map[string]any{"fdname": name}, f)
+	return err
+}
+
+func (q *qmp) executeWith(ctx context.Context, cmd string, args any, f *os.File) (json.RawMessage, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.next++
@@ -131,8 +146,19 @@ func (q *qmp) execute(ctx context.Context, cmd string, args any) (json.RawMessag
 	b, _ := json.Marshal(req)
 	dl, _ := ctx.Deadline() // zero (no deadline) clears an earlier call's
 	_ = q.conn.SetWriteDeadline(dl)
-	if _, err := q.conn.Write(append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("QMP %s: %w", cmd, err)
+	if f == nil {
+		_, err := q.conn.Write(append(b, '\n'))
+		if err != nil {
+			return nil, fmt.Errorf("QMP %s: %w", cmd, err)
+		}
+	} else {
+		uc, ok := q.conn.(*net.UnixConn)
+		if !ok {
+			return nil, fmt.Errorf("QMP %s: files pass over unix sockets only", cmd)
+		}
+		if _, _, err := uc.WriteMsgUnix(append(b, '\n'), unix.UnixRights(int(f.Fd())), nil); err != nil {
+			return nil, fmt.Errorf("QMP %s: %w", cmd, err)
+		}
 	}
 	select {
 	case r := <-ch:

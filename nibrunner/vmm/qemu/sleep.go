@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -125,14 +126,38 @@ func (v *VMM) sleep(ctx context.Context, appID string, freeze bool) error {
 	// The default bandwidth cap (128 MiB/s) is for live migration over a
 	// network; a file on local disk takes what it can.
 	_, _ = q.execute(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(8) << 30})
-	if _, err := q.execute(ctx, "migrate", map[string]any{"uri": "exec:cat > " + shellQuote(tmp)}); err != nil {
+	// The state file is root's (the guest's memory is the tenant's): QEMU,
+	// which may neither open it nor spawn a writer, is handed it open.
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm.Secret)
+	if err != nil {
+		return resume(err)
+	}
+	defer out.Close()
+	// The state goes through the page cache, which charges the guest's
+	// cgroup a second copy of its memory until written back.
+	lim := jail.Limits{MemoryMax: g.rec.MemoryLimit}
+	lower := func() {}
+	if lim.MemoryMax > 0 {
+		if err := v.cgroups.SetMemory(appID, lim.WhileSnapshotting(mem)); err != nil {
+			return resume(err)
+		}
+		lower = func() { _ = v.cgroups.SetMemory(appID, lim) }
+	}
+	if err := q.sendFile(ctx, "snapshot", out); err != nil {
+		lower()
+		return resume(err)
+	}
+	if _, err := q.execute(ctx, "migrate", map[string]any{"uri": "fd:snapshot"}); err != nil {
+		_, _ = q.execute(context.WithoutCancel(ctx), "closefd", map[string]any{"fdname": "snapshot"})
+		lower()
 		return resume(err)
 	}
 	if err := waitMigration(ctx, q); err != nil {
+		lower()
 		return resume(err)
 	}
-	// The guest's memory is the tenant's: root alone reads it.
-	if err := os.Chmod(tmp, perm.Secret); err != nil {
+	if err := out.Close(); err != nil {
+		lower()
 		return resume(err)
 	}
 	st, err := os.Stat(tmp)
