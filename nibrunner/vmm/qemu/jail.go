@@ -100,9 +100,9 @@ func (v *VMM) setupJail() error {
 
 // jailed is what launch prepares for one jailed QEMU.
 type jailed struct {
-	id    jail.Identity
-	plan  jail.Plan
-	net   bool       // an empty network namespace
+	id   jail.Identity
+	plan jail.Plan
+	net  bool // an empty network namespace
 }
 
 // prepareJail grants m's guest its files and cgroup and plans its root.
