@@ -50,7 +50,7 @@ func jailRangeStep(_ context.Context, in *hostconfig.Install) error {
 // children.
 func jailConfig(cfg *hostconfig.Config) (qemu.Jail, error) {
 	j := qemu.Jail{
-		UIDBase: cfg.Jail.UIDBase, GIDBase: cfg.Jail.GIDBase, Count: cfg.MaxApps,
+		UIDBase: cfg.Jail.UIDBase, GIDBase: cfg.Jail.GIDBase, Count: cfg.JailRange().Count,
 		// Under v1, or v2 with nothing delegated, the VMM names the parent
 		// for the runtime folder (nibrunner-<hash>), at the hierarchy's root.
 		CgroupMount: jail.DefaultMount, CPUWeight: cfg.Jail.GuestsCPUWeight,

@@ -151,8 +151,9 @@ const (
 // Every key is optional, and none turns the jail off.
 type Jail struct {
 	// UIDBase and GIDBase start the ids guests run as: slot n is uid
-	// uid_base+n and gid gid_base+n, and gid gid_base+max_apps is the
-	// group of the files every guest reads (default 900000 each). No id
+	// uid_base+n and gid gid_base+n, for every slot n there may be (the
+	// count is the most max_apps can be), and the gid after the last is
+	// the group of the files every guest reads (default 900000 each). No id
 	// of the range may be an account's or group's of /etc/passwd or
 	// /etc/group.
 	UIDBase int `toml:"uid_base,omitempty"`
@@ -163,9 +164,11 @@ type Jail struct {
 	GuestsCPUWeight int `toml:"guests_cpu_weight,omitempty"`
 }
 
-// JailRange is the ids the jail reserves.
+// JailRange is the ids the jail reserves: one for every slot there is
+// (slot.Max), not only max_apps of them, since a slot keeps its number
+// when max_apps is lowered under it.
 func (c *Config) JailRange() jail.Range {
-	return jail.Range{UIDBase: c.Jail.UIDBase, GIDBase: c.Jail.GIDBase, Count: c.MaxApps}
+	return jail.Range{UIDBase: c.Jail.UIDBase, GIDBase: c.Jail.GIDBase, Count: MaxApps}
 }
 
 // Network holds what guests may not reach besides the fixed fence, and

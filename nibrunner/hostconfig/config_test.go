@@ -364,7 +364,7 @@ func TestJailSettingsDefaultWhenLeftOutAndAreRefusedByNameWhenWrong(t *testing.T
 		t.Errorf("[jail] left out gives %+v", c.Jail)
 	}
 	c = mustParse(t, append(readFull(t), "\n[jail]\nuid_base = 500000\ngid_base = 600000\nguests_cpu_weight = 50\n"...))
-	if c.Jail != (Jail{UIDBase: 500000, GIDBase: 600000, GuestsCPUWeight: 50}) || c.JailRange().Count != c.MaxApps {
+	if c.Jail != (Jail{UIDBase: 500000, GIDBase: 600000, GuestsCPUWeight: 50}) || c.JailRange().Count != MaxApps {
 		t.Errorf("[jail] gives %+v", c.Jail)
 	}
 	for body, want := range map[string]string{

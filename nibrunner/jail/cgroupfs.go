@@ -121,21 +121,24 @@ func enable(dir string) error {
 	return nil
 }
 
-// Create makes name's cgroup with limits l and returns the cgroup.procs
-// files a process writes to join it. An existing cgroup (a launch that
-// died half-way) is reused.
+// Create makes name's cgroup, new, with limits l and returns the
+// cgroup.procs files a process writes to join it. One an earlier guest
+// left is removed first, so its counts (an OOM kill) are not the new
+// guest's; one that still holds a process is an error naming it.
 func (c Cgroups) Create(name string, l Limits) ([]string, error) {
+	if err := c.Remove(name); err != nil {
+		return nil, fmt.Errorf("%w (processes %v of an earlier guest still run in it)", err, c.Procs(name))
+	}
 	var procs []string
 	for _, ctl := range c.controllers() {
 		d := c.dir(ctl, name)
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, fmt.Errorf("jail: make cgroup %s: %w", d, err)
 		}
 		procs = append(procs, filepath.Join(d, "cgroup.procs"))
 	}
-	// Lowered from whatever an earlier guest left: limits set from
-	// scratch are set lowering, which v1 accepts from any start.
-	if err := c.write(name, GuestWrites(c.Version, l, c.memsw, c.higherThan(name, l))); err != nil {
+	// From "max", each limit is lowered (v1 wants memsw set after).
+	if err := c.write(name, GuestWrites(c.Version, l, c.memsw, false)); err != nil {
 		return nil, err
 	}
 	return procs, nil

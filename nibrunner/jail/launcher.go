@@ -96,6 +96,10 @@ func init() {
 // launch builds the jail p describes and execs its VMM; it returns only on
 // failure.
 func launch(p Plan) error {
+	// The root's folders are made 0755 whatever the daemon's umask (its
+	// 027 would shut the guest's uid out of the paths to its own files);
+	// what QEMU then makes is its uid's alone.
+	unix.Umask(0)
 	// Read while the host's /proc is still there.
 	last, err := lastCap()
 	if err != nil {
@@ -113,6 +117,7 @@ func launch(p Plan) error {
 	if err := dropPrivileges(p, last); err != nil {
 		return err
 	}
+	unix.Umask(0o077)
 	argv := append([]string{p.Program}, p.Args...)
 	return fmt.Errorf("exec %s: %w", p.Program, unix.Exec(p.Program, argv, []string{}))
 }

@@ -2,7 +2,6 @@ package qemu
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -31,9 +30,7 @@ func (v *VMM) adopt(ctx context.Context) error {
 			continue
 		}
 		g := &vmGuest{pf: pf, done: make(chan struct{}), log: tenantLog{path: filepath.Join(v.appDir(pf.AppID), tenantLogFile)}}
-		if b, err := os.ReadFile(filepath.Join(v.appDir(pf.AppID), recordFile)); err == nil {
-			_ = json.Unmarshal(b, &g.rec)
-		}
+		g.rec = v.readRecord(pf.AppID)
 		if pf.Alive(v.bootID) && v.isOurQEMU(pf) {
 			// A VMM of this process that still holds the guest is
 			// superseded, as a restarted daemon's predecessor would be by
@@ -51,13 +48,20 @@ func (v *VMM) adopt(ctx context.Context) error {
 			continue
 		}
 		// It died while nobody watched: its jail is taken down now.
-		if msg := v.unjail(pf.AppID, g.rec); msg != "" {
+		if msg := v.unjail(pf.AppID, g.rec, pf.PID); msg != "" {
 			g.message = msg
 		}
 		close(g.done)
 		v.guests[pf.AppID] = g
 	}
 	v.killOrphans()
+	// A cgroup no live guest is in (its app deleted while the daemon was
+	// down, a launch that died before its start) goes.
+	for _, name := range v.cgroups.Names() {
+		if g := v.guests[name]; g == nil || !g.alive() {
+			v.unjail(name, v.readRecord(name), 0)
+		}
+	}
 	return nil
 }
 
@@ -199,11 +203,7 @@ func (v *VMM) killOrphans() {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		var rec record
-		if b, err := os.ReadFile(filepath.Join(v.appDir(app), recordFile)); err == nil {
-			_ = json.Unmarshal(b, &rec)
-		}
-		v.unjail(app, rec)
+		v.unjail(app, v.readRecord(app), 0)
 		_ = os.Remove(mk)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/vmm"
 )
 
 // BenchmarkGuestLifecycle measures, per iteration, one app's cold boot
@@ -29,54 +30,33 @@ func BenchmarkGuestLifecycle(b *testing.B) {
 	var rss, ramRSS, guestUsed, state uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		p := lifecycle(b, v, spec, func(st vmm.Status) {
+			time.Sleep(2 * time.Second) // let the guest idle
+			r, err := rssBytes(st.PID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rss += r
+			smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", st.PID))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ram, err := guestRAMResident(smaps, uint64(spec.MemoryMiB)<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ramRSS += ram
+			if m, err := v.Measure(ctx, spec.AppID); err == nil {
+				guestUsed += m.MemoryUsedBytes
+			}
+		}, func() {
+			if stamp, err := readStamp(v.snapDir(spec.AppID)); err == nil {
+				state += uint64(stamp.StateSize)
+			}
+		})
+		cold, sleep, wake = cold+p.cold, sleep+p.sleep, wake+p.wake
+
 		t0 := time.Now()
-		st, err := v.Start(ctx, spec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		get(b, st.Endpoint, "/count", 2*time.Minute)
-		cold += time.Since(t0)
-
-		time.Sleep(2 * time.Second) // let the guest idle
-		r, err := rssBytes(st.PID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rss += r
-		smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", st.PID))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ram, err := guestRAMResident(smaps, uint64(spec.MemoryMiB)<<20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ramRSS += ram
-		if m, err := v.Measure(ctx, spec.AppID); err == nil {
-			guestUsed += m.MemoryUsedBytes
-		}
-
-		t0 = time.Now()
-		if err := v.Sleep(ctx, spec.AppID); err != nil {
-			b.Fatal(err)
-		}
-		sleep += time.Since(t0)
-		if stamp, err := readStamp(v.snapDir(spec.AppID)); err == nil {
-			state += uint64(stamp.StateSize)
-		}
-
-		t0 = time.Now()
-		st, err = v.Wake(ctx, spec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !st.Restored {
-			b.Fatal("wake booted cold")
-		}
-		get(b, st.Endpoint, "/count", time.Minute)
-		wake += time.Since(t0)
-
-		t0 = time.Now()
 		if err := v.Stop(ctx, spec.AppID); err != nil {
 			b.Fatal(err)
 		}
@@ -94,6 +74,47 @@ func BenchmarkGuestLifecycle(b *testing.B) {
 	b.ReportMetric(float64(state)/n/(1<<20), "state-MiB")
 	b.ReportMetric(cold.Seconds()/wake.Seconds(), "cold/wake")
 	b.Logf("accelerator %s, guest memory %d MiB", v.Version(), spec.MemoryMiB)
+}
+
+// phases are the times of one guest's cold boot (Start until the tenant
+// answers), sleep and wake (until it answers again).
+type phases struct{ cold, sleep, wake time.Duration }
+
+// lifecycle boots spec cold, sleeps it and wakes it from its snapshot,
+// leaving it running; idle runs once it answers, slept once it sleeps.
+func lifecycle(b *testing.B, v *VMM, spec vmm.Spec, idle func(vmm.Status), slept func()) phases {
+	b.Helper()
+	ctx := context.Background()
+	var p phases
+	t0 := time.Now()
+	st, err := v.Start(ctx, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	get(b, st.Endpoint, "/count", 2*time.Minute)
+	p.cold = time.Since(t0)
+	if idle != nil {
+		idle(st)
+	}
+	t0 = time.Now()
+	if err := v.Sleep(ctx, spec.AppID); err != nil {
+		b.Fatal(err)
+	}
+	p.sleep = time.Since(t0)
+	if slept != nil {
+		slept()
+	}
+	t0 = time.Now()
+	st, err = v.Wake(ctx, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !st.Restored {
+		b.Fatal("wake booted cold")
+	}
+	get(b, st.Endpoint, "/count", time.Minute)
+	p.wake = time.Since(t0)
+	return p
 }
 
 // guestRAMResident reads, from a QEMU process's /proc/<pid>/smaps, how

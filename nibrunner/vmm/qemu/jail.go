@@ -17,6 +17,7 @@ import (
 
 	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/vmm"
 )
 
 // Jail is how guests are jailed (nibrunner/jail). The zero value is the
@@ -208,11 +209,21 @@ func openTap(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "/dev/net/tun:"+name), nil
 }
 
-// unjail is what follows the end of a guest's QEMU: the kill at its
-// memory limit, if that is how it ended, is told in its message; its
-// cgroup goes, and its files are root's again (nothing stays a gone
-// guest's uid's). It returns the message, or "".
-func (v *VMM) unjail(app string, rec record) string {
+// unjail is what follows the end of a guest's QEMU (pid; 0 for a launch
+// that never started one): the kill at its memory limit, if that is how
+// it ended, is told in its message; its cgroup goes, and its files are
+// root's again (nothing stays a gone guest's uid's). A newer guest of the
+// app that already runs (another VMM of this process adopted the app and
+// started it again) keeps its jail. It returns the message, or "".
+func (v *VMM) unjail(app string, rec record, pid int) string {
+	if pid != 0 {
+		if pf, err := vmm.ReadPidfile(v.pidfile(app)); err == nil && pf.PID != pid && pf.Alive(v.bootID) {
+			return ""
+		}
+		if _, err := os.Stat(filepath.Join(v.appDir(app), launchingFile)); err == nil {
+			return ""
+		}
+	}
 	msg := ""
 	if n := v.cgroups.OOMKilled(app); n > 0 {
 		msg = fmt.Sprintf("its VMM was killed at its memory limit of %d MiB (its cgroup's: the guest's %d MiB and QEMU's own use)", rec.MemoryLimit>>20, rec.MemoryMiB)

@@ -104,10 +104,15 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 		files = append(files, f)
 		args = append(args, "-incoming", "fd:"+fdArg(len(files)-1))
 	}
-	args = append(args, "-sandbox", sandboxArg)
+	if !v.unjailed {
+		args = append(args, "-sandbox", sandboxArg)
+	}
 	rec := record{
 		GuestImage: v.cfg.Image.Version, Accel: m.Accel, Machine: m.Hash(), MemoryMiB: spec.MemoryMiB, Restored: incoming != "",
 		Cmdline: args, Volume: m.Volume, MemoryLimit: guestLimits(m).MemoryMax,
+	}
+	if v.unjailed {
+		rec.MemoryLimit = 0 // no cgroup to raise at a sleep
 	}
 	logf, err := os.OpenFile(filepath.Join(v.appDir(spec.AppID), qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
@@ -116,7 +121,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	defer logf.Close()
 	cmd, err := v.command(m, args)
 	if err != nil {
-		v.unjail(spec.AppID, rec)
+		v.unjail(spec.AppID, rec, 0)
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logf, logf, files
@@ -124,11 +129,11 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	// pidfile names; the marker tells the next one to look for it.
 	marker := filepath.Join(v.appDir(spec.AppID), launchingFile)
 	if err := atomicfile.WriteFile(marker, nil, 0o640); err != nil {
-		v.unjail(spec.AppID, rec)
+		v.unjail(spec.AppID, rec, 0)
 		return nil, fmt.Errorf("mark the launch of %s: %w", spec.AppID, err)
 	}
 	if err := cmd.Start(); err != nil {
-		v.unjail(spec.AppID, rec)
+		v.unjail(spec.AppID, rec, 0)
 		_ = os.Remove(marker)
 		return nil, fmt.Errorf("start QEMU for %s: %w", spec.AppID, err)
 	}
@@ -190,7 +195,7 @@ func (v *VMM) command(m machine, args []string) (*exec.Cmd, error) {
 // ended follows the end of g's QEMU: its jail is taken down, a kill at
 // its memory limit becomes its message, and done is closed.
 func (v *VMM) ended(g *vmGuest) {
-	if msg := v.unjail(g.pf.AppID, g.rec); msg != "" {
+	if msg := v.unjail(g.pf.AppID, g.rec, g.pf.PID); msg != "" {
 		g.mu.Lock()
 		g.message = msg
 		g.mu.Unlock()
@@ -213,6 +218,16 @@ func (v *VMM) connect(ctx context.Context, g *vmGuest) error {
 	g.ctl = newControl(filepath.Join(dir, controlSocket), v.onMessage(g))
 	go g.ctl.run()
 	return nil
+}
+
+// readRecord reads the app's record; a missing or unreadable one is the
+// zero record.
+func (v *VMM) readRecord(app string) record {
+	var r record
+	if b, err := os.ReadFile(filepath.Join(v.appDir(app), recordFile)); err == nil {
+		_ = json.Unmarshal(b, &r)
+	}
+	return r
 }
 
 func (v *VMM) writeRecord(app string, r record) error {

@@ -21,6 +21,14 @@ func main() {
 		c, _ := strconv.Atoi(code)
 		os.Exit(c)
 	}
+	if os.Getenv("SPIN") == "1" {
+		// The CPU benchmark's tenant: a vCPU that never idles.
+		go func() {
+			for x := 0; ; x++ {
+				_ = x
+			}
+		}()
+	}
 	var n atomic.Int64
 	dir := os.Getenv("NIBRUN_DATA_DIR")
 	var written atomic.Int64
