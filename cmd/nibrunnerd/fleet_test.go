@@ -104,14 +104,17 @@ reported_state_url = "s3://fleet/hosts/`+name+`/reported.json"`, 1)
 	// back, the next document is taken.
 	srv.Down()
 	// A report written well after the outage began (two polls of 200 ms
-	// failed by then) still shows the app running.
+	// failed by then) still shows the app running, and says why the host
+	// keeps the document it has (the poll's problem is the report's
+	// message until a poll reads the object again).
 	after := time.Now().Add(500 * time.Millisecond)
 	for _, h := range hosts {
 		r := waitReport(t, h.root, h.name+" reporting during the outage", 10*time.Second, func(r *reported.HostReportedState) bool {
-			return r.ReportedAt.After(after) && len(r.Instances) == 1
+			return r.ReportedAt.After(after) && len(r.Instances) == 1 && r.Message != ""
 		})
-		if r.Instances[0].State != reported.InstanceRunning || r.Message != "" {
-			t.Fatalf("%s with the bucket down: %+v, message %q", h.name, r.Instances[0], r.Message)
+		want := "s3://fleet/hosts/" + h.name + "/desired.json cannot be read, so the host keeps the document it has"
+		if r.Instances[0].State != reported.InstanceRunning || !strings.HasPrefix(r.Message, want) {
+			t.Fatalf("%s with the bucket down: %+v, message %q, want it to start %q", h.name, r.Instances[0], r.Message, want)
 		}
 	}
 	srv.Up(t)
