@@ -127,8 +127,9 @@ func prune(t *Tree, paths [][][]byte) (*Tree, bool) {
 	items := t.flatten(nil)
 	want := make(map[int][][][]byte) // labeled item index -> remaining paths
 	labelOnly := make(map[int]bool)  // neighbours kept to prove absence
+	labeled := labeledAt(items)
 	for _, p := range paths {
-		i, found := searchLabel(items, p[0])
+		i, found := searchLabel(items, labeled, p[0])
 		if found {
 			want[i] = append(want[i], p[1:])
 			continue
@@ -177,19 +178,29 @@ func prune(t *Tree, paths [][][]byte) (*Tree, bool) {
 
 // searchLabel finds label among the labeled items (sorted in a well-formed
 // tree); if absent it returns the index where it would be inserted.
-func searchLabel(items []*Tree, label []byte) (int, bool) {
+// labeledAt lists the positions of the labeled items, whose labels are in
+// order (a well-formed tree's are).
+func labeledAt(items []*Tree) []int {
+	out := make([]int, 0, len(items))
 	for i, it := range items {
-		if it.kind != KindLabeled {
-			continue
-		}
-		switch c := bytes.Compare(it.label, label); {
-		case c == 0:
-			return i, true
-		case c > 0:
-			return i, false
+		if it.kind == KindLabeled {
+			out = append(out, i)
 		}
 	}
-	return len(items), false
+	return out
+}
+
+// searchLabel finds label among the labeled items (labeled is labeledAt of
+// items), by binary search: the item's index and true, or the index of the
+// first labeled item after it (len(items) when none) and false. A prune for
+// thousands of paths through a node of thousands of labels (a registry
+// reply of many deltas) was quadratic with a linear scan.
+func searchLabel(items []*Tree, labeled []int, label []byte) (int, bool) {
+	k, found := slices.BinarySearchFunc(labeled, label, func(i int, l []byte) int { return bytes.Compare(items[i].label, l) })
+	if k == len(labeled) {
+		return len(items), false
+	}
+	return labeled[k], found
 }
 
 func prevLabeled(items []*Tree, i int) int {

@@ -45,3 +45,23 @@ func TestPruningAnswersEveryAskedPathLikeTheFullTree(t *testing.T) {
 		}
 	}
 }
+
+// A registry reply prunes a node of tens of thousands of labels to
+// thousands of paths; the label search is a binary search, so this is
+// n log n, not n × paths.
+func BenchmarkPruneThousandsOfPathsThroughOneNode(b *testing.B) {
+	bl := NewBuilder()
+	var paths [][][]byte
+	for i := range 50000 {
+		label := []byte(fmt.Sprintf("%08d", i))
+		bl.MustInsert([][]byte{[]byte("delta"), label}, []byte("mutations"))
+		if i >= 25000 && i < 37500 {
+			paths = append(paths, [][]byte{[]byte("delta"), label})
+		}
+	}
+	tree := bl.Build()
+	b.ResetTimer()
+	for range b.N {
+		Prune(tree, paths...)
+	}
+}
