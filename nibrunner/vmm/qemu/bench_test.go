@@ -123,38 +123,63 @@ func lifecycle(b *testing.B, v *VMM, spec vmm.Spec, idle func(vmm.Status), slept
 // may round it up to a huge-page boundary, hence the slack); what QEMU
 // holds beyond it is the per-guest cost of QEMU itself.
 func guestRAMResident(smaps []byte, memBytes uint64) (uint64, error) {
-	const slack = 4 << 20
-	var size uint64
-	anonymous, found := false, false
+	ms, err := parseSmaps(smaps)
+	if err != nil {
+		return 0, err
+	}
 	var best uint64
-	for _, l := range strings.Split(string(smaps), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
-			lo, hi, _ := strings.Cut(f[0], "-")
-			a, err1 := strconv.ParseUint(lo, 16, 64)
-			z, err2 := strconv.ParseUint(hi, 16, 64)
-			if err1 != nil || err2 != nil || z < a {
-				size, anonymous = 0, false
-				continue
-			}
-			size, anonymous = z-a, len(f) == 5
-			continue
-		}
-		if len(f) == 3 && f[0] == "Rss:" && anonymous && size >= memBytes && size <= memBytes+slack {
-			kb, err := strconv.ParseUint(f[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read the guest RAM's Rss %q: %w", l, err)
-			}
-			if kb<<10 > best || !found {
-				best = kb << 10
-			}
-			found = true
+	found := false
+	for _, m := range ms {
+		if m.isGuestRAM(memBytes) {
+			best, found = max(best, m.kB["Rss"]<<10), true
 		}
 	}
 	if !found {
 		return 0, fmt.Errorf("no anonymous mapping of %d MiB (the guest RAM) in smaps", memBytes>>20)
 	}
 	return best, nil
+}
+
+// smapsMapping is one mapping in /proc/<pid>/smaps: its size, whether it
+// is anonymous (no file) and executable, and its "Name: N kB" counters.
+type smapsMapping struct {
+	size            uint64
+	anonymous, exec bool
+	kB              map[string]uint64
+}
+
+// isGuestRAM says whether m is the guest's RAM: the one anonymous mapping
+// of the guest's memory size (QEMU may round it up to a huge-page
+// boundary, hence the slack).
+func (m smapsMapping) isGuestRAM(memBytes uint64) bool {
+	return m.anonymous && m.size >= memBytes && m.size <= memBytes+4<<20
+}
+
+// parseSmaps splits a smaps file into its mappings.
+func parseSmaps(smaps []byte) ([]smapsMapping, error) {
+	var out []smapsMapping
+	for _, l := range strings.Split(string(smaps), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			lo, hi, _ := strings.Cut(f[0], "-")
+			a, err1 := strconv.ParseUint(lo, 16, 64)
+			z, err2 := strconv.ParseUint(hi, 16, 64)
+			m := smapsMapping{anonymous: len(f) == 5, exec: strings.Contains(f[1], "x"), kB: map[string]uint64{}}
+			if err1 == nil && err2 == nil && z >= a {
+				m.size = z - a
+			}
+			out = append(out, m)
+			continue
+		}
+		if len(f) == 3 && f[2] == "kB" && strings.HasSuffix(f[0], ":") && len(out) > 0 {
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("smaps: %q: %w", l, err)
+			}
+			out[len(out)-1].kB[strings.TrimSuffix(f[0], ":")] = kb
+		}
+	}
+	return out, nil
 }
 
 // rssBytes reads a process's resident set size.
