@@ -18,28 +18,35 @@ type use struct {
 }
 
 // setupTable reads scripts/setup.sh's tables: the Debian package behind each
-// command (`[cmd]=package` in `declare -A need=(…)` and need_bench)  and the commands it
-// installs with `go install …/NAME@version`.
-func setupTable(src string) (debian map[string]string, goTools map[string]bool) {
-	debian, goTools = map[string]string{}, map[string]bool{}
+// command it installs (`[cmd]=package` in `declare -A need=(…)` and
+// need_bench), and the other commands it knows of: those it installs with
+// `go install …/NAME@version` and those it runs only where they are
+// (optional=(…)).
+func setupTable(src string) (debian map[string]string, known map[string]bool) {
+	debian, known = map[string]string{}, map[string]bool{}
 	entry := regexp.MustCompile(`^\s*\[([^\]]+)\]=(\S+)\s*$`)
-	in := false
+	table := ""
 	for _, line := range strings.Split(src, "\n") {
+		trimmed := strings.TrimSpace(line)
 		switch {
-		case strings.HasPrefix(strings.TrimSpace(line), "declare -A need=(") || strings.HasPrefix(strings.TrimSpace(line), "declare -A need_bench=("):
-			in = true
-		case in && strings.TrimSpace(line) == ")":
-			in = false
-		case in:
+		case strings.HasPrefix(trimmed, "declare -A ") && strings.HasSuffix(trimmed, "=("):
+			table = strings.TrimSuffix(strings.TrimPrefix(trimmed, "declare -A "), "=(")
+		case trimmed == ")":
+			table = ""
+		case table == "need" || table == "need_bench" || table == "optional":
 			if m := entry.FindStringSubmatch(line); m != nil {
-				debian[m[1]] = m[2]
+				if table == "optional" {
+					known[m[1]] = true
+				} else {
+					debian[m[1]] = m[2]
+				}
 			}
 		}
 	}
 	for _, m := range regexp.MustCompile(`go install [^ ]*/([A-Za-z0-9_.-]+)@`).FindAllStringSubmatch(src, -1) {
-		goTools[m[1]] = true
+		known[m[1]] = true
 	}
-	return debian, goTools
+	return debian, known
 }
 
 // goCommands lists the commands a Go file names as string literals: the
@@ -171,6 +178,13 @@ func (l *shellLexer) matching(i int, open, close byte) int {
 	return len(l.src)
 }
 
+// skipTo moves to i, counting the lines it passes.
+func (l *shellLexer) skipTo(i int) {
+	i = min(i, len(l.src))
+	l.line += strings.Count(l.src[l.i:i], "\n")
+	l.i = i
+}
+
 func (l *shellLexer) sub(start, end int) {
 	inner := l.src[start:end]
 	toks, subs := lexShell(l.file, inner, l.line)
@@ -272,17 +286,17 @@ func (l *shellLexer) run() {
 		case strings.HasPrefix(rest, "$(("):
 			start()
 			plain = false
-			l.i = l.matchingArith(l.i + 3)
+			l.skipTo(l.matchingArith(l.i + 3))
 		case strings.HasPrefix(rest, "$(") || strings.HasPrefix(rest, "<(") || strings.HasPrefix(rest, ">("):
 			start()
 			plain = false
 			end := l.matching(l.i+2, '(', ')')
 			l.sub(l.i+2, end-1)
-			l.i = end
+			l.skipTo(end)
 		case strings.HasPrefix(rest, "${"):
 			start()
 			plain = false
-			l.i = l.matching(l.i+2, '{', '}')
+			l.skipTo(l.matching(l.i+2, '{', '}'))
 		case c == '$':
 			start()
 			plain = false
@@ -296,11 +310,11 @@ func (l *shellLexer) run() {
 				end = len(l.src) - l.i - 1
 			}
 			l.sub(l.i+1, l.i+1+end)
-			l.i += end + 2
+			l.skipTo(l.i + end + 2)
 		case c == '(' && inWord && plain && strings.HasSuffix(word.String(), "="):
 			// an array assignment: name=( … ) holds values, not commands
 			plain = false
-			l.i = l.matching(l.i+1, '(', ')')
+			l.skipTo(l.matching(l.i+1, '(', ')'))
 		case strings.HasPrefix(rest, "<<<"):
 			op("<<<")
 		case strings.HasPrefix(rest, "<<"):

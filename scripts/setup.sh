@@ -84,6 +84,7 @@ declare -A need=(
   [tail]=coreutils
   [tr]=coreutils
   [true]=coreutils
+  [chmod]=coreutils
   [wc]=coreutils
   # the jail tests enter a guest's jail
   [nsenter]=util-linux
@@ -95,6 +96,11 @@ declare -A need_bench=(
   [openssl]=openssl
   [python3]=python3
   [bc]=bc
+)
+# command -> Debian package, for what setup runs only when the machine has
+# it; never installed
+declare -A optional=(
+  [systemctl]=systemd
 )
 # file -> Debian package that provides it, for what is not a command: the C
 # library headers cgo (go test -race) compiles against, and the well-known
@@ -128,7 +134,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   echo "setup: installing ${missing[*]}" >&2
   apt-get update -qq
+  # Nothing installed here is a service to run: the tests start their own
+  # nginx, on loopback in a namespace. A policy-rc.d that refuses every
+  # start (Debian's policy interface, as container images use) keeps the
+  # packages' own services from starting on this machine's port 80.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/setup.sh: no service starts while it installs\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -e "$policy" ] && grep -q 'scripts/setup.sh' "$policy"; then rm -f "$policy"; trap - EXIT; fi
+  # and none is enabled to start at the next boot either
+  if printf '%s\n' "${missing[@]}" | grep -qx nginx && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
 fi
 
 # The guest image is built from Debian's kernel package (apt-get download),
