@@ -130,6 +130,9 @@ type Daemon struct {
 	cfg  Config
 	deps Deps
 	db   *db.DB
+	// recordDoc writes an accepted document: db.SetAccepted, or a failing
+	// store in tests.
+	recordDoc func(context.Context, db.Accepted) error
 
 	// passMu lets one pass run at a time; nothing else takes it.
 	passMu sync.Mutex
@@ -140,6 +143,9 @@ type Daemon struct {
 	digest   string
 	problems map[string]string
 	refusal  string
+	// unrecorded is a document accepted but not yet recorded (the
+	// database write failed): each pass tries it again (accept.go).
+	unrecorded *unrecorded
 	// noDocument: the refusal is that there is no desired.json to read.
 	noDocument bool
 	// apps holds one value per app the daemon knows: see app.
@@ -254,7 +260,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		cfg.MaxConcurrentVMStarts = DefaultMaxConcurrentVMStarts()
 	}
 	d := &Daemon{
-		cfg: cfg, deps: deps, db: store,
+		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
 		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
 		apps:   map[string]*app{},
 		volErr: map[string]string{},
@@ -399,11 +405,13 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	// and the log keeps the whole.
 	d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 	if doc.Err != nil {
+		d.unrecorded = nil // the file no longer holds it
 		d.refusal = reported.Truncate(fmt.Sprintf("no document to take (%s): %v", d.keeping(), doc.Err))
 		return nil
 	}
 	parsed, err := desired.Decode(doc.Data)
 	if err != nil {
+		d.unrecorded = nil
 		whole := fmt.Sprintf("desired.json was refused (%s): %s", d.keeping(), reasons(err))
 		d.refusal = reported.Truncate(whole)
 		if d.deps.Metrics != nil {
@@ -416,16 +424,10 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	digest := hex.EncodeToString(sum[:])
 	d.refusal = ""
 	if digest == d.digest && d.doc != nil {
+		d.unrecorded = nil
 		return nil
 	}
-	if err := d.db.SetAccepted(ctx, db.Accepted{Digest: digest, Document: doc.Data, AcceptedAt: d.cfg.Now().UTC()}); err != nil {
-		// Not persisted means not accepted: a restart would forget it.
-		d.refusal = reported.Truncate("desired.json could not be recorded, so it is not taken yet: " + err.Error())
-		return err
-	}
-	d.setDoc(parsed, digest)
-	d.cfg.Logf("nibrunnerd: accepted desired.json (sha256 %s): %d instances, %d volumes", digest[:12], len(parsed.Instances), len(parsed.Volumes))
-	return nil
+	return d.take(ctx, unrecorded{data: doc.Data, parsed: parsed, digest: digest})
 }
 
 func (d *Daemon) keeping() string {
@@ -447,7 +449,9 @@ func reasons(err error) string {
 // Run watches the document and runs passes until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
 	docs := make(chan watch.Document)
-	w := &watch.Watcher{Path: d.cfg.DesiredPath, Backstop: d.cfg.Backstop, Debounce: d.cfg.Debounce}
+	// Rewrites: a document that could not be recorded is offered again
+	// when its file is written again, even unchanged.
+	w := &watch.Watcher{Path: d.cfg.DesiredPath, Backstop: d.cfg.Backstop, Debounce: d.cfg.Debounce, Rewrites: true}
 	werr := make(chan error, 1)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()

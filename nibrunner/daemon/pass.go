@@ -30,6 +30,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	n, planned := d.passes, false
 	defer func() { d.passEnded(n, planned) }()
 	d.mu.Unlock()
+	d.recordAgain(ctx)
 
 	// Observe, holding no lock.
 	list, err := d.deps.VMM.List(ctx)

@@ -47,10 +47,16 @@ type Watcher struct {
 	Path     string
 	Backstop time.Duration
 	Debounce time.Duration
+	// Rewrites: a write to the file sends its reading even when it equals
+	// the last one sent, so a reader that could not take a document (the
+	// daemon, when recording it failed) is handed it again when the file
+	// is written again. The backstop never resends an unchanged reading.
+	Rewrites bool
 }
 
 // Run sends the file's content on out at start and whenever it changes,
-// until ctx ends. A reading equal to the last one sent is not sent again.
+// until ctx ends. A reading equal to the last one sent is not sent again,
+// unless Rewrites is set and the file was written.
 func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
 	backstop, debounce := w.Backstop, w.Debounce
 	if backstop <= 0 {
@@ -73,9 +79,9 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
 	}
 
 	var last *Document
-	send := func() bool {
+	send := func(written bool) bool {
 		d := read(w.Path)
-		if last != nil && same(*last, d) {
+		if last != nil && same(*last, d) && !(written && w.Rewrites) {
 			return true
 		}
 		select {
@@ -86,7 +92,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
 			return false
 		}
 	}
-	if !send() {
+	if !send(false) {
 		return nil
 	}
 	tick := time.NewTicker(backstop)
@@ -116,16 +122,16 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Document) error {
 			// An overflow loses events: reread now rather than wait for
 			// the backstop.
 			_ = err
-			if !send() {
+			if !send(false) {
 				return nil
 			}
 		case <-settle:
 			settle = nil
-			if !send() {
+			if !send(true) {
 				return nil
 			}
 		case <-tick.C:
-			if !send() {
+			if !send(false) {
 				return nil
 			}
 		}

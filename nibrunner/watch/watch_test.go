@@ -176,3 +176,28 @@ func TestAFileLargerThanADocumentIsReadOnlyAsFarAsDecodeNeedsToRefuseIt(t *testi
 		t.Fatalf("Decode said %v, want the too-large rule", err)
 	}
 }
+
+func TestWithRewritesTheSameDocumentWrittenAgainIsSentAgain(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "desired.json")
+	os.WriteFile(path, []byte("one"), 0o644)
+	c := start(t, &Watcher{Path: path, Debounce: 20 * time.Millisecond, Backstop: 100 * time.Millisecond, Rewrites: true})
+	next(t, c)
+	tmp := filepath.Join(dir, ".tmp")
+	os.WriteFile(tmp, []byte("one"), 0o644)
+	os.Rename(tmp, path)
+	if d := next(t, c); string(d.Data) != "one" {
+		t.Fatalf("got %q %v", d.Data, d.Err)
+	}
+	// The backstop still never resends it.
+	quiet(t, c, 350*time.Millisecond)
+}
+
+func TestWithoutRewritesTheSameDocumentWrittenAgainIsNotSent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desired.json")
+	os.WriteFile(path, []byte("one"), 0o644)
+	c := start(t, &Watcher{Path: path, Debounce: 20 * time.Millisecond})
+	next(t, c)
+	os.WriteFile(path, []byte("one"), 0o644)
+	quiet(t, c, 300*time.Millisecond)
+}
