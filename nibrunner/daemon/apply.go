@@ -42,6 +42,11 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 		have := vols[a.VolumeID].SizeBytes
 		d.setVolErr(a.VolumeID, fmt.Sprintf("a volume only grows: it is %d bytes and the document asks for %d; ask for %d or more (shrinking would destroy data)", have, dv.SizeBytes, have))
 		return
+	case plan.RetryLater:
+		return // its failure's sentence stands, saying when
+	case plan.NoDisk:
+		d.setVolErr(a.VolumeID, plan.NoDiskMessage(a))
+		return
 	case plan.Teardown:
 		spec.State = volume.Absent
 	case plan.Grow:
@@ -77,9 +82,11 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 			d.setVolErr(a.VolumeID, err.Error()) // says what to ask for instead
 			return
 		}
-		d.setVolErr(a.VolumeID, what+" (the next pass tries again): "+err.Error())
+		at := d.volumeFailed(now, dv, a)
+		d.setVolErr(a.VolumeID, what+" (tried again at "+at.UTC().Format(time.RFC3339)+"): "+err.Error())
 		return
 	}
+	d.volumeDone(a.VolumeID)
 	d.setVolErr(a.VolumeID, "")
 	switch a.Kind {
 	case plan.Teardown:

@@ -31,6 +31,7 @@ import (
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
+	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -152,6 +153,13 @@ type Daemon struct {
 	apps    map[string]*app
 	deleted map[string]db.DeletedVolume
 	volErr  map[string]string
+	// volFail is each volume's last failed action, which waits for its
+	// backoff (plan.VolumeRetry); diskFree the free space the last pass
+	// read (nil: unknown). Neither outlives the daemon: a restart tries
+	// at once.
+	volFail  map[string]plan.VolumeFailure
+	diskFree *uint64
+	freeErr  string
 	// usage is each volume's last measured fill.
 	usage     map[string]volume.Usage
 	netReady  bool
@@ -262,11 +270,12 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
 		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
-		apps:   map[string]*app{},
-		volErr: map[string]string{},
-		usage:  map[string]volume.Usage{},
-		kick:   make(chan struct{}, 1),
-		passed: make(chan struct{}),
+		apps:    map[string]*app{},
+		volErr:  map[string]string{},
+		volFail: map[string]plan.VolumeFailure{},
+		usage:   map[string]volume.Usage{},
+		kick:    make(chan struct{}, 1),
+		passed:  make(chan struct{}),
 	}
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	d.workCtx, d.stopWork = context.WithCancel(context.Background())

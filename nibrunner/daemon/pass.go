@@ -46,6 +46,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		return fmt.Errorf("list volumes: %w", err)
 	}
 	d.listedAt = time.Now()
+	free := d.freeDisk(ctx)
 	cps, err := d.deps.Checkpoints.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list checkpoints: %w", err)
@@ -62,6 +63,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		a.note = ""
 	}
 	d.vols = maps.Clone(vols)
+	d.diskFree = free
 	d.observeGuests(now, vms, seen)
 	d.noteLayers(now)
 	doc := d.doc
@@ -245,6 +247,9 @@ func (d *Daemon) observed(now time.Time, vols map[string]VolumeInfo, cps map[str
 		Checkpoints: make(map[string]bool, len(cps)),
 		Exports:     make(map[string]bool, len(exps)),
 		Problems:    d.problems,
+		// Read by the planner only, under d.mu as the caller holds it.
+		VolumeFailures: d.volFail,
+		DiskFree:       d.diskFree,
 	}
 	for app, a := range d.apps {
 		if o, ok := d.observedApp(a); ok {
@@ -252,7 +257,7 @@ func (d *Daemon) observed(now time.Time, vols map[string]VolumeInfo, cps map[str
 		}
 	}
 	for id, v := range vols {
-		obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes}
+		obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes, AllocatedBytes: v.AllocatedBytes}
 	}
 	for id := range cps {
 		obs.Checkpoints[id] = true

@@ -43,6 +43,14 @@ type VolumeUsage interface {
 	Usage(ctx context.Context, id string) (volume.Usage, error)
 }
 
+// VolumeSpace is what a Volumes may also do: say the free space of the
+// disk its volumes are made on (volume.Local and volume.Files statfs their
+// folder). The planner admits volumes against it, as it admits guests
+// against memory; without it no volume is held back for room.
+type VolumeSpace interface {
+	FreeBytes(ctx context.Context) (uint64, error)
+}
+
 // Network renders and applies the host's whole ruleset (taps, addresses,
 // the nftables table) from every app with a slot at once; network.Host is
 // the production one. The daemon calls it only when the apps change, and

@@ -7,7 +7,8 @@
 // Recover, Sleep, Stop, Forget, and when a restart or a failed sleep's
 // retry comes due (nibrunner/backoff's rules over the attempts and times
 // the daemon records); per volume Provision, Grow, Teardown, Blocked,
-// RefuseShrink; checkpoints Create/Delete; exports Write/Forget; what the
+// RefuseShrink, RetryLater (a failed action's backoff) and NoDisk (no room
+// on the disk); checkpoints Create/Delete; exports Write/Forget; what the
 // report says of each instance (InstanceStatus). What it leaves to the
 // daemon: how each action is carried out.
 //
@@ -100,6 +101,9 @@ type Instance struct {
 type Volume struct {
 	AppID     string
 	SizeBytes uint64
+	// AllocatedBytes is what it holds on disk (a sparse file's blocks):
+	// the rest of SizeBytes it may still fill.
+	AllocatedBytes uint64
 }
 
 // Observed is everything the planner reads besides the document.
@@ -112,6 +116,12 @@ type Observed struct {
 	// Problems are instances the host cannot run as asked (ports, hostnames
 	// this host does not carry); they are failed, never started.
 	Problems map[string]string
+	// VolumeFailures are the volume actions that failed, by volume id
+	// (volgate.go): the same attempt waits for its backoff.
+	VolumeFailures map[string]VolumeFailure
+	// DiskFree is the free space of the disk volumes are made on; nil
+	// when unknown, and then no volume is held back for room.
+	DiskFree *uint64
 }
 
 // InstanceKind names an instance action.
@@ -168,6 +178,8 @@ const (
 	Teardown     VolumeKind = "teardown"
 	Blocked      VolumeKind = "blocked"       // absent, held back while an instance uses it
 	RefuseShrink VolumeKind = "refuse-shrink" // asked smaller than it is
+	RetryLater   VolumeKind = "retry-later"   // Tried failed; its backoff ends at RetryAt
+	NoDisk       VolumeKind = "no-disk"       // Tried needs NeedBytes; the disk has RoomBytes
 )
 
 // VolumeAction is one thing to do to one volume.
@@ -178,6 +190,14 @@ type VolumeAction struct {
 	SizeBytes uint64
 	// By names the app holding back a Blocked teardown.
 	By string
+	// Tried is the action a RetryLater or NoDisk holds back; RetryAt is
+	// when a RetryLater's backoff ends, after Failures failures in a row;
+	// NeedBytes and RoomBytes are what a NoDisk needed and what the disk
+	// had.
+	Tried                VolumeKind
+	RetryAt              time.Time
+	Failures             int
+	NeedBytes, RoomBytes uint64
 }
 
 // CheckpointAction creates or deletes one checkpoint.
@@ -201,8 +221,8 @@ type Actions struct {
 	Checkpoints []CheckpointAction
 	Exports     []ExportAction
 	// RetryAt is the earliest time after Now at which a backoff ends (a
-	// restart or a failed sleep's retry comes due): plan again then. Zero
-	// when none waits.
+	// restart, a failed sleep's or volume's retry comes due): plan again
+	// then. Zero when none waits.
 	RetryAt time.Time
 }
 
@@ -238,7 +258,11 @@ func Plan(doc *desired.HostDesiredState, obs Observed) Actions {
 			a.Instances = append(a.Instances, InstanceAction{Kind: Forget, AppID: app})
 		}
 	}
-	a.Volumes = planVolumes(doc, obs)
+	var volRetry time.Time
+	a.Volumes, volRetry = gateVolumes(planVolumes(doc, obs), doc, obs)
+	if !volRetry.IsZero() && (a.RetryAt.IsZero() || volRetry.Before(a.RetryAt)) {
+		a.RetryAt = volRetry
+	}
 	a.Checkpoints = planCheckpoints(doc, obs)
 	a.Exports = planExports(doc, obs)
 	sort.Slice(a.Instances, func(i, j int) bool { return a.Instances[i].AppID < a.Instances[j].AppID })

@@ -7,12 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Info is a volume as it is on the host: what the daemon observes of it.
 type Info struct {
 	SizeBytes uint64
 	Path      string
+	// AllocatedBytes is what the file holds on disk (its blocks): a
+	// sparse volume may still fill the rest of SizeBytes.
+	AllocatedBytes uint64
 }
 
 // List returns every volume in l.Dir by id (the daemon observes the host's
@@ -39,7 +43,11 @@ func ListFiles(dir, ext string) (map[string]Info, error) {
 		if err != nil {
 			continue
 		}
-		out[id] = Info{SizeBytes: uint64(info.Size()), Path: filepath.Join(dir, e.Name())}
+		v := Info{SizeBytes: uint64(info.Size()), Path: filepath.Join(dir, e.Name())}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			v.AllocatedBytes = uint64(st.Blocks) * 512 // st_blocks counts 512-byte units
+		}
+		out[id] = v
 	}
 	return out, nil
 }

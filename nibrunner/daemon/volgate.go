@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/plan"
+)
+
+// freeDisk reads the free space of the disk volumes are made on, when the
+// volume backend can say it; nil when it cannot (then no volume is held
+// back for room). A failed read is logged once per message.
+func (d *Daemon) freeDisk(ctx context.Context) *uint64 {
+	s, ok := d.deps.Volumes.(VolumeSpace)
+	if !ok {
+		return nil
+	}
+	n, err := s.FreeBytes(ctx)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		if msg := err.Error(); msg != d.freeErr {
+			d.cfg.Logf("nibrunnerd: %s; volumes are made without checking for room until it can be read", msg)
+			d.freeErr = msg
+		}
+		return nil
+	}
+	d.freeErr = ""
+	return &n
+}
+
+// volumeFailed records that a's attempt on dv failed at now and returns
+// when it is tried again (plan.VolumeRetry over the failures in a row of
+// that same attempt).
+func (d *Daemon) volumeFailed(now time.Time, dv *desired.DesiredVolume, a plan.VolumeAction) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f := plan.VolumeFailure{Kind: a.Kind, SizeBytes: a.SizeBytes, Seed: plan.SeedOf(*dv), At: now, Count: 1}
+	if prev, ok := d.volFail[a.VolumeID]; ok && prev.Kind == f.Kind && prev.SizeBytes == f.SizeBytes && prev.Seed == f.Seed {
+		f.Count = prev.Count + 1
+	}
+	d.volFail[a.VolumeID] = f
+	return now.Add(plan.VolumeRetry.Delay(f.Count))
+}
+
+// volumeDone forgets volume id's failure: its action succeeded.
+func (d *Daemon) volumeDone(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.volFail, id)
+}
