@@ -110,7 +110,7 @@ type jailed struct {
 // The files every guest reads go to the shared group, readable; the
 // volume and the VMM's folder become the guest's uid's; the config drive
 // its gid's, read-only.
-func (v *VMM) prepareJail(m machine) (jailed, error) {
+func (v *VMM) prepareJail(m machine, restoring bool) (jailed, error) {
 	id, err := v.ids.For(m.Spec.Slot)
 	if err != nil {
 		return jailed{}, fmt.Errorf("jail %s: %w", m.Spec.AppID, err)
@@ -142,7 +142,13 @@ func (v *VMM) prepareJail(m machine) (jailed, error) {
 			groups = append(groups, int(st.Sys().(*syscall.Stat_t).Gid))
 		}
 	}
-	procs, err := v.cgroups.Create(m.Spec.AppID, guestLimits(m))
+	l := guestLimits(m)
+	if restoring {
+		// The state is read through the page cache, which charges the
+		// cgroup beside the RAM it fills: lowered once the guest runs.
+		l = l.WhileSnapshotting(m.memMiB())
+	}
+	procs, err := v.cgroups.Create(m.Spec.AppID, l)
 	if err != nil {
 		return jailed{}, err
 	}

@@ -196,8 +196,7 @@ func TestAGuestPastItsMemoryLimitIsKilledAndReportedAloneWhileAnotherRunsOn(t *t
 	v, sa, sb, logs := w.v, w.sa, w.sb, &w.logs
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	// a's limit is less than its guest's RAM, which the guest's kernel
-	// writes whole at boot (init_on_free).
+	// a's limit is less than what its QEMU and the guest's boot touch.
 	guestLimits = func(m machine) jail.Limits {
 		l := m.limits()
 		if m.Spec.AppID == "a" {
@@ -238,5 +237,12 @@ func TestAGuestPastItsMemoryLimitIsKilledAndReportedAloneWhileAnotherRunsOn(t *t
 	}
 	if _, err := os.Stat(v.cgroups.Dir("memory", "a")); err == nil {
 		t.Errorf("a's cgroup outlived it")
+	}
+	// Nothing stays a gone guest's uid's.
+	for _, p := range []string{w.fa.volume, v.vmDir("a"), v.ConsolePath("a")} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err == nil && (st.Uid != 0 || st.Gid != 0) {
+			t.Errorf("%s is still uid %d gid %d after a's QEMU ended", p, st.Uid, st.Gid)
+		}
 	}
 }

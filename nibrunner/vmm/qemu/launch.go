@@ -119,7 +119,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 		return nil, fmt.Errorf("open QEMU's log for %s: %w", spec.AppID, err)
 	}
 	defer logf.Close()
-	cmd, err := v.command(m, args)
+	cmd, err := v.command(m, args, incoming != "")
 	if err != nil {
 		v.unjail(spec.AppID, rec, 0)
 		return nil, err
@@ -177,14 +177,14 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 }
 
 // command is the jailed QEMU of m with args.
-func (v *VMM) command(m machine, args []string) (*exec.Cmd, error) {
+func (v *VMM) command(m machine, args []string, restoring bool) (*exec.Cmd, error) {
 	if v.unjailed {
 		// The benchmark's peer: the launch of the builds before the jail.
 		cmd := exec.Command(v.cfg.QEMU, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		return cmd, nil
 	}
-	j, err := v.prepareJail(m)
+	j, err := v.prepareJail(m, restoring)
 	if err != nil {
 		return nil, err
 	}

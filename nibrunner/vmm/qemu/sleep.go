@@ -338,6 +338,11 @@ func (v *VMM) restore(ctx context.Context, spec vmm.Spec) (*vmGuest, error) {
 	if err := g.thaw(tctx); err != nil {
 		return abort(fmt.Errorf("thaw its volume after resuming it: %w", err))
 	}
+	if g.rec.MemoryLimit > 0 {
+		// Raised for the restore (prepareJail); the page cache it charged
+		// is reclaimed as the limit comes down.
+		_ = v.cgroups.SetMemory(spec.AppID, jail.Limits{MemoryMax: g.rec.MemoryLimit})
+	}
 	_ = v.Discard(ctx, spec.AppID)
 	return g, nil
 }
