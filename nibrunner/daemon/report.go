@@ -202,6 +202,9 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) 
 			ri.StartedAt = &s
 			ri.Memory = &reported.Memory{GivenMib: rec.MemoryMiB, HeldMib: a.heldMiB()}
 			if m := a.measured; !m.at.IsZero() && m.pid == st.PID {
+				ri.Memory.TcgCacheMib = m.m.TCGCacheBytes >> 20
+			}
+			if m := a.measured; !m.at.IsZero() && m.pid == st.PID {
 				share := 0.0
 				if el := m.at.Sub(rec.StartedAt); el > 0 {
 					share = float64(m.cpu) / float64(el)

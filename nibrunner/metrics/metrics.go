@@ -104,7 +104,7 @@ func New() *Metrics {
 	m.receivedBytes = counterVec("nibrunner_proxy_received_bytes_total", "Request body bytes the proxy received from clients, by app.", "app")
 	m.sentBytes = counterVec("nibrunner_proxy_sent_bytes_total", "Response body bytes the proxy sent to clients, by app.", "app")
 	m.rawConnections = counterVec("nibrunner_raw_connections_total", "Connections (tcp) and flows (udp) the raw relay carried to an app, by app, protocol and outcome: relayed, refused, failed.", "app", "proto", "outcome")
-	m.appMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_app_memory_bytes", Help: "An app's guest, while up, by kind: given (its memory size), held (what its VMM process holds of the host, its given memory until measured)."}, []string{"app", "kind"})
+	m.appMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_app_memory_bytes", Help: "An app's guest, while up, by kind: given (its memory size), held (what its VMM process holds of the host, its given memory until measured), tcg_cache (the part of held that is the emulator's translation cache; 0 on KVM)."}, []string{"app", "kind"})
 	m.hostMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_host_memory_bytes", Help: "The host's guests up and starts in flight, by kind: given, held; and capacity, what guests may hold."}, []string{"kind"})
 	m.rawOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_raw_open_connections", Help: "Raw connections (tcp) and flows (udp) open now, by app and protocol."}, []string{"app", "proto"})
 	m.rawBytes = counterVec("nibrunner_raw_bytes_total", "Bytes the raw relay carried, by app, protocol and direction: in (to the app), out (from it).", "app", "proto", "direction")
@@ -170,9 +170,11 @@ func (m *Metrics) report(r *reported.HostReportedState) {
 		if mem := in.Memory; mem != nil {
 			m.appMemory.WithLabelValues(app, "given").Set(float64(mem.GivenMib << 20))
 			m.appMemory.WithLabelValues(app, "held").Set(float64(mem.HeldMib << 20))
+			m.appMemory.WithLabelValues(app, "tcg_cache").Set(float64(mem.TcgCacheMib << 20))
 		} else {
 			m.appMemory.DeleteLabelValues(app, "given")
 			m.appMemory.DeleteLabelValues(app, "held")
+			m.appMemory.DeleteLabelValues(app, "tcg_cache")
 		}
 		if prev, ok := m.lastState[app]; !ok || prev != in.State {
 			if ok {
@@ -195,6 +197,7 @@ func (m *Metrics) report(r *reported.HostReportedState) {
 			m.restarts.DeleteLabelValues(app)
 			m.appMemory.DeleteLabelValues(app, "given")
 			m.appMemory.DeleteLabelValues(app, "held")
+			m.appMemory.DeleteLabelValues(app, "tcg_cache")
 			delete(m.lastState, app)
 			delete(m.lastRestarts, app)
 		}

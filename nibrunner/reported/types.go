@@ -155,6 +155,9 @@ type Instance struct {
 type Memory struct {
 	GivenMib uint64 `json:"givenMib"`
 	HeldMib  uint64 `json:"heldMib"`
+	// TcgCacheMib is the part of HeldMib that is the emulator's
+	// translation cache (QEMU under TCG, bounded to 32 MiB; none on KVM).
+	TcgCacheMib uint64 `json:"tcgCacheMib,omitempty" nib:"optional"`
 }
 
 // HostMemory is the host's memory admission (ours): what its guests up

@@ -163,7 +163,10 @@ type Measurement struct {
 	// take back, its own memory, its share of shared pages); 0 when the
 	// VMM cannot tell.
 	HostMemoryBytes uint64
-	MeasuredAt      time.Time
+	// TCGCacheBytes is the part of HostMemoryBytes that is the emulator's
+	// translation cache (QEMU under TCG; 0 under KVM).
+	TCGCacheBytes uint64
+	MeasuredAt    time.Time
 }
 
 // VMM runs guests. Every method is safe for concurrent use on different

@@ -54,6 +54,18 @@ func TestTheHostTakesBackWhatTheGuestFreesAndABallooneGuestWakesWhole(t *testing
 	get(t, st.Endpoint, "/count", 3*time.Minute)
 
 	idle := guestResident(t, st.PID, spec.MemoryMiB)
+	// What the daemon's admission counts: the QEMU's PSS, guest RAM and
+	// all, with the TCG cache apart.
+	m, err := v.Measure(ctx, spec.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.HostMemoryBytes < idle || m.HostMemoryBytes > idle+200<<20 {
+		t.Errorf("Measure's host memory %d MiB, beside %d MiB of resident guest RAM", m.HostMemoryBytes>>20, idle>>20)
+	}
+	if v.Accel(ctx) == "tcg" && (m.TCGCacheBytes == 0 || m.TCGCacheBytes > tcgCacheMiB<<20) {
+		t.Errorf("Measure's TCG cache %d bytes, want some and at most %d MiB", m.TCGCacheBytes, tcgCacheMiB)
+	}
 	if got := get(t, st.Endpoint, "/hold?mib=200", time.Minute); got != "200" {
 		t.Fatalf("/hold?mib=200 said %q", got)
 	}

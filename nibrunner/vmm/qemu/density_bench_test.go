@@ -19,38 +19,6 @@ import (
 	"alpnib.dev/nibrunner/vmm"
 )
 
-// hostShare is what one QEMU holds of the host: its proportional set size
-// (shared library pages split among the processes mapping them), and of
-// that the part that is TCG's translation cache (the anonymous executable
-// mapping; KVM hosts have none) and the part that is guest RAM.
-type hostShare struct {
-	PSS, TCG, GuestRAM uint64
-}
-
-// readHostShare reads /proc/<pid>/smaps.
-func readHostShare(pid int, memBytes uint64) (hostShare, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
-	if err != nil {
-		return hostShare{}, err
-	}
-	ms, err := parseSmaps(b)
-	if err != nil {
-		return hostShare{}, err
-	}
-	var h hostShare
-	for _, m := range ms {
-		pss := m.kB["Pss"] << 10
-		h.PSS += pss
-		switch {
-		case m.anonymous && m.exec && m.size >= 8<<20:
-			h.TCG += pss
-		case m.isGuestRAM(memBytes):
-			h.GuestRAM = max(h.GuestRAM, pss)
-		}
-	}
-	return h, nil
-}
-
 // densityGuest is one guest of the density benchmark, once it idles.
 type densityGuest struct {
 	app   string

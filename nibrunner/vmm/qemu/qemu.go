@@ -419,9 +419,10 @@ func (v *VMM) Measure(ctx context.Context, appID string) (vmm.Measurement, error
 		return vmm.Measurement{}, fmt.Errorf("measure %s: the guest sent no measurement", appID)
 	}
 	ms := r.Measurement
-	host, _ := pssBytes(g.pf.PID) // 0 when it cannot be read: the daemon counts the given memory
+	// Zero when it cannot be read: the daemon then counts the given memory.
+	host, _ := readHostShare(g.pf.PID, uint64(max(g.rec.MemoryMiB, 0))<<20)
 	return vmm.Measurement{
-		HostMemoryBytes:  host,
+		HostMemoryBytes: host.PSS, TCGCacheBytes: host.TCG,
 		MemoryTotalBytes: ms.MemoryTotalBytes,
 		MemoryUsedBytes:  ms.MemoryTotalBytes - min(ms.MemoryAvailableBytes, ms.MemoryTotalBytes),
 		CPUTime:          time.Duration(ms.CPUTimeMs) * time.Millisecond,

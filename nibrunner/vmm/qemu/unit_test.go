@@ -339,15 +339,19 @@ func TestTheGuestRAMIsTheAnonymousMappingOfTheGuestsSizeInSmaps(t *testing.T) {
 	smaps := `55d0c0000000-55d0c0a00000 r-xp 00000000 fe:01 1234   /usr/bin/qemu-system-x86_64
 Size:              10240 kB
 Rss:                9000 kB
+Pss:                1000 kB
 7f0000000000-7f0008200000 rw-p 00000000 00:00 0 
 Size:             133120 kB
 Rss:               46100 kB
+Pss:               46100 kB
 7f0010000000-7f0012000000 rwxp 00000000 00:00 0 
 Size:              32768 kB
 Rss:               30000 kB
+Pss:               30000 kB
 7f0020000000-7f0028000000 rw-p 00000000 00:00 0    /memfd:other (deleted)
 Size:             131072 kB
 Rss:              131072 kB
+Pss:              131072 kB
 `
 	got, err := guestRAMResident([]byte(smaps), 128<<20)
 	if err != nil || got != 46100<<10 {
@@ -355,6 +359,21 @@ Rss:              131072 kB
 	}
 	if _, err := guestRAMResident([]byte(smaps), 512<<20); err == nil {
 		t.Fatal("a guest of 512 MiB was found in a process with no such mapping")
+	}
+	// What Measure reports: the PSS, and of it the TCG cache (the
+	// anonymous executable mapping) and the guest RAM.
+	ms, err := parseSmaps([]byte(smaps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, want := shareOf(ms, 128<<20), (hostShare{PSS: (1000 + 46100 + 30000 + 131072) << 10, TCG: 30000 << 10, GuestRAM: 46100 << 10}); h != want {
+		t.Fatalf("host share %+v, want %+v", h, want)
+	}
+	if _, err := parseSmaps([]byte("Pss: 1 kB\n")); err == nil {
+		t.Fatal("a smaps without a mapping parsed")
+	}
+	if _, err := parseSmaps([]byte("7f0000000000-7f0010000000 rw-p 00000000 00:00 0\nPss: 99999999999999999999 kB\n")); err == nil {
+		t.Fatal("a Pss past uint64 parsed")
 	}
 }
 
@@ -366,18 +385,5 @@ func TestAGuestOnATapIsGivenItsNameServersOnTheCommandLine(t *testing.T) {
 	m.Spec.Network.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53"), netip.MustParseAddr("2001:db8::53")}
 	if !strings.Contains(m.kernelCmdline(), " nibrun.dns=192.0.2.53,2001:db8::53") {
 		t.Fatalf("command line %s lacks the name servers", m.kernelCmdline())
-	}
-}
-
-func TestThePSSIsReadFromSmapsRollup(t *testing.T) {
-	rollup := "55d0c0000000-7ffc4a3fe000 ---p 00000000 00:00 0                          [rollup]\nRss:              212345 kB\nPss:              150230 kB\nPss_Anon:         140000 kB\n"
-	if n, err := parsePss([]byte(rollup)); err != nil || n != 150230<<10 {
-		t.Fatalf("parsePss = %d, %v; want %d", n, err, 150230<<10)
-	}
-	if _, err := parsePss([]byte("Rss: 1 kB\n")); err == nil {
-		t.Fatal("a rollup without Pss parsed")
-	}
-	if _, err := parsePss([]byte("Pss: many kB\n")); err == nil {
-		t.Fatal("a Pss that is not a number parsed")
 	}
 }
