@@ -60,7 +60,10 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	fmt.Fprintf(stderr, "reading %d node(s) and what governance has open from %s…\n", len(cfg.Nodes), host)
 	ctx, cancel := context.WithTimeout(cmd.Context(), reconcileTimeout)
 	defer cancel()
-	reg, closeReg := reconcileRegistry(ctx, a, stderr)
+	reg, closeReg, err := reconcileRegistry(ctx, a, stderr)
+	if err != nil {
+		return err
+	}
 	defer closeReg()
 	gov := nns.GovernanceClient{Caller: a}
 	explorer := live.explorer()
@@ -99,7 +102,11 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	}
 	if len(res.Proposals) > 0 {
 		pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard()}
-		defer planFromCopy(ctx, pf, stderr)()
+		closeCopy, err := planFromCopy(ctx, pf, stderr)
+		if err != nil {
+			return err
+		}
+		defer closeCopy()
 		refused, notes, err := preflightGenerated(ctx, pf, checked, res.Proposals)
 		if err != nil {
 			return err

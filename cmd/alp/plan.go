@@ -101,7 +101,11 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 			if err != nil {
 				return err
 			}
-			defer planFromCopy(cmd.Context(), f, cmd.ErrOrStderr())()
+			closeCopy, err := planFromCopy(cmd.Context(), f, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeCopy()
 			var reports []preflight.Report
 			for _, d := range decls {
 				fmt.Fprintf(cmd.ErrOrStderr(), "checking %s against %s…\n", d.Name, host)

@@ -95,7 +95,10 @@ included.`,
 			fmt.Fprintf(cmd.ErrOrStderr(), "reconciling %d node(s) against %s…\n", len(cfg.Nodes), host)
 			ctx, cancel := context.WithTimeout(cmd.Context(), reconcileTimeout)
 			defer cancel()
-			reg, closeReg := reconcileRegistry(ctx, a, cmd.ErrOrStderr())
+			reg, closeReg, err := reconcileRegistry(ctx, a, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			defer closeReg()
 			f := &reconcile.Fetcher{
 				Registry:        reg,

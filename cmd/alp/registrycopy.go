@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,25 +58,46 @@ func openRegistryCopy(ctx context.Context, a copySource, progress io.Writer) (*r
 	return c, res, nil
 }
 
+// refused is the error a command fails with when the copy could not be
+// brought up to date because the endpoint's reply was refused (it does not
+// verify, or is behind the copy: a replayed older answer is both). Reading
+// the canister directly instead would take that endpoint's word for what
+// the copy just refused, so the command stops, naming the reply; any other
+// reason the copy cannot be used (its folder, its lock) is nil here, and
+// the caller reads the canister with a warning.
+func refused(err error) error {
+	var r *registrycopy.RefusedError
+	if errors.As(err, &r) {
+		return err
+	}
+	return nil
+}
+
 // reconcileRegistry is what reconcile reads the registry through: the
-// certified copy at its version, or, when the copy cannot be brought up
-// to date, the registry canister itself (and the explorer for the nodes of
-// each operator), with a warning.
-func reconcileRegistry(ctx context.Context, a *agent.Agent, progress io.Writer) (reconcile.Registry, func()) {
+// certified copy at its version, or, when the copy cannot be used here,
+// the registry canister itself (and the explorer for the nodes of each
+// operator), with a warning. A refused reply fails instead (refused).
+func reconcileRegistry(ctx context.Context, a copySource, progress io.Writer) (reconcile.Registry, func(), error) {
 	c, res, err := openRegistryCopy(ctx, a, progress)
 	if err != nil {
+		if r := refused(err); r != nil {
+			return nil, nil, r
+		}
 		fmt.Fprintf(progress, "warning: %v; reading the registry canister directly, and each operator's nodes from the registry explorer\n", err)
-		return nns.RegistryClient{Caller: a}, func() {}
+		return nns.RegistryClient{Caller: a}, func() {}, nil
 	}
-	return c.At(res.To), func() { c.Close() }
+	return c.At(res.To), func() { c.Close() }, nil
 }
 
 // electedFromCopy lists the elected versions from the certified copy at its
-// version, or, when it cannot be brought up to date, from the registry's
-// change log, with a warning.
+// version, or, when the copy cannot be used here, from the registry's
+// change log, with a warning. A refused reply fails instead (refused).
 func electedFromCopy(ctx context.Context, a copySource, progress io.Writer) ([]string, error) {
 	c, res, err := openRegistryCopy(ctx, a, progress)
 	if err != nil {
+		if r := refused(err); r != nil {
+			return nil, r
+		}
 		fmt.Fprintf(progress, "warning: %v; reading the elected versions from the registry canister directly\n", err)
 		return electedVersions(ctx, nns.RegistryClient{Caller: a})
 	}
@@ -88,24 +110,28 @@ func electedFromCopy(ctx context.Context, a copySource, progress io.Writer) ([]s
 }
 
 // planFromCopy points f's registry reads at the certified copy, at its
-// version; when the copy cannot be brought up to date f keeps reading the
-// registry canister, with a warning. The returned func closes the copy.
-func planFromCopy(ctx context.Context, f *preflight.Fetcher, progress io.Writer) func() {
+// version; when the copy cannot be used here f keeps reading the registry
+// canister, with a warning. A refused reply fails instead (refused). The
+// returned func closes the copy.
+func planFromCopy(ctx context.Context, f *preflight.Fetcher, progress io.Writer) (func(), error) {
 	rc, ok := f.Registry.(nns.RegistryClient)
 	if !ok {
-		return func() {}
+		return func() {}, nil
 	}
 	src, ok := rc.Caller.(copySource)
 	if !ok {
-		return func() {}
+		return func() {}, nil
 	}
 	c, res, err := openRegistryCopy(ctx, src, progress)
 	if err != nil {
+		if r := refused(err); r != nil {
+			return nil, r
+		}
 		fmt.Fprintf(progress, "warning: %v; reading the registry canister directly\n", err)
-		return func() {}
+		return func() {}, nil
 	}
 	f.Registry = c.At(res.To)
-	return func() { c.Close() }
+	return func() { c.Close() }, nil
 }
 
 // nodeStatusFlags are reconcile's bounds on reading node versions.
