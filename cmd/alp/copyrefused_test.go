@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,13 +58,7 @@ func tamperLeaf(m *registrypb.MixedHashTree) bool {
 // through the same endpoint: reconcile, plan (and --generate) and guestos
 // sync fail, naming the reply, and say nothing of reading it directly.
 func TestARefusedRegistryReplyFailsTheCommandInsteadOfBeingReadAround(t *testing.T) {
-	d := startExampleDevnet(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, a := devnetAgent(t, startExampleDevnet(t))
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	src := tampering{a}
 	check := func(what string, err error, progress string) {
@@ -79,7 +72,7 @@ func TestARefusedRegistryReplyFailsTheCommandInsteadOfBeingReadAround(t *testing
 		}
 	}
 	var progress strings.Builder
-	_, _, err = reconcileRegistry(ctx, src, &progress)
+	_, _, err := reconcileRegistry(ctx, src, &progress)
 	check("reconcile", err, progress.String())
 	progress.Reset()
 	_, err = electedFromCopy(ctx, src, &progress)
@@ -97,13 +90,7 @@ type noRootKey struct{ *agent.Agent }
 func (noRootKey) RootKey(context.Context) ([]byte, error) { return nil, errors.New("no root key here") }
 
 func TestACopyThatCannotBeKeptStillFallsBackToTheCanisterWithAWarning(t *testing.T) {
-	d := startExampleDevnet(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, a := devnetAgent(t, startExampleDevnet(t))
 	var progress strings.Builder
 	reg, closeReg, err := reconcileRegistry(ctx, noRootKey{a}, &progress)
 	if err != nil || reg == nil {

@@ -84,12 +84,7 @@ func TestReconcileReadsTheCertifiedCopyAndSaysWhatItFetched(t *testing.T) {
 
 func TestTheNodesOfEachOperatorFromTheNodeRecordsMatchTheExplorer(t *testing.T) {
 	d := startExampleDevnet(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, a := devnetAgent(t, d)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	c, res, err := openRegistryCopy(ctx, a, &strings.Builder{})
 	if err != nil {
@@ -116,6 +111,19 @@ func TestTheNodesOfEachOperatorFromTheNodeRecordsMatchTheExplorer(t *testing.T) 
 			t.Errorf("operator %s: node records say %v, the explorer %v", op.ID, fromRecords, fromExplorer)
 		}
 	}
+}
+
+// devnetAgent is an agent for d's IC endpoint, trusting its root key, and a
+// context that ends with the test (at most 30 s).
+func devnetAgent(t *testing.T, d *devnet.Devnet) (context.Context, *agent.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, a
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
