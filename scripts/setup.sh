@@ -38,6 +38,7 @@ declare -A need=(
   [apt-cache]=apt
   [dpkg]=dpkg
   [dpkg-deb]=dpkg
+  [dpkg-query]=dpkg
   [update-ca-certificates]=ca-certificates
   # the proxy's differential test parses what it forwards with nginx's parser
   [nginx]=nginx
