@@ -210,6 +210,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		if err != nil {
 			return err
 		}
+		defer v.Close()
 		deps.VMM = v
 		deps.Network = network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}
 		if userNetwork {

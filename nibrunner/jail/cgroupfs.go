@@ -199,6 +199,20 @@ func (c Cgroups) Remove(name string) error {
 	return errors.Join(errs...)
 }
 
+// RemoveParent removes the guests' parent cgroup once no guest's cgroup is
+// left in it: a parent that still holds one (a guest outlives its daemon)
+// stays, and that is not an error.
+func (c Cgroups) RemoveParent() error {
+	var errs []error
+	for _, ctl := range c.controllers() {
+		err := unix.Rmdir(c.dir(ctl, ""))
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EBUSY) {
+			errs = append(errs, fmt.Errorf("jail: remove the guests' cgroup %s: %w", c.dir(ctl, ""), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Names lists the guests' cgroups under the parent.
 func (c Cgroups) Names() []string {
 	ents, _ := os.ReadDir(c.dir("memory", ""))

@@ -95,6 +95,7 @@ func TestARealGuestIsReachedOverRawTCPAndUDPAndWokenFromSleepByEach(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { v.Close() })
 
 	// A slot of its own in this namespace, and a name server on its tap.
 	n := slottest.Free(t)

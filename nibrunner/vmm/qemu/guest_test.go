@@ -130,6 +130,7 @@ func newVMM(t testing.TB, runtime string, logs io.Writer) *VMM {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { v.Close() })
 	return v
 }
 

@@ -138,7 +138,9 @@ func New(ctx context.Context, cfg Config) (*VMM, error) {
 
 // Close lets go of every guest without stopping any: QMP and control
 // connections are closed (QEMU serves one client at a time, so another VMM
-// can adopt them) and the guests run on.
+// can adopt them) and the guests run on. The guests' parent cgroup goes
+// when no guest is left in it, so that a host (or a test) that ran its
+// last guest keeps no empty cgroup behind.
 func (v *VMM) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -146,7 +148,10 @@ func (v *VMM) Close() error {
 		g.close()
 		delete(v.guests, app)
 	}
-	return nil
+	if v.cgroups.Mount == "" {
+		return nil
+	}
+	return v.cgroups.RemoveParent()
 }
 
 // Version names QEMU and, once chosen, the accelerator.
