@@ -459,6 +459,9 @@ func TestTheTrafficOfAnAppThatLostItsHostnamesIsForgotten(t *testing.T) {
 	if last, _ := p.Activity("shop"); last.IsZero() {
 		t.Fatal("no activity after a request")
 	}
+	// The client has its answer before the proxy has counted the request
+	// done; an app still busy is rightly not forgotten.
+	waitFor(t, "the request to be counted done", func() bool { _, busy := p.Activity("shop"); return !busy })
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Down))
 	if last, _ := p.Activity("shop"); last.IsZero() {
 		t.Fatal("a new table forgot an app it still routes")
