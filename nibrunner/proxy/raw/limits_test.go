@@ -31,15 +31,23 @@ func TestUDPFlowsOfAWakingPortQueueNoMoreThanThePortsBudgetTogether(t *testing.T
 	// accounted is the datagrams the relay has read: queued or dropped
 	// for the port's budget. Each flow sends once the last one's are
 	// all read, so the port's socket buffer never overflows.
+	// The relay takes a flow's lock before its port's (send reserves the
+	// budget under the flow's), so the flows are listed under the port's
+	// lock and read after it is let go: holding both the other way round
+	// deadlocked with the relay.
 	accounted := func() int {
 		pt.mu.Lock()
-		n := 0
+		flows := make([]*flow, 0, len(pt.flows))
 		for _, f := range pt.flows {
+			flows = append(flows, f)
+		}
+		pt.mu.Unlock()
+		n := 0
+		for _, f := range flows {
 			f.mu.Lock()
 			n += len(f.queue)
 			f.mu.Unlock()
 		}
-		pt.mu.Unlock()
 		return n + rec.limit(limitUDPPortBudget)
 	}
 	payload := make([]byte, size)
