@@ -130,32 +130,9 @@ func (g *gen) after(cs ...Change) []string {
 }
 
 // names maps ids to their block names, for references and wording.
-type names struct {
-	subnets, nodes, operators, providers, versions map[string]string
-	nodeBlocks                                     map[string]*config.Node
-}
+type names struct{ config.Names }
 
-func namesOf(res *config.Resources) names {
-	n := names{subnets: map[string]string{}, nodes: map[string]string{}, operators: map[string]string{},
-		providers: map[string]string{}, versions: map[string]string{}, nodeBlocks: map[string]*config.Node{}}
-	for _, s := range res.Subnets {
-		n.subnets[s.ID] = s.Name
-	}
-	for _, x := range res.Nodes {
-		n.nodes[x.ID] = x.Name
-		n.nodeBlocks[x.ID] = x
-	}
-	for _, o := range res.NodeOperators {
-		n.operators[o.ID] = o.Name
-	}
-	for _, p := range res.NodeProviders {
-		n.providers[p.ID] = p.Name
-	}
-	for _, v := range res.GuestOSVersions {
-		n.versions[v.ID] = v.Name
-	}
-	return n
-}
+func namesOf(res *config.Resources) names { return names{config.NamesOf(res)} }
 
 // ref is an id as a generated block writes it: a reference to its block
 // when one declares it, else the id itself.
@@ -181,16 +158,16 @@ func (r ref) word() string {
 	return short(r.ID)
 }
 
-func (n names) subnet(id string) ref { return ref{ID: id, Kind: "subnet", Name: n.subnets[id]} }
-func (n names) node(id string) ref   { return ref{ID: id, Kind: "node", Name: n.nodes[id]} }
+func (n names) subnet(id string) ref { return ref{ID: id, Kind: "subnet", Name: n.Subnets[id]} }
+func (n names) node(id string) ref   { return ref{ID: id, Kind: "node", Name: n.Nodes[id]} }
 func (n names) operator(id string) ref {
-	return ref{ID: id, Kind: "node_operator", Name: n.operators[id]}
+	return ref{ID: id, Kind: "node_operator", Name: n.Operators[id]}
 }
 func (n names) provider(id string) ref {
-	return ref{ID: id, Kind: "node_provider", Name: n.providers[id]}
+	return ref{ID: id, Kind: "node_provider", Name: n.Providers[id]}
 }
 func (n names) version(id string) ref {
-	return ref{ID: id, Kind: "guestos_version", Name: n.versions[id]}
+	return ref{ID: id, Kind: "guestos_version", Name: n.Versions[id]}
 }
 
 // short is the first five characters of a principal (its first group).

@@ -97,7 +97,7 @@ func (g *gen) membership() {
 			continue
 		}
 		for _, m := range s.Members {
-			if g.n.nodeBlocks[m] == nil {
+			if g.n.Node[m] == nil {
 				g.note("subnet %s: member %s has no node block; declare it (alp registry subnet prints one) or it stays as it is", g.n.subnet(id).word(), m)
 			}
 		}

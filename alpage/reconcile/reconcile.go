@@ -186,45 +186,22 @@ func failedReads(live *Live) []string {
 }
 
 // names maps ids to block names, per kind.
-type names struct {
-	nodes, operators, providers, versions, subnets map[string]string
-	node                                           map[string]*config.Node
-}
+type names struct{ config.Names }
 
-func newNames(res *config.Resources) names {
-	n := names{nodes: map[string]string{}, operators: map[string]string{}, providers: map[string]string{}, versions: map[string]string{},
-		subnets: map[string]string{}, node: map[string]*config.Node{}}
-	for _, x := range res.Subnets {
-		n.subnets[x.ID] = x.Name
-	}
-	for _, x := range res.Nodes {
-		n.nodes[x.ID] = x.Name
-		n.node[x.ID] = x
-	}
-	for _, x := range res.NodeOperators {
-		n.operators[x.ID] = x.Name
-	}
-	for _, x := range res.NodeProviders {
-		n.providers[x.ID] = x.Name
-	}
-	for _, x := range res.GuestOSVersions {
-		n.versions[x.ID] = x.Name
-	}
-	return n
-}
+func newNames(res *config.Resources) names { return names{config.NamesOf(res)} }
 
 // version names a version by its block name when one declares it.
 // subnetOf is the block name of node's declared subnet, else its id, else
 // "" for a node declared unassigned.
 func (n names) subnetOf(node *config.Node) string {
-	if name, ok := n.subnets[node.Subnet]; ok {
+	if name, ok := n.Subnets[node.Subnet]; ok {
 		return name
 	}
 	return node.Subnet
 }
 
 func (n names) version(id string) string {
-	if name, ok := n.versions[id]; ok {
+	if name, ok := n.Versions[id]; ok {
 		return name
 	}
 	return id
@@ -268,7 +245,7 @@ func (n names) declaredAs(node *config.Node) string {
 
 // subnetName is a subnet's block name, else its id.
 func (n names) subnetName(id string) string {
-	if name, ok := n.subnets[id]; ok && name != "" {
+	if name, ok := n.Subnets[id]; ok && name != "" {
 		return name
 	}
 	return id
@@ -323,7 +300,7 @@ func memberRows(res *config.Resources, id string, facts SubnetFacts, live *Live,
 		rows = append(rows, row)
 	}
 	for _, m := range facts.Members {
-		switch node := n.node[m]; {
+		switch node := n.Node[m]; {
 		case declared[m]:
 		case node != nil && !node.Decommissioned && node.Subnet != "" && node.Subnet != id:
 			// Its own row is in the section of the subnet its block names.
@@ -540,7 +517,7 @@ func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
 		return row
 	}
 	pf, read := live.Providers[o.Provider]
-	provider := orText(n.providers[o.Provider], o.Provider)
+	provider := orText(n.Providers[o.Provider], o.Provider)
 	switch {
 	case !read || pf.Err != "":
 		row.Status, row.Detail, row.Unread = Unknown, "node provider unread: "+orText(pf.Err, "not fetched"), pf.errFrom()
@@ -553,7 +530,7 @@ func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
 	case own.Provider != o.Provider:
 		// The operator's own record names its provider: read at the
 		// report's version, like every record.
-		row.Status, row.Detail = NotOwned, fmt.Sprintf("node provider %s does not own it on-chain; its record names %s", provider, orText(n.providers[own.Provider], own.Provider))
+		row.Status, row.Detail = NotOwned, fmt.Sprintf("node provider %s does not own it on-chain; its record names %s", provider, orText(n.Providers[own.Provider], own.Provider))
 	case o.DC != "" && own.DC != o.DC:
 		row.Status, row.Detail = DCMismatch, fmt.Sprintf("declared=%s live=%s", o.DC, own.DC)
 	default:
@@ -588,10 +565,10 @@ func nodeSections(res *config.Resources, live *Live, n names) []Section {
 	}
 	var out []Section
 	for _, op := range order {
-		title := "nodes of operator " + orText(n.operators[op], op)
+		title := "nodes of operator " + orText(n.Operators[op], op)
 		if op == "" {
 			title = "nodes without an operator"
-		} else if n.operators[op] != "" {
+		} else if n.Operators[op] != "" {
 			title += " (" + op + ")"
 		}
 		sec := Section{Kind: SectionNodes, Title: title}
@@ -611,7 +588,7 @@ func nodeSections(res *config.Resources, live *Live, n names) []Section {
 					if declared[id] {
 						continue
 					}
-					if _, elsewhere := n.nodes[id]; elsewhere {
+					if _, elsewhere := n.Nodes[id]; elsewhere {
 						continue // its own block reports operator-mismatch
 					}
 					sec.Rows = append(sec.Rows, Row{Status: Unmanaged, ID: id, Detail: "owned on-chain, no node block" + owned.label()})
@@ -640,7 +617,7 @@ func nodeRow(node *config.Node, live *Live, n names) Row {
 	case !f.Found:
 		row.Status, row.Detail = Gone, "no node record in the registry"
 	case node.Operator != "" && f.Operator != node.Operator:
-		row.Status, row.Detail = OperatorMismatch, fmt.Sprintf("declared=%s live=%s", orText(n.operators[node.Operator], node.Operator), orText(n.operators[f.Operator], f.Operator))
+		row.Status, row.Detail = OperatorMismatch, fmt.Sprintf("declared=%s live=%s", orText(n.Operators[node.Operator], node.Operator), orText(n.Operators[f.Operator], f.Operator))
 	default:
 		row.Status = OK
 	}
