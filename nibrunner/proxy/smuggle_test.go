@@ -120,7 +120,7 @@ var smugglingCorpus = []smuggle{
 
 // parsedApp is an app behind the proxy that answers each request with
 // what it parsed of it, and sends that on seen too.
-func parsedApp(t *testing.T, seen chan<- string) int {
+func parsedApp(t testing.TB, seen chan<- string) int {
 	return httpServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got := fmt.Sprintf("%s %s host=%s body=%s", r.Method, r.RequestURI, r.Host, b)
@@ -130,7 +130,7 @@ func parsedApp(t *testing.T, seen chan<- string) int {
 }
 
 // exchange sends request on a new connection and reads one answer.
-func exchange(t *testing.T, addr, request string) (int, string) {
+func exchange(t testing.TB, addr, request string) (int, string) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
