@@ -10,9 +10,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -34,6 +36,14 @@ type Proposal struct {
 	Payload []byte
 	// PayloadSHA256 is lowercase hex sha256 of Payload, what state.json pins.
 	PayloadSHA256 string
+	// DeclaredSHA256 is the sha256 of the payload the declaration alone
+	// makes, built offline (inheriting nothing from the live registry);
+	// PayloadSHA256 when the payload inherits nothing.
+	DeclaredSHA256 string
+	// FormerSHA256 are the sha256 of the declaration alone as earlier
+	// releases of alp encoded it, before the payload's Candid type grew: a
+	// record that pins one of them is of this same declaration.
+	FormerSHA256 []string
 	// Action is the MakeProposal action carrying the payload.
 	Action *nns.ProposalActionRequest
 	// body is the kind's typed payload, for rendering.
@@ -47,6 +57,19 @@ type kindBody interface {
 	payload() any
 	// render writes the kind-specific lines of the summary.
 	render(w io.Writer)
+}
+
+// inheritor is a kind whose payload takes parts from the live registry:
+// declared is its payload built from the declaration alone.
+type inheritor interface {
+	declared() any
+}
+
+// formerEncoder is a kind whose payload's Candid type grew since a
+// release that recorded proposals of it: former is the declaration
+// alone in each earlier type.
+type formerEncoder interface {
+	former() []any
 }
 
 // Live is what a payload inherits from the live registry. update_subnet
@@ -99,10 +122,24 @@ func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
 	}
-	sum := sha256.Sum256(payload)
 	out := &Proposal{
 		Name: p.Name, Kind: p.Kind, Title: p.Title, Summary: p.Summary, URL: p.URL,
-		Function: fn, Payload: payload, PayloadSHA256: hex.EncodeToString(sum[:]), body: body,
+		Function: fn, Payload: payload, PayloadSHA256: sha256Hex(payload), body: body,
+	}
+	out.DeclaredSHA256 = out.PayloadSHA256
+	if i, ok := body.(inheritor); ok {
+		if out.DeclaredSHA256, err = hashOf(i.declared()); err != nil {
+			return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
+		}
+	}
+	if f, ok := body.(formerEncoder); ok {
+		for _, v := range f.former() {
+			sum, err := hashOf(v)
+			if err != nil {
+				return nil, fmt.Errorf("proposal %q: encode payload as an earlier release did: %w", p.Name, err)
+			}
+			out.FormerSHA256 = append(out.FormerSHA256, sum)
+		}
 	}
 	if fn != nns.FunctionUnspecified {
 		out.Topic = fn.Topic()
@@ -113,6 +150,54 @@ func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
 		out.Action = &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &action}
 	}
 	return out, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// hashOf is the sha256 of v's Candid encoding.
+func hashOf(v any) (string, error) {
+	b, err := candid.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return sha256Hex(b), nil
+}
+
+// Pins reports whether sum is the hash of this declaration's payload:
+// as built (live parts included), as the declaration alone makes it, or
+// as an earlier release encoded the declaration alone.
+func (p *Proposal) Pins(sum string) bool {
+	return sum == p.PayloadSHA256 || sum == p.DeclaredSHA256 || slices.Contains(p.FormerSHA256, sum)
+}
+
+// Recorded reports whether rec records this declaration's payload. A
+// record that says what the declaration alone hashed to (DeclaredSHA256)
+// is compared by that, so the live parts the payload inherited, which an
+// offline build cannot know, do not count; else by the payload's hash.
+func (p *Proposal) Recorded(rec *state.Proposal) bool {
+	if rec == nil {
+		return false
+	}
+	if rec.PayloadSHA256 == p.PayloadSHA256 {
+		return true
+	}
+	if rec.DeclaredSHA256 != "" {
+		return rec.DeclaredSHA256 == p.DeclaredSHA256 || slices.Contains(p.FormerSHA256, rec.DeclaredSHA256)
+	}
+	return p.Pins(rec.PayloadSHA256)
+}
+
+// DeclaredToRecord is what a record keeps as declared_sha256: the hash
+// of the declaration alone when the payload inherited live parts and so
+// hashes otherwise, else "" (the payload's hash says it).
+func (p *Proposal) DeclaredToRecord() string {
+	if p.DeclaredSHA256 == p.PayloadSHA256 {
+		return ""
+	}
+	return p.DeclaredSHA256
 }
 
 // Parts lists, for update_subnet, what the payload sends of each field

@@ -39,21 +39,31 @@ func (s Sync) Color() term.Color {
 	return term.Yellow
 }
 
+// RecordedHash is the hash to hold rec against (state.Decide): rec's own when it
+// records this declaration's payload (Recorded), else the payload's.
+func (p *Proposal) RecordedHash(rec *state.Proposal) string {
+	if p.Recorded(rec) {
+		return rec.PayloadSHA256
+	}
+	return p.PayloadSHA256
+}
+
 // Compare relates the kind and payload the config declares now to its
 // record (nil when never submitted) and returns the sync state and, for
 // drift or a settled proposal, what it means. A record of another kind is
 // drift even with the same payload hash: state.json was edited or damaged.
 func Compare(p *Proposal, rec *state.Proposal) (Sync, string) {
 	sameKind := rec != nil && rec.KindIs(string(p.Kind))
+	same := p.Recorded(rec)
 	switch {
 	case rec == nil:
 		return NotSubmitted, ""
-	case sameKind && rec.PayloadSHA256 == p.PayloadSHA256:
+	case sameKind && same:
 		return InSync, ""
-	case rec.PayloadSHA256 != p.PayloadSHA256 && rec.Status.Terminal():
+	case !same && rec.Status.Terminal():
 		return Settled, "config has since changed; payload is immutable"
 	case !sameKind:
-		return Drift, fmt.Sprintf("state.json records proposal %q as kind %s, its block declares %s; %s", p.Name, rec.Kind, p.Kind, state.KindFix(rec, string(p.Kind), p.PayloadSHA256))
+		return Drift, fmt.Sprintf("state.json records proposal %q as kind %s, its block declares %s; %s", p.Name, rec.Kind, p.Kind, state.KindFix(rec, string(p.Kind), p.RecordedHash(rec)))
 	default:
 		return Drift, "config payload changed since submit"
 	}

@@ -3,6 +3,7 @@ package proposal
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"alpnib.dev/alpage/config"
@@ -38,7 +39,71 @@ func newUpdateSubnet(u *config.UpdateSubnet, live *nns.SubnetRecordPB) (*updateS
 	return out, nil
 }
 
-func (u *updateSubnet) payload() any {
+func (u *updateSubnet) payload() any { return u.build(u.live) }
+
+// declared is the payload without the live record: what the declaration
+// alone makes.
+func (u *updateSubnet) declared() any { return u.build(nil) }
+
+// former is the declaration alone as alp encoded it before v0.5.x
+// inherited the query limits (1b4df7c): resource_limits then had only
+// the two state fields, and a record of that release pins that encoding.
+func (u *updateSubnet) former() []any {
+	cur := u.build(nil)
+	var old formerUpdateSubnetPayload
+	from, to := reflect.ValueOf(cur), reflect.ValueOf(&old).Elem()
+	for i := 0; i < to.NumField(); i++ {
+		f := to.Type().Field(i)
+		if f.Name != "ResourceLimits" {
+			to.Field(i).Set(from.FieldByName(f.Name))
+		}
+	}
+	if r := cur.ResourceLimits; r != nil {
+		old.ResourceLimits = &formerResourceLimits{MaximumStateSize: r.MaximumStateSize, MaximumStateDelta: r.MaximumStateDelta}
+	}
+	return []any{old}
+}
+
+// formerResourceLimits is resource_limits as alp encoded it until 1b4df7c.
+type formerResourceLimits struct {
+	MaximumStateSize  *uint64 `candid:"maximum_state_size"`
+	MaximumStateDelta *uint64 `candid:"maximum_state_delta"`
+}
+
+// formerUpdateSubnetPayload is nns.UpdateSubnetPayload with
+// formerResourceLimits; every other field is the same (the test checks).
+type formerUpdateSubnetPayload struct {
+	SubnetID                   principal.Principal    `candid:"subnet_id"`
+	SetGossipConfigToDefault   bool                   `candid:"set_gossip_config_to_default"`
+	UnitDelayMillis            *uint64                `candid:"unit_delay_millis"`
+	MaxDuplicity               *uint32                `candid:"max_duplicity"`
+	Features                   *nns.SubnetFeatures    `candid:"features"`
+	HaltAtCupHeight            *bool                  `candid:"halt_at_cup_height"`
+	PfnEvaluationPeriodMs      *uint32                `candid:"pfn_evaluation_period_ms"`
+	MaxIngressBytesPerMessage  *uint64                `candid:"max_ingress_bytes_per_message"`
+	DkgDealingsPerBlock        *uint64                `candid:"dkg_dealings_per_block"`
+	MaxBlockPayloadSize        *uint64                `candid:"max_block_payload_size"`
+	StartAsNns                 *bool                  `candid:"start_as_nns"`
+	IsHalted                   *bool                  `candid:"is_halted"`
+	MaxIngressMessagesPerBlock *uint64                `candid:"max_ingress_messages_per_block"`
+	MaxNumberOfCanisters       *uint64                `candid:"max_number_of_canisters"`
+	RetransmissionRequestMs    *uint32                `candid:"retransmission_request_ms"`
+	DkgIntervalLength          *uint64                `candid:"dkg_interval_length"`
+	RegistryPollPeriodMs       *uint32                `candid:"registry_poll_period_ms"`
+	MaxChunkWaitMs             *uint32                `candid:"max_chunk_wait_ms"`
+	ReceiveCheckCacheSize      *uint32                `candid:"receive_check_cache_size"`
+	SSHBackupAccess            *[]string              `candid:"ssh_backup_access"`
+	MaxChunkSize               *uint32                `candid:"max_chunk_size"`
+	InitialNotaryDelayMillis   *uint64                `candid:"initial_notary_delay_millis"`
+	MaxArtifactStreamsPerPeer  *uint32                `candid:"max_artifact_streams_per_peer"`
+	SubnetType                 *nns.SubnetType        `candid:"subnet_type"`
+	SSHReadonlyAccess          *[]string              `candid:"ssh_readonly_access"`
+	MaxIngressBytesPerBlock    *uint64                `candid:"max_ingress_bytes_per_block"`
+	SubnetAdmins               *[]principal.Principal `candid:"subnet_admins"`
+	ResourceLimits             *formerResourceLimits  `candid:"resource_limits"`
+}
+
+func (u *updateSubnet) build(live *nns.SubnetRecordPB) nns.UpdateSubnetPayload {
 	d := u.decl
 	p := nns.UpdateSubnetPayload{
 		SubnetID:                   u.subnet,
@@ -64,8 +129,8 @@ func (u *updateSubnet) payload() any {
 	if r := d.ResourceLimits; r != nil {
 		size, delta := r.MaximumStateSize, r.MaximumStateDelta
 		p.ResourceLimits = &nns.ResourceLimits{MaximumStateSize: &size, MaximumStateDelta: &delta}
-		if u.live != nil && u.live.ResourceLimits != nil {
-			l := u.live.ResourceLimits
+		if live != nil && live.ResourceLimits != nil {
+			l := live.ResourceLimits
 			p.ResourceLimits.MaximumQueryInstructions = l.MaximumQueryInstructions
 			p.ResourceLimits.MaximumQueryWalltimeSeconds = l.MaximumQueryWalltimeSeconds
 		}

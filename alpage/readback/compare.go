@@ -40,7 +40,7 @@ func Compare(p *proposal.Proposal, o Observation) Comparison {
 			return c
 		}
 		sum, _, _ := PayloadSHA256(o.Action)
-		if sum != p.PayloadSHA256 {
+		if !p.Pins(sum) {
 			c.PayloadDiffers = fmt.Sprintf("the payload on-chain (sha256 %s) differs from the one the config declares (sha256 %s), which is what is recorded; check that proposal %d is the one you meant", sum, p.PayloadSHA256, o.ProposalID)
 		}
 	case FromDashboard:

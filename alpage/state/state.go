@@ -33,10 +33,16 @@ type Proposal struct {
 	Kind          string `json:"kind"`
 	ProposalID    uint64 `json:"proposal_id"`
 	PayloadSHA256 string `json:"payload_sha256"`
-	SubmittedBy   string `json:"submitted_by"`
-	Neuron        uint64 `json:"neuron"`
-	Host          string `json:"host"`
-	SubmittedAt   Time   `json:"submitted_at"`
+	// DeclaredSHA256 is the sha256 of the payload the declaration alone
+	// makes (built offline, inheriting nothing from the live registry),
+	// when that is not PayloadSHA256: an update_subnet payload inherits
+	// parts of the live record, so an offline command (alp list) compares
+	// the declaration by this hash.
+	DeclaredSHA256 string `json:"declared_sha256,omitempty"`
+	SubmittedBy    string `json:"submitted_by"`
+	Neuron         uint64 `json:"neuron"`
+	Host           string `json:"host"`
+	SubmittedAt    Time   `json:"submitted_at"`
 	// Forced records an import whose declared kind did not match the
 	// proposal's action and that --force recorded anyway: what differed.
 	Forced string `json:"forced,omitempty"`

@@ -213,7 +213,8 @@ func Apply(ctx context.Context, s Steps, req Request, out, progress io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	switch d, why := state.Decide(p.Name, st.Proposals[p.Name], string(p.Kind), p.PayloadSHA256, req.Force); d {
+	rec := st.Proposals[p.Name]
+	switch d, why := state.Decide(p.Name, rec, string(p.Kind), p.RecordedHash(rec), req.Force); d {
 	case state.Refuse:
 		return nil, &StoppedError{Reason: why}
 	case state.NothingToDo:
@@ -315,7 +316,7 @@ func newEntry(req Request, id uint64, at time.Time) *state.Proposal {
 	p := req.Proposal
 	return &state.Proposal{
 		Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, SubmittedBy: req.Principal.String(),
-		Neuron: req.Neuron, Host: req.Host, SubmittedAt: state.TimeOf(at),
+		Neuron: req.Neuron, Host: req.Host, SubmittedAt: state.TimeOf(at), DeclaredSHA256: p.DeclaredToRecord(),
 	}
 }
 

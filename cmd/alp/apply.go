@@ -208,7 +208,13 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if err != nil {
 		return err
 	}
-	reg := nns.RegistryClient{Caller: ag}
+	// The registry version is read once, and every registry read of the
+	// apply (the payload's live parts, the dry run's seed, preflight, the
+	// plan's check) is at it.
+	reg, err := pinLatest(ctx, nns.RegistryClient{Caller: ag})
+	if err != nil {
+		return err
+	}
 	gov := nns.GovernanceClient{Caller: ag}
 	if p, err = buildAgainstLive(ctx, reg, decl, plan); err != nil {
 		return err
@@ -216,18 +222,14 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	report.PayloadSHA256 = p.PayloadSHA256
 	explorer := o.live.explorer()
 	steps := submit.Steps{
-		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Governance: gov, OperatorNodes: explorer.OperatorNodes}, reg: reg},
+		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
 		Neuron:    applyNeuron{gov: gov, caller: id.Sender()},
 		Preflight: applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
 		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:    applySubmit{gov},
 		Store:     fileStore{g.statePath},
 		Find:      submit.GovernanceFinder{Gov: gov},
-		RegistryVersion: func(ctx context.Context) (uint64, error) {
-			ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
-			defer cancel()
-			return reg.GetLatestVersion(ctx)
-		},
+		RegistryVersion: func(context.Context) (uint64, error) { return reg.version, nil },
 	}
 	res, err := submit.Apply(ctx, steps, submit.Request{Proposal: p, Principal: id.Sender(), Host: host, Neuron: neuron, Yes: o.yes, Force: o.force, Plan: plan},
 		summary, stderr)
@@ -260,16 +262,38 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	return writeJSON(stdout, report)
 }
 
+// pinnedRegistry is the registry client of one command: every read is at
+// version, and the latest version is version, read once (pinLatest).
+type pinnedRegistry struct {
+	nns.RegistryClient
+	version uint64
+}
+
+// GetLatestVersion is the version the client is pinned to.
+func (r pinnedRegistry) GetLatestVersion(context.Context) (uint64, error) { return r.version, nil }
+
+// pinLatest reads the registry's latest version and pins reg to it.
+func pinLatest(ctx context.Context, reg nns.RegistryClient) (pinnedRegistry, error) {
+	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
+	defer cancel()
+	v, err := reg.GetLatestVersion(ctx)
+	if err != nil {
+		return pinnedRegistry{}, fmt.Errorf("read the registry version: %w", err)
+	}
+	return pinnedRegistry{reg.At(v), v}, nil
+}
+
 // buildAgainstLive builds the payload against the live records it
 // inherits from (update_subnet's target subnet), read at the plan's
-// registry version when there is a plan, else at the latest.
-func buildAgainstLive(ctx context.Context, reg nns.RegistryClient, decl *config.Proposal, plan *planfile.Entry) (*proposal.Proposal, error) {
+// registry version when there is a plan (the plan's check then refuses
+// unless that is reg's), else at reg's.
+func buildAgainstLive(ctx context.Context, reg pinnedRegistry, decl *config.Proposal, plan *planfile.Entry) (*proposal.Proposal, error) {
 	if decl.Kind != config.KindUpdateSubnet {
 		return proposal.Build(decl)
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
 	defer cancel()
-	var version uint64
+	version := reg.version
 	if plan != nil {
 		version = plan.RegistryVersion
 	}
@@ -337,22 +361,15 @@ func loadApplyIdentity(path string, strict bool, warn io.Writer) (identity.Ident
 }
 
 // applyDryRun gathers the seed from live state, every record at the
-// registry's latest version, and runs the dry run.
+// version apply read, and runs the dry run.
 type applyDryRun struct {
 	live dryrun.Live
-	reg  nns.RegistryClient
 }
 
 func (d applyDryRun) DryRun(ctx context.Context, p *proposal.Proposal, neuron uint64) (*dryrun.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, applyDryRunTimeout)
 	defer cancel()
-	v, err := d.reg.GetLatestVersion(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dry run: %w", err)
-	}
-	live := d.live
-	live.Version = v
-	seed, err := dryrun.Gather(ctx, live, p)
+	seed, err := dryrun.Gather(ctx, d.live, p)
 	if err != nil {
 		return nil, err
 	}

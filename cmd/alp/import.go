@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/readback"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
@@ -32,8 +31,9 @@ func newImportCmd(g *globals) *cobra.Command {
 write failed) into state.json under a declared proposal name. It reads the
 proposal from governance (get_proposal_info) for its proposer neuron, status and
 timestamps — from the ICP dashboard when governance has purged it — and records
-the sha256 of the payload the config declares now, warning when the payload
-on-chain differs. It refuses proposal id 0, a name already recorded, and a name
+the sha256 of the payload the config declares now, built as apply builds it (an
+update_subnet's inherited parts from the live subnet record, at the registry
+version read once), warning when the payload on-chain differs. It refuses proposal id 0, a name already recorded, and a name
 the config does not declare.
 
 The proposal's action must be what the declared kind makes (governance's
@@ -62,10 +62,6 @@ bytes) is recorded as uncompared, saying why.`,
 			if decl == nil {
 				return fmt.Errorf("proposal %q is not declared in %s; declare it first (import records a declared proposal)", name, g.configPath)
 			}
-			p, err := proposal.Build(decl)
-			if err != nil {
-				return err
-			}
 			st, err := g.loadState()
 			if err != nil {
 				return err
@@ -79,6 +75,16 @@ bytes) is recorded as uncompared, saying why.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), importTimeout)
 			defer cancel()
+			// The payload is built as apply builds it: its live parts
+			// (update_subnet's) from the record at the version read.
+			reg, err := pinLatest(ctx, nns.RegistryClient{Caller: ag})
+			if err != nil {
+				return err
+			}
+			p, err := buildAgainstLive(ctx, reg, decl, nil)
+			if err != nil {
+				return err
+			}
 			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
 			o, err := readback.Read(ctx, nns.GovernanceClient{Caller: ag}, dash, id)
 			if err != nil {
@@ -99,7 +105,7 @@ bytes) is recorded as uncompared, saying why.`,
 					fmt.Fprintln(stderr, term.For(stderr).Paint(term.Yellow, "warning: ")+term.Sanitize(w, false))
 				}
 			}
-			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, Neuron: o.Proposer,
+			entry := &state.Proposal{Kind: string(p.Kind), ProposalID: id, PayloadSHA256: p.PayloadSHA256, DeclaredSHA256: p.DeclaredToRecord(), Neuron: o.Proposer,
 				Host: host, Status: o.Status, Forced: cmp.KindMismatch, Uncompared: cmp.Uncompared}
 			if !o.SubmittedAt.IsZero() {
 				entry.SubmittedAt = state.TimeOf(o.SubmittedAt)

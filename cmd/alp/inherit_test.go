@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,26 @@ proposal "grow-app1" {
 		l.MaximumQueryInstructions == nil || *l.MaximumQueryInstructions != instr ||
 		l.MaximumQueryWalltimeSeconds == nil || *l.MaximumQueryWalltimeSeconds != wall {
 		t.Fatalf("resource_limits after the proposal: %s, want the new state size and the query limits as they were", got)
+	}
+
+	// list, offline, holds the record against the declaration: in sync,
+	// although it cannot know the query limits the payload inherited.
+	applied := loadStateFile(t, statePath).Proposals["grow-app1"]
+	if applied == nil || applied.DeclaredSHA256 == "" || applied.DeclaredSHA256 == applied.PayloadSHA256 {
+		t.Fatalf("apply recorded %+v, want the declaration's own hash beside the payload's", applied)
+	}
+	if out, errOut, err := runAlp(t, "", "list", "--config", cfg, "--state", statePath); err != nil || !strings.Contains(out, " in sync ") {
+		t.Errorf("list after apply: %v\n%s%s", err, out, errOut)
+	}
+	// import builds the payload as apply did, live parts included.
+	imported := filepath.Join(dir, "imported.json")
+	if out, errOut, err := runAlp(t, "", "import", "grow-app1", fmt.Sprint(applied.ProposalID), "--config", cfg, "--state", imported); err != nil {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	} else if strings.Contains(errOut, "differs") {
+		t.Errorf("import says the payload differs from the one apply submitted:\n%s", errOut)
+	}
+	if got := loadStateFile(t, imported).Proposals["grow-app1"]; got == nil || got.PayloadSHA256 != applied.PayloadSHA256 || got.DeclaredSHA256 != applied.DeclaredSHA256 {
+		t.Errorf("import recorded %+v, apply %+v: want the same hashes", got, applied)
 	}
 }
 

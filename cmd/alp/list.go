@@ -27,7 +27,10 @@ it), or settled (it changed after the
 proposal was executed, rejected or failed: a note, not drift, since the
 payload on-chain is immutable). A proposal state.json records under a name
 no block declares any more is listed after them as not declared. It reads
-nothing from the network.
+nothing from the network: an update_subnet, whose payload inherits parts of the
+live subnet record, is held against the hash of what its declaration alone makes
+(declared_sha256 in state.json), and a record pinning the hash an earlier alp
+encoded the same declaration to is in sync.
 Exit status 2 when any proposal drifted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
