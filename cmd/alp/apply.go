@@ -222,13 +222,13 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	report.PayloadSHA256 = p.PayloadSHA256
 	explorer := o.live.explorer()
 	steps := submit.Steps{
-		DryRun:    applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
-		Neuron:    applyNeuron{gov: gov, caller: id.Sender()},
-		Preflight: applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
-		Confirm:   stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
-		Submit:    applySubmit{gov},
-		Store:     fileStore{g.statePath},
-		Find:      submit.GovernanceFinder{Gov: gov},
+		DryRun:          applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
+		Neuron:          applyNeuron{gov: gov, caller: id.Sender()},
+		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
+		Confirm:         stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
+		Submit:          applySubmit{gov},
+		Store:           fileStore{g.statePath},
+		Find:            submit.GovernanceFinder{Gov: gov},
 		RegistryVersion: func(context.Context) (uint64, error) { return reg.version, nil },
 	}
 	res, err := submit.Apply(ctx, steps, submit.Request{Proposal: p, Principal: id.Sender(), Host: host, Neuron: neuron, Yes: o.yes, Force: o.force, Plan: plan},
