@@ -26,7 +26,7 @@ func (d *Daemon) take(ctx context.Context, doc unrecorded) error {
 	if prev := d.unrecorded; prev != nil && prev.digest == doc.digest {
 		doc.failure = prev.failure
 	}
-	if err := d.recordDoc(ctx, db.Accepted{Digest: doc.digest, Document: doc.data, AcceptedAt: d.cfg.Now().UTC()}); err != nil {
+	if err := d.recordDoc(ctx, db.Accepted{Digest: doc.digest, Document: doc.data, AcceptedAt: d.now()}); err != nil {
 		// Not persisted means not accepted: a restart would forget it.
 		d.refusal = reported.Truncate("desired.json could not be recorded, so it is not taken yet (it is tried again at every pass, and whenever the file is written): " + err.Error())
 		msg := err.Error()

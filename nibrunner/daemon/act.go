@@ -211,7 +211,7 @@ func (d *Daemon) work(x plan.InstanceAction, in *desired.DesiredInstance, n int,
 		})
 	case plan.Sleep:
 		err := d.sleepGuest(ctx, id)
-		d.commit(id, func(a *app) { a.slept(err, d.cfg.Now().UTC()) })
+		d.commit(id, func(a *app) { a.slept(err, d.now()) })
 	case plan.Replace, plan.Recover, plan.Restart:
 		// Each boots cold, so any snapshot goes: a replacement's or a
 		// recovery's is of the old guest, and one a restart finds (a wake

@@ -162,7 +162,7 @@ func (d *Daemon) checkpointReport(rc *reported.Checkpoint, cps map[string]Checkp
 		return
 	}
 	if st, ok := d.jobs.Status(cpCreateJob(id)); ok && st.State == jobs.Failed {
-		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", st, time.Now())
+		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", st, d.now())
 	}
 }
 
@@ -180,6 +180,6 @@ func (d *Daemon) exportReport(re *reported.Export, exps map[string]ExportInfo) {
 	case st.State == jobs.Preparing:
 		re.State = reported.ExportPreparing
 	case st.State == jobs.Failed:
-		re.State, re.Message = reported.ExportFailed, jobMessage("could not be written", st, time.Now())
+		re.State, re.Message = reported.ExportFailed, jobMessage("could not be written", st, d.now())
 	}
 }

@@ -50,7 +50,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 				break
 			}
 			o, _ := d.observedApp(a)
-			x, ok := plan.App(d.doc, in, plan.Observed{Now: d.cfg.Now().UTC(), Instances: map[string]plan.Instance{app: o}, Volumes: map[string]plan.Volume{string(in.VolumeId): {}}})
+			x, ok := plan.App(d.doc, in, plan.Observed{Now: d.now(), Instances: map[string]plan.Instance{app: o}, Volumes: map[string]plan.Volume{string(in.VolumeId): {}}})
 			if !ok || x.Kind != plan.Sleep {
 				a.wantAsleep = false
 				return fmt.Errorf("sleep %s: the planner does not put it to sleep now (%s): %w", app, x.Kind, ErrCannotSleep)

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
@@ -93,8 +94,10 @@ type Config struct {
 	// read, as a sentence, or "". The report's message carries it, so a
 	// document the host never sees is not only a log line.
 	SourceProblem func() string
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock is the daemon's one clock (default clock.Real): the passes,
+	// the workers, the health probers and the job runner read the time
+	// from it, and the resync, retry and probe timers wait on it.
+	Clock clock.Clock
 	// Logf logs one line (default log.Printf).
 	Logf func(format string, args ...any)
 }
@@ -232,9 +235,7 @@ type measurement struct {
 // remembers: the last accepted document (re-applied first), records,
 // slots, meters and deleted volumes.
 func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
 	}
@@ -277,7 +278,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		kick:    make(chan struct{}, 1),
 		passed:  make(chan struct{}),
 	}
-	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, OnEnd: func(string, jobs.Status) { d.Kick() }})
+	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, Clock: cfg.Clock, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	d.workCtx, d.stopWork = context.WithCancel(context.Background())
 	if err := d.load(ctx); err != nil {
 		d.stopWork()
@@ -395,6 +396,9 @@ func (d *Daemon) Close() error {
 	return d.db.Close()
 }
 
+// now is the daemon's time, in UTC.
+func (d *Daemon) now() time.Time { return d.cfg.Clock.Now().UTC() }
+
 // Kick asks for a pass soon.
 func (d *Daemon) Kick() {
 	select {
@@ -468,14 +472,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	// The accepted document is re-applied first, before any reading.
 	d.passAndLog(ctx)
-	resync := time.NewTicker(d.cfg.Resync)
-	defer resync.Stop()
-	timer := time.NewTimer(time.Hour)
+	timer := d.cfg.Clock.NewTimer(d.cfg.Resync)
 	defer timer.Stop()
 	for {
+		// The next pass is at most Resync away, sooner when a backoff
+		// the plan waits for ends first.
+		wait := d.cfg.Resync
 		if at, ok := d.nextTimer(); ok {
-			timer.Reset(max(time.Until(at), 0))
+			wait = min(wait, max(clock.Until(d.cfg.Clock, at), 0))
 		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -489,8 +495,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.cfg.Logf("nibrunnerd: %v", err)
 			}
 		case <-d.kick:
-		case <-resync.C:
-		case <-timer.C:
+		case <-timer.C():
 		}
 		d.passAndLog(ctx)
 	}

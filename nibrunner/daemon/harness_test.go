@@ -22,6 +22,7 @@ import (
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/layer"
@@ -87,7 +88,15 @@ func (h *host) desiredPath() string { return filepath.Join(h.dir, "control", "de
 func (h *host) reportPath() string  { return filepath.Join(h.dir, "state", ReportName) }
 func (h *host) runDir() string      { return filepath.Join(h.dir, "run") }
 
-func (h *host) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
+// clock is the host's clock: the machine's, moved forward by offset. Its
+// timers are the machine's, so a test that moves it makes the time a
+// daemon reads jump, as a host whose clock is set forward does.
+func (h *host) clock() clock.Clock { return offsetClock{h} }
+
+type offsetClock struct{ h *host }
+
+func (c offsetClock) Now() time.Time                     { return time.Now().Add(time.Duration(c.h.offset.Load())) }
+func (offsetClock) NewTimer(d time.Duration) clock.Timer { return clock.Real.NewTimer(d) }
 
 // slowLayers delays each layer preparation, to stretch a pass.
 type slowLayers struct {
@@ -111,7 +120,7 @@ func (h *host) config() Config {
 		Limits:        desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
 		Resync:        100 * time.Millisecond,
 		Debounce:      20 * time.Millisecond,
-		Now:           h.now,
+		Clock:         h.clock(),
 		LayerGrace:    h.layerGrace,
 		SourceProblem: h.sourceProblem,
 		Logf: func(format string, args ...any) {

@@ -23,7 +23,7 @@ const opTimeout = 60 * time.Second
 func (d *Daemon) Pass(ctx context.Context) error {
 	d.passMu.Lock()
 	defer d.passMu.Unlock()
-	began := time.Now()
+	began := d.now()
 	d.mu.Lock()
 	seen := d.seq
 	d.passes++
@@ -45,7 +45,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list volumes: %w", err)
 	}
-	d.listedAt = time.Now()
+	d.listedAt = d.now()
 	free := d.freeDisk(ctx)
 	cps, err := d.deps.Checkpoints.List(ctx)
 	if err != nil {
@@ -58,7 +58,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 
 	// Decide, under the lock: nothing here does I/O.
 	d.mu.Lock()
-	now := d.cfg.Now().UTC()
+	now := d.now()
 	for _, a := range d.apps {
 		a.note = ""
 	}
@@ -107,7 +107,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		return err
 	}
 	if d.deps.Metrics != nil {
-		d.deps.Metrics.Pass(time.Since(began), rep)
+		d.deps.Metrics.Pass(d.now().Sub(began), rep)
 	}
 	d.mu.Lock()
 	d.lastPass = now

@@ -75,7 +75,7 @@ func (d *Daemon) writeMeters(ctx context.Context, meters map[string]db.Meters) e
 		return err
 	}
 	d.mu.Lock()
-	d.lastFlush = d.cfg.Now()
+	d.lastFlush = d.now()
 	d.mu.Unlock()
 	return nil
 }

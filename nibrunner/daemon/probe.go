@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/vmm"
@@ -29,6 +30,8 @@ type prober struct {
 	path     string
 	port     int
 	timeout  time.Duration
+
+	clock clock.Clock
 
 	mu      sync.Mutex
 	rec     health.Record
@@ -57,6 +60,7 @@ func (d *Daemon) startProber(a *app, st vmm.Status) {
 		rec:      rec.Health,
 		done:     make(chan struct{}),
 		logf:     d.cfg.Logf,
+		clock:    d.cfg.Clock,
 	}
 	if p.rec.State == "" || p.rec.StartedAt.IsZero() {
 		p.rec = health.Started(st.StartedAt)
@@ -131,13 +135,13 @@ func (p *prober) failureMessage() string {
 
 func (p *prober) run(ctx context.Context, kick func()) {
 	defer close(p.done)
-	t := time.NewTimer(0)
+	t := p.clock.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		ok, err := p.probe(ctx)
 		if ctx.Err() != nil {
@@ -168,7 +172,7 @@ func (p *prober) observe(ok bool, err error) (changed bool, state health.State) 
 	}
 	p.starved = false
 	prev := p.rec.State
-	p.rec = health.Step(p.check, p.rec, health.Input{Active: true, Probe: &ok, Now: time.Now().UTC()})
+	p.rec = health.Step(p.check, p.rec, health.Input{Active: true, Probe: &ok, Now: p.clock.Now().UTC()})
 	return p.rec.State != prev, p.rec.State
 }
 
@@ -232,6 +236,7 @@ func tcpProbe(ctx context.Context, endpoint string) (bool, error) {
 		return false, err
 	}
 	defer c.Close()
+	// A socket's deadline is the kernel's, on the machine's clock.
 	deadline := time.Now().Add(tcpSettle)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

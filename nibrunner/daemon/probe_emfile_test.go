@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/health"
 )
 
@@ -39,6 +40,7 @@ func probeOutOfDescriptors(t *testing.T) {
 			check: health.Check{Interval: time.Second, HealthyThreshold: 1, UnhealthyThreshold: 1},
 			rec:   health.Started(time.Now().Add(-time.Hour)),
 			logf:  func(f string, a ...any) { logged = append(logged, f) },
+			clock: clock.Real,
 		}
 	}
 	// With descriptors to spare, a refused connection is the app's.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/guestimage"
@@ -61,7 +62,7 @@ func TestTheLoopRunsARealMicroVMAndAdoptsItAfterARestart(t *testing.T) {
 
 	h := &host{dir: dir}
 	open := func() (*Daemon, *qemu.VMM) {
-		d, v, err := openQEMUDaemon(ctx, dir, img, h.now, t.Logf)
+		d, v, err := openQEMUDaemon(ctx, dir, img, h.clock(), t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,13 +204,13 @@ func qemuTestDir(t *testing.T) (string, guestimage.Image) {
 // openQEMUDaemon opens a daemon on dir with the real adapters: the QEMU
 // VMM on user-mode networking, the layer cache and ext4 volumes over the
 // folder store dir/store, and checkpoints and exports into it too.
-func openQEMUDaemon(ctx context.Context, dir string, img guestimage.Image, now func() time.Time, logf func(string, ...any)) (*Daemon, *qemu.VMM, error) {
-	return openQEMUDaemonWith(ctx, dir, img, now, logf, nil, nil)
+func openQEMUDaemon(ctx context.Context, dir string, img guestimage.Image, clk clock.Clock, logf func(string, ...any)) (*Daemon, *qemu.VMM, error) {
+	return openQEMUDaemonWith(ctx, dir, img, clk, logf, nil, nil)
 }
 
 // openQEMUDaemonWith is openQEMUDaemon with the checkpoint store and export
 // writer given (nil: over the folder store).
-func openQEMUDaemonWith(ctx context.Context, dir string, img guestimage.Image, now func() time.Time, logf func(string, ...any), cps Checkpoints, exps Exports) (*Daemon, *qemu.VMM, error) {
+func openQEMUDaemonWith(ctx context.Context, dir string, img guestimage.Image, clk clock.Clock, logf func(string, ...any), cps Checkpoints, exps Exports) (*Daemon, *qemu.VMM, error) {
 	v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: filepath.Join(dir, "run"), SnapshotDir: filepath.Join(dir, "snap"), UserNetwork: true})
 	if err != nil {
 		return nil, nil, err
@@ -240,7 +241,7 @@ func openQEMUDaemonWith(ctx context.Context, dir string, img guestimage.Image, n
 	d, err := Open(ctx, Config{
 		HostID: "qemu-host", DesiredPath: filepath.Join(dir, "control", "desired.json"), StateDir: filepath.Join(dir, "state"),
 		MaxApps: 5566, CapacityMiB: 4096, VCPUs: 2, AgentVersion: "test", GuestImageVersion: img.Version,
-		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: logf, UserNetwork: true, Now: now,
+		Limits: desired.HostLimits{HTTPProxy: true}, Resync: 500 * time.Millisecond, Logf: logf, UserNetwork: true, Clock: clk,
 	}, Deps{VMM: v, Layers: cache, Volumes: vols, Checkpoints: cps, Exports: exps})
 	if err != nil {
 		v.Close()

@@ -23,7 +23,7 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 	id := x.AppID
 	images, err := d.prepareLayers(ctx, in)
 	if err != nil {
-		now := d.cfg.Now().UTC()
+		now := d.now()
 		d.commit(id, func(a *app) {
 			a.wantAwake = false
 			a.startFailed(x, in, "its layers could not be made ready: "+err.Error(), now)
@@ -61,7 +61,7 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 	if discardErr != nil {
 		d.cfg.Logf("nibrunnerd: discard the snapshot of %s after its wake failed: %v", id, discardErr)
 	}
-	now := d.cfg.Now().UTC()
+	now := d.now()
 	d.commit(id, func(a *app) { d.started(a, x, in, st, err, now) })
 }
 

@@ -127,7 +127,7 @@ func (d *Daemon) wakeDone(a *app) (bool, error) {
 // start back.
 func (d *Daemon) decide(a *app) string {
 	in := d.instance(a.id)
-	obs := plan.Observed{Now: d.cfg.Now().UTC(), Instances: map[string]plan.Instance{}, Volumes: map[string]plan.Volume{}, Problems: d.problems}
+	obs := plan.Observed{Now: d.now(), Instances: map[string]plan.Instance{}, Volumes: map[string]plan.Volume{}, Problems: d.problems}
 	if o, recorded := d.observedApp(a); recorded {
 		obs.Instances[a.id] = o
 	} else if a.note != "" {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
+	"alpnib.dev/nibrunner/clock"
 )
 
 // State is where a job is.
@@ -63,8 +64,9 @@ type Options struct {
 	// OnEnd is called after every run, in its own goroutine's turn,
 	// without any lock held.
 	OnEnd func(id string, st Status)
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock is what a job's end and retry are timed by, and what its
+	// retry waits on (default clock.Real): the daemon's own clock.
+	Clock clock.Clock
 }
 
 // Runner runs jobs by id.
@@ -94,9 +96,7 @@ func New(opt Options) *Runner {
 	if opt.Retry.Initial <= 0 {
 		opt.Retry = backoff.Policy{Initial: time.Second, Max: 5 * time.Minute, Factor: 2}
 	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
+	opt.Clock = clock.Or(opt.Clock)
 	ctx, stop := context.WithCancel(context.Background())
 	return &Runner{opt: opt, sem: make(chan struct{}, opt.Concurrency), ctx: ctx, stop: stop, jobs: map[string]*job{}}
 }
@@ -133,9 +133,9 @@ func (r *Runner) start(id string, j *job, delay time.Duration) {
 		defer r.wg.Done()
 		defer cancel()
 		if delay > 0 {
-			t := time.NewTimer(delay)
+			t := r.opt.Clock.NewTimer(delay)
 			select {
-			case <-t.C:
+			case <-t.C():
 			case <-ctx.Done():
 				t.Stop()
 				return
@@ -164,12 +164,12 @@ func (r *Runner) start(id string, j *job, delay time.Duration) {
 			return
 		}
 		j.status.Attempts++
-		j.status.EndedAt = r.opt.Now()
+		j.status.EndedAt = r.opt.Clock.Now()
 		if err == nil {
 			j.status = Status{State: Ready, Attempts: j.status.Attempts, EndedAt: j.status.EndedAt}
 		} else {
 			d := r.opt.Retry.Delay(j.status.Attempts)
-			j.status.State, j.status.Message, j.status.RetryAt = Failed, err.Error(), r.opt.Now().Add(d)
+			j.status.State, j.status.Message, j.status.RetryAt = Failed, err.Error(), r.opt.Clock.Now().Add(d)
 			r.start(id, j, d)
 		}
 		st := j.status

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
+	"alpnib.dev/nibrunner/clock"
 )
 
 // ended returns an OnEnd that reports every end on a channel.
@@ -93,9 +94,12 @@ func TestNoMoreJobsRunAtOnceThanTheConcurrencyAllows(t *testing.T) {
 
 func TestAFailedJobIsRetriedAfterItsBackoffUntilItSucceeds(t *testing.T) {
 	onEnd, ends := ended()
-	r := New(Options{OnEnd: onEnd, Retry: backoff.Policy{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond, Factor: 2}})
+	start := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	c := clock.NewManual(start)
+	r := New(Options{OnEnd: onEnd, Clock: c, Retry: backoff.Policy{Initial: time.Second, Max: 2 * time.Second, Factor: 2}})
 	defer r.Close()
 	var runs atomic.Int32
+	armed := c.Armed()
 	r.Submit("a", func(ctx context.Context) error {
 		if runs.Add(1) < 3 {
 			return errors.New("the store is down")
@@ -103,10 +107,22 @@ func TestAFailedJobIsRetriedAfterItsBackoffUntilItSucceeds(t *testing.T) {
 		return nil
 	})
 	first := wait(t, ends)
-	if first.State != Failed || first.Message != "the store is down" || first.RetryAt.IsZero() {
-		t.Errorf("first end %+v, want failed saying why, with a retry time", first)
+	if first.State != Failed || first.Message != "the store is down" || !first.RetryAt.Equal(start.Add(time.Second)) || !first.EndedAt.Equal(start) {
+		t.Errorf("first end %+v, want failed saying why, ended now by the runner's clock and retried 1 s later", first)
 	}
-	wait(t, ends)
+	// The retry waits on the runner's clock, not the machine's.
+	<-armed
+	armed = c.Armed()
+	c.Advance(999 * time.Millisecond)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the job ran %d times before its backoff was over", n)
+	}
+	c.Advance(time.Millisecond)
+	if second := wait(t, ends); second.State != Failed || !second.RetryAt.Equal(start.Add(3*time.Second)) {
+		t.Errorf("second end %+v, want failed, retried 2 s later", second)
+	}
+	<-armed
+	c.Advance(2 * time.Second)
 	if last := wait(t, ends); last.State != Ready || last.Attempts != 3 {
 		t.Errorf("last end %+v, want ready on the third attempt", last)
 	}
