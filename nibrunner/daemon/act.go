@@ -74,7 +74,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 				continue // its worker acted while this pass made volumes and the network
 			}
 			if in := d.instance(x.AppID); in != nil {
-				if need, ok := d.admit(x, in, vols, given, held); ok {
+				if need, ok := d.admit(x, in, given, held); ok {
 					given, held = given+need, held+need
 					d.dispatch(x, in, need)
 				}
@@ -123,7 +123,7 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 // A start the gate holds back is noted for the report and waits for a
 // later pass; the guests the gate names go to sleep now. It returns the
 // memory the guest will be given. Called with mu held.
-func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols map[string]VolumeInfo, given, held uint64) (uint64, bool) {
+func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, given, held uint64) (uint64, bool) {
 	dep := string(in.DeploymentId)
 	a := d.appOf(x.AppID)
 	if a.rec == nil || a.rec.DeploymentID != dep {
@@ -131,11 +131,11 @@ func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, vols 
 		a.rec = &record{AppID: a.id, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
 	}
 	a.rec.VolumeID = string(in.VolumeId)
-	_, volReady := vols[string(in.VolumeId)]
+	_, volReady := d.listed(string(in.VolumeId))
 	freeingGiven, freeingHeld := d.freeing()
 	adm := plan.Admit(in, plan.StartFacts{
 		NetworkReady: d.netReady, NetworkErr: d.netErr,
-		VolumeReady: volReady, VolumeErr: d.volErr[string(in.VolumeId)],
+		VolumeReady: volReady, VolumeErr: d.volumeMsg(string(in.VolumeId)),
 		InUseMiB: given, HeldMiB: held, CapacityMiB: d.cfg.CapacityMiB,
 		Overcommit: d.cfg.MemoryOvercommit, Sleepers: d.sleepers(x.AppID),
 		FreeingGivenMiB: freeingGiven, FreeingHeldMiB: freeingHeld,

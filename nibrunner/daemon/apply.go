@@ -95,7 +95,8 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 			d.cfg.Logf("nibrunnerd: %v", err)
 		}
 		d.mu.Lock()
-		d.deleted[a.VolumeID] = dvol
+		v := d.volOf(a.VolumeID)
+		v.deleted, v.wasDelete = dvol, true
 		d.mu.Unlock()
 		delete(vols, a.VolumeID)
 	case plan.Grow:
@@ -103,26 +104,33 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 		// old totalBytes, and the next was up to a minute away. One that
 		// fails leaves none rather than the old size.
 		d.mu.Lock()
-		delete(d.usage, a.VolumeID)
+		d.volOf(a.VolumeID).measured = false
 		d.mu.Unlock()
 		if u, ok := d.deps.Volumes.(VolumeUsage); ok {
 			d.measureVolume(ctx, u, a.VolumeID, now)
 		}
 	case plan.Provision:
 		d.mu.Lock()
-		_, was := d.deleted[a.VolumeID]
+		was := d.volOf(a.VolumeID).wasDelete
 		d.mu.Unlock()
 		if was {
 			if err := d.db.UndeleteVolume(ctx, a.VolumeID); err == nil {
 				d.mu.Lock()
-				delete(d.deleted, a.VolumeID)
+				v := d.volOf(a.VolumeID)
+				v.deleted, v.wasDelete = db.DeletedVolume{}, false
 				d.mu.Unlock()
 			}
 		}
 	}
+	d.mu.Lock()
+	v := d.volOf(a.VolumeID)
 	if a.Kind != plan.Teardown {
 		vols[a.VolumeID] = VolumeInfo{SizeBytes: plan.RoundSize(dv.SizeBytes), Path: d.deps.Volumes.Path(a.VolumeID)}
+		v.info, v.listed = vols[a.VolumeID], true
+	} else {
+		v.info, v.listed = VolumeInfo{}, false
 	}
+	d.mu.Unlock()
 }
 
 // clearSettledVolumes forgets the sentence of every volume the plan
@@ -137,9 +145,9 @@ func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for id := range d.volErr {
+	for id, v := range d.volumes {
 		if !acted[id] {
-			delete(d.volErr, id)
+			v.msg = ""
 		}
 	}
 }
@@ -148,9 +156,5 @@ func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
 func (d *Daemon) setVolErr(id, msg string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if msg == "" {
-		delete(d.volErr, id)
-	} else {
-		d.volErr[id] = msg
-	}
+	d.volOf(id).msg = msg
 }

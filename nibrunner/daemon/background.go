@@ -35,7 +35,7 @@ func (d *Daemon) background(acts plan.Actions) {
 		id, vol := c.CheckpointID, c.VolumeID
 		if c.Create {
 			d.jobs.Forget(cpDeleteJob(id))
-			app := d.volApps[vol]
+			app := d.appOfVolume(vol)
 			d.submit(cpCreateJob(id), func(ctx context.Context) error {
 				_, err := d.deps.Checkpoints.Create(ctx, id, d.volumeToRead(ctx, vol, app))
 				return err
@@ -68,7 +68,7 @@ func (d *Daemon) background(acts plan.Actions) {
 		for _, e := range d.doc.Exports {
 			if string(e.ExportId) == id {
 				d.jobs.Forget(expForgetJob(id))
-				app := d.volApps[string(e.VolumeId)]
+				app := d.appOfVolume(string(e.VolumeId))
 				d.submit(expWriteJob(id), func(ctx context.Context) error {
 					_, err := d.deps.Exports.Write(ctx, e, d.volumeToRead(ctx, string(e.VolumeId), app))
 					return err

@@ -32,11 +32,9 @@ import (
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
-	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
-	"alpnib.dev/nibrunner/volume"
 	"alpnib.dev/nibrunner/watch"
 )
 
@@ -153,31 +151,20 @@ type Daemon struct {
 	// noDocument: the refusal is that there is no desired.json to read.
 	noDocument bool
 	// apps holds one value per app the daemon knows: see app.
-	apps    map[string]*app
-	deleted map[string]db.DeletedVolume
-	volErr  map[string]string
-	// volFail is each volume's last failed action, which waits for its
-	// backoff (plan.VolumeRetry); diskFree the free space the last pass
-	// read (nil: unknown). Neither outlives the daemon: a restart tries
-	// at once.
-	volFail  map[string]plan.VolumeFailure
-	diskFree *uint64
-	freeErr  string
-	// usage is each volume's last measured fill.
-	usage     map[string]volume.Usage
+	apps map[string]*app
+	// volumes holds one value per volume the daemon knows: see vol.
+	volumes map[string]*vol
+	// diskFree is the free space the last pass read (nil: unknown).
+	diskFree  *uint64
+	freeErr   string
 	netReady  bool
 	netErr    string
 	lastNet   []network.App
 	lastPass  time.Time
 	lastFlush time.Time
 	forgotten []string
-	// volApps remembers which app each volume named in a document was
-	// for, so a volume a later document drops is still reported by app.
-	volApps map[string]string
 	// byApp indexes the accepted document's instances.
 	byApp map[string]*desired.DesiredInstance
-	// vols is the last volume listing.
-	vols map[string]VolumeInfo
 	// seq numbers commits (app.changedAt).
 	seq uint64
 	// passes counts the passes begun, passesDone is the last one ended;
@@ -272,9 +259,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
 		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
 		apps:    map[string]*app{},
-		volErr:  map[string]string{},
-		volFail: map[string]plan.VolumeFailure{},
-		usage:   map[string]volume.Usage{},
+		volumes: map[string]*vol{},
 		kick:    make(chan struct{}, 1),
 		passed:  make(chan struct{}),
 	}
@@ -333,8 +318,13 @@ func (d *Daemon) load(ctx context.Context) error {
 		a := d.appOf(app)
 		a.meters, a.metered = m, true
 	}
-	if d.deleted, err = d.db.DeletedVolumes(ctx); err != nil {
+	deleted, err := d.db.DeletedVolumes(ctx)
+	if err != nil {
 		return err
+	}
+	for id, dv := range deleted {
+		v := d.volOf(id)
+		v.deleted, v.wasDelete = dv, true
 	}
 	return nil
 }
@@ -346,11 +336,8 @@ func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
 	for i := range doc.Instances {
 		d.byApp[string(doc.Instances[i].AppId)] = &doc.Instances[i]
 	}
-	if d.volApps == nil {
-		d.volApps = map[string]string{}
-	}
 	for _, v := range doc.Volumes {
-		d.volApps[string(v.VolumeId)] = string(v.AppId)
+		d.volOf(string(v.VolumeId)).app = string(v.AppId)
 	}
 	for app, why := range desired.InstanceProblems(doc, d.cfg.Limits) {
 		d.problems[string(app)] = why

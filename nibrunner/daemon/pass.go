@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -62,7 +61,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	for _, a := range d.apps {
 		a.note = ""
 	}
-	d.vols = maps.Clone(vols)
+	d.setListing(vols)
 	d.diskFree = free
 	d.observeGuests(now, vms, seen)
 	d.noteLayers(now)
@@ -89,7 +88,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 				return fmt.Errorf("list volumes: %w", err)
 			}
 			d.mu.Lock()
-			d.vols = vols
+			d.setListing(vols)
 			d.mu.Unlock()
 		}
 	}
@@ -248,7 +247,7 @@ func (d *Daemon) observed(now time.Time, vols map[string]VolumeInfo, cps map[str
 		Exports:     make(map[string]bool, len(exps)),
 		Problems:    d.problems,
 		// Read by the planner only, under d.mu as the caller holds it.
-		VolumeFailures: d.volFail,
+		VolumeFailures: d.volumeFailures(),
 		DiskFree:       d.diskFree,
 	}
 	for app, a := range d.apps {

@@ -8,6 +8,7 @@ import (
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/volume"
 )
 
 // persist writes the records that changed and forgets the forgotten, in
@@ -162,23 +163,27 @@ func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[str
 		return
 	}
 	budget := 64
+	var due []string
+	d.mu.Lock()
 	for id := range vols {
 		if budget == 0 {
 			break
 		}
-		if last, ok := d.usage[id]; ok && now.Sub(last.MeasuredAt) < time.Minute {
+		if v := d.volumes[id]; v != nil && v.measured && now.Sub(v.usage.MeasuredAt) < time.Minute {
 			continue
 		}
 		budget--
-		d.measureVolume(ctx, u, id, now)
+		due = append(due, id)
 	}
-	d.mu.Lock()
-	for id := range d.usage {
+	for id, v := range d.volumes {
 		if _, ok := vols[id]; !ok {
-			delete(d.usage, id)
+			v.usage, v.measured = volume.Usage{}, false
 		}
 	}
 	d.mu.Unlock()
+	for _, id := range due {
+		d.measureVolume(ctx, u, id, now)
+	}
 }
 
 // measureVolume reads volume id's fill now; a measurement that fails
@@ -190,6 +195,7 @@ func (d *Daemon) measureVolume(ctx context.Context, u VolumeUsage, id string, no
 	}
 	got.MeasuredAt = now
 	d.mu.Lock()
-	d.usage[id] = got
+	v := d.volOf(id)
+	v.usage, v.measured = got, true
 	d.mu.Unlock()
 }

@@ -146,7 +146,10 @@ func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted 
 // it deleted the volume, and the failure vols (this report's volumes)
 // gives it.
 func (d *Daemon) judgeMissingVolume(vols []reported.Volume, what, id, app string) missing {
-	_, deleted := d.deleted[id]
+	deleted := false
+	if v := d.volumes[id]; v != nil {
+		deleted = v.wasDelete
+	}
 	var failure string
 	for _, v := range vols {
 		if string(v.VolumeId) == id && v.State == reported.VolumeFailed {
@@ -240,13 +243,17 @@ func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {
 		listed[id] = true
 		rv := reported.Volume{VolumeId: v.VolumeId, AppId: v.AppId, SizeBytes: plan.RoundSize(v.SizeBytes)}
 		info, there := vols[id]
+		dv := d.volumes[id]
+		if dv == nil {
+			dv = &vol{id: id}
+		}
 		switch {
 		case there:
 			rv.State, rv.SizeBytes, rv.DevicePath = reported.VolumeReady, info.SizeBytes, info.Path
-			if u, ok := d.usage[id]; ok {
+			if u := dv.usage; dv.measured {
 				rv.Usage = &reported.Usage{TotalBytes: u.TotalBytes, UsedBytes: u.UsedBytes, MeasuredAt: u.MeasuredAt}
 			}
-			if e := d.volErr[id]; e != "" {
+			if e := dv.msg; e != "" {
 				rv.Message = reported.Truncate(e)
 				if v.DesiredState == desired.Present {
 					rv.State = reported.VolumeFailed
@@ -254,11 +261,11 @@ func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {
 			}
 		case v.DesiredState == desired.Absent:
 			rv.State = reported.VolumeDeleted
-			if dv, ok := d.deleted[id]; ok {
-				rv.SizeBytes = dv.SizeBytes
+			if dv.wasDelete {
+				rv.SizeBytes = dv.deleted.SizeBytes
 			}
-		case d.volErr[id] != "":
-			rv.State, rv.Message = reported.VolumeFailed, reported.Truncate(d.volErr[id])
+		case dv.msg != "":
+			rv.State, rv.Message = reported.VolumeFailed, reported.Truncate(dv.msg)
 		default:
 			rv.State = reported.VolumePending
 		}
@@ -273,21 +280,21 @@ func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {
 		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(d.volumeApp(id)), State: reported.VolumeDetached, SizeBytes: info.SizeBytes, DevicePath: info.Path,
 			Message: "the document no longer names this volume; it is kept until a document asks for it absent"})
 	}
-	for id, dv := range d.deleted {
-		if listed[id] {
+	for id, v := range d.volumes {
+		if !v.wasDelete || listed[id] {
 			continue
 		}
 		if _, ok := vols[id]; ok {
 			continue
 		}
-		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(dv.AppID), State: reported.VolumeDeleted, SizeBytes: dv.SizeBytes})
+		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(v.deleted.AppID), State: reported.VolumeDeleted, SizeBytes: v.deleted.SizeBytes})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VolumeId < out[j].VolumeId })
 	return out
 }
 
 func (d *Daemon) volumeApp(id string) string {
-	if app := d.volApps[id]; app != "" {
+	if app := d.appOfVolume(id); app != "" {
 		return app
 	}
 	for app, a := range d.apps {

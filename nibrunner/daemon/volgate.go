@@ -37,10 +37,11 @@ func (d *Daemon) volumeFailed(now time.Time, dv *desired.DesiredVolume, a plan.V
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f := plan.VolumeFailure{Kind: a.Kind, SizeBytes: a.SizeBytes, Seed: plan.SeedOf(*dv), At: now, Count: 1}
-	if prev, ok := d.volFail[a.VolumeID]; ok && prev.Kind == f.Kind && prev.SizeBytes == f.SizeBytes && prev.Seed == f.Seed {
+	v := d.volOf(a.VolumeID)
+	if prev := v.failure; v.failed && prev.Kind == f.Kind && prev.SizeBytes == f.SizeBytes && prev.Seed == f.Seed {
 		f.Count = prev.Count + 1
 	}
-	d.volFail[a.VolumeID] = f
+	v.failure, v.failed = f, true
 	return now.Add(plan.VolumeRetry.Delay(f.Count))
 }
 
@@ -48,5 +49,7 @@ func (d *Daemon) volumeFailed(now time.Time, dv *desired.DesiredVolume, a plan.V
 func (d *Daemon) volumeDone(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.volFail, id)
+	if v := d.volumes[id]; v != nil {
+		v.failure, v.failed = plan.VolumeFailure{}, false
+	}
 }

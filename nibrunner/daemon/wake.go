@@ -135,10 +135,8 @@ func (d *Daemon) decide(a *app) string {
 		// hears why its last start was held back.
 		obs.Instances[a.id] = plan.Instance{Note: a.note}
 	}
-	for id, v := range d.vols {
-		if id == string(in.VolumeId) {
-			obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes}
-		}
+	if v, ok := d.listed(string(in.VolumeId)); ok {
+		obs.Volumes[string(in.VolumeId)] = plan.Volume{SizeBytes: v.SizeBytes}
 	}
 	x, refused := plan.WakeAction(d.doc, in, obs)
 	if x.Kind == plan.GiveUp {
@@ -154,7 +152,7 @@ func (d *Daemon) decide(a *app) string {
 	}
 	a.note = ""
 	given, held := d.memoryInUse()
-	need, ok := d.admit(x, in, d.vols, given, held)
+	need, ok := d.admit(x, in, given, held)
 	if !ok {
 		return a.note
 	}
