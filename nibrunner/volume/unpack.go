@@ -16,7 +16,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 )
+
+// countingReader adds what is read through it to n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	k, err := c.r.Read(b)
+	c.n.Add(int64(k))
+	return k, err
+}
 
 // ArchiveFormat is what an initialContents object turned out to be.
 type ArchiveFormat string
@@ -66,6 +79,8 @@ type UnpackOptions struct {
 	// included, may be at most 64 times the cap, and at most 256 GiB more
 	// than it. 0 means no cap.
 	Limit int64
+	// Progress, when set, counts the file bytes written as they are.
+	Progress *atomic.Int64
 }
 
 // UnpackStats counts what an unpack wrote.
@@ -395,6 +410,9 @@ func (u *unpacker) file(name string, r io.Reader, size int64, perm fs.FileMode) 
 	f, err := u.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("entry %q: %w", name, err)
+	}
+	if u.opt.Progress != nil {
+		r = countingReader{r, u.opt.Progress}
 	}
 	n, written, err := u.writeHoles(f, io.LimitReader(r, size+1))
 	if cerr := f.Close(); err == nil {

@@ -53,6 +53,10 @@ type Spec struct {
 	SizeBytes       uint64
 	State           Presence
 	InitialContents *Contents
+	// Progress, when set, is told how the making of the volume goes (the
+	// bytes of initialContents fetched and unpacked, the phase) and what
+	// an earlier attempt interrupted by a restart left.
+	Progress *Progress
 }
 
 // Volume is a volume as it is on the host.
@@ -110,7 +114,9 @@ func NewLocal(dir string, st store.Store) (*Local, error) {
 			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return &Local{Dir: dir, Store: st, locks: map[string]*sync.Mutex{}}, nil
+	l := &Local{Dir: dir, Store: st, locks: map[string]*sync.Mutex{}}
+	l.dropFinishedSeeds()
+	return l, nil
 }
 
 // Path is the file that holds volume id.
@@ -162,6 +168,9 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 				return v, fmt.Errorf("delete: %w", err)
 			}
 		}
+		if err := l.dropSeed(spec.VolumeID); err != nil {
+			return v, fmt.Errorf("delete what seeding it left: %w", err)
+		}
 		v.Deleted = true
 		return v, nil
 	case Present:
@@ -172,6 +181,11 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 	if !exists {
 		seeded, err := l.create(ctx, spec, v.Path, want)
 		if err != nil {
+			if ctx.Err() == nil {
+				// Failed rather than interrupted: the next attempt is a
+				// new one, and fetches afresh.
+				_ = l.dropSeed(spec.VolumeID)
+			}
 			return v, err
 		}
 		v.SizeBytes, v.Created, v.Seeded = want, true, seeded
@@ -214,12 +228,13 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 	}
 	var seeded *UnpackStats
 	if c := spec.InitialContents; c != nil {
-		stats, err := l.seed(ctx, c, stage, upper, size)
+		stats, err := l.seed(ctx, spec.VolumeID, c, upper, size, spec.Progress)
 		if err != nil {
 			return nil, err
 		}
 		seeded = &stats
 	}
+	spec.Progress.setPhase(Formatting)
 	tmp := filepath.Join(l.Dir, ".new-"+spec.VolumeID+"-"+randHex())
 	defer os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -253,19 +268,64 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 	if err := os.Rename(tmp, path); err != nil {
 		return nil, err
 	}
+	if err := l.dropSeed(spec.VolumeID); err != nil {
+		return nil, fmt.Errorf("the volume is made, but what seeding it left is not removed: %w", err)
+	}
 	return seeded, nil
 }
 
 // seed fetches the archive, checks its digest and unpacks it under
-// upper/destinationPath.
-func (l *Local) seed(ctx context.Context, c *Contents, stage, upper string, size int64) (UnpackStats, error) {
+// upper/destinationPath, telling p how it goes. The archive is kept beside
+// the volumes (.seed-<id>.archive) until the volume is made, with a note of
+// how far it came (.seed-<id>.json): an attempt interrupted (ctx ended, the
+// daemon stopped or restarted) leaves both, and the next one unpacks the
+// archive again without fetching it when it was whole, and fetches it from
+// the start otherwise (p.Earlier says which). A failure leaves neither.
+func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, size int64, p *Progress) (stats UnpackStats, err error) {
 	if l.Store == nil {
 		return UnpackStats{}, errors.New("initialContents: no artifact store is configured")
 	}
-	archive := filepath.Join(stage, "archive")
-	if err := fetch(ctx, l.Store, c.ObjectKey, c.Digest, archive); err != nil {
-		return UnpackStats{}, fmt.Errorf("initialContents: %w", err)
+	if p == nil {
+		p = &Progress{}
 	}
+	earlier, err := l.earlierSeed(id, c.Digest)
+	if err != nil {
+		return UnpackStats{}, err
+	}
+	p.earlier.Store(earlier)
+	st := seedState{Digest: c.Digest, StartedAt: time.Now().UTC()}
+	defer func() {
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			// Interrupted: the next attempt reads how far this one came.
+			if !st.Whole {
+				st.Fetched = p.fetched.Load()
+			}
+			_ = l.writeSeedState(id, st)
+		default:
+			_ = l.dropSeed(id)
+		}
+	}()
+	if earlier != nil && earlier.Resumed {
+		st.StartedAt, st.Fetched, st.Whole = earlier.StartedAt, earlier.Fetched, true
+		p.fetched.Store(earlier.Fetched)
+		p.total.Store(earlier.Fetched)
+	} else {
+		if err := l.writeSeedState(id, st); err != nil {
+			return UnpackStats{}, err
+		}
+		p.setPhase(Fetching)
+		n, err := l.fetchSeed(ctx, id, c, p)
+		if err != nil {
+			return UnpackStats{}, fmt.Errorf("initialContents: %w", err)
+		}
+		st.Fetched, st.Whole = n, true
+		if err := l.writeSeedState(id, st); err != nil {
+			return UnpackStats{}, err
+		}
+	}
+	p.setPhase(Unpacking)
 	rel := strings.TrimPrefix(filepath.Clean("/"+c.DestinationPath), "/")
 	dest := filepath.Join(upper, rel)
 	if !strings.HasPrefix(dest+"/", upper+"/") {
@@ -276,7 +336,7 @@ func (l *Local) seed(ctx context.Context, c *Contents, stage, upper string, size
 	if err := perm.MkdirExact(upper, dest, 0o755); err != nil {
 		return UnpackStats{}, err
 	}
-	stats, err := Unpack(ctx, archive, dest, UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID, Limit: size})
+	stats, err = Unpack(ctx, l.seedArchivePath(id), dest, UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID, Limit: size, Progress: &p.unpacked})
 	if err != nil {
 		return stats, fmt.Errorf("initialContents %q: %w", c.ObjectKey, err)
 	}
@@ -287,19 +347,6 @@ func (l *Local) seed(ctx context.Context, c *Contents, stage, upper string, size
 		}
 	}
 	return stats, nil
-}
-
-// fetch copies an object into a new file, checking its size and sha256.
-func fetch(ctx context.Context, st store.Store, key, digest, to string) error {
-	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = store.Fetch(ctx, st, key, digest, f)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("fetch %q from the artifact store: %w", key, cerr)
-	}
-	return err
 }
 
 // grow extends the file and the filesystem in it. The volume must not be
@@ -351,6 +398,10 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	if err != nil && ctx.Err() != nil {
+		// Stopped, not failed: say so, so the caller can tell.
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
 	return strings.TrimSpace(out.String()), err
 }
 
