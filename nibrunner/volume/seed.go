@@ -50,10 +50,10 @@ type Earlier struct {
 // as it goes and read by anyone at any time (a report). The zero value is
 // ready to use; nil means nobody asks.
 type Progress struct {
-	phase              atomic.Int32
-	fetched, total     atomic.Int64
-	unpacked           atomic.Int64
-	earlier            atomic.Pointer[Earlier]
+	phase          atomic.Int32
+	fetched, total atomic.Int64
+	unpacked       atomic.Int64
+	earlier        atomic.Pointer[Earlier]
 }
 
 // ProgressNow is a Progress read at one moment.
