@@ -102,11 +102,52 @@ func (r *Registry) NodesOfOperator(operator principal.Principal) ([]principal.Pr
 	return view{r: r}.nodesOf(operator)
 }
 
-// SubnetOf returns the subnet a node is a member of.
+// SubnetOf returns the subnet a node is a member of. It answers from an
+// index of every subnet's members built once per registry version: a
+// devnet asks it for every node status read, and scanning and decoding
+// every subnet record each time made those reads cost O(nodes × subnets).
 func (r *Registry) SubnetOf(node principal.Principal) (principal.Principal, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return view{r: r}.subnetOf(node)
+	idx, err := r.membersLocked()
+	if err != nil {
+		return principal.Principal{}, false, err
+	}
+	s, ok := idx[string(node.Bytes())]
+	return s, ok, nil
+}
+
+// memberIndex maps a node's principal bytes to its subnet, at one version.
+type memberIndex struct {
+	version uint64
+	subnet  map[string]principal.Principal
+}
+
+// membersLocked returns the member index at the current version, building
+// it when the version moved; the read lock is held. A node listed by two
+// subnets (which the invariants refuse) maps to the first in key order, as
+// view.subnetOf answers.
+func (r *Registry) membersLocked() (map[string]principal.Principal, error) {
+	r.membersMu.Lock()
+	defer r.membersMu.Unlock()
+	if r.members != nil && r.members.version == r.version {
+		return r.members.subnet, nil
+	}
+	v := view{r: r}
+	idx := map[string]principal.Principal{}
+	for _, s := range v.ids("subnet_record_") {
+		rec, _, err := v.subnet(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range rec.Membership {
+			if _, seen := idx[string(m)]; !seen {
+				idx[string(m)] = s
+			}
+		}
+	}
+	r.members = &memberIndex{version: r.version, subnet: idx}
+	return idx, nil
 }
 
 func (v view) ids(prefix string) []principal.Principal {

@@ -56,6 +56,9 @@ type Registry struct {
 	version uint64
 	log     map[string][]Entry
 	chunks  map[[sha256.Size]byte][]byte
+
+	membersMu sync.Mutex   // guards members, built under mu's read lock
+	members   *memberIndex // SubnetOf's index, at members.version
 }
 
 // New returns an empty registry at version 0.
