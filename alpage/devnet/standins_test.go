@@ -218,6 +218,15 @@ func TestANodeReportsItsVersionInCBOROverHTTPS(t *testing.T) {
 	if !strings.HasPrefix(srv.URL, "https://127.0.0.1:") {
 		t.Fatalf("url %s", srv.URL)
 	}
+	resp, err := c.Get(srv.URL + "/api/v2/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// the handshake is signed with Ed25519, as a replica's is
+	if st := resp.TLS; st == nil || len(st.PeerCertificates) != 1 || st.PeerCertificates[0].PublicKeyAlgorithm != x509.Ed25519 {
+		t.Fatalf("node certificate: %+v", st)
+	}
 	code, body := get(t, c, srv.URL+"/api/v2/status")
 	if code != 200 || !bytes.HasPrefix(body, []byte{0xd9, 0xd9, 0xf7}) {
 		t.Fatalf("status: %d %x", code, body)
