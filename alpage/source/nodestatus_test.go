@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,6 +47,48 @@ func TestANodeReportsItsImplVersionOverTLS(t *testing.T) {
 		v, err := n.Version(context.Background(), ip, port)
 		if err != nil || v != "f7a20dd4" {
 			t.Fatalf("ca %q: %q, %v", caFile, v, err)
+		}
+	}
+}
+
+// The ClientHello carries one key share, X25519's: no X25519MLKEM768,
+// whose key generation a replica's TLS stack (X25519, P-256, P-384) never
+// uses. A node that takes only P-256 or P-384 is still read (it asks for
+// that share with a HelloRetryRequest).
+func TestANodeStatusReadOffersX25519FirstAndFallsBack(t *testing.T) {
+	for _, server := range [][]tls.CurveID{{tls.X25519}, {tls.CurveP256}, {tls.CurveP384}} {
+		cert, pem, err := devnet.SelfSignedCert()
+		if err != nil {
+			t.Fatal(err)
+		}
+		offered := make(chan []tls.CurveID, 1)
+		srv := httptest.NewUnstartedServer(&devnet.NodeStatus{Version: func() string { return "v1" }})
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, CurvePreferences: server,
+			GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+				select {
+				case offered <- h.SupportedCurves:
+				default: // the second ClientHello after a retry
+				}
+				return nil, nil
+			}}
+		srv.StartTLS()
+		caFile := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(caFile, pem, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n, err := NewNodeStatus(caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := srv.Listener.Addr().(*net.TCPAddr)
+		v, err := n.Version(context.Background(), addr.IP.String(), uint32(addr.Port))
+		srv.Close()
+		if err != nil || v != "v1" {
+			t.Fatalf("a node taking only %v: %q, %v", server, v, err)
+		}
+		got := <-offered
+		if len(got) == 0 || got[0] != tls.X25519 || slices.Contains(got, tls.X25519MLKEM768) {
+			t.Fatalf("offered groups %v; want X25519 first and no X25519MLKEM768", got)
 		}
 	}
 }
