@@ -11,7 +11,9 @@
 # With DEAD=N, N of the nodes accept connections and never answer (the
 # dashboard says DOWN), and the warm reconcile with default flags is timed
 # instead, alternating this alp and OLD_REV's (by default the commit before
-# the short first attempt at a node's status) RUNS times each (default 5):
+# the single X25519 key share of a node status read) RUNS times each
+# (default 5), with each run's CPU time (alp's, and the devnet's) beside
+# the wall; both run against this tree's devnet:
 #   DEAD=15 bench/reconcile-fleet.sh [LATENCY]
 # With HISTORY=N, a cold `alp registry sync` of a devnet whose registry has
 # an N-version history (`alp devnet --history N`; the default fleet) is
@@ -53,7 +55,7 @@ if [ -n "${HISTORY:-}" ]; then
 	exit 0
 fi
 if [ -n "${DEAD:-}" ]; then
-	old_rev=${OLD_REV:-$(git log --format=%H --grep='^reconcile: a dead node costs the first attempt' -1)^}
+	old_rev=${OLD_REV:-$(git log --format=%H --grep='^source: a node status read offers one key share' -1)^}
 else
 	old_rev=${OLD_REV:-$(git log --format=%H --grep='^ic/nns: a get_certified_changes_since reply whose delta subtree' -1)^}
 fi
@@ -91,29 +93,39 @@ run() { # name binary cache
 }
 
 if [ -n "${DEAD:-}" ]; then
-	warm() { # binary cache: seconds of one warm reconcile, default flags
-		local s e
-		s=$(date +%s.%N)
-		XDG_CACHE_HOME=$2 "$1" reconcile --config "$work/fleet/proposals.hcl" --state "$work/state-$(basename "$2").json" >"$work/warm.out" 2>&1 || true
-		e=$(date +%s.%N)
-		echo "$e - $s" | bc
+	# one warm reconcile, default flags: "wall cpu server" in seconds, where
+	# cpu is alp's user+sys (which load inflates far less than the wall) and
+	# server the devnet's user+sys meanwhile (its TLS handshakes and
+	# replies run on the same cores)
+	warm() { # binary cache
+		local t0 t1
+		t0=$(awk '{print $14 + $15}' "/proc/$serve_pid/stat")
+		XDG_CACHE_HOME=$2 /usr/bin/time -o "$work/time" -f '%e %U %S' "$1" reconcile --config "$work/fleet/proposals.hcl" \
+			--state "$work/state-$(basename "$2").json" >"$work/warm.out" 2>&1 || true
+		t1=$(awk '{print $14 + $15}' "/proc/$serve_pid/stat")
+		awk -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" 'END {printf "%.2f %.2f %.2f\n", $1, $2 + $3, (t1 - t0) / hz}' "$work/time"
 	}
 	median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+	col() { awk -v c="$1" '{print $c}' "$2"; }
 	warm "$work/alp" "$work/cache" >/dev/null
 	warm "$work/alp-old" "$work/cache-old" >/dev/null
 	: >"$work/new.t"
 	: >"$work/old.t"
+	load0=$(cut -d' ' -f1 /proc/loadavg)
 	for _ in $(seq "${RUNS:-5}"); do
 		warm "$work/alp" "$work/cache" >>"$work/new.t"
 		warm "$work/alp-old" "$work/cache-old" >>"$work/old.t"
 	done
-	new=$(median <"$work/new.t")
-	old=$(median <"$work/old.t")
-	echo "fleet: 40 subnets, 1500 nodes ($DEAD dead: accept, never answer), latency $latency; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-	echo "warm reconcile, default flags, median of ${RUNS:-5} alternating runs:"
-	echo "  this alp:                       ${new} s   ($(tr '\n' ' ' <"$work/new.t"))"
-	echo "  $(git rev-parse --short "$old_rev") (before the first attempt): ${old} s   ($(tr '\n' ' ' <"$work/old.t"))"
-	echo "  ratio new/old: $(echo "scale=2; $new / $old" | bc)"
+	echo "fleet: 40 subnets, 1500 nodes ($DEAD dead: accept, never answer), latency $latency; $(nproc) cores, load $load0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end"
+	echo "warm reconcile, default flags, median of ${RUNS:-5} alternating runs (wall; alp's user+sys; the devnet's user+sys):"
+	for which in new old; do
+		if [ $which = new ]; then name="this alp"; else name="$(git rev-parse --short "$old_rev") (OLD_REV)"; fi
+		printf '  %-18s wall %5s s  cpu %5s s  devnet %5s s   (walls: %s)\n' "$name" \
+			"$(col 1 "$work/$which.t" | median)" "$(col 2 "$work/$which.t" | median)" "$(col 3 "$work/$which.t" | median)" \
+			"$(col 1 "$work/$which.t" | tr '\n' ' ')"
+	done
+	echo "  ratio new/old: wall $(echo "scale=2; $(col 1 "$work/new.t" | median) / $(col 1 "$work/old.t" | median)" | bc)," \
+		"cpu $(echo "scale=2; $(col 2 "$work/new.t" | median) / $(col 2 "$work/old.t" | median)" | bc)"
 	echo "  output: $(wc -l <"$work/warm.out") lines; $(tail -1 "$work/warm.out")"
 	exit 0
 fi
