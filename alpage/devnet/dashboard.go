@@ -63,6 +63,7 @@ type DashboardNode struct {
 //	GET /api/v3/proposals/<id>
 //	GET /api/v3/proposals?limit=&offset=&include_topic=&include_status=
 //	GET /api/v3/nodes/<node>
+//	GET /api/v3/nodes (every node, under "nodes")
 //
 // The list is newest first under "data"; include_topic and include_status
 // repeat and take the dashboard's names (TOPIC_IC_OS_VERSION_ELECTION,
@@ -70,6 +71,7 @@ type DashboardNode struct {
 type Dashboard struct {
 	Proposals func() []DashboardProposal
 	Node      func(id string) (DashboardNode, bool)
+	Nodes     func() []DashboardNode // nil: the list is not served
 }
 
 // ServeHTTP implements http.Handler.
@@ -95,6 +97,8 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		http.NotFound(w, r)
+	case path == "/api/v3/nodes" && d.Nodes != nil:
+		writeJSON(w, map[string][]DashboardNode{"nodes": d.Nodes()})
 	case strings.HasPrefix(path, "/api/v3/nodes/"):
 		n, ok := d.Node(strings.TrimPrefix(path, "/api/v3/nodes/"))
 		if !ok {

@@ -215,7 +215,8 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 			})
 			return append(append([]DashboardProposal(nil), purged...), live...)
 		},
-		Node: func(id string) (DashboardNode, bool) { return d.dashboardNode(fleet, id) },
+		Node:  func(id string) (DashboardNode, bool) { return d.dashboardNode(fleet, id) },
+		Nodes: func() []DashboardNode { return d.dashboardNodes(fleet) },
 	}
 	for _, s := range []struct {
 		url *string
@@ -411,6 +412,34 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 // dashboardNode renders what the dashboard says about a node: its fleet
 // version (or dashboard_version) and its live registry placement.
 func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
+	for i := range f.Nodes {
+		if f.Nodes[i].ID == id {
+			return d.dashboardNodeOf(id, &f.Nodes[i], seededFrom(f))
+		}
+	}
+	return d.dashboardNodeOf(id, nil, seed{})
+}
+
+// dashboardNodes is every node the registry holds, as the dashboard's
+// GET /api/v3/nodes lists them.
+func (d *Devnet) dashboardNodes(f *Fleet) []DashboardNode {
+	seeded := seededFrom(f)
+	inFleet := make(map[string]*FleetNode, len(f.Nodes))
+	for i := range f.Nodes {
+		inFleet[f.Nodes[i].ID] = &f.Nodes[i]
+	}
+	var out []DashboardNode
+	for _, p := range d.Registry.Nodes() {
+		if n, ok := d.dashboardNodeOf(p.String(), inFleet[p.String()], seeded); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// dashboardNodeOf renders node id, n its fleet entry (nil for a node the
+// fleet does not name: no version, never down).
+func (d *Devnet) dashboardNodeOf(id string, n *FleetNode, seeded seed) (DashboardNode, bool) {
 	p, err := principal.Decode(id)
 	if err != nil {
 		return DashboardNode{}, false
@@ -433,13 +462,12 @@ func (d *Devnet) dashboardNode(f *Fleet, id string) (DashboardNode, bool) {
 	if rec.HTTP != nil {
 		out.IPAddress = rec.HTTP.IPAddr
 	}
-	for _, n := range f.Nodes {
-		if n.ID == id {
-			out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seededFrom(f))
-			if !n.IsReachable() {
-				out.Status = "DOWN" // what the dashboard says of a node that does not answer
-			}
-		}
+	if n == nil {
+		return out, true
+	}
+	out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seeded)
+	if !n.IsReachable() {
+		out.Status = "DOWN" // what the dashboard says of a node that does not answer
 	}
 	return out, true
 }

@@ -144,6 +144,19 @@ func TestTheDevnetServesTheFleetOnEveryEndpoint(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &dn) != nil || dn.GuestosVersion == "" || dn.Status != "DOWN" {
 		t.Fatalf("dashboard node: %d %s", code, body)
 	}
+	// the list says the same of it, and lists every registered node once
+	code, body = get(t, c, env["ALP_DASHBOARD_URL"]+"/api/v3/nodes")
+	var list struct {
+		Nodes []DashboardNode `json:"nodes"`
+	}
+	if code != 200 || json.Unmarshal(body, &list) != nil || len(list.Nodes) != len(d.Registry.Nodes()) {
+		t.Fatalf("dashboard list: %d, %d nodes for %d registered: %.200s", code, len(list.Nodes), len(d.Registry.Nodes()), body)
+	}
+	for _, n := range list.Nodes {
+		if n.NodeID == unreachable && n != dn {
+			t.Fatalf("the list says %+v of the unreachable node, its own record %+v", n, dn)
+		}
+	}
 	code, body = get(t, c, env["ALP_DASHBOARD_URL"]+"/api/v3/proposals?limit=100&include_topic=TOPIC_IC_OS_VERSION_ELECTION&include_status=EXECUTED")
 	if code != 200 || !strings.Contains(string(body), `Release Notes for [release-2026-11-13\\_03-21-base]`) || !strings.Contains(string(body), "f7a20dd476ef99474b4f932fb0a24327bdeb4a67") {
 		t.Fatalf("elections: %s", body)

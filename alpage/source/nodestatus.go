@@ -161,8 +161,28 @@ func (d *Dashboard) NodeVersion(ctx context.Context, node string) (version strin
 // DashboardNode is what the dashboard says of a node: the GuestOS version
 // it reports and its status ("UP", "DOWN", "DEGRADED", "UNASSIGNED").
 type DashboardNode struct {
+	NodeID         string `json:"node_id"`
 	GuestOSVersion string `json:"guestos_version"`
 	Status         string `json:"status"`
+}
+
+// Nodes reads GET /api/v3/nodes, every node the dashboard knows in one
+// reply ({"nodes": [...]}), keyed by node id. A node listed twice keeps
+// its first entry; one without an id is left out.
+func (d *Dashboard) Nodes(ctx context.Context) (map[string]DashboardNode, error) {
+	var list struct {
+		Nodes []DashboardNode `json:"nodes"`
+	}
+	if err := d.c.getJSON(ctx, "/api/v3/nodes", &list); err != nil {
+		return nil, fmt.Errorf("ICP dashboard: %w", err)
+	}
+	out := make(map[string]DashboardNode, len(list.Nodes))
+	for _, n := range list.Nodes {
+		if _, seen := out[n.NodeID]; n.NodeID != "" && !seen {
+			out[n.NodeID] = n
+		}
+	}
+	return out, nil
 }
 
 // Node reads GET /api/v3/nodes/<node>; found is false on a 404.

@@ -151,3 +151,33 @@ func TestTheDashboardTellsANodesVersion(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestTheDashboardListsEveryNodeOnceByID(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v3/nodes" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"nodes": [
+			{"node_id": "a", "guestos_version": "v1", "status": "UP", "future_field": 1},
+			{"node_id": "b", "guestos_version": "v2", "status": "DOWN"},
+			{"node_id": "a", "guestos_version": "v-later", "status": "DOWN"},
+			{"guestos_version": "v3", "status": "UP"}
+		], "future_top_level": true}`))
+	}))
+	defer srv.Close()
+	got, err := NewDashboard(srv.URL, nil).Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]DashboardNode{
+		"a": {NodeID: "a", GuestOSVersion: "v1", Status: "UP"},
+		"b": {NodeID: "b", GuestOSVersion: "v2", Status: "DOWN"},
+	}
+	if len(got) != len(want) || got["a"] != want["a"] || got["b"] != want["b"] {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+	if _, err := NewDashboard("http://127.0.0.1:1", nil).Nodes(context.Background()); err == nil || !strings.Contains(err.Error(), "ICP dashboard") {
+		t.Fatalf("a dashboard that does not answer: %v", err)
+	}
+}
