@@ -54,6 +54,12 @@ type nodeStatusDashboard interface {
 	Node(ctx context.Context, node string) (source.DashboardNode, bool, error)
 }
 
+// nodeListDashboard is a Dashboard that also lists every node it knows,
+// with its status, in one request; *source.Dashboard is one.
+type nodeListDashboard interface {
+	Nodes(ctx context.Context) (map[string]source.DashboardNode, error)
+}
+
 // DefaultFirstAttempt bounds the first read of a node's status: a live
 // node answers well within it, so one that does not is asked again with
 // the whole connect timeout only when the dashboard does not say it is
@@ -213,6 +219,18 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 			mu.Unlock()
 		})
 	}
+	// What the dashboard says of every node, in one request beside the
+	// registry reads: which nodes it says are down (their first read is
+	// short, and they are read first) and which it says answer (read once,
+	// never cut short). Without it each node is handled alone.
+	var listed map[string]source.DashboardNode
+	if d, ok := f.Dashboard.(nodeListDashboard); ok && len(versionNodes(res)) > 0 {
+		g.run(func(ctx context.Context) {
+			if l, err := d.Nodes(ctx); err == nil {
+				listed = l // read only after g.wait
+			}
+		})
+	}
 	for _, id := range versionIDs(res) {
 		g.run(func(ctx context.Context) {
 			elected, err := at.has(ctx, nns.ReplicaVersionRecordKey(id))
@@ -265,13 +283,20 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	// Node versions under their own bound: each read goes to another
 	// node, so many can be in flight without loading any one service.
 	vg := f.versionGroup(ctx)
-	for _, n := range res.Nodes {
-		if n.Decommissioned || n.Version == "" {
-			continue
-		}
+	nodes := versionNodes(res)
+	// the nodes the dashboard says are down first: their short waits then
+	// overlap the other reads instead of trailing them
+	slices.SortStableFunc(nodes, func(a, b *config.Node) int {
+		return boolRank(listed[b.ID].Status == dashboardDown) - boolRank(listed[a.ID].Status == dashboardDown)
+	})
+	for _, n := range nodes {
 		nf := live.Nodes[n.ID]
+		var l *source.DashboardNode
+		if d, ok := listed[n.ID]; ok {
+			l = &d
+		}
 		vg.run(func(ctx context.Context) {
-			facts := f.version(ctx, n.ID, nf)
+			facts := f.version(ctx, n.ID, nf, l)
 			mu.Lock()
 			live.Versions[n.ID] = facts
 			mu.Unlock()
@@ -452,6 +477,27 @@ func (at registryAt) record(ctx context.Context, key string, rec interface{ Unma
 	return true, nil
 }
 
+// versionNodes lists the nodes whose running version reconcile reads.
+func versionNodes(res *config.Resources) []*config.Node {
+	var out []*config.Node
+	for _, n := range res.Nodes {
+		if !n.Decommissioned && n.Version != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// dashboardDown is the dashboard's status for a node that does not answer.
+const dashboardDown = "DOWN"
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // versionIDs lists every version whose election reconcile reports: the
 // declared guestos_version blocks and any version a node names by hash.
 func versionIDs(res *config.Resources) []string {
@@ -474,16 +520,22 @@ func versionIDs(res *config.Resources) []string {
 	return out
 }
 
-// version asks the node itself, then the dashboard. The first read of the
-// node is short (FirstAttempt): a node that does not answer in time is
-// asked again with the whole connect timeout unless the dashboard says it
-// is not up, in which case the dashboard's version is the answer, as it
-// would be after the long wait failed. A node that refuses at once goes
-// straight to the dashboard, as before.
-func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionFacts {
+// version asks the node itself, then the dashboard. listed is what the
+// dashboard's list says of the node (nil: it was not listed, or there is
+// no list). A node listed as anything but down is read once with the
+// whole connect timeout. Otherwise the first read is short
+// (FirstAttempt): a node that does not answer in time is asked again with
+// the whole connect timeout unless the dashboard says it is not up, in
+// which case the dashboard's version is the answer, as it would be after
+// the long wait failed. A node that refuses at once goes straight to the
+// dashboard, as before.
+func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *source.DashboardNode) VersionFacts {
 	var reasons []string
-	var dash *source.DashboardNode
+	dash := listed
 	askDashboard := func() (source.DashboardNode, bool, error) {
+		if dash != nil {
+			return *dash, true, nil
+		}
 		if d, ok := f.Dashboard.(nodeStatusDashboard); ok {
 			n, found, err := d.Node(ctx, id)
 			if err == nil && found {
@@ -504,9 +556,15 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts) VersionF
 		if first <= 0 {
 			first = DefaultFirstAttempt
 		}
-		fctx, cancel := context.WithTimeout(ctx, first)
+		// A node the list says answers is not cut short: it would only
+		// be asked again, and under CPU load a live node's handshake can
+		// outlast the first attempt.
+		fctx, cancel := ctx, context.CancelFunc(func() {})
+		if listed == nil || listed.Status == dashboardDown {
+			fctx, cancel = context.WithTimeout(ctx, first)
+		}
 		v, err := f.NodeStatus.Version(fctx, nf.IP, nf.Port)
-		slow := err != nil && fctx.Err() != nil && ctx.Err() == nil
+		slow := err != nil && fctx != ctx && fctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if slow && f.Dashboard != nil {
 			if n, found, derr := askDashboard(); derr == nil && found && n.Status != "" && n.Status != "UP" && n.GuestOSVersion != "" {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,22 +132,61 @@ func fetch(t *testing.T, f *Fetcher, res *config.Resources, st *state.State, ref
 	return live
 }
 
-func TestAnUnreachableNodeIsReadFromTheDashboardAndLabelled(t *testing.T) {
-	_, f, _ := startLive(t)
-	res := declared()
-	live := fetch(t, f, res, state.New(), false)
+// wantVersionSources: node a read from itself, unreachable node b from
+// the dashboard.
+func wantVersionSources(t *testing.T, live *Live) {
+	t.Helper()
 	if v := live.Versions[nodeA]; v.Source != FromNode || v.Version != versionCurrent {
 		t.Fatalf("node a: %+v", v)
 	}
 	if v := live.Versions[nodeB]; v.Source != FromDashboard || v.Version != versionDashboardID {
 		t.Fatalf("node b: %+v", v)
 	}
+}
+
+func TestAnUnreachableNodeIsReadFromTheDashboardAndLabelled(t *testing.T) {
+	_, f, _ := startLive(t)
+	res := declared()
+	live := fetch(t, f, res, state.New(), false)
+	wantVersionSources(t, live)
 	r := Reconcile(res, live)
 	if row := rowOf(t, r, SectionVersions, "b", nodeB); row.Status != OK || !strings.HasSuffix(row.Detail, "via dashboard") {
 		t.Fatalf("row %+v", row)
 	}
 	if row := rowOf(t, r, SectionVersions, "a", nodeA); strings.Contains(row.Detail, "dashboard") {
 		t.Fatalf("a node read directly labelled as the dashboard's: %+v", row)
+	}
+}
+
+// perNodeCounting is the devnet's dashboard, counting the requests for
+// one node alone.
+type perNodeCounting struct {
+	*source.Dashboard
+	perNode atomic.Int32
+}
+
+func (d *perNodeCounting) Node(ctx context.Context, id string) (source.DashboardNode, bool, error) {
+	d.perNode.Add(1)
+	return d.Dashboard.Node(ctx, id)
+}
+
+func (d *perNodeCounting) NodeVersion(ctx context.Context, id string) (string, bool, error) {
+	d.perNode.Add(1)
+	return d.Dashboard.NodeVersion(ctx, id)
+}
+
+// With the dashboard's list of nodes, the node that does not answer (it
+// refuses) is answered from the list with no request of its own, and the
+// live one is read from itself.
+func TestTheDashboardsListAnswersForTheNodesItSaysAreDown(t *testing.T) {
+	d, f, _ := startLive(t)
+	dash := &perNodeCounting{Dashboard: source.NewDashboard(d.DashboardURL, nil)}
+	f.Dashboard = dash
+	res := declared()
+	live := fetch(t, f, res, state.New(), false)
+	wantVersionSources(t, live)
+	if n := dash.perNode.Load(); n != 0 {
+		t.Fatalf("%d per-node dashboard request(s), want none: the list said it all", n)
 	}
 }
 
