@@ -36,6 +36,10 @@ type Options struct {
 	// VotingPeriod keeps proposals open that long; zero adopts and
 	// executes each proposal as it is made.
 	VotingPeriod time.Duration
+	// Now is governance's clock, which its voting deadlines are kept by;
+	// nil means time.Now. A test that moves it calls Governance.Tick
+	// itself rather than wait for the devnet's once-a-second tick.
+	Now func() time.Time
 	// Executor runs adopted ExecuteNnsFunction proposals against Registry;
 	// nil means localnet.RegistryExecutor, which decodes the Candid payload
 	// and runs the registry method.
@@ -142,7 +146,7 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 		}
 	}
 	exec := opts.Executor(d.Registry)
-	d.Governance = governance.New(governance.Config{VotingPeriod: opts.VotingPeriod}, exec)
+	d.Governance = governance.New(governance.Config{VotingPeriod: opts.VotingPeriod, Now: opts.Now}, exec)
 	d.Neuron, _ = opts.Fleet.IdentityNeuron()
 
 	runCtx, cancel := context.WithCancel(context.Background())
