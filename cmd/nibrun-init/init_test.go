@@ -82,3 +82,34 @@ func TestAFullQueueDropsLogsButNeverBlocksAnExitCode(t *testing.T) {
 		t.Errorf("queue holds %+v then %+v", first, second)
 	}
 }
+
+func TestTheReportingOrderTheHostAsksForIsWrittenToTheKernel(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "page_reporting_order")
+	if err := os.WriteFile(file, []byte("9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if err := setReportingOrder("", file); err != nil || read() != "9\n" {
+		t.Errorf("no order asked: err %v, file %q (want it untouched)", err, read())
+	}
+	if err := setReportingOrder("5", file); err != nil || read() != "5" {
+		t.Errorf("order 5: err %v, file %q", err, read())
+	}
+	for _, bad := range []string{"11", "-1", "five", "5 "} {
+		if err := setReportingOrder(bad, file); err == nil {
+			t.Errorf("order %q was accepted", bad)
+		}
+	}
+	if read() != "5" {
+		t.Errorf("a refused order changed the file to %q", read())
+	}
+	if err := setReportingOrder("5", filepath.Join(t.TempDir(), "missing", "order")); err == nil {
+		t.Error("a kernel without page reporting (no parameter file) gave no error")
+	}
+}

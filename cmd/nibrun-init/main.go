@@ -58,6 +58,9 @@ func run() {
 	if err := loadModules(); err != nil {
 		fail(nil, "load kernel modules", err)
 	}
+	if err := setReportingOrder(params[guest.ParamReportingOrder], guest.ReportingOrderFile); err != nil {
+		logf("%v (free memory goes back to the host in larger blocks only)", err)
+	}
 	ctl, err := openControl(10 * time.Second)
 	if err != nil {
 		fail(nil, "open the control port", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,24 @@ func loadModules() error {
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("load %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// setReportingOrder writes the free page reporting order the host asked
+// for to file, the kernel's parameter: Linux 6.1 reads it from the command
+// line and then overwrites it with the pageblock order when the balloon
+// registers, which loading the balloon's module has just done. Empty asks
+// for nothing.
+func setReportingOrder(order, file string) error {
+	if order == "" {
+		return nil
+	}
+	if n, err := strconv.ParseUint(order, 10, 8); err != nil || n > 10 {
+		return fmt.Errorf("%s=%q: want an order from 0 to 10", guest.ParamReportingOrder, order)
+	}
+	if err := os.WriteFile(file, []byte(order), 0); err != nil {
+		return fmt.Errorf("set the free page reporting order: %w", err)
 	}
 	return nil
 }

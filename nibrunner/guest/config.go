@@ -167,7 +167,15 @@ const (
 	// ParamProbe asks the init to print ProbeOK on the console and reset at
 	// once: the host boots it to learn whether an accelerator works.
 	ParamProbe = "nibrun.probe"
+	// ParamReportingOrder is Linux's own parameter for the smallest free
+	// block (2^order pages) the guest reports to the balloon. Linux 6.1
+	// puts its default back when the balloon registers, so the init
+	// writes it again once the balloon's module is loaded.
+	ParamReportingOrder = "page_reporting.page_reporting_order"
 )
+
+// ReportingOrderFile is where the init sets the reporting order.
+const ReportingOrderFile = "/sys/module/page_reporting/parameters/page_reporting_order"
 
 // ProbeOK is what a probe boot prints on the console.
 const ProbeOK = "nibrun-init: probe ok"

@@ -58,7 +58,8 @@ func (m machine) kernelCmdline() string {
 	// whole guest from its first second. The balloon's free page reporting
 	// hands free pages back instead, which also keeps snapshots small:
 	// pages the host has dropped read as zero and migrate as markers.
-	p := []string{"console=ttyS0", "reboot=t", "panic=-1", "quiet"}
+	p := []string{"console=ttyS0", "reboot=t", "panic=-1", "quiet",
+		guest.ParamReportingOrder + "=" + strconv.Itoa(reportingOrder)}
 	if m.Accel == "tcg" {
 		// Without it TCG boots hang at random before the timer is set up.
 		p = append(p, "tsc_early_khz=2000000")
@@ -79,6 +80,14 @@ func (m machine) kernelCmdline() string {
 	}
 	return strings.Join(p, " ")
 }
+
+// reportingOrder is the smallest free block, 2^order pages, the guest
+// reports to the balloon: 128 KiB. Linux's default, the pageblock order
+// (2 MiB), reports nothing until a zone has 64 MiB free beyond its low
+// watermark (32 blocks of the order: PAGE_REPORTING_CAPACITY), so a
+// 128 MiB guest never reported and the 16 MiB DMA zone of every guest,
+// where the boot loader puts the compressed kernel, never did.
+const reportingOrder = 5
 
 // tcgCacheMiB bounds TCG's translation cache. QEMU's default for system
 // emulation is 1 GiB, which an idle guest fills with pages the host must

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/guest"
 )
 
 // guestResident is how much of a guest's RAM its QEMU holds.
@@ -52,6 +54,11 @@ func TestTheHostTakesBackWhatTheGuestFreesAndABallooneGuestWakesWhole(t *testing
 	spec.MemoryMiB = 512
 	st := started(t, ctx, v, spec, &logs)
 	get(t, st.Endpoint, "/count", 3*time.Minute)
+	// The init set the reporting order the host asked for: Linux 6.1
+	// puts its own default (2 MiB blocks) back when the balloon registers.
+	if got := strings.TrimSpace(get(t, st.Endpoint, "/file?path="+guest.ReportingOrderFile, time.Minute)); got != strconv.Itoa(reportingOrder) {
+		t.Errorf("the guest reports free blocks of order %s, want %d", got, reportingOrder)
+	}
 
 	idle := guestResident(t, st.PID, spec.MemoryMiB)
 	// What the daemon's admission counts: the QEMU's PSS, guest RAM and

@@ -119,6 +119,16 @@ func main() {
 		}
 		_, _ = w.Write(b)
 	})
+	// The density tests read the guest kernel's memory counters and
+	// settings (/proc/vmstat, /sys/module/...) through it.
+	http.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
+		b, err := os.ReadFile(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		_, _ = w.Write(b)
+	})
 	fmt.Println("counter listening on", os.Getenv("PORT"))
 	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
