@@ -31,8 +31,9 @@ import (
 // layoutVersion changes whenever this package changes what it puts in an
 // image, so that images built by an older nibrunnerd are rebuilt.
 // 2: the base root's folders are 0755 whatever the umask; 3: the balloon
-// module (virtio_balloon) is loaded when the kernel has it as one.
-const layoutVersion = "guestimage/3"
+// module (virtio_balloon) is loaded when the kernel has it as one; 4: QEMU
+// boots the kernel's ELF image (vmlinux) through its PVH entry point.
+const layoutVersion = "guestimage/4"
 
 // Image is a built guest image.
 type Image struct {
@@ -41,9 +42,13 @@ type Image struct {
 	Version string `json:"version"`
 	// KernelRelease is the guest kernel's release, e.g. 6.1.0-57-cloud-amd64.
 	KernelRelease string `json:"kernelRelease"`
-	Kernel        string `json:"kernel"` // the bzImage QEMU boots
-	Initrd        string `json:"initrd"` // gzip'd newc cpio
-	Base          string `json:"base"`   // base root squashfs
+	// Kernel is the kernel QEMU boots: the ELF image taken out of the
+	// package's bzImage (see vmlinux.go), or the bzImage itself when
+	// that cannot be done, and BzImage says why.
+	Kernel  string `json:"kernel"`
+	BzImage string `json:"bzImage,omitempty"`
+	Initrd  string `json:"initrd"` // gzip'd newc cpio
+	Base    string `json:"base"`   // base root squashfs
 	// Modules are the module files in the initramfs, in load order.
 	Modules []string `json:"modules"`
 	// NoMemoryReturn, when set, says what the kernel lacks to hand the
@@ -159,6 +164,11 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 	}
 	if _, err := os.Stat(img.Kernel); err != nil {
 		return Image{}, fmt.Errorf("kernel package %s holds no kernel: %w", pkg, err)
+	}
+	if elf, err := writeVmlinux(img.Kernel, filepath.Join(tree, "boot", "vmlinux-"+release)); err != nil {
+		img.BzImage = fmt.Sprintf("QEMU boots the bzImage, each guest's QEMU holding a copy of it: %v", err)
+	} else {
+		img.Kernel = elf
 	}
 	kcfg, err := readKernelConfig(filepath.Join(tree, "boot", "config-"+release))
 	if err != nil {

@@ -106,6 +106,11 @@ func TestTheImageBuildsWithTheKernelModulesAndInitAndASecondBuildIsCached(t *tes
 	if !strings.HasPrefix(img.Version, "gi-") || !strings.HasSuffix(img.KernelRelease, "-cloud-amd64") {
 		t.Errorf("version %q, kernel release %q", img.Version, img.KernelRelease)
 	}
+	// Debian's cloud kernel is LZ4-compressed with a PVH entry point:
+	// QEMU boots its ELF image.
+	if k, err := os.ReadFile(img.Kernel); err != nil || img.BzImage != "" || checkPVH(k) != nil {
+		t.Errorf("kernel %s is not the ELF image with a PVH entry point (read: %v; bzImage: %q)", img.Kernel, err, img.BzImage)
+	}
 	f, err := os.Open(img.Initrd)
 	if err != nil {
 		t.Fatal(err)
