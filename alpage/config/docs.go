@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"alpnib.dev/alpage/kinds"
 )
 
 // BlockDoc describes one block of the schema for the reference docs.
@@ -20,9 +22,8 @@ type BlockDoc struct {
 	Type     reflect.Type
 }
 
-// Blocks is every block of the schema in documentation order. The fields of
-// each come from the hcl, since and doc tags of its Type.
-var Blocks = []BlockDoc{
+// fixedBlocks are the blocks that are not a kind's.
+var fixedBlocks = []BlockDoc{
 	{Header: `subnet "<name>" { }`, File: "resources.hcl", Since: "v0.1.0", Type: reflect.TypeFor[Subnet](),
 		Doc: "A subnet, referenced from proposals and nodes as subnet.<name>.id."},
 	{Header: `data_center "<name>" { }`, File: "resources.hcl", Since: "v0.1.0", Type: reflect.TypeFor[DataCenter](),
@@ -39,24 +40,27 @@ var Blocks = []BlockDoc{
 		Doc: "Global submission settings; CLI flags override these."},
 	{Header: `proposal "<name>" { }`, File: "proposals.hcl", Since: "v0.1.0", Type: reflect.TypeFor[Proposal](),
 		Doc: "One NNS proposal. Carries common metadata plus a nested block named after its kind."},
-	{Header: `membership { }`, Since: "v0.3.0", Type: reflect.TypeFor[Membership](), Formerly: "resize",
-		Doc: "Nested in a proposal of kind \"membership\": change_subnet_membership. Holds add/remove node blocks. Renamed from resize in v0.3.0; a config written for v0.2.0 or earlier must rename the block and its kind."},
-	{Header: `deploy_guestos { }`, Since: "v0.1.0", Type: reflect.TypeFor[DeployGuestOS](),
-		Doc: "Nested in a proposal of kind \"deploy_guestos\": deploy_guestos_to_all_subnet_nodes."},
-	{Header: `update_subnet { }`, Since: "v0.5.0", Type: reflect.TypeFor[UpdateSubnet](),
-		Doc: "Nested in a proposal of kind \"update_subnet\": update_subnet (UPDATE_CONFIG_OF_SUBNET). Changes a subnet's configuration record. Every field is optional and an omitted one is left untouched on-chain, so a proposal changes exactly what it declares. Preflight diffs every declared field against the current record. Two payload fields are not settings here: subnet_type, which the registry asserts is unchanged, and a sev_enabled change, which it rejects outright."},
-	{Header: `remove_nodes { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodes](),
-		Doc: "Nested in a proposal of kind \"remove_nodes\": deregisters nodes, freeing their operators' allowance. Holds one node block per node. The registry rejects a node that is still a subnet member, so remove it from its subnet first; preflight checks this before the proposal is cut."},
-	{Header: `remove_node_operators { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeOperators](),
-		Doc: "Nested in a proposal of kind \"remove_node_operators\": deletes node operator records. The registry silently skips an operator that still owns nodes, so deregister its nodes first; preflight checks this."},
-	{Header: `remove_node_provider { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeProvider](),
-		Doc: "Nested in a proposal of kind \"remove_node_provider\": removes a node provider. Unlike the other kinds this is a native governance action rather than an ExecuteNnsFunction. Governance rejects a provider it does not know, and removing one that still has operators orphans them; preflight checks both."},
-	{Header: `add / remove { }`, Since: "v0.1.0", Type: reflect.TypeFor[NodeRef](),
-		Doc: "Inside a membership block: a node to add to or remove from the subnet."},
-	{Header: `features { }`, Since: "v0.5.0", Type: reflect.TypeFor[Features](),
-		Doc: "Inside an update_subnet block: the subnet's feature flags. Sending it replaces the whole features record rather than merging, so all three fields are required: an omitted one would be written as false. sev_enabled must therefore restate what the subnet already has; the registry rejects a change to it."},
-	{Header: `resource_limits { }`, Since: "v0.5.0", Type: reflect.TypeFor[ResourceLimits](),
-		Doc: "Inside an update_subnet block: the subnet's state-size limits. Replaced wholesale like features, so both fields are required."},
+}
+
+// Blocks is every block of the schema in documentation order: the
+// resource blocks, provider and proposal, each kind's block, then the
+// blocks nested in those. The fields of each come from the hcl, since and
+// doc tags of its Type.
+var Blocks = func() []BlockDoc {
+	out := append([]BlockDoc(nil), fixedBlocks...)
+	var nested []BlockDoc
+	for _, k := range kinds.All {
+		docs := k.Docs()
+		out = append(out, blockDoc(docs[0]))
+		for _, d := range docs[1:] {
+			nested = append(nested, blockDoc(d))
+		}
+	}
+	return append(out, nested...)
+}()
+
+func blockDoc(d kinds.BlockDoc) BlockDoc {
+	return BlockDoc{Header: d.Header, Since: d.Since, Doc: d.Doc, Formerly: d.Formerly, Type: d.Type}
 }
 
 // Releases are the schema's releases, oldest first; the last is the
@@ -98,7 +102,7 @@ func Fields(t reflect.Type) []FieldDoc {
 func Markdown() []byte {
 	var b bytes.Buffer
 	b.WriteString("# alp configuration reference\n\n")
-	b.WriteString("<!-- Generated by `go generate ./alpage/config` from the struct tags in alpage/config/schema.go. Do not edit. -->\n\n")
+	b.WriteString("<!-- Generated by `go generate ./alpage/config` from the struct tags in alpage/config/schema.go and, for each proposal kind, its file in alpage/kinds. Do not edit. -->\n\n")
 	fmt.Fprintf(&b, "alp's configuration is HCL. The blocks below are the complete schema, generated from the `hcl` struct tags the loader decodes with, so it always matches what the tool parses.\n\n")
 	fmt.Fprintf(&b, "This page documents the current development schema (%s). The Since column gives the release each block and field first appeared in, so a field newer than your binary is visible as such; see Schema History for the schema as of each release.\n", Releases[len(Releases)-1])
 	file := ""

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"alpnib.dev/alpage/kinds"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -35,11 +36,11 @@ func TestAFleetSpreadOverResourceFilesLoadsWithReferencesResolved(t *testing.T) 
 	if n := c.Nodes[0]; n.Subnet != "67htk-vfkxp-gn33q-baibq" || n.Operator != "rwlgt-iiaaa-aaaaa-aaaaa-cai" {
 		t.Fatalf("node n1 subnet/operator = %q/%q", n.Subnet, n.Operator)
 	}
-	m := c.Proposal("add-n2").Membership
+	m := c.Proposal("add-n2").Body.(*kinds.Membership)
 	if m.SubnetID != "67htk-vfkxp-gn33q-baibq" || m.Add[0].ID != "ryjl3-tyaaa-aaaaa-aaaba-cai" || m.Remove[0].ID != "5ffj3-jarcq-lruhj-aemtc-sla" {
 		t.Fatalf("membership = %+v", m)
 	}
-	if d := c.Proposal("upgrade-app1").DeployGuestOS; d.ReplicaVersionID != "2e921c9adfc71f3edc96a9eb5d85fc742e7d8a9f" {
+	if d := c.Proposal("upgrade-app1").Body.(*kinds.DeployGuestOS); d.ReplicaVersionID != "2e921c9adfc71f3edc96a9eb5d85fc742e7d8a9f" {
 		t.Fatalf("deploy_guestos replica_version_id = %q, want the guestos_version reference resolved", d.ReplicaVersionID)
 	}
 	if c.Provider == nil || c.Provider.Neuron == nil || *c.Provider.Neuron != 42 {
@@ -48,7 +49,7 @@ func TestAFleetSpreadOverResourceFilesLoadsWithReferencesResolved(t *testing.T) 
 }
 
 func TestUpdateSubnetKeepsOmittedFieldsAbsentAndAnEmptyListPresent(t *testing.T) {
-	u := loadFleet(t).Proposal("halt-app1").UpdateSubnet
+	u := loadFleet(t).Proposal("halt-app1").Body.(*kinds.UpdateSubnet)
 	if u.IsHalted == nil || !*u.IsHalted {
 		t.Fatal("is_halted = true was not kept")
 	}
@@ -578,7 +579,7 @@ node "n" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := c.Proposal("p").Membership
+	m := c.Proposal("p").Body.(*kinds.Membership)
 	if c.Subnets[0].ID != "67htk-vfkxp-gn33q-baibq" || c.Nodes[0].ID != "5ffj3-jarcq-lruhj-aemtc-sla" || c.Nodes[0].Subnet != "67htk-vfkxp-gn33q-baibq" ||
 		m.SubnetID != "67htk-vfkxp-gn33q-baibq" || m.Remove[0].ID != "5ffj3-jarcq-lruhj-aemtc-sla" {
 		t.Fatalf("subnet %s, node %+v, membership %+v", c.Subnets[0].ID, c.Nodes[0], m)
@@ -676,16 +677,16 @@ func TestAProposalKnowsWhereEachFieldAndIdOfItsBodyIsWritten(t *testing.T) {
 	if got := line(add, "subnet_id"); got != 11 {
 		t.Errorf("add-n2 subnet_id at line %d, want 11", got)
 	}
-	if got := line(add, add.Membership.SubnetID); got != 11 {
+	if got := line(add, add.Body.(*kinds.Membership).SubnetID); got != 11 {
 		t.Errorf("add-n2's subnet id at line %d, want 11 (its subnet_id)", got)
 	}
-	if got := line(add, add.Membership.Remove[0].ID); got != 14 {
+	if got := line(add, add.Body.(*kinds.Membership).Remove[0].ID); got != 14 {
 		t.Errorf("add-n2's removed node at line %d, want 14 (its remove block's id)", got)
 	}
 	if got := line(add, "no such field"); got != 6 {
 		t.Errorf("an unknown key at line %d, want 6 (the proposal's header)", got)
 	}
-	if got := line(c.Proposal("upgrade-app1"), c.Proposal("upgrade-app1").DeployGuestOS.ReplicaVersionID); got != 26 {
+	if got := line(c.Proposal("upgrade-app1"), c.Proposal("upgrade-app1").Body.(*kinds.DeployGuestOS).ReplicaVersionID); got != 26 {
 		t.Errorf("upgrade-app1's version at line %d, want 26", got)
 	}
 	if r := c.Proposal("halt-app1").Where("features.http_requests"); r.Start.Line != 40 || !strings.HasSuffix(r.Filename, "proposals.hcl") {

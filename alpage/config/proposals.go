@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -70,159 +72,150 @@ func (l *loader) decodeProposals(c *Config) {
 			l.errorf(&at, "Renamed proposal block", "proposal %q: the resize block and kind were renamed membership in v0.3.0; rename both (kind = \"membership\", membership { … })", b.Labels[0])
 			continue
 		}
-		p := &Proposal{Name: b.Labels[0], Range: b.DefRange}
-		diags := gohcl.DecodeBody(b.Body, ctx, p)
-		l.diags = append(l.diags, diags...)
-		if diags.HasErrors() {
+		p, ok := l.decodeProposal(b, ctx)
+		if !ok {
 			continue
 		}
 		l.validateProposal(p, b)
-		p.Places = places(nestedBody(b, bodyBlock[p.Kind]), ctx)
+		if k := kinds.Of(string(p.Kind)); k != nil {
+			p.Places = places(nestedBody(b, k.Name()), ctx)
+		}
 		c.Proposals = append(c.Proposals, p)
 	}
 }
 
-// bodyBlock names each kind's nested block.
-var bodyBlock = map[Kind]string{
-	KindMembership:          "membership",
-	KindDeployGuestOS:       "deploy_guestos",
-	KindUpdateSubnet:        "update_subnet",
-	KindRemoveNodes:         "remove_nodes",
-	KindRemoveNodeOperators: "remove_node_operators",
-	KindRemoveNodeProvider:  "remove_node_provider",
+// proposalHead is what a proposal block holds besides its kind's block.
+type proposalHead struct {
+	Name    string   `hcl:"name,label"`
+	Kind    Kind     `hcl:"kind"`
+	Title   string   `hcl:"title"`
+	Summary string   `hcl:"summary,optional"`
+	URL     string   `hcl:"url,optional"`
+	Rest    hcl.Body `hcl:",remain"`
 }
 
-func (p *Proposal) bodies() map[Kind]bool {
-	return map[Kind]bool{
-		KindMembership:          p.Membership != nil,
-		KindDeployGuestOS:       p.DeployGuestOS != nil,
-		KindUpdateSubnet:        p.UpdateSubnet != nil,
-		KindRemoveNodes:         p.RemoveNodes != nil,
-		KindRemoveNodeOperators: p.RemoveNodeOperators != nil,
-		KindRemoveNodeProvider:  p.RemoveNodeProvider != nil,
+// decodeProposal decodes b: its common fields, then each nested block of
+// a kind into that kind's type. ok is false when decoding failed (the
+// diagnostics say why). Bodies holds every kind block found, by kind, for
+// validateProposal to match against the kind.
+func (l *loader) decodeProposal(b *hcl.Block, ctx *hcl.EvalContext) (*Proposal, bool) {
+	var head proposalHead
+	diags := gohcl.DecodeBody(b.Body, ctx, &head)
+	schema := &hcl.BodySchema{}
+	for _, k := range kinds.All {
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: k.Name()})
 	}
+	var bodies map[Kind]kinds.Kind
+	if head.Rest != nil {
+		content, more := head.Rest.Content(schema)
+		diags = append(diags, more...)
+		bodies = map[Kind]kinds.Kind{}
+		first := map[string]*hcl.Block{}
+		for _, nb := range content.Blocks {
+			if prev, dup := first[nb.Type]; dup {
+				// gohcl's words for a second block of a kind, as when the
+				// blocks were fields of the proposal.
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Duplicate %s block", nb.Type),
+					Detail: fmt.Sprintf("Only one %s block is allowed. Another was defined at %s.", nb.Type, prev.DefRange.String()), Subject: &nb.DefRange})
+				continue
+			}
+			first[nb.Type] = nb
+			body := kinds.Of(nb.Type).New()
+			diags = append(diags, gohcl.DecodeBody(nb.Body, ctx, body)...)
+			bodies[Kind(nb.Type)] = body
+		}
+	}
+	l.diags = append(l.diags, diags...)
+	if diags.HasErrors() {
+		return nil, false
+	}
+	p := &Proposal{Name: b.Labels[0], Kind: head.Kind, Title: head.Title, Summary: head.Summary, URL: head.URL, Range: b.DefRange, bodies: bodies}
+	p.Body = bodies[p.Kind]
+	return p, true
 }
 
 // validateProposal checks p's kind, its title, summary and url, and the
-// body of its kind, reporting every problem. Only the body's checks wait
+// block of its kind, reporting every problem. Only the block's checks wait
 // on another: they need a known kind whose block is there.
 func (l *loader) validateProposal(p *Proposal, b *hcl.Block) {
 	kindAt := attrRange(b, "kind")
-	want, known := bodyBlock[p.Kind]
+	k := kinds.Of(string(p.Kind))
 	switch {
-	case !known && p.Kind == "resize":
+	case k == nil && p.Kind == "resize":
 		l.errorf(&kindAt, "Renamed proposal kind", "proposal %q: kind \"resize\" was renamed \"membership\" in v0.3.0; rename the kind and its resize block to membership", p.Name)
-	case !known:
-		l.errorf(&kindAt, "Unknown proposal kind", "proposal %q: kind %q is not one of membership, deploy_guestos, update_subnet, remove_nodes, remove_node_operators, remove_node_provider", p.Name, p.Kind)
+	case k == nil:
+		l.errorf(&kindAt, "Unknown proposal kind", "proposal %q: kind %q is not one of %s", p.Name, p.Kind, strings.Join(kinds.Names(), ", "))
 	default:
-		present := p.bodies()
-		for _, kind := range Kinds {
-			if kind == p.Kind && !present[kind] {
-				l.errorf(&kindAt, "Missing proposal body", "proposal %q of kind %q needs a %s { } block", p.Name, p.Kind, want)
+		for _, other := range kinds.All {
+			name := Kind(other.Name())
+			_, present := p.bodies[name]
+			if name == p.Kind && !present {
+				l.errorf(&kindAt, "Missing proposal body", "proposal %q of kind %q needs a %s { } block", p.Name, p.Kind, name)
 			}
-			if kind != p.Kind && present[kind] {
-				at := blockRange(b, bodyBlock[kind])
-				l.errorf(&at, "Block does not match the kind", "proposal %q is of kind %q, so it cannot hold a %s block; change kind or move the block to its own proposal", p.Name, p.Kind, bodyBlock[kind])
+			if name != p.Kind && present {
+				at := blockRange(b, string(name))
+				l.errorf(&at, "Block does not match the kind", "proposal %q is of kind %q, so it cannot hold a %s block; change kind or move the block to its own proposal", p.Name, p.Kind, name)
 			}
 		}
 	}
 	l.checkProposalFields(p, b)
-	if !known || !p.bodies()[p.Kind] {
+	if p.Body == nil {
 		return
 	}
-	body := blockRange(b, want)
-	nb := nestedBody(b, want)
-	// at is where field is written in the kind's block (the i-th child
-	// block of type child when child is not empty), else the block header.
-	at := func(child string, i int, field string) hcl.Range {
-		if r, ok := attrIn(nb, child, i, field); ok {
-			return r
-		}
-		return body
+	p.Body.Validate(&blockChecker{l: l, p: p, header: blockRange(b, k.Name()), body: nestedBody(b, k.Name()), seen: map[string]named{}})
+}
+
+// blockChecker is the kinds.Checker of one proposal's kind block.
+type blockChecker struct {
+	l      *loader
+	p      *Proposal
+	header hcl.Range
+	body   *hclsyntax.Body
+	// seen is each id named so far (lower case: principal text compares
+	// case-insensitively), for Once.
+	seen map[string]named
+}
+
+type named struct {
+	field string
+	at    hcl.Range
+}
+
+func (c *blockChecker) Proposal() string  { return c.p.Name }
+func (c *blockChecker) Header() hcl.Range { return c.header }
+
+func (c *blockChecker) At(child string, i int, field string) hcl.Range {
+	if r, ok := attrIn(c.body, child, i, field); ok {
+		return r
 	}
-	check := func(field, id string, where hcl.Range) {
-		l.checkPrincipal(id, where, "proposal", p.Name, field)
+	return c.header
+}
+
+func (c *blockChecker) Principal(field, id string, where hcl.Range) {
+	c.l.checkPrincipal(id, where, "proposal", c.p.Name, field)
+}
+
+func (c *blockChecker) Once(what, field, id string, where hcl.Range) {
+	key := strings.ToLower(id)
+	first, dup := c.seen[key]
+	if !dup {
+		c.seen[key] = named{field, where}
+		return
 	}
-	// once refuses an id the proposal names a second time: as the same
-	// field it would travel twice in the payload, as add and remove it
-	// contradicts itself. Principal text compares case-insensitively.
-	type named struct {
-		field string
-		at    hcl.Range
+	if first.field == field {
+		c.l.errorf(&where, "Duplicate "+what, "proposal %q names %s %s twice in %s (at %s and %s); keep one", c.p.Name, what, id, field, site(first.at), site(where))
+		return
 	}
-	seen := map[string]named{}
-	once := func(what, field, id string, where hcl.Range) {
-		key := strings.ToLower(id)
-		first, dup := seen[key]
-		if !dup {
-			seen[key] = named{field, where}
-			return
-		}
-		if first.field == field {
-			l.errorf(&where, "Duplicate "+what, "proposal %q names %s %s twice in %s (at %s and %s); keep one", p.Name, what, id, field, site(first.at), site(where))
-			return
-		}
-		l.errorf(&where, "Contradictory "+what, "proposal %q names %s %s in both %s (at %s) and %s (at %s); keep the one you mean", p.Name, what, id, first.field, site(first.at), field, site(where))
-	}
-	switch p.Kind {
-	case KindMembership:
-		m := p.Membership
-		check("subnet_id", m.SubnetID, at("", 0, "subnet_id"))
-		for i, n := range m.Add {
-			check("add.id", n.ID, at("add", i, "id"))
-			once("node", "add", n.ID, at("add", i, "id"))
-		}
-		for i, n := range m.Remove {
-			check("remove.id", n.ID, at("remove", i, "id"))
-			once("node", "remove", n.ID, at("remove", i, "id"))
-		}
-		if len(m.Add) == 0 && len(m.Remove) == 0 {
-			l.errorf(&body, "Empty membership change", "proposal %q adds and removes no node; add at least one add { } or remove { } block", p.Name)
-		}
-	case KindDeployGuestOS:
-		check("subnet_id", p.DeployGuestOS.SubnetID, at("", 0, "subnet_id"))
-		v := p.DeployGuestOS.ReplicaVersionID
-		if v == "" {
-			r := at("", 0, "replica_version_id")
-			l.errorf(&r, "Missing replica version", "proposal %q: replica_version_id is empty; write the version hash, or guestos_version.<name>.id", p.Name)
-		}
-		if id, isName := l.versionNames[v]; isName {
-			r := at("", 0, "replica_version_id")
-			l.errorf(&r, "GuestOS version name, not id", "proposal %q: replica_version_id %q is the name of a guestos_version block (id %s), and the payload takes the id; write replica_version_id = guestos_version.%s.id", p.Name, v, id, v)
-		}
-	case KindUpdateSubnet:
-		u := p.UpdateSubnet
-		check("subnet_id", u.SubnetID, at("", 0, "subnet_id"))
-		if u.SubnetAdmins != nil {
-			r := at("", 0, "subnet_admins")
-			for _, a := range *u.SubnetAdmins {
-				check("subnet_admins", a, r)
-				once("admin", "subnet_admins", a, r)
-			}
-			if len(*u.SubnetAdmins) > MaxSubnetAdmins {
-				l.errorf(&r, "Too many admins", "proposal %q: subnet_admins lists %d principals; at most %d are allowed, so drop %d", p.Name, len(*u.SubnetAdmins), MaxSubnetAdmins, len(*u.SubnetAdmins)-MaxSubnetAdmins)
-			}
-		}
-	case KindRemoveNodes:
-		if len(p.RemoveNodes.Nodes) == 0 {
-			l.errorf(&body, "No node to remove", "proposal %q: add one node { id = … } block per node to deregister", p.Name)
-		}
-		for i, n := range p.RemoveNodes.Nodes {
-			check("node.id", n.ID, at("node", i, "id"))
-			once("node", "remove_nodes", n.ID, at("node", i, "id"))
-		}
-	case KindRemoveNodeOperators:
-		r := at("", 0, "operators")
-		if len(p.RemoveNodeOperators.Operators) == 0 {
-			l.errorf(&r, "No operator to remove", "proposal %q: operators is empty; list the principal of each node operator to remove", p.Name)
-		}
-		for _, o := range p.RemoveNodeOperators.Operators {
-			check("operators", o, r)
-			once("operator", "operators", o, r)
-		}
-	case KindRemoveNodeProvider:
-		check("node_provider_id", p.RemoveNodeProvider.NodeProviderID, at("", 0, "node_provider_id"))
-	}
+	c.l.errorf(&where, "Contradictory "+what, "proposal %q names %s %s in both %s (at %s) and %s (at %s); keep the one you mean", c.p.Name, what, id, first.field, site(first.at), field, site(where))
+}
+
+func (c *blockChecker) Errorf(where hcl.Range, summary, format string, args ...any) {
+	c.l.errorf(&where, summary, format, args...)
+}
+
+func (c *blockChecker) VersionID(v string) (string, bool) {
+	id, ok := c.l.versionNames[v]
+	return id, ok
 }
 
 // checkProposalFields refuses a title, summary or url that governance

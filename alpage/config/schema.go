@@ -1,6 +1,10 @@
 package config
 
-import "github.com/hashicorp/hcl/v2"
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"alpnib.dev/alpage/kinds"
+)
 
 // The structs below are the whole v0.5.0 schema. Each field carries three
 // tags: hcl (what gohcl decodes), since (the release it first appeared in)
@@ -106,12 +110,9 @@ type Proposal struct {
 	Summary string `hcl:"summary,optional" since:"v0.1.0" doc:"Proposal summary (markdown)."`
 	URL     string `hcl:"url,optional" since:"v0.1.0" doc:"Reference URL (e.g. forum thread)."`
 
-	Membership          *Membership          `hcl:"membership,block" since:"v0.3.0" doc:"The change_subnet_membership body, for kind \"membership\"." table:"-"`
-	DeployGuestOS       *DeployGuestOS       `hcl:"deploy_guestos,block" since:"v0.1.0" doc:"The deploy_guestos_to_all_subnet_nodes body, for kind \"deploy_guestos\"." table:"-"`
-	UpdateSubnet        *UpdateSubnet        `hcl:"update_subnet,block" since:"v0.5.0" doc:"The update_subnet body, for kind \"update_subnet\"." table:"-"`
-	RemoveNodes         *RemoveNodes         `hcl:"remove_nodes,block" since:"v0.5.0" doc:"The remove_nodes body, for kind \"remove_nodes\"." table:"-"`
-	RemoveNodeOperators *RemoveNodeOperators `hcl:"remove_node_operators,block" since:"v0.5.0" doc:"The remove_node_operators body, for kind \"remove_node_operators\"." table:"-"`
-	RemoveNodeProvider  *RemoveNodeProvider  `hcl:"remove_node_provider,block" since:"v0.5.0" doc:"The remove_node_provider body, for kind \"remove_node_provider\"." table:"-"`
+	// Body is the proposal's nested block, of its kind's type
+	// (alpage/kinds): what the kind decodes, checks and builds.
+	Body kinds.Kind
 
 	Range hcl.Range
 	// Places says where the body of the proposal's kind writes what: by
@@ -119,6 +120,10 @@ type Proposal struct {
 	// each value it holds (an id in canonical text, a version hash), the
 	// first place each is written. Where names the place a check is about.
 	Places map[string]hcl.Range
+
+	// bodies is every kind block the proposal holds, by kind, as decoded:
+	// more than Body when blocks of other kinds are (wrongly) there.
+	bodies map[Kind]kinds.Kind
 }
 
 // Where is the place key (a field path or a value) is written in p's body,
@@ -133,7 +138,8 @@ func (p *Proposal) Where(key string) hcl.Range {
 // Kind is a proposal kind.
 type Kind string
 
-// The proposal kinds, one per nested block.
+// The kinds alp ships, for code that names one; alpage/kinds.All is the
+// list of every kind.
 const (
 	KindMembership          Kind = "membership"
 	KindDeployGuestOS       Kind = "deploy_guestos"
@@ -142,75 +148,3 @@ const (
 	KindRemoveNodeOperators Kind = "remove_node_operators"
 	KindRemoveNodeProvider  Kind = "remove_node_provider"
 )
-
-// Kinds lists every proposal kind in documentation order.
-var Kinds = []Kind{KindMembership, KindDeployGuestOS, KindUpdateSubnet, KindRemoveNodes, KindRemoveNodeOperators, KindRemoveNodeProvider}
-
-// Membership is the body of a "membership" proposal.
-type Membership struct {
-	SubnetID string    `hcl:"subnet_id" since:"v0.3.0" doc:"Subnet whose membership changes (subnet.<name>.id)."`
-	Add      []NodeRef `hcl:"add,block" since:"v0.3.0" doc:"A node to add to the subnet; repeatable. See the add / remove block."`
-	Remove   []NodeRef `hcl:"remove,block" since:"v0.3.0" doc:"A node to remove from the subnet; repeatable. See the add / remove block."`
-}
-
-// NodeRef is an add, remove (membership) or node (remove_nodes) block.
-type NodeRef struct {
-	ID    string `hcl:"id" since:"v0.1.0" doc:"Node id (node.<name>.id)."`
-	Label string `hcl:"label,optional" since:"v0.1.0" doc:"Optional human-readable name."`
-}
-
-// DeployGuestOS is the body of a "deploy_guestos" proposal.
-type DeployGuestOS struct {
-	SubnetID         string `hcl:"subnet_id" since:"v0.1.0" doc:"Subnet whose nodes to upgrade (subnet.<name>.id)."`
-	ReplicaVersionID string `hcl:"replica_version_id" since:"v0.1.0" doc:"Replica version to deploy to every node in the subnet (guestos_version.<name>.id, or the hash itself). Must be elected by the NNS: preflight checks the registry for a replica_version_<id> record (read via the registry explorer) and refuses an unelected version, since the NNS would reject the proposal. --force submits anyway, and also lets apply proceed when that lookup fails (downgraded to a warning); plan always degrades that way. Preflight additionally resolves the version's release name and election proposal from the public dashboard, which is display-only and degrades to a note when unavailable."`
-}
-
-// UpdateSubnet is the body of an "update_subnet" proposal. Every field but
-// subnet_id is optional, and nil means "leave untouched on-chain".
-type UpdateSubnet struct {
-	SubnetID                   string          `hcl:"subnet_id" since:"v0.5.0" doc:"Subnet whose configuration changes (subnet.<name>.id)."`
-	IsHalted                   *bool           `hcl:"is_halted,optional" since:"v0.5.0" doc:"Whether the subnet is halted: a halted subnet no longer creates or executes blocks. This is how a subnet is frozen for a recovery, and setting it back to false is how it resumes."`
-	HaltAtCupHeight            *bool           `hcl:"halt_at_cup_height,optional" since:"v0.5.0" doc:"Halt the subnet once it reaches the next CUP height rather than immediately, so it stops at a known state. The registry resets this flag when a new CUP proposal is approved and sets is_halted instead, so the subnet stays halted until a later proposal sets is_halted = false."`
-	MaxNumberOfCanisters       *uint64         `hcl:"max_number_of_canisters,optional" since:"v0.5.0" doc:"Maximum number of canisters that may be present on the subnet at any one time. 0 does not mean unlimited: it means the replica's own default applies."`
-	SSHReadonlyAccess          *[]string       `hcl:"ssh_readonly_access,optional" since:"v0.5.0" doc:"Public keys whose owners get \"readonly\" SSH access to every replica on the subnet, for when a subnet recovery has to be performed. The list is replaced, not merged, so it must name every key that keeps access; an empty list revokes all of them. Preflight flags a declared list that clears existing entries."`
-	SSHBackupAccess            *[]string       `hcl:"ssh_backup_access,optional" since:"v0.5.0" doc:"Public keys whose owners get \"backup\" SSH access to the subnet's nodes, which is what makes backing up the NNS possible. Replaced wholesale like ssh_readonly_access."`
-	SubnetAdmins               *[]string       `hcl:"subnet_admins,optional" since:"v0.5.0" doc:"Principals that have admin privileges on the subnet. Replaced wholesale, so the list must be complete."`
-	Features                   *Features       `hcl:"features,block" since:"v0.5.0" doc:"The subnet's feature flags. Replaced wholesale; see the features block."`
-	ResourceLimits             *ResourceLimits `hcl:"resource_limits,block" since:"v0.5.0" doc:"The subnet's resource-consumption limits. Replaced wholesale; see the resource_limits block."`
-	UnitDelayMillis            *uint64         `hcl:"unit_delay_millis,optional" since:"v0.5.0" doc:"Unit delay for the blockmaker, in milliseconds."`
-	InitialNotaryDelayMillis   *uint64         `hcl:"initial_notary_delay_millis,optional" since:"v0.5.0" doc:"Initial delay for the notary, in milliseconds, which gives rank-0 blocks time to propagate."`
-	DKGIntervalLength          *uint64         `hcl:"dkg_interval_length,optional" since:"v0.5.0" doc:"Length of every DKG interval, counted in the rounds that follow the DKG summary."`
-	DKGDealingsPerBlock        *uint64         `hcl:"dkg_dealings_per_block,optional" since:"v0.5.0" doc:"Upper bound on the number of DKG dealings allowed in one block."`
-	MaxIngressBytesPerMessage  *uint64         `hcl:"max_ingress_bytes_per_message,optional" since:"v0.5.0" doc:"Maximum bytes per ingress message. A hard cap: a message over the limit is dropped."`
-	MaxIngressBytesPerBlock    *uint64         `hcl:"max_ingress_bytes_per_block,optional" since:"v0.5.0" doc:"How big an ingress payload may be when held in memory, which may exceed max_block_payload_size since ingress messages are stripped before a block is disseminated. 0 means the replica's built-in default; too high a value drives up replica memory use."`
-	MaxIngressMessagesPerBlock *uint64         `hcl:"max_ingress_messages_per_block,optional" since:"v0.5.0" doc:"Maximum number of ingress messages per block."`
-	MaxBlockPayloadSize        *uint64         `hcl:"max_block_payload_size,optional" since:"v0.5.0" doc:"Maximum size in bytes a block payload may have when sent over the wire. Setting it too high slows block delivery to peers, which can cause forks as higher-rank blocks get proposed meanwhile."`
-}
-
-// Features is the features block inside update_subnet.
-type Features struct {
-	CanisterSandboxing bool `hcl:"canister_sandboxing" since:"v0.5.0" doc:"Whether canister execution happens in a sandboxed process. Disabled by default."`
-	HTTPRequests       bool `hcl:"http_requests" since:"v0.5.0" doc:"Whether canisters on the subnet may perform outbound HTTP(S) requests."`
-	SevEnabled         bool `hcl:"sev_enabled" since:"v0.5.0" doc:"Whether the subnet runs with SEV-SNP enabled. Required because the features record is replaced wholesale, but it cannot be changed: the registry only accepts sev_enabled as it was set when the subnet was created, and traps on any change after the proposal is adopted. State the subnet's current value; preflight and the dry-run both reject anything else."`
-}
-
-// ResourceLimits is the resource_limits block inside update_subnet.
-type ResourceLimits struct {
-	MaximumStateSize  uint64 `hcl:"maximum_state_size" since:"v0.5.0" doc:"Maximum subnet state size in bytes."`
-	MaximumStateDelta uint64 `hcl:"maximum_state_delta" since:"v0.5.0" doc:"Maximum subnet state delta in bytes."`
-}
-
-// RemoveNodes is the body of a "remove_nodes" proposal.
-type RemoveNodes struct {
-	Nodes []NodeRef `hcl:"node,block" since:"v0.5.0" doc:"A node to deregister. Repeat the block for each one."`
-}
-
-// RemoveNodeOperators is the body of a "remove_node_operators" proposal.
-type RemoveNodeOperators struct {
-	Operators []string `hcl:"operators" since:"v0.5.0" doc:"Ids of the node operators whose records to delete (node_operator.<name>.id)."`
-}
-
-// RemoveNodeProvider is the body of a "remove_node_provider" proposal.
-type RemoveNodeProvider struct {
-	NodeProviderID string `hcl:"node_provider_id" since:"v0.5.0" doc:"Principal of the node provider to remove (node_provider.<name>.id)."`
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/ic/principal"
 )
 
@@ -22,7 +23,7 @@ const (
 	ScheduleFree   = "free"
 
 	// MaxSubnetAdmins is the most admins a subnet may declare.
-	MaxSubnetAdmins = 10
+	MaxSubnetAdmins = kinds.MaxSubnetAdmins
 	// ChipIDLen is the length of an AMD SEV-SNP CHIP_ID in bytes.
 	ChipIDLen = 64
 	// VersionNone opts a node out of the GuestOS version check.
@@ -316,11 +317,6 @@ func canonicalize(c *Config) {
 			one(&xs[i])
 		}
 	}
-	refs := func(xs []NodeRef) {
-		for i := range xs {
-			one(&xs[i].ID)
-		}
-	}
 	for _, s := range c.Subnets {
 		one(&s.ID)
 		all(s.Admins)
@@ -338,24 +334,8 @@ func canonicalize(c *Config) {
 		one(&n.Operator)
 	}
 	for _, p := range c.Proposals {
-		switch {
-		case p.Membership != nil:
-			one(&p.Membership.SubnetID)
-			refs(p.Membership.Add)
-			refs(p.Membership.Remove)
-		case p.DeployGuestOS != nil:
-			one(&p.DeployGuestOS.SubnetID)
-		case p.UpdateSubnet != nil:
-			one(&p.UpdateSubnet.SubnetID)
-			if p.UpdateSubnet.SubnetAdmins != nil {
-				all(*p.UpdateSubnet.SubnetAdmins)
-			}
-		case p.RemoveNodes != nil:
-			refs(p.RemoveNodes.Nodes)
-		case p.RemoveNodeOperators != nil:
-			all(p.RemoveNodeOperators.Operators)
-		case p.RemoveNodeProvider != nil:
-			one(&p.RemoveNodeProvider.NodeProviderID)
+		if p.Body != nil {
+			p.Body.IDs(one)
 		}
 	}
 }

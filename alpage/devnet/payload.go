@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -15,21 +16,11 @@ import (
 // payloads: a JSON object keyed by the Candid field names. It returns nil
 // for a function it does not know or a payload that does not decode.
 func PayloadJSON(fn nns.NnsFunction, payload []byte) any {
-	var v any
-	switch fn {
-	case nns.FunctionChangeSubnetMembership:
-		v = &nns.ChangeSubnetMembershipPayload{}
-	case nns.FunctionDeployGuestosToAllSubnetNodes:
-		v = &nns.DeployGuestosToAllSubnetNodesPayload{}
-	case nns.FunctionUpdateConfigOfSubnet:
-		v = &nns.UpdateSubnetPayload{}
-	case nns.FunctionRemoveNodes:
-		v = &nns.RemoveNodesPayload{}
-	case nns.FunctionRemoveNodeOperators:
-		v = &nns.RemoveNodeOperatorsPayload{}
-	default:
+	k := kinds.OfFunction(fn)
+	if k == nil {
 		return nil
 	}
+	v := k.NewPayload()
 	if err := candid.Unmarshal(payload, v); err != nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/identity"
@@ -183,24 +183,14 @@ func changes(reg *registry.Registry, since uint64, seeded map[string][]byte) []C
 }
 
 // effects checks what the registry did against what the proposal asked
-// for, for the one mutation the registry performs partially without
-// failing: remove_node_operators skips an operator that still owns nodes.
+// for, for a kind whose execution may do less without failing
+// (kinds.Effecter: remove_node_operators skips an operator that still
+// owns nodes).
 func effects(p *proposal.Proposal, reg *registry.Registry) []string {
-	if p.Kind != config.KindRemoveNodeOperators {
-		return nil
+	if e, ok := p.Body.(kinds.Effecter); ok {
+		return e.Effects(p.Payload, reg)
 	}
-	var pl nns.RemoveNodeOperatorsPayload
-	if decode(p, &pl) != nil {
-		return nil
-	}
-	var out []string
-	for _, op := range operatorsOf(pl) {
-		if _, ok, _ := reg.NodeOperator(op); ok {
-			nodes, _ := reg.NodesOfOperator(op)
-			out = append(out, fmt.Sprintf("the registry skips node operator %s: it still owns %d node(s)", op, len(nodes)))
-		}
-	}
-	return out
+	return nil
 }
 
 // inProcess is an http.RoundTripper that serves requests with a handler in

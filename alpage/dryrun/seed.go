@@ -20,9 +20,7 @@ import (
 	"slices"
 	"sync"
 
-	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/proposal"
-	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 )
@@ -75,62 +73,16 @@ const parallel = 8
 func Gather(ctx context.Context, live Live, p *proposal.Proposal) (*Seed, error) {
 	g := &gatherer{live: live, seed: &Seed{Records: map[string][]byte{}, RegistryVersion: live.Version}, read: map[string]bool{}}
 	var err error
-	switch p.Kind {
-	case config.KindMembership:
-		var pl nns.ChangeSubnetMembershipPayload
-		if err = decode(p, &pl); err == nil {
-			err = g.membership(ctx, pl)
-		}
-	case config.KindDeployGuestOS:
-		var pl nns.DeployGuestosToAllSubnetNodesPayload
-		if err = decode(p, &pl); err == nil {
-			err = g.deploy(ctx, pl)
-		}
-	case config.KindUpdateSubnet:
-		var pl nns.UpdateSubnetPayload
-		if err = decode(p, &pl); err == nil {
-			err = g.subnetWithMembers(ctx, pl.SubnetID)
-		}
-	case config.KindRemoveNodes:
-		var pl nns.RemoveNodesPayload
-		if err = decode(p, &pl); err == nil {
-			err = g.removeNodes(ctx, pl)
-		}
-	case config.KindRemoveNodeOperators:
-		var pl nns.RemoveNodeOperatorsPayload
-		if err = decode(p, &pl); err == nil {
-			err = g.removeOperators(ctx, operatorsOf(pl))
-		}
-	case config.KindRemoveNodeProvider:
-		err = g.providers(ctx)
-	default:
-		err = fmt.Errorf("unknown kind %q", p.Kind)
+	if p.Body == nil {
+		err = fmt.Errorf("proposal %q has no kind to seed", p.Name)
+	} else {
+		err = p.Body.Seed(ctx, g, p.Payload)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dry run: seed from live state: %w", err)
 	}
 	slices.Sort(g.seed.Absent)
 	return g.seed, nil
-}
-
-func decode(p *proposal.Proposal, into any) error {
-	if err := candid.Unmarshal(p.Payload, into); err != nil {
-		return fmt.Errorf("decode the %s payload: %w", p.Kind, err)
-	}
-	return nil
-}
-
-func operatorsOf(pl nns.RemoveNodeOperatorsPayload) []principal.Principal {
-	var ops []principal.Principal
-	for _, raw := range pl.NodeOperatorsToRemove {
-		if op, err := principal.FromBytes(raw); err == nil {
-			ops = append(ops, op)
-		}
-	}
-	if pl.NodeOperatorPrincipalsToRemove != nil {
-		ops = append(ops, pl.NodeOperatorPrincipalsToRemove.Principals...)
-	}
-	return ops
 }
 
 type gatherer struct {
@@ -140,9 +92,9 @@ type gatherer struct {
 	read map[string]bool
 }
 
-// fetch reads keys concurrently (bounded) into the seed, skipping keys
+// Records reads keys concurrently (bounded) into the seed, skipping keys
 // already read.
-func (g *gatherer) fetch(ctx context.Context, keys ...string) error {
+func (g *gatherer) Records(ctx context.Context, keys ...string) error {
 	var todo []string
 	g.mu.Lock()
 	for _, k := range keys {
@@ -191,10 +143,10 @@ func (g *gatherer) record(key string) ([]byte, bool) {
 	return v, ok
 }
 
-// allSubnets seeds subnet_list and every subnet record in it: whether a
+// AllSubnets seeds subnet_list and every subnet record in it: whether a
 // node is a member of some subnet is only written in the subnet records.
-func (g *gatherer) allSubnets(ctx context.Context) error {
-	if err := g.fetch(ctx, nns.SubnetListKey); err != nil {
+func (g *gatherer) AllSubnets(ctx context.Context) error {
+	if err := g.Records(ctx, nns.SubnetListKey); err != nil {
 		return err
 	}
 	raw, ok := g.record(nns.SubnetListKey)
@@ -211,10 +163,10 @@ func (g *gatherer) allSubnets(ctx context.Context) error {
 			keys = append(keys, nns.SubnetRecordKey(id.String()))
 		}
 	}
-	return g.fetch(ctx, keys...)
+	return g.Records(ctx, keys...)
 }
 
-func (g *gatherer) subnet(id principal.Principal) (*nns.SubnetRecordPB, bool, error) {
+func (g *gatherer) Subnet(id principal.Principal) (*nns.SubnetRecordPB, bool, error) {
 	raw, ok := g.record(nns.SubnetRecordKey(id.String()))
 	if !ok {
 		return nil, false, nil
@@ -226,13 +178,13 @@ func (g *gatherer) subnet(id principal.Principal) (*nns.SubnetRecordPB, bool, er
 	return &rec, true, nil
 }
 
-// nodes seeds the node records of ids and their operators' records.
-func (g *gatherer) nodes(ctx context.Context, ids []principal.Principal) error {
+// Nodes seeds the node records of ids and their operators' records.
+func (g *gatherer) Nodes(ctx context.Context, ids []principal.Principal) error {
 	var keys []string
 	for _, id := range ids {
 		keys = append(keys, nns.NodeRecordKey(id.String()))
 	}
-	if err := g.fetch(ctx, keys...); err != nil {
+	if err := g.Records(ctx, keys...); err != nil {
 		return err
 	}
 	var ops []string
@@ -249,40 +201,18 @@ func (g *gatherer) nodes(ctx context.Context, ids []principal.Principal) error {
 			ops = append(ops, nns.NodeOperatorRecordKey(op.String()))
 		}
 	}
-	return g.fetch(ctx, ops...)
+	return g.Records(ctx, ops...)
 }
 
-func (g *gatherer) membership(ctx context.Context, pl nns.ChangeSubnetMembershipPayload) error {
-	if err := g.allSubnets(ctx); err != nil {
-		return err
-	}
-	if err := g.fetch(ctx, nns.SubnetRecordKey(pl.SubnetID.String())); err != nil {
-		return err
-	}
-	nodes := append(slices.Clone(pl.NodeIDsAdd), pl.NodeIDsRemove...)
-	rec, ok, err := g.subnet(pl.SubnetID)
-	if err != nil {
-		return err
-	}
-	if ok {
-		for _, m := range rec.Membership {
-			if id, err := principal.FromBytes(m); err == nil {
-				nodes = append(nodes, id)
-			}
-		}
-	}
-	return g.nodes(ctx, nodes)
-}
-
-// subnetWithMembers seeds subnet_list, the subnet's record and its
+// SubnetWithMembers seeds subnet_list, the subnet's record and its
 // members' node records: the registry checks its invariants on every subnet
 // record a proposal writes, in subnet_list order, and those read the
 // members' records (registered, with a chip when SEV is on).
-func (g *gatherer) subnetWithMembers(ctx context.Context, id principal.Principal) error {
-	if err := g.fetch(ctx, nns.SubnetListKey, nns.SubnetRecordKey(id.String())); err != nil {
+func (g *gatherer) SubnetWithMembers(ctx context.Context, id principal.Principal) error {
+	if err := g.Records(ctx, nns.SubnetListKey, nns.SubnetRecordKey(id.String())); err != nil {
 		return err
 	}
-	rec, ok, err := g.subnet(id)
+	rec, ok, err := g.Subnet(id)
 	if err != nil || !ok {
 		return err
 	}
@@ -292,43 +222,12 @@ func (g *gatherer) subnetWithMembers(ctx context.Context, id principal.Principal
 			members = append(members, p)
 		}
 	}
-	return g.nodes(ctx, members)
+	return g.Nodes(ctx, members)
 }
 
-func (g *gatherer) deploy(ctx context.Context, pl nns.DeployGuestosToAllSubnetNodesPayload) error {
-	if err := g.fetch(ctx, nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)); err != nil {
-		return err
-	}
-	if err := g.subnetWithMembers(ctx, pl.SubnetID); err != nil {
-		return err
-	}
-	rec, ok, err := g.subnet(pl.SubnetID)
-	if err != nil {
-		return err
-	}
-	if ok && rec.ReplicaVersionID != "" {
-		if err := g.fetch(ctx, nns.ReplicaVersionRecordKey(rec.ReplicaVersionID)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (g *gatherer) removeNodes(ctx context.Context, pl nns.RemoveNodesPayload) error {
-	if err := g.allSubnets(ctx); err != nil {
-		return err
-	}
-	return g.nodes(ctx, pl.NodeIDs)
-}
-
-func (g *gatherer) removeOperators(ctx context.Context, ops []principal.Principal) error {
-	var keys []string
-	for _, op := range ops {
-		keys = append(keys, nns.NodeOperatorRecordKey(op.String()))
-	}
-	if err := g.fetch(ctx, keys...); err != nil {
-		return err
-	}
+// OperatorNodes seeds the nodes each operator owns, as Live's
+// OperatorNodes lists them; without it the seed says so.
+func (g *gatherer) OperatorNodes(ctx context.Context, ops []principal.Principal) error {
 	if g.live.OperatorNodes == nil {
 		g.seed.Notes = append(g.seed.Notes, "the operators' nodes were not seeded (no registry explorer to list them), so an operator that still owns nodes is not caught here")
 		return nil
@@ -347,10 +246,11 @@ func (g *gatherer) removeOperators(ctx context.Context, ops []principal.Principa
 			nodes = append(nodes, p)
 		}
 	}
-	return g.nodes(ctx, nodes)
+	return g.Nodes(ctx, nodes)
 }
 
-func (g *gatherer) providers(ctx context.Context) error {
+// Providers seeds the node providers governance knows.
+func (g *gatherer) Providers(ctx context.Context) error {
 	list, err := g.live.Governance.ListNodeProviders(ctx)
 	if err != nil {
 		return fmt.Errorf("list_node_providers: %w", err)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // admins generates, per declared subnet whose on-chain admins differ from
@@ -22,12 +22,13 @@ func (g *gen) admins() {
 		if slices.Equal(want, have) {
 			continue
 		}
-		c := Change{OpAdmins, s.ID, strings.Join(want, ",")}
+		c := Change{Op: OpAdmins, Subject: s.ID, Target: strings.Join(want, ",")}
 		if g.pending[c] {
 			continue
 		}
 		subnet := g.n.subnet(s.ID)
-		p := &Proposal{Kind: config.KindUpdateSubnet, Subnet: subnet, Admins: want, Closes: []Change{c}}
+		admins := slices.Clone(want)
+		p := &Proposal{Body: &kinds.UpdateSubnet{SubnetID: s.ID, SubnetAdmins: &admins}}
 		p.Name = "set-admins-of-" + slug(subnet.word())
 		p.Title = fmt.Sprintf("Update subnet %s: set its subnet admins", short(s.ID))
 		var b strings.Builder

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // deploys generates, per declared subnet, the deploy_guestos that makes it
@@ -51,11 +52,11 @@ func (g *gen) deploys() {
 			g.note("subnet %s: its nodes are declared to run %s, which the NNS has not elected; electing a version is no proposal alp makes", subnet.word(), version.word())
 			continue
 		}
-		c := Change{OpDeploy, s.ID, v}
+		c := Change{Op: OpDeploy, Subject: s.ID, Target: v}
 		if g.pending[c] {
 			continue
 		}
-		p := &Proposal{Kind: config.KindDeployGuestOS, Subnet: subnet, Version: version, Closes: []Change{c}}
+		p := &Proposal{Body: &kinds.DeployGuestOS{SubnetID: s.ID, ReplicaVersionID: v}}
 		p.Name = fmt.Sprintf("deploy-%s-to-%s", slug(version.word()), slug(subnet.word()))
 		p.Title = fmt.Sprintf("Update subnet %s to GuestOS version %s", short(s.ID), abbrev(v))
 		label := version.word()

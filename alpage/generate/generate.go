@@ -20,31 +20,27 @@ import (
 	"strings"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/reconcile"
 )
 
-// Op is what one change does.
-type Op string
-
-// The changes a generated proposal makes, one per node, subnet, operator
-// or provider.
-const (
-	OpAdd            Op = "add"             // Subject node joins subnet Target
-	OpRemove         Op = "remove"          // Subject node leaves subnet Target
-	OpDeploy         Op = "deploy"          // subnet Subject runs version Target
-	OpAdmins         Op = "admins"          // subnet Subject's admins become Target (sorted, comma-joined)
-	OpRemoveNode     Op = "remove_node"     // node Subject is deregistered
-	OpRemoveOperator Op = "remove_operator" // operator Subject's record is deleted
-	OpRemoveProvider Op = "remove_provider" // provider Subject is removed
+// Op is what one change does; Change is one thing a proposal changes
+// on-chain (alpage/kinds says what each kind's proposals change).
+type (
+	Op     = kinds.Op
+	Change = kinds.Change
 )
 
-// Change is one thing a proposal changes on-chain. Two proposals that
-// make the same Change close the same drift.
-type Change struct {
-	Op      Op
-	Subject string
-	Target  string
-}
+// The changes a generated proposal makes.
+const (
+	OpAdd            = kinds.OpAdd
+	OpRemove         = kinds.OpRemove
+	OpDeploy         = kinds.OpDeploy
+	OpAdmins         = kinds.OpAdmins
+	OpRemoveNode     = kinds.OpRemoveNode
+	OpRemoveOperator = kinds.OpRemoveOperator
+	OpRemoveProvider = kinds.OpRemoveProvider
+)
 
 // Input is what Generate reads.
 type Input struct {
@@ -103,6 +99,7 @@ func (g *gen) note(format string, args ...any) {
 // add appends p (named uniquely) unless every change it makes is pending
 // already; its changes already pending are dropped by the caller.
 func (g *gen) add(p *Proposal) {
+	p.Kind, p.Closes, p.ref = config.Kind(p.Body.Name()), p.Body.Closes(), g.n.expr
 	base := p.Name
 	for i := 2; g.taken[p.Name]; i++ {
 		p.Name = fmt.Sprintf("%s-%d", base, i)
@@ -140,6 +137,17 @@ type ref struct {
 	ID   string
 	Kind string // subnet, node, node_operator, node_provider, guestos_version
 	Name string // the block name, "" when undeclared
+}
+
+// expr is id as a generated block writes it: a reference to the block
+// that declares it (as whatever it is), else the id itself.
+func (n names) expr(id string) string {
+	for _, r := range []ref{n.subnet(id), n.node(id), n.operator(id), n.provider(id), n.version(id)} {
+		if r.Name != "" {
+			return r.expr()
+		}
+	}
+	return quote(id)
 }
 
 func (r ref) expr() string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/reconcile"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/principal"
@@ -98,10 +99,11 @@ func TestMembershipMovesNodesOutBeforeTheyJoinAnotherSubnet(t *testing.T) {
 		t.Fatalf("generated %v, want %v; notes %v", nameList(r.Proposals), want, r.Notes)
 	}
 	replace, out, in := r.Proposals[0], r.Proposals[1], r.Proposals[2]
-	if !slices.Equal(refIDs(replace.Add), []string{n4}) || !slices.Equal(refIDs(replace.Remove), []string{n2}) || replace.Kind != config.KindMembership {
-		t.Errorf("replace: add %v remove %v", refIDs(replace.Add), refIDs(replace.Remove))
+	rb, ob := replace.Body.(*kinds.Membership), out.Body.(*kinds.Membership)
+	if !slices.Equal(refIDs(rb.Add), []string{n4}) || !slices.Equal(refIDs(rb.Remove), []string{n2}) || replace.Kind != config.KindMembership {
+		t.Errorf("replace: add %v remove %v", refIDs(rb.Add), refIDs(rb.Remove))
 	}
-	if !slices.Equal(refIDs(out.Remove), []string{n3}) || len(out.Add) != 0 || len(out.After) != 0 {
+	if !slices.Equal(refIDs(ob.Remove), []string{n3}) || len(ob.Add) != 0 || len(out.After) != 0 {
 		t.Errorf("remove from app2: %+v", out)
 	}
 	if !slices.Equal(in.After, []string{"replace-nodes-in-app1"}) {
@@ -142,7 +144,7 @@ func TestDeployGuestOSRollsASubnetToTheElectedVersionItsNodesDeclare(t *testing.
 		t.Fatalf("generated %v, notes %v", nameList(r.Proposals), r.Notes)
 	}
 	p := r.Proposals[0]
-	if p.Kind != config.KindDeployGuestOS || p.Version.ID != vNew || p.Subnet.ID != app1 ||
+	if d := p.Body.(*kinds.DeployGuestOS); p.Kind != config.KindDeployGuestOS || d.ReplicaVersionID != vNew || d.SubnetID != app1 ||
 		p.Title != "Update subnet "+short(app1)+" to GuestOS version f7a20dd4" ||
 		!strings.Contains(p.Summary, "https://dashboard.internetcomputer.org/release/"+vNew) || !strings.Contains(p.Summary, "release-2026-11-13_03-21-base") {
 		t.Fatalf("%+v", p)
@@ -167,7 +169,7 @@ func TestRemoveNodesTakesADecommissionedMemberOutOfItsSubnetFirst(t *testing.T) 
 		t.Fatalf("generated %v, notes %v", nameList(r.Proposals), r.Notes)
 	}
 	rm := r.Proposals[1]
-	if rm.Kind != config.KindRemoveNodes || !slices.Equal(rm.After, []string{"remove-node-2-from-app1"}) || len(rm.Nodes) != 2 ||
+	if rm.Kind != config.KindRemoveNodes || !slices.Equal(rm.After, []string{"remove-node-2-from-app1"}) || len(rm.Body.(*kinds.RemoveNodes).Nodes) != 2 ||
 		!strings.HasPrefix(rm.Title, "Remove decommissioned nodes [") {
 		t.Fatalf("%+v", rm)
 	}
@@ -193,8 +195,12 @@ func TestRemoveNodeOperatorsWaitsForTheOperatorsNodes(t *testing.T) {
 		t.Fatalf("generated %v, notes %v", nameList(r.Proposals), r.Notes)
 	}
 	op := r.Proposals[1]
-	if op.Kind != config.KindRemoveNodeOperators || !slices.Equal(op.After, []string{"remove-node-5"}) || op.Operators[0].expr() != "node_operator.op_old.id" {
-		t.Fatalf("%+v", op)
+	var b strings.Builder
+	if err := WriteHCL(&b, []*Proposal{op}); err != nil {
+		t.Fatal(err)
+	}
+	if op.Kind != config.KindRemoveNodeOperators || !slices.Equal(op.After, []string{"remove-node-5"}) || !strings.Contains(b.String(), "operators = [node_operator.op_old.id]") {
+		t.Fatalf("%+v\n%s", op, b.String())
 	}
 }
 
@@ -230,7 +236,7 @@ func TestUpdateSubnetSetsTheDeclaredAdmins(t *testing.T) {
 	}
 	p := r.Proposals[0]
 	want := sortedCopy([]string{admin1, admin2})
-	if p.Kind != config.KindUpdateSubnet || !slices.Equal(p.Admins, want) || !strings.Contains(p.Summary, admin2+" is declared an admin") {
+	if p.Kind != config.KindUpdateSubnet || !slices.Equal(*p.Body.(*kinds.UpdateSubnet).SubnetAdmins, want) || !strings.Contains(p.Summary, admin2+" is declared an admin") {
 		t.Fatalf("%+v", p)
 	}
 }
@@ -277,28 +283,28 @@ func TestWhatIsPendingIsNotGeneratedAgain(t *testing.T) {
 	l := live()
 	l.Subnets[app2] = reconcile.SubnetFacts{Found: true, Type: "application"}
 	more := Generate(Input{Res: res, Live: l, Pending: pending, Taken: map[string]bool{"add-node-3-to-app1": true}})
-	if !slices.Equal(nameList(more.Proposals), []string{"add-node-3-to-app1-2"}) || !slices.Equal(refIDs(more.Proposals[0].Add), []string{n3}) {
+	if !slices.Equal(nameList(more.Proposals), []string{"add-node-3-to-app1-2"}) || !slices.Equal(refIDs(more.Proposals[0].Body.(*kinds.Membership).Add), []string{n3}) {
 		t.Fatalf("generated %v", nameList(more.Proposals))
 	}
 }
 
 func TestPendingDeclaredSkipsTerminalRecords(t *testing.T) {
 	ps := []*config.Proposal{
-		{Name: "a", Kind: config.KindRemoveNodes, RemoveNodes: &config.RemoveNodes{Nodes: []config.NodeRef{{ID: n1}}}},
-		{Name: "b", Kind: config.KindRemoveNodeProvider, RemoveNodeProvider: &config.RemoveNodeProvider{NodeProviderID: provGone}},
-		{Name: "c", Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: app1, ReplicaVersionID: vNew}},
+		{Name: "a", Kind: config.KindRemoveNodes, Body: &kinds.RemoveNodes{Nodes: []kinds.NodeRef{{ID: n1}}}},
+		{Name: "b", Kind: config.KindRemoveNodeProvider, Body: &kinds.RemoveNodeProvider{NodeProviderID: provGone}},
+		{Name: "c", Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: app1, ReplicaVersionID: vNew}},
 	}
 	st := state.New()
 	st.Proposals["a"] = &state.Proposal{Status: state.StatusRejected}
 	st.Proposals["b"] = &state.Proposal{Status: state.StatusOpen}
 	got := PendingDeclared(ps, st)
-	want := []Change{{OpRemoveProvider, provGone, ""}, {OpDeploy, app1, vNew}}
+	want := []Change{{Op: OpRemoveProvider, Subject: provGone, Target: ""}, {Op: OpDeploy, Subject: app1, Target: vNew}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("pending %v, want %v", got, want)
 	}
 }
 
-func refIDs(rs []ref) []string {
+func refIDs(rs []kinds.NodeRef) []string {
 	var out []string
 	for _, r := range rs {
 		out = append(out, r.ID)
@@ -307,7 +313,7 @@ func refIDs(rs []ref) []string {
 }
 
 func TestTheBlocksEscapeWhatHCLWouldReadAsATemplate(t *testing.T) {
-	p := &Proposal{Name: "x", Kind: config.KindRemoveNodeProvider, Title: `a "${b}" %{c}`, Summary: "line ${one}\nEOT\n", Provider: ref{ID: provGone}}
+	p := &Proposal{Name: "x", Kind: config.KindRemoveNodeProvider, Title: `a "${b}" %{c}`, Summary: "line ${one}\nEOT\n", Body: &kinds.RemoveNodeProvider{NodeProviderID: provGone}}
 	var b strings.Builder
 	if err := WriteHCL(&b, []*Proposal{p}); err != nil {
 		t.Fatal(err)

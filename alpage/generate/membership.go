@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // move is one node's membership change and why.
@@ -79,7 +79,7 @@ func (g *gen) membership() {
 			}
 			continue
 		}
-		c := Change{OpAdd, n.ID, n.Subnet}
+		c := Change{Op: OpAdd, Subject: n.ID, Target: n.Subnet}
 		if g.pending[c] {
 			continue
 		}
@@ -111,7 +111,7 @@ func (g *gen) membership() {
 
 // moveOut records node's removal from subnet unless it is pending.
 func (g *gen) moveOut(m *subnetMoves, node ref, subnet, why string) {
-	if g.pending[Change{OpRemove, node.ID, subnet}] || slices.ContainsFunc(m.remove, func(x move) bool { return x.node.ID == node.ID }) {
+	if g.pending[Change{Op: OpRemove, Subject: node.ID, Target: subnet}] || slices.ContainsFunc(m.remove, func(x move) bool { return x.node.ID == node.ID }) {
 		return
 	}
 	m.remove = append(m.remove, move{node, why})
@@ -139,11 +139,11 @@ func (g *gen) membershipProposal(subnet ref, m *subnetMoves) {
 	byID := func(a, b move) int { return strings.Compare(a.node.ID, b.node.ID) }
 	slices.SortFunc(m.add, byID)
 	slices.SortFunc(m.remove, byID)
-	p := &Proposal{Kind: config.KindMembership, Subnet: subnet}
-	var closes, deps []Change
+	body := &kinds.Membership{SubnetID: subnet.ID}
+	p := &Proposal{Body: body}
+	var deps []Change
 	for _, a := range m.add {
-		p.Add = append(p.Add, a.node)
-		closes = append(closes, Change{OpAdd, a.node.ID, subnet.ID})
+		body.Add = append(body.Add, kinds.NodeRef{ID: a.node.ID})
 		// a node that moves in must first leave the subnet it is in
 		for c := range g.closedBy {
 			if c.Op == OpRemove && c.Subject == a.node.ID {
@@ -152,10 +152,9 @@ func (g *gen) membershipProposal(subnet ref, m *subnetMoves) {
 		}
 	}
 	for _, r := range m.remove {
-		p.Remove = append(p.Remove, r.node)
-		closes = append(closes, Change{OpRemove, r.node.ID, subnet.ID})
+		body.Remove = append(body.Remove, kinds.NodeRef{ID: r.node.ID})
 	}
-	p.Closes, p.After = closes, g.after(deps...)
+	p.After = g.after(deps...)
 	added, removed := refs(m.add), refs(m.remove)
 	switch {
 	case len(m.remove) == 0:

@@ -1,14 +1,10 @@
 package generate
 
 import (
-	"slices"
-	"strings"
-
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/state"
-	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
-	"alpnib.dev/ic/principal"
 )
 
 // PendingDeclared is what the declared proposals that may still execute
@@ -28,31 +24,10 @@ func PendingDeclared(ps []*config.Proposal, st *state.State) []Change {
 
 // ChangesOf is what a declared proposal changes.
 func ChangesOf(p *config.Proposal) []Change {
-	var out []Change
-	switch {
-	case p.Membership != nil:
-		for _, a := range p.Membership.Add {
-			out = append(out, Change{OpAdd, a.ID, p.Membership.SubnetID})
-		}
-		for _, r := range p.Membership.Remove {
-			out = append(out, Change{OpRemove, r.ID, p.Membership.SubnetID})
-		}
-	case p.DeployGuestOS != nil:
-		out = append(out, Change{OpDeploy, p.DeployGuestOS.SubnetID, p.DeployGuestOS.ReplicaVersionID})
-	case p.UpdateSubnet != nil && p.UpdateSubnet.SubnetAdmins != nil:
-		out = append(out, Change{OpAdmins, p.UpdateSubnet.SubnetID, strings.Join(sortedCopy(*p.UpdateSubnet.SubnetAdmins), ",")})
-	case p.RemoveNodes != nil:
-		for _, n := range p.RemoveNodes.Nodes {
-			out = append(out, Change{OpRemoveNode, n.ID, ""})
-		}
-	case p.RemoveNodeOperators != nil:
-		for _, o := range p.RemoveNodeOperators.Operators {
-			out = append(out, Change{OpRemoveOperator, o, ""})
-		}
-	case p.RemoveNodeProvider != nil:
-		out = append(out, Change{OpRemoveProvider, p.RemoveNodeProvider.NodeProviderID, ""})
+	if p.Body == nil {
+		return nil
 	}
-	return out
+	return p.Body.Closes()
 }
 
 // PendingInGovernance is what the open or adopted proposals governance
@@ -70,75 +45,4 @@ func PendingInGovernance(infos []nns.ProposalInfo) []Change {
 }
 
 // ChangesOfAction is what an on-chain action changes.
-func ChangesOfAction(a *nns.Action) []Change {
-	switch {
-	case a == nil:
-		return nil
-	case a.AddOrRemoveNodeProvider != nil:
-		if c := a.AddOrRemoveNodeProvider.Change; c != nil && c.ToRemove != nil && c.ToRemove.ID != nil {
-			return []Change{{OpRemoveProvider, c.ToRemove.ID.String(), ""}}
-		}
-		return nil
-	case a.ExecuteNnsFunction == nil:
-		return nil
-	}
-	payload := a.ExecuteNnsFunction.Payload
-	var out []Change
-	switch nns.NnsFunction(a.ExecuteNnsFunction.NnsFunction) {
-	case nns.FunctionChangeSubnetMembership:
-		var p nns.ChangeSubnetMembershipPayload
-		if candid.Unmarshal(payload, &p) != nil {
-			return nil
-		}
-		for _, n := range p.NodeIDsAdd {
-			out = append(out, Change{OpAdd, n.String(), p.SubnetID.String()})
-		}
-		for _, n := range p.NodeIDsRemove {
-			out = append(out, Change{OpRemove, n.String(), p.SubnetID.String()})
-		}
-	case nns.FunctionDeployGuestosToAllSubnetNodes:
-		var p nns.DeployGuestosToAllSubnetNodesPayload
-		if candid.Unmarshal(payload, &p) == nil {
-			out = append(out, Change{OpDeploy, p.SubnetID.String(), p.ReplicaVersionID})
-		}
-	case nns.FunctionUpdateConfigOfSubnet:
-		var p nns.UpdateSubnetPayload
-		if candid.Unmarshal(payload, &p) == nil && p.SubnetAdmins != nil {
-			out = append(out, Change{OpAdmins, p.SubnetID.String(), strings.Join(sortedCopy(texts(*p.SubnetAdmins)), ",")})
-		}
-	case nns.FunctionRemoveNodes:
-		var p nns.RemoveNodesPayload
-		if candid.Unmarshal(payload, &p) == nil {
-			for _, n := range p.NodeIDs {
-				out = append(out, Change{OpRemoveNode, n.String(), ""})
-			}
-		}
-	case nns.FunctionRemoveNodeOperators:
-		var p nns.RemoveNodeOperatorsPayload
-		if candid.Unmarshal(payload, &p) != nil {
-			return nil
-		}
-		var ops []string
-		for _, b := range p.NodeOperatorsToRemove {
-			if id, err := principal.FromBytes(b); err == nil {
-				ops = append(ops, id.String())
-			}
-		}
-		if p.NodeOperatorPrincipalsToRemove != nil {
-			ops = append(ops, texts(p.NodeOperatorPrincipalsToRemove.Principals)...)
-		}
-		slices.Sort(ops)
-		for _, o := range slices.Compact(ops) {
-			out = append(out, Change{OpRemoveOperator, o, ""})
-		}
-	}
-	return out
-}
-
-func texts(ps []principal.Principal) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.String()
-	}
-	return out
-}
+func ChangesOfAction(a *nns.Action) []Change { return kinds.ChangesOfAction(a) }

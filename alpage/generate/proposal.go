@@ -5,10 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
-
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // Proposal is one generated proposal block.
@@ -23,15 +21,11 @@ type Proposal struct {
 	// Closes is every change it makes.
 	Closes []Change
 
-	// The body, by kind.
-	Subnet    ref   // membership, deploy_guestos, update_subnet
-	Add       []ref // membership
-	Remove    []ref // membership
-	Version   ref   // deploy_guestos
-	Admins    []string
-	Nodes     []ref // remove_nodes
-	Operators []ref // remove_node_operators
-	Provider  ref   // remove_node_provider
+	// Body is the proposal's block, of its kind's type.
+	Body kinds.Kind
+
+	// ref writes an id as the block writes it; quoted when nil.
+	ref func(id string) string
 }
 
 // WriteHCL writes the proposals as proposals.hcl blocks, in order, each
@@ -62,39 +56,11 @@ func (p *Proposal) hcl(b *strings.Builder) {
 	fmt.Fprintf(b, "  title   = %s\n", quote(p.Title))
 	fmt.Fprintf(b, "  summary = %s\n", heredoc(p.Summary, "  "))
 	b.WriteString("  url     = \"\" # the forum.dfinity.org thread that discusses it\n\n")
-	switch p.Kind {
-	case config.KindMembership:
-		fmt.Fprintf(b, "  membership {\n    subnet_id = %s\n", p.Subnet.expr())
-		for _, a := range p.Add {
-			fmt.Fprintf(b, "    add {\n      id = %s\n    }\n", a.expr())
-		}
-		for _, r := range p.Remove {
-			fmt.Fprintf(b, "    remove {\n      id = %s\n    }\n", r.expr())
-		}
-		b.WriteString("  }\n")
-	case config.KindDeployGuestOS:
-		fmt.Fprintf(b, "  deploy_guestos {\n    subnet_id          = %s\n    replica_version_id = %s\n  }\n", p.Subnet.expr(), p.Version.expr())
-	case config.KindUpdateSubnet:
-		var as []string
-		for _, a := range p.Admins {
-			as = append(as, quote(a))
-		}
-		fmt.Fprintf(b, "  update_subnet {\n    subnet_id     = %s\n    subnet_admins = [%s]\n  }\n", p.Subnet.expr(), strings.Join(as, ", "))
-	case config.KindRemoveNodes:
-		b.WriteString("  remove_nodes {\n")
-		for _, n := range p.Nodes {
-			fmt.Fprintf(b, "    node {\n      id = %s\n    }\n", n.expr())
-		}
-		b.WriteString("  }\n")
-	case config.KindRemoveNodeOperators:
-		var os []string
-		for _, o := range p.Operators {
-			os = append(os, o.expr())
-		}
-		fmt.Fprintf(b, "  remove_node_operators {\n    operators = [%s]\n  }\n", strings.Join(os, ", "))
-	case config.KindRemoveNodeProvider:
-		fmt.Fprintf(b, "  remove_node_provider {\n    node_provider_id = %s\n  }\n", p.Provider.expr())
+	ref := p.ref
+	if ref == nil {
+		ref = quote
 	}
+	p.Body.HCL(b, ref)
 	b.WriteString("}\n")
 }
 
@@ -118,11 +84,8 @@ func describe(cs []Change) []string {
 	return out
 }
 
-// quote is s as an HCL quoted string (hclwrite escapes it, template
-// sequences included).
-func quote(s string) string {
-	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
-}
+// quote is s as an HCL quoted string.
+func quote(s string) string { return kinds.Quote(s) }
 
 // heredoc is s as an indented HCL heredoc, template sequences escaped; a
 // quoted string when a line of s would end the heredoc.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // removals generates remove_nodes for the decommissioned nodes still
@@ -23,7 +23,7 @@ func (g *gen) removals() {
 		if !n.Decommissioned || !read || f.Err != "" {
 			continue
 		}
-		if !f.Found || g.pending[Change{OpRemoveNode, n.ID, ""}] {
+		if !f.Found || g.pending[Change{Op: OpRemoveNode, Subject: n.ID, Target: ""}] {
 			gone[n.ID] = true
 			continue
 		}
@@ -37,10 +37,11 @@ func (g *gen) removals() {
 	}
 	if len(nodes) > 0 {
 		slices.SortFunc(nodes, func(a, b ref) int { return strings.Compare(a.ID, b.ID) })
-		p := &Proposal{Kind: config.KindRemoveNodes, Nodes: nodes, After: g.after(deps...)}
+		body := &kinds.RemoveNodes{}
 		for _, n := range nodes {
-			p.Closes = append(p.Closes, Change{OpRemoveNode, n.ID, ""})
+			body.Nodes = append(body.Nodes, kinds.NodeRef{ID: n.ID})
 		}
+		p := &Proposal{Body: body, After: g.after(deps...)}
 		p.Name = "remove-" + countOr(nodes, "nodes")
 		if len(nodes) == 1 {
 			p.Name = "remove-node-" + slug(nodes[0].word())
@@ -65,7 +66,7 @@ func (g *gen) removals() {
 		switch {
 		case !read || f.Err != "":
 			continue
-		case !f.Found || g.pending[Change{OpRemoveOperator, o.ID, ""}]:
+		case !f.Found || g.pending[Change{Op: OpRemoveOperator, Subject: o.ID, Target: ""}]:
 			removedOps[o.ID] = true
 			continue
 		}
@@ -79,7 +80,7 @@ func (g *gen) removals() {
 			if !gone[n] {
 				left = append(left, n)
 			} else {
-				opDeps = append(opDeps, Change{OpRemoveNode, n, ""})
+				opDeps = append(opDeps, Change{Op: OpRemoveNode, Subject: n, Target: ""})
 			}
 		}
 		if len(left) > 0 {
@@ -90,10 +91,11 @@ func (g *gen) removals() {
 		ops = append(ops, g.n.operator(o.ID))
 	}
 	if len(ops) > 0 {
-		p := &Proposal{Kind: config.KindRemoveNodeOperators, Operators: ops, After: g.after(opDeps...)}
+		body := &kinds.RemoveNodeOperators{}
 		for _, o := range ops {
-			p.Closes = append(p.Closes, Change{OpRemoveOperator, o.ID, ""})
+			body.Operators = append(body.Operators, o.ID)
 		}
+		p := &Proposal{Body: body, After: g.after(opDeps...)}
 		p.Name = "remove-" + countOr(ops, "node-operators")
 		if len(ops) == 1 {
 			p.Name = "remove-operator-" + slug(ops[0].word())
@@ -106,14 +108,14 @@ func (g *gen) removals() {
 	// providers
 	for _, np := range g.in.Res.NodeProviders {
 		f, read := live.Providers[np.ID]
-		if !np.Decommissioned || !read || f.Err != "" || !f.Known || g.pending[Change{OpRemoveProvider, np.ID, ""}] {
+		if !np.Decommissioned || !read || f.Err != "" || !f.Known || g.pending[Change{Op: OpRemoveProvider, Subject: np.ID, Target: ""}] {
 			continue
 		}
 		var left []string
 		var pDeps []Change
 		for op := range f.Operators {
 			if removedOps[op] {
-				pDeps = append(pDeps, Change{OpRemoveOperator, op, ""})
+				pDeps = append(pDeps, Change{Op: OpRemoveOperator, Subject: op, Target: ""})
 			} else {
 				left = append(left, op)
 			}
@@ -124,7 +126,7 @@ func (g *gen) removals() {
 			continue
 		}
 		provider := g.n.provider(np.ID)
-		p := &Proposal{Kind: config.KindRemoveNodeProvider, Provider: provider, After: g.after(pDeps...), Closes: []Change{{OpRemoveProvider, np.ID, ""}}}
+		p := &Proposal{Body: &kinds.RemoveNodeProvider{NodeProviderID: np.ID}, After: g.after(pDeps...)}
 		p.Name = "remove-provider-" + slug(provider.word())
 		label := np.Label
 		if label == "" {

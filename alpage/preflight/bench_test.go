@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // BenchmarkPreflight runs the fetch and the checks of one proposal per kind
@@ -16,10 +17,10 @@ func BenchmarkPreflight(b *testing.B) {
 		name string
 		p    *config.Proposal
 	}{
-		{"membership", &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2)}}},
+		{"membership", &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n2)}}},
 		{"deploy_guestos", deploy("v2")},
-		{"update_subnet", &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &config.UpdateSubnet{SubnetID: subnet, MaxNumberOfCanisters: ptr(uint64(9))}}},
-		{"remove_node_operators", &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: []string{id("op")}}}},
+		{"update_subnet", &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &kinds.UpdateSubnet{SubnetID: subnet, MaxNumberOfCanisters: ptr(uint64(9))}}},
+		{"remove_node_operators", &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, Body: &kinds.RemoveNodeOperators{Operators: []string{id("op")}}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
@@ -34,13 +35,13 @@ func BenchmarkPreflight(b *testing.B) {
 // BenchmarkEvaluateUpdateSubnet is the pure diff of every update_subnet
 // field against a live record.
 func BenchmarkEvaluateUpdateSubnet(b *testing.B) {
-	u := &config.UpdateSubnet{SubnetID: subnet, IsHalted: ptr(true), MaxNumberOfCanisters: ptr(uint64(9)),
+	u := &kinds.UpdateSubnet{SubnetID: subnet, IsHalted: ptr(true), MaxNumberOfCanisters: ptr(uint64(9)),
 		SSHReadonlyAccess: &[]string{"a", "b"}, SSHBackupAccess: &[]string{"c"}, SubnetAdmins: &[]string{n1},
-		Features: &config.Features{HTTPRequests: true}, ResourceLimits: &config.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2},
+		Features: &kinds.Features{HTTPRequests: true}, ResourceLimits: &kinds.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2},
 		UnitDelayMillis: ptr(uint64(1)), InitialNotaryDelayMillis: ptr(uint64(1)), DKGIntervalLength: ptr(uint64(1)),
 		DKGDealingsPerBlock: ptr(uint64(1)), MaxIngressBytesPerMessage: ptr(uint64(1)), MaxIngressBytesPerBlock: ptr(uint64(1)),
 		MaxIngressMessagesPerBlock: ptr(uint64(1)), MaxBlockPayloadSize: ptr(uint64(1))}
-	p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: u}
+	p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: u}
 	live := &Snapshot{Subnet: subnetWith("v1", n1, n2)}
 	names := map[string]string{n1: "n1", subnet: "app"}
 	for b.Loop() {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 	"alpnib.dev/internal/term"
@@ -31,10 +32,10 @@ func subnetWith(version string, nodes ...string) *nns.SubnetRecord {
 	return rec
 }
 
-func refs(ids ...string) []config.NodeRef {
-	out := make([]config.NodeRef, len(ids))
+func refs(ids ...string) []kinds.NodeRef {
+	out := make([]kinds.NodeRef, len(ids))
 	for i, n := range ids {
-		out[i] = config.NodeRef{ID: n}
+		out[i] = kinds.NodeRef{ID: n}
 	}
 	return out
 }
@@ -136,7 +137,7 @@ func TestMembershipRules(t *testing.T) {
 		{"an unknown subnet is refused", []string{n3}, nil, &Snapshot{},
 			expect{VerdictRefused, map[Severity][]string{Refused: {"not in the registry"}}}},
 	} {
-		p := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(tc.add...), Remove: refs(tc.remove...)}}
+		p := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(tc.add...), Remove: refs(tc.remove...)}}
 		tc.want.assert(t, tc.name, Evaluate(p, tc.live, Options{}))
 	}
 }
@@ -166,7 +167,7 @@ func TestDeployGuestOSRules(t *testing.T) {
 		{"an unreadable dashboard is only a note", "v2", VersionFacts{Elected: true, ReleaseErr: "dashboard down"}, Options{},
 			expect{VerdictReady, map[Severity][]string{Note: {"release name unavailable (dashboard down)"}}}},
 	} {
-		p := &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: tc.target}}
+		p := &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: tc.target}}
 		tc.want.assert(t, tc.name, Evaluate(p, &Snapshot{Subnet: subnetWith("v1"), Version: tc.version}, tc.opts))
 	}
 }
@@ -189,33 +190,33 @@ func TestUpdateSubnetRules(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		u    config.UpdateSubnet
+		u    kinds.UpdateSubnet
 		want expect
 	}{
-		{"each changed field is printed", config.UpdateSubnet{MaxNumberOfCanisters: ptr(uint64(200)), IsHalted: ptr(true)},
+		{"each changed field is printed", kinds.UpdateSubnet{MaxNumberOfCanisters: ptr(uint64(200)), IsHalted: ptr(true)},
 			expect{VerdictReady, map[Severity][]string{OK: {"max_number_of_canisters: 100 → 200", "is_halted: false → true"}}}},
-		{"nothing different is a no-op", config.UpdateSubnet{MaxNumberOfCanisters: ptr(uint64(100)), SSHReadonlyAccess: &[]string{"key-b", "key-a"}},
+		{"nothing different is a no-op", kinds.UpdateSubnet{MaxNumberOfCanisters: ptr(uint64(100)), SSHReadonlyAccess: &[]string{"key-b", "key-a"}},
 			expect{VerdictNoOp, map[Severity][]string{Note: {"max_number_of_canisters is already 100", "changes nothing"}}}},
-		{"an ssh list that drops a key is flagged", config.UpdateSubnet{SSHReadonlyAccess: &[]string{"key-a", "key-c"}},
+		{"an ssh list that drops a key is flagged", kinds.UpdateSubnet{SSHReadonlyAccess: &[]string{"key-a", "key-c"}},
 			expect{VerdictFlagged, map[Severity][]string{Flagged: {"drops 1 existing key(s) (key-b)"}}}},
-		{"an empty ssh list is flagged", config.UpdateSubnet{SSHReadonlyAccess: &[]string{}},
+		{"an empty ssh list is flagged", kinds.UpdateSubnet{SSHReadonlyAccess: &[]string{}},
 			expect{VerdictFlagged, map[Severity][]string{Flagged: {"drops 2"}}}},
-		{"a sev_enabled change is refused", config.UpdateSubnet{Features: &config.Features{HTTPRequests: true, SevEnabled: true}},
+		{"a sev_enabled change is refused", kinds.UpdateSubnet{Features: &kinds.Features{HTTPRequests: true, SevEnabled: true}},
 			expect{VerdictRefused, map[Severity][]string{Refused: {"features.sev_enabled = true differs from the live false"}}}},
-		{"restating sev_enabled while changing a feature is ready", config.UpdateSubnet{Features: &config.Features{CanisterSandboxing: true, HTTPRequests: true}},
+		{"restating sev_enabled while changing a feature is ready", kinds.UpdateSubnet{Features: &kinds.Features{CanisterSandboxing: true, HTTPRequests: true}},
 			expect{VerdictReady, map[Severity][]string{OK: {"features.canister_sandboxing: false → true"}, Note: {"features.sev_enabled is already false"}}}},
-		{"an unset limit reads unset", config.UpdateSubnet{ResourceLimits: &config.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}},
+		{"an unset limit reads unset", kinds.UpdateSubnet{ResourceLimits: &kinds.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}},
 			expect{VerdictReady, map[Severity][]string{OK: {"resource_limits.maximum_state_size: unset → 1"}}}},
-		{"an ssh list of more than 50 keys is refused", config.UpdateSubnet{SSHBackupAccess: &fiftyOne},
+		{"an ssh list of more than 50 keys is refused", kinds.UpdateSubnet{SSHBackupAccess: &fiftyOne},
 			expect{VerdictRefused, map[Severity][]string{Refused: {"ssh_backup_access names 51 keys", "at most 50"}}}},
-		{"admins on a subnet that is not rented are refused", config.UpdateSubnet{SubnetAdmins: &[]string{n2}},
+		{"admins on a subnet that is not rented are refused", kinds.UpdateSubnet{SubnetAdmins: &[]string{n2}},
 			expect{VerdictRefused, map[Severity][]string{Refused: {"is an application subnet on the normal cost schedule", "only on a rented subnet"}}}},
-		{"clearing the admins of a subnet that is not rented is fine", config.UpdateSubnet{SubnetAdmins: &[]string{}},
+		{"clearing the admins of a subnet that is not rented is fine", kinds.UpdateSubnet{SubnetAdmins: &[]string{}},
 			expect{VerdictNoOp, map[Severity][]string{Note: {"subnet_admins is already []"}}}},
 	} {
 		u := tc.u
 		u.SubnetID = subnet
-		p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &u}
+		p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &u}
 		tc.want.assert(t, tc.name, Evaluate(p, live(), Options{}))
 	}
 	// The stored record carries query limits and fields alp does not
@@ -226,27 +227,27 @@ func TestUpdateSubnetRules(t *testing.T) {
 	stored := live()
 	stored.SubnetPB = decodeFuture(t)
 	stored.SubnetPB.ResourceLimits.MaximumQueryInstructions = &instr
-	limits := config.UpdateSubnet{SubnetID: subnet, ResourceLimits: &config.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}}
+	limits := kinds.UpdateSubnet{SubnetID: subnet, ResourceLimits: &kinds.ResourceLimits{MaximumStateSize: 1, MaximumStateDelta: 2}}
 	expect{VerdictRefused, map[Severity][]string{
 		Note:    {"resource_limits.maximum_query_instructions is inherited: the payload sends its live value (20000000000)", "resource_limits.maximum_query_walltime_seconds is inherited: the payload sends its live value (40)"},
 		Refused: {"the live resource_limits carries field 5, which alp does not model and cannot send", "would reset it"},
 	}}.assert(t, "an unmodelled part of resource_limits is refused",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &limits}, stored, Options{}))
-	halt := config.UpdateSubnet{SubnetID: subnet, IsHalted: ptr(true)}
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &limits}, stored, Options{}))
+	halt := kinds.UpdateSubnet{SubnetID: subnet, IsHalted: ptr(true)}
 	expect{VerdictReady, map[Severity][]string{OK: {"is_halted: false → true"}}}.assert(t, "unmodelled fields of blocks not sent are untouched",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &halt}, stored, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &halt}, stored, Options{}))
 	withAdmin := live()
 	withAdmin.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
 	withAdmin.Subnet.SubnetAdmins = []principal.Principal{principal.MustDecode(n1)}
-	drop := config.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
+	drop := kinds.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
 	expect{VerdictFlagged, map[Severity][]string{Flagged: {"subnet_admins drops 1 existing admin(s) (" + n1 + ")"}}}.assert(t, "dropping an admin is flagged",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &drop}, withAdmin, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &drop}, withAdmin, Options{}))
 
 	rented := live()
 	rented.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
-	u := config.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
+	u := kinds.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
 	expect{VerdictReady, map[Severity][]string{OK: {"subnet_admins: [] → [" + n2 + "]"}}}.assert(t, "admins on a rented subnet are ready",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, UpdateSubnet: &u}, rented, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &u}, rented, Options{}))
 }
 
 func TestRemoveNodesRules(t *testing.T) {
@@ -260,7 +261,7 @@ func TestRemoveNodesRules(t *testing.T) {
 		{"a subnet member is refused", []string{n1, n2}, expect{VerdictRefused, map[Severity][]string{Refused: {"still a member of subnet " + subnet}}}},
 		{"a deregistered node is a warned no-op", []string{n3}, expect{VerdictNoOp, map[Severity][]string{Warning: {"no longer registered"}}}},
 	} {
-		p := &config.Proposal{Name: "r", Kind: config.KindRemoveNodes, RemoveNodes: &config.RemoveNodes{Nodes: refs(tc.nodes...)}}
+		p := &config.Proposal{Name: "r", Kind: config.KindRemoveNodes, Body: &kinds.RemoveNodes{Nodes: refs(tc.nodes...)}}
 		tc.want.assert(t, tc.name, Evaluate(p, live, Options{}))
 	}
 }
@@ -280,7 +281,7 @@ func TestRemoveNodeOperatorsRules(t *testing.T) {
 		{"an operator without a record is a no-op", []string{gone}, expect{VerdictNoOp, map[Severity][]string{Warning: {"no registry record"}}}},
 		{"an unreadable explorer is a warning", []string{blind}, expect{VerdictReady, map[Severity][]string{Warning: {"explorer down"}}}},
 	} {
-		p := &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: tc.ops}}
+		p := &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, Body: &kinds.RemoveNodeOperators{Operators: tc.ops}}
 		tc.want.assert(t, tc.name, Evaluate(p, live, Options{}))
 	}
 }
@@ -296,7 +297,7 @@ func TestRemoveNodeProviderRules(t *testing.T) {
 		{"an unknown provider is refused", ProviderFacts{}, expect{VerdictRefused, map[Severity][]string{Refused: {"does not know"}}}},
 		{"a provider with operators is flagged", ProviderFacts{Known: true, Operators: []string{id("op")}}, expect{VerdictFlagged, map[Severity][]string{Flagged: {"still has 1 operator(s)"}}}},
 	} {
-		p := &config.Proposal{Name: "p", Kind: config.KindRemoveNodeProvider, RemoveNodeProvider: &config.RemoveNodeProvider{NodeProviderID: np}}
+		p := &config.Proposal{Name: "p", Kind: config.KindRemoveNodeProvider, Body: &kinds.RemoveNodeProvider{NodeProviderID: np}}
 		tc.want.assert(t, tc.name, Evaluate(p, &Snapshot{Provider: tc.live}, Options{}))
 	}
 }
@@ -336,10 +337,10 @@ func TestMessagesNameTheIdsTheConfigNames(t *testing.T) {
 
 func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
 	live := &Snapshot{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}}}
-	p := &config.Proposal{Name: "p", Kind: config.KindMembership, Membership: &config.Membership{
+	p := &config.Proposal{Name: "p", Kind: config.KindMembership, Body: &kinds.Membership{
 		SubnetID: subnet,
-		Add:      []config.NodeRef{{ID: n3, Label: "the Geneva spare"}},
-		Remove:   []config.NodeRef{{ID: n1, Label: "ignored: a block names it"}},
+		Add:      []kinds.NodeRef{{ID: n3, Label: "the Geneva spare"}},
+		Remove:   []kinds.NodeRef{{ID: n1, Label: "ignored: a block names it"}},
 	}}
 	names := map[string]string{n1: "node_01"}
 	r := Evaluate(p, live, Options{Names: names})
@@ -350,7 +351,7 @@ func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
 	if len(names) != 1 {
 		t.Fatalf("the caller's names were changed: %v", names)
 	}
-	r = Evaluate(&config.Proposal{Name: "r", Kind: config.KindRemoveNodes, RemoveNodes: &config.RemoveNodes{Nodes: []config.NodeRef{{ID: n3, Label: "spare"}}}}, live, Options{})
+	r = Evaluate(&config.Proposal{Name: "r", Kind: config.KindRemoveNodes, Body: &kinds.RemoveNodes{Nodes: []kinds.NodeRef{{ID: n3, Label: "spare"}}}}, live, Options{})
 	if out := dump(r); !strings.Contains(out, "node spare ("+n3+")") {
 		t.Fatalf("a remove_nodes label with no names at all:\n%s", out)
 	}
@@ -380,23 +381,23 @@ func TestEveryFailingCheckOfAProposalIsReportedNotOnlyTheFirst(t *testing.T) {
 		want []string // one fragment per failing check, in order
 	}{
 		{"a membership change of a subnet the registry lacks still judges the nodes it adds",
-			&config.Proposal{Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n4, id("gone")), Remove: refs(n1)}},
+			&config.Proposal{Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n4, id("gone")), Remove: refs(n1)}},
 			&Snapshot{Nodes: elsewhere},
 			[]string{"subnet " + subnet + " is not in the registry", n4 + " is a member of another subnet", id("gone") + " is not registered"}},
 		{"a node that sits in another subnet and has no chip is told both",
-			&config.Proposal{Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n4)}},
+			&config.Proposal{Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n4)}},
 			&Snapshot{Subnet: sev, Nodes: elsewhere},
 			[]string{n4 + " is a member of another subnet", n4 + " has no chip id"}},
 		{"a deploy to a subnet the registry lacks still says the version is not elected",
-			&config.Proposal{Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: "v3"}},
+			&config.Proposal{Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: "v3"}},
 			&Snapshot{},
 			[]string{"subnet " + subnet + " is not in the registry", "version v3 is not elected"}},
 		{"an operator whose record could not be read is still asked about its nodes",
-			&config.Proposal{Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: []string{busy}}},
+			&config.Proposal{Kind: config.KindRemoveNodeOperators, Body: &kinds.RemoveNodeOperators{Operators: []string{busy}}},
 			&Snapshot{Operators: map[string]OperatorFacts{busy: {RegisteredErr: "timeout", Nodes: []string{n1}}}},
 			[]string{"operator " + busy + " still owns 1 node(s)"}},
 		{"a provider governance does not know is still checked for operators",
-			&config.Proposal{Kind: config.KindRemoveNodeProvider, RemoveNodeProvider: &config.RemoveNodeProvider{NodeProviderID: id("provider")}},
+			&config.Proposal{Kind: config.KindRemoveNodeProvider, Body: &kinds.RemoveNodeProvider{NodeProviderID: id("provider")}},
 			&Snapshot{Provider: ProviderFacts{Operators: []string{id("op")}}},
 			[]string{"does not know node provider", "still has 1 operator(s)"}},
 	} {
@@ -417,8 +418,8 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 		return hcl.Range{Filename: "proposals.hcl", Start: hcl.Pos{Line: line}}
 	}
 	p := &config.Proposal{Name: "m", Kind: config.KindMembership, Range: at(3),
-		Membership: &config.Membership{SubnetID: subnet, Add: refs(n3, n4, id("gone"))},
-		Places:     map[string]hcl.Range{"subnet_id": at(5), subnet: at(5), n3: at(6), n4: at(7), id("gone"): at(8)}}
+		Body:   &kinds.Membership{SubnetID: subnet, Add: refs(n3, n4, id("gone"))},
+		Places: map[string]hcl.Range{"subnet_id": at(5), subnet: at(5), n3: at(6), n4: at(7), id("gone"): at(8)}}
 	live := &Snapshot{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {Err: "timeout"}}}
 	r := Evaluate(p, live, Options{})
 	want := map[string]string{n3: "", n4: "proposals.hcl:7", id("gone"): ""} // ok and a warning name no place
@@ -437,8 +438,8 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 		t.Errorf("the missing subnet's check at %q, want its subnet_id's place", r.Checks[0].At)
 	}
 	u := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Range: at(3),
-		UpdateSubnet: &config.UpdateSubnet{SubnetID: subnet, Features: &config.Features{SevEnabled: true}},
-		Places:       map[string]hcl.Range{"features.sev_enabled": at(9)}}
+		Body:   &kinds.UpdateSubnet{SubnetID: subnet, Features: &kinds.Features{SevEnabled: true}},
+		Places: map[string]hcl.Range{"features.sev_enabled": at(9)}}
 	for _, c := range Evaluate(u, &Snapshot{Subnet: subnetWith("v1")}, Options{}).Checks {
 		if c.Severity == Refused && c.At != "proposals.hcl:9" {
 			t.Errorf("the sev_enabled refusal at %q, want the field's place", c.At)

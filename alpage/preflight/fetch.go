@@ -104,42 +104,36 @@ func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, err
 	}
 	lister, _ := f.Registry.(operatorLister)
 	f = &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, nodesOf: lister}
-	switch p.Kind {
-	case config.KindMembership:
-		// The nodes added are read without the subnet too: what is
-		// wrong with each is told beside the missing subnet.
-		if live.Subnet, err = f.subnet(ctx, p.Membership.SubnetID); err != nil {
-			return live, err
-		}
-		if len(p.Membership.Add) > 0 {
-			ids := make([]string, len(p.Membership.Add))
-			for i, n := range p.Membership.Add {
-				ids[i] = n.ID
-			}
-			live.Nodes, err = f.nodes(ctx, ids)
-		}
-	case config.KindDeployGuestOS:
-		if live.Subnet, err = f.subnet(ctx, p.DeployGuestOS.SubnetID); err != nil {
-			return live, err
-		}
-		live.Version = f.version(ctx, p.DeployGuestOS.ReplicaVersionID)
-	case config.KindUpdateSubnet:
-		if live.Subnet, err = f.subnet(ctx, p.UpdateSubnet.SubnetID); err != nil || live.Subnet == nil {
-			return live, err
-		}
-		live.SubnetPB, err = SubnetRecord(ctx, f.Registry, p.UpdateSubnet.SubnetID, 0)
-	case config.KindRemoveNodes:
-		ids := make([]string, len(p.RemoveNodes.Nodes))
-		for i, n := range p.RemoveNodes.Nodes {
-			ids[i] = n.ID
-		}
-		live.Nodes, err = f.nodes(ctx, ids)
-	case config.KindRemoveNodeOperators:
-		live.Operators = f.operators(ctx, p.RemoveNodeOperators.Operators)
-	case config.KindRemoveNodeProvider:
-		live.Provider, err = f.provider(ctx, p.RemoveNodeProvider.NodeProviderID)
+	if p.Body == nil {
+		return live, fmt.Errorf("proposal %q: kind %q has no block to check", p.Name, p.Kind)
 	}
+	err = p.Body.Fetch(ctx, reader{f}, live)
 	return live, err
+}
+
+// reader is what a kind's Fetch reads through: the fetcher, pinned.
+type reader struct{ f *Fetcher }
+
+func (r reader) Subnet(ctx context.Context, id string) (*nns.SubnetRecord, error) {
+	return r.f.subnet(ctx, id)
+}
+
+func (r reader) SubnetRecord(ctx context.Context, id string) (*nns.SubnetRecordPB, error) {
+	return SubnetRecord(ctx, r.f.Registry, id, 0)
+}
+
+func (r reader) Nodes(ctx context.Context, ids []string) (map[string]NodeFacts, error) {
+	return r.f.nodes(ctx, ids)
+}
+
+func (r reader) Version(ctx context.Context, id string) VersionFacts { return r.f.version(ctx, id) }
+
+func (r reader) Operators(ctx context.Context, ids []string) map[string]OperatorFacts {
+	return r.f.operators(ctx, ids)
+}
+
+func (r reader) Provider(ctx context.Context, id string) (ProviderFacts, error) {
+	return r.f.provider(ctx, id)
 }
 
 // pinner is a registry client that reads everything at one version;
@@ -279,7 +273,7 @@ func (f *Fetcher) membership(ctx context.Context) (map[string]string, error) {
 // to the explorer when the registry read fails, and the dashboard for its
 // release name.
 func (f *Fetcher) version(ctx context.Context, id string) VersionFacts {
-	var v VersionFacts
+	v := VersionFacts{ReleaseSource: source.DashboardLabel}
 	_, _, found, err := f.Registry.GetValue(ctx, nns.ReplicaVersionRecordKey(id), 0)
 	switch {
 	case err == nil:

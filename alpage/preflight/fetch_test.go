@@ -10,6 +10,7 @@ import (
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/devnet"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/localnet/registry"
@@ -70,7 +71,7 @@ func (f failingVersions) GetValue(ctx context.Context, key string, v uint64) ([]
 }
 
 func deploy(version string) *config.Proposal {
-	return &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: version}}
+	return &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: version}}
 }
 
 func TestTheFetcherReadsTheDevnetAndPinsTheRegistryVersion(t *testing.T) {
@@ -89,7 +90,7 @@ func TestTheFetcherReadsTheDevnetAndPinsTheRegistryVersion(t *testing.T) {
 	if err != nil || r.Verdict != VerdictRefused {
 		t.Fatalf("unelected: %v %s\n%s", err, r.Verdict, dump(r))
 	}
-	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2, n3)}}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n2, n3)}}
 	r, err = f.Run(ctx, m, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestTheFetcherSaysWhichNodesHaveAChipForASevSubnet(t *testing.T) {
 	fleet.Nodes[0].ChipID = "0a0b"
 	fleet.Nodes = append(fleet.Nodes, devnet.FleetNode{ID: n3, Operator: id("op"), Version: "v1", ChipID: "0c0d", Reachable: fleet.Nodes[1].Reachable})
 	_, f := startFleet(t, fleet)
-	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2, n3)}}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n2, n3)}}
 	r, err := f.Run(context.Background(), m, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestEveryRecordIsReadAtTheVersionTheReportPrints(t *testing.T) {
 	d, f := startDevnet(t)
 	reads := &versionsRead{Registry: f.Registry, seen: map[uint64]int{}}
 	f.Registry = reads
-	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2)}}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n2)}}
 	r, err := f.Run(context.Background(), m, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestTheSubnetRecordIsReadAtTheVersionTheReportPrintsToo(t *testing.T) {
 	rec.Membership = members
 	d.Registry.Apply([]registry.Mutation{{Key: nns.SubnetRecordKey(subnet), Value: rec.Marshal()}})
 	f.Registry = behind{RegistryClient: f.Registry.(nns.RegistryClient), version: before}
-	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: subnet, Add: refs(n2)}}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n2)}}
 	r, err := f.Run(context.Background(), m, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestThirdPartiesThatCannotBeReadDegradeChecks(t *testing.T) {
 	r, _ = f.Run(ctx, deploy("v2"), Options{})
 	expect{VerdictReady, map[Severity][]string{Warning: {"could not tell whether v2 is elected"}}}.assert(t, "plan, no source", r)
 
-	ops := &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: []string{id("op")}}}
+	ops := &config.Proposal{Name: "o", Kind: config.KindRemoveNodeOperators, Body: &kinds.RemoveNodeOperators{Operators: []string{id("op")}}}
 	r, err = f.Run(ctx, ops, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -217,13 +218,13 @@ func TestTheFetcherReadsWhatANodeOrAVersionNeedsEvenForASubnetTheRegistryLacks(t
 	_, f := startDevnet(t)
 	ctx := context.Background()
 	d := deploy("v3")
-	d.DeployGuestOS.SubnetID = other
+	d.Body.(*kinds.DeployGuestOS).SubnetID = other
 	r, err := f.Run(ctx, d, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	expect{VerdictRefused, map[Severity][]string{Refused: {"subnet " + other + " is not in the registry", "version v3 is not elected"}}}.assert(t, "deploy", r)
-	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Membership: &config.Membership{SubnetID: other, Add: refs(n1, n3)}}
+	m := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: other, Add: refs(n1, n3)}}
 	if r, err = f.Run(ctx, m, Options{}); err != nil {
 		t.Fatal(err)
 	}

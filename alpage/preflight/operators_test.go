@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 )
@@ -48,7 +49,7 @@ func TestAnOperatorsNodesComeFromTheCopysNodeRecords(t *testing.T) {
 		many = append(many, id(fmt.Sprintf("node-%d", i)))
 	}
 	f := &Fetcher{Registry: copyView{nodes: map[string][]string{op: many}}, Explorer: failingExplorer{}}
-	p := &config.Proposal{Name: "r", Kind: config.KindRemoveNodeOperators, RemoveNodeOperators: &config.RemoveNodeOperators{Operators: []string{op}}}
+	p := &config.Proposal{Name: "r", Kind: config.KindRemoveNodeOperators, Body: &kinds.RemoveNodeOperators{Operators: []string{op}}}
 	r, err := f.Run(context.Background(), p, Options{})
 	if err != nil {
 		t.Fatal(err)

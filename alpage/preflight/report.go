@@ -14,20 +14,21 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/internal/term"
 )
 
 // Severity is how much a single check matters.
-type Severity string
+type Severity = kinds.Severity
 
 // The severities, mildest first.
 const (
-	OK      Severity = "ok"
-	Note    Severity = "note"
-	Warning Severity = "warning"
-	Flagged Severity = "flagged"
-	Refused Severity = "refused"
+	OK      = kinds.OK
+	Note    = kinds.Note
+	Warning = kinds.Warning
+	Flagged = kinds.Flagged
+	Refused = kinds.Refused
 )
 
 // Verdict is the outcome for a whole proposal.
@@ -58,23 +59,7 @@ func Color(word string) term.Color {
 }
 
 // Check is one finding, phrased as a sentence a person can act on.
-type Check struct {
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
-	// Subject is the id the check is about (node, operator, version).
-	Subject string `json:"subject,omitempty"`
-	// Field, Live and Declared describe one update_subnet setting.
-	Field    string `json:"field,omitempty"`
-	Live     string `json:"live,omitempty"`
-	Declared string `json:"declared,omitempty"`
-	// Source names a third-party source the finding rests on
-	// ("per registry explorer", "via ICP dashboard").
-	Source string `json:"source,omitempty"`
-	// At is where a flagged or refused check's field or id is written in
-	// the configuration (file:line; the proposal's block when the check
-	// is about none).
-	At string `json:"at,omitempty"`
-}
+type Check = kinds.Check
 
 // Report is the preflight of one proposal, and its JSON form.
 type Report struct {

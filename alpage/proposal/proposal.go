@@ -1,8 +1,8 @@
 // Package proposal turns a declared proposal (alpage/config) into what the
 // NNS receives: the Candid payload handed to the registry (or the native
 // governance action), its NNS function and topic, the MakeProposal request,
-// and a rendering a person reviews before submitting. Each kind lives in its
-// own file; everything here is pure.
+// and a rendering a person reviews before submitting. What is particular
+// to a kind is the kind's (alpage/kinds); everything here is pure.
 package proposal
 
 import (
@@ -14,10 +14,10 @@ import (
 	"strings"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
-	"alpnib.dev/ic/principal"
 )
 
 // Proposal is a declared proposal ready to submit.
@@ -46,42 +46,15 @@ type Proposal struct {
 	FormerSHA256 []string
 	// Action is the MakeProposal action carrying the payload.
 	Action *nns.ProposalActionRequest
-	// body is the kind's typed payload, for rendering.
-	body kindBody
+	// Body is the declared block of the proposal's kind.
+	Body kinds.Kind
+	// built is the kind's payload, for rendering.
+	built kinds.Built
 }
 
-// kindBody is what every kind provides.
-type kindBody interface {
-	// payload is the Go value (not a pointer, which would encode as opt)
-	// whose Candid encoding is the payload.
-	payload() any
-	// render writes the kind-specific lines of the summary.
-	render(w io.Writer)
-}
-
-// inheritor is a kind whose payload takes parts from the live registry:
-// declared is its payload built from the declaration alone.
-type inheritor interface {
-	declared() any
-}
-
-// formerEncoder is a kind whose payload's Candid type grew since a
-// release that recorded proposals of it: former is the declaration
-// alone in each earlier type.
-type formerEncoder interface {
-	former() []any
-}
-
-// Live is what a payload inherits from the live registry. update_subnet
-// replaces features and resource_limits whole, so the parts of them its
-// declaration cannot name (the query limits) are sent as the target
-// subnet's record has them, as ic-admin's ResourceLimits::inherit_from
-// does; without the record they would be reset.
-type Live struct {
-	// Subnet is the target subnet's record at the version the plan or
-	// apply reads; nil when it was not read (an offline build).
-	Subnet *nns.SubnetRecordPB
-}
+// Live is what a payload inherits from the live registry: the record of
+// the subnet the kind names (kinds.Kind.LiveSubnet).
+type Live = kinds.Live
 
 // Build turns a loaded proposal into its payload and action, offline: an
 // update_subnet payload inherits nothing (see BuildLive).
@@ -89,51 +62,30 @@ func Build(p *config.Proposal) (*Proposal, error) { return BuildLive(p, Live{}) 
 
 // BuildLive is Build with the payload built against live.
 func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
-	var (
-		body kindBody
-		fn   nns.NnsFunction
-		err  error
-	)
-	switch p.Kind {
-	case config.KindMembership:
-		body, err = newMembership(p.Membership)
-		fn = nns.FunctionChangeSubnetMembership
-	case config.KindDeployGuestOS:
-		body, err = newDeployGuestOS(p.DeployGuestOS)
-		fn = nns.FunctionDeployGuestosToAllSubnetNodes
-	case config.KindUpdateSubnet:
-		body, err = newUpdateSubnet(p.UpdateSubnet, live.Subnet)
-		fn = nns.FunctionUpdateConfigOfSubnet
-	case config.KindRemoveNodes:
-		body, err = newRemoveNodes(p.RemoveNodes)
-		fn = nns.FunctionRemoveNodes
-	case config.KindRemoveNodeOperators:
-		body, err = newRemoveNodeOperators(p.RemoveNodeOperators)
-		fn = nns.FunctionRemoveNodeOperators
-	case config.KindRemoveNodeProvider:
-		body, err = newRemoveNodeProvider(p.RemoveNodeProvider)
-	default:
-		return nil, fmt.Errorf("proposal %q: unknown kind %q", p.Name, p.Kind)
+	if p.Body == nil {
+		return nil, fmt.Errorf("proposal %q: kind %q has no block to build", p.Name, p.Kind)
 	}
+	built, err := p.Body.Build(live)
 	if err != nil {
 		return nil, fmt.Errorf("proposal %q: %w", p.Name, err)
 	}
-	payload, err := candid.Marshal(body.payload())
+	payload, err := candid.Marshal(built.Payload())
 	if err != nil {
 		return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
 	}
+	fn := p.Body.Function()
 	out := &Proposal{
 		Name: p.Name, Kind: p.Kind, Title: p.Title, Summary: p.Summary, URL: p.URL,
-		Function: fn, Payload: payload, PayloadSHA256: sha256Hex(payload), body: body,
+		Function: fn, Payload: payload, PayloadSHA256: sha256Hex(payload), Body: p.Body, built: built,
 	}
 	out.DeclaredSHA256 = out.PayloadSHA256
-	if i, ok := body.(inheritor); ok {
-		if out.DeclaredSHA256, err = hashOf(i.declared()); err != nil {
+	if i, ok := built.(kinds.Inheritor); ok {
+		if out.DeclaredSHA256, err = hashOf(i.Declared()); err != nil {
 			return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
 		}
 	}
-	if f, ok := body.(formerEncoder); ok {
-		for _, v := range f.former() {
+	if f, ok := built.(kinds.FormerEncoder); ok {
+		for _, v := range f.Former() {
 			sum, err := hashOf(v)
 			if err != nil {
 				return nil, fmt.Errorf("proposal %q: encode payload as an earlier release did: %w", p.Name, err)
@@ -141,13 +93,14 @@ func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
 			out.FormerSHA256 = append(out.FormerSHA256, sum)
 		}
 	}
-	if fn != nns.FunctionUnspecified {
+	switch native, ok := built.(kinds.NativeAction); {
+	case fn != nns.FunctionUnspecified:
 		out.Topic = fn.Topic()
 		out.Action = &nns.ProposalActionRequest{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(fn), Payload: payload}}
-	} else {
-		out.Topic = nns.TopicParticipantManagement
-		action := body.payload().(nns.AddOrRemoveNodeProvider)
-		out.Action = &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &action}
+	case ok:
+		out.Topic, out.Action = native.Topic(), native.Action()
+	default:
+		return nil, fmt.Errorf("proposal %q: kind %q runs no NNS function and makes no native action", p.Name, p.Kind)
 	}
 	return out, nil
 }
@@ -204,8 +157,8 @@ func (p *Proposal) DeclaredToRecord() string {
 // the registry replaces whole and what the live record carries beyond
 // the payload; nil for other kinds.
 func (p *Proposal) Parts() []Part {
-	if u, ok := p.body.(*updateSubnet); ok {
-		return u.parts()
+	if l, ok := p.built.(kinds.PartLister); ok {
+		return l.Parts()
 	}
 	return nil
 }
@@ -232,7 +185,7 @@ func (p *Proposal) Render(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  topic:    %s (%d)\n", p.Topic, int32(p.Topic))
 	fmt.Fprintf(w, "  payload:  sha256 %s (%d bytes)\n", p.PayloadSHA256, len(p.Payload))
-	p.body.render(w)
+	p.built.Render(w)
 	if p.URL != "" {
 		fmt.Fprintf(w, "  url:      %s\n", p.URL)
 	}
@@ -246,31 +199,4 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
-}
-
-// principals decodes ids (already validated at load) naming field in errors.
-func principals(field string, ids []string) ([]principal.Principal, error) {
-	out := make([]principal.Principal, 0, len(ids))
-	for _, id := range ids {
-		p, err := principal.Decode(id)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", field, id, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func onePrincipal(field, id string) (principal.Principal, error) {
-	p, err := principal.Decode(id)
-	if err != nil {
-		return principal.Principal{}, fmt.Errorf("%s %q: %w", field, id, err)
-	}
-	return p, nil
-}
-
-func writeList(w io.Writer, label string, ps []principal.Principal) {
-	for _, p := range ps {
-		fmt.Fprintf(w, "  %-9s %s\n", label+":", p)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
@@ -36,9 +37,9 @@ func build(t *testing.T, c *config.Config, name string) *Proposal {
 }
 
 func TestTheMembershipPayloadMatchesTheReferenceEncoderByteForByte(t *testing.T) {
-	p, err := Build(&config.Proposal{Name: "m", Kind: config.KindMembership, Title: "t", Membership: &config.Membership{
+	p, err := Build(&config.Proposal{Name: "m", Kind: config.KindMembership, Title: "t", Body: &kinds.Membership{
 		SubnetID: "67htk-vfkxp-gn33q-baibq",
-		Remove:   []config.NodeRef{{ID: "5ffj3-jarcq-lruhj-aemtc-sla"}},
+		Remove:   []kinds.NodeRef{{ID: "5ffj3-jarcq-lruhj-aemtc-sla"}},
 	}})
 	if err != nil {
 		t.Fatal(err)

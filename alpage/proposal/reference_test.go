@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 )
 
 // The reference tool (Swiss-Subnet/alpage) keeps four proposal fixtures
@@ -26,16 +27,16 @@ const (
 )
 
 func membershipOf(subnet string, remove ...string) *config.Proposal {
-	m := &config.Membership{SubnetID: subnet}
+	m := &kinds.Membership{SubnetID: subnet}
 	for _, id := range remove {
-		m.Remove = append(m.Remove, config.NodeRef{ID: id})
+		m.Remove = append(m.Remove, kinds.NodeRef{ID: id})
 	}
-	return &config.Proposal{Name: "m", Kind: config.KindMembership, Title: "t", Membership: m}
+	return &config.Proposal{Name: "m", Kind: config.KindMembership, Title: "t", Body: m}
 }
 
 func deployOf(subnet, version string) *config.Proposal {
 	return &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, Title: "t",
-		DeployGuestOS: &config.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: version}}
+		Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: version}}
 }
 
 func TestTheReferenceFixturesHashAsPinned(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -15,7 +16,7 @@ func removeNodes(t *testing.T) *proposal.Proposal {
 	t.Helper()
 	node := principal.SelfAuthenticating([]byte("n")).String()
 	p, err := proposal.Build(&config.Proposal{Name: "drop-n", Kind: config.KindRemoveNodes, Title: "t",
-		RemoveNodes: &config.RemoveNodes{Nodes: []config.NodeRef{{ID: node}}}})
+		Body: &kinds.RemoveNodes{Nodes: []kinds.NodeRef{{ID: node}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -283,12 +283,16 @@ func pinLatest(ctx context.Context, reg nns.RegistryClient) (pinnedRegistry, err
 	return pinnedRegistry{reg.At(v), v}, nil
 }
 
-// buildAgainstLive builds the payload against the live records it
-// inherits from (update_subnet's target subnet), read at the plan's
-// registry version when there is a plan (the plan's check then refuses
-// unless that is reg's), else at reg's.
+// buildAgainstLive builds the payload against the live record it
+// inherits from (its kind's LiveSubnet: update_subnet's target), read at
+// the plan's registry version when there is a plan (the plan's check then
+// refuses unless that is reg's), else at reg's.
 func buildAgainstLive(ctx context.Context, reg pinnedRegistry, decl *config.Proposal, plan *planfile.Entry) (*proposal.Proposal, error) {
-	if decl.Kind != config.KindUpdateSubnet {
+	subnet := ""
+	if decl.Body != nil {
+		subnet = decl.Body.LiveSubnet()
+	}
+	if subnet == "" {
 		return proposal.Build(decl)
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
@@ -297,9 +301,9 @@ func buildAgainstLive(ctx context.Context, reg pinnedRegistry, decl *config.Prop
 	if plan != nil {
 		version = plan.RegistryVersion
 	}
-	rec, err := preflight.SubnetRecord(ctx, reg, decl.UpdateSubnet.SubnetID, version)
+	rec, err := preflight.SubnetRecord(ctx, reg, subnet, version)
 	if err != nil {
-		return nil, fmt.Errorf("read subnet %s, which the payload inherits from: %w", decl.UpdateSubnet.SubnetID, err)
+		return nil, fmt.Errorf("read subnet %s, which the payload inherits from: %w", subnet, err)
 	}
 	return proposal.BuildLive(decl, proposal.Live{Subnet: rec})
 }

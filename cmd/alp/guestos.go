@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/internal/atomicfile"
@@ -216,8 +217,8 @@ func guestosContext(configPath, dir string, lim config.Limits) (*config.Config, 
 		}
 	}
 	for _, p := range cfg.Proposals {
-		if p.DeployGuestOS != nil {
-			refs[p.DeployGuestOS.ReplicaVersionID] = "proposal " + p.Name + " references it"
+		if d, ok := p.Body.(*kinds.DeployGuestOS); ok {
+			refs[d.ReplicaVersionID] = "proposal " + p.Name + " references it"
 		}
 	}
 	return cfg, refs, nil

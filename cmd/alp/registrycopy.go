@@ -110,8 +110,8 @@ func electedFromCopy(ctx context.Context, a copySource, progress io.Writer) ([]s
 }
 
 // planFromCopy points f's registry reads at the certified copy, at its
-// version; when the copy cannot be used here f keeps reading the registry
-// canister, with a warning. A refused reply fails instead (refused). The
+// version; when the copy cannot be used here f reads the registry
+// canister, with a warning, at the latest version read once. A refused reply fails instead (refused). The
 // returned func closes the copy.
 func planFromCopy(ctx context.Context, f *preflight.Fetcher, progress io.Writer) (func(), error) {
 	rc, ok := f.Registry.(nns.RegistryClient)
@@ -128,6 +128,12 @@ func planFromCopy(ctx context.Context, f *preflight.Fetcher, progress io.Writer)
 			return nil, r
 		}
 		fmt.Fprintf(progress, "warning: %v; reading the registry canister directly\n", err)
+		// at one version for the whole command, as the copy would be
+		pinned, err := pinLatest(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		f.Registry = pinned
 		return func() {}, nil
 	}
 	f.Registry = c.At(res.To)

@@ -1,0 +1,167 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// DeployGuestOS is a "deploy_guestos" proposal's block:
+// deploy_guestos_to_all_subnet_nodes.
+type DeployGuestOS struct {
+	SubnetID         string `hcl:"subnet_id" since:"v0.1.0" doc:"Subnet whose nodes to upgrade (subnet.<name>.id)."`
+	ReplicaVersionID string `hcl:"replica_version_id" since:"v0.1.0" doc:"Replica version to deploy to every node in the subnet (guestos_version.<name>.id, or the hash itself). Must be elected by the NNS: preflight checks the registry for a replica_version_<id> record (read via the registry explorer) and refuses an unelected version, since the NNS would reject the proposal. --force submits anyway, and also lets apply proceed when that lookup fails (downgraded to a warning); plan always degrades that way. Preflight additionally resolves the version's release name and election proposal from the public dashboard, which is display-only and degrades to a note when unavailable."`
+}
+
+func (*DeployGuestOS) Name() string { return "deploy_guestos" }
+
+func (*DeployGuestOS) Docs() []BlockDoc {
+	return []BlockDoc{{Header: `deploy_guestos { }`, Since: "v0.1.0", Type: reflect.TypeFor[DeployGuestOS](),
+		Doc: "Nested in a proposal of kind \"deploy_guestos\": deploy_guestos_to_all_subnet_nodes."}}
+}
+
+func (*DeployGuestOS) New() Kind { return &DeployGuestOS{} }
+
+func (*DeployGuestOS) Function() nns.NnsFunction { return nns.FunctionDeployGuestosToAllSubnetNodes }
+
+func (*DeployGuestOS) NewPayload() any { return &nns.DeployGuestosToAllSubnetNodesPayload{} }
+
+func (d *DeployGuestOS) Validate(c Checker) {
+	c.Principal("subnet_id", d.SubnetID, c.At("", 0, "subnet_id"))
+	v := d.ReplicaVersionID
+	if v == "" {
+		c.Errorf(c.At("", 0, "replica_version_id"), "Missing replica version", "proposal %q: replica_version_id is empty; write the version hash, or guestos_version.<name>.id", c.Proposal())
+	}
+	if id, isName := c.VersionID(v); isName {
+		c.Errorf(c.At("", 0, "replica_version_id"), "GuestOS version name, not id", "proposal %q: replica_version_id %q is the name of a guestos_version block (id %s), and the payload takes the id; write replica_version_id = guestos_version.%s.id", c.Proposal(), v, id, v)
+	}
+}
+
+func (d *DeployGuestOS) IDs(visit func(*string)) { visit(&d.SubnetID) }
+
+func (*DeployGuestOS) LiveSubnet() string { return "" }
+
+func (d *DeployGuestOS) Build(Live) (Built, error) {
+	subnet, err := onePrincipal("subnet_id", d.SubnetID)
+	if err != nil {
+		return nil, err
+	}
+	return &deployPayload{subnet: subnet, version: d.ReplicaVersionID}, nil
+}
+
+type deployPayload struct {
+	subnet  principal.Principal
+	version string
+}
+
+func (d *deployPayload) Payload() any {
+	return nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: d.subnet, ReplicaVersionID: d.version}
+}
+
+func (d *deployPayload) Render(w io.Writer) {
+	fmt.Fprintf(w, "  subnet:   %s\n", d.subnet)
+	fmt.Fprintf(w, "  version:  %s\n", d.version)
+}
+
+// Fetch reads the subnet and whether the version is elected.
+func (d *DeployGuestOS) Fetch(ctx context.Context, r Reader, s *Snapshot) (err error) {
+	if s.Subnet, err = r.Subnet(ctx, d.SubnetID); err != nil {
+		return err
+	}
+	s.Version = r.Version(ctx, d.ReplicaVersionID)
+	return nil
+}
+
+// Check checks the subnet's current version against the target,
+// and whether the target is elected; the second needs no subnet, so it is
+// checked without one too.
+func (d *DeployGuestOS) Check(live *Snapshot, opts Options) ([]Check, bool) {
+	var checks []Check
+	v := live.Version
+	noop := false
+	switch {
+	case live.Subnet == nil:
+		checks = missingSubnet(d.SubnetID)
+	case live.Subnet.ReplicaVersionID == d.ReplicaVersionID:
+		noop = true
+		checks = append(checks, Check{Severity: Warning, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s already runs %s; deploying it again changes nothing", d.SubnetID, d.ReplicaVersionID)})
+	default:
+		checks = append(checks, Check{Severity: OK, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("subnet %s runs %s and moves to %s", d.SubnetID, live.Subnet.ReplicaVersionID, d.ReplicaVersionID)})
+	}
+	switch {
+	case v.ElectedErr != "":
+		sev, then := Warning, "check it is elected before the proposal is voted on"
+		if opts.ForApply && !opts.Force {
+			sev, then = Refused, "apply needs the answer; retry, or pass --force to submit without it"
+		}
+		checks = append(checks, Check{Severity: sev, Subject: d.ReplicaVersionID, Message: fmt.Sprintf("could not tell whether %s is elected (%s); %s", d.ReplicaVersionID, v.ElectedErr, then)})
+	case !v.Elected:
+		sev, then := Refused, "the NNS would reject the proposal; elect it first (or --force to submit anyway)"
+		if opts.Force {
+			sev, then = Warning, "submitting anyway (--force); the NNS will likely reject it"
+		}
+		checks = append(checks, Check{Severity: sev, Subject: d.ReplicaVersionID, Source: v.ElectedSource, Message: fmt.Sprintf("version %s is not elected (no replica_version_%s record); %s", d.ReplicaVersionID, d.ReplicaVersionID, then)})
+	default:
+		checks = append(checks, Check{Severity: OK, Subject: d.ReplicaVersionID, Source: v.ElectedSource, Message: fmt.Sprintf("version %s is elected", d.ReplicaVersionID)})
+	}
+	switch {
+	case v.ReleaseErr != "":
+		checks = append(checks, Check{Severity: Note, Source: v.ReleaseSource, Message: fmt.Sprintf("release name unavailable (%s)", v.ReleaseErr)})
+	case v.ProposalID == 0:
+		checks = append(checks, Check{Severity: Note, Source: v.ReleaseSource, Message: fmt.Sprintf("no executed election proposal names %s", d.ReplicaVersionID)})
+	default:
+		name := v.Release
+		if name == "" {
+			name = "(unnamed)"
+		}
+		checks = append(checks, Check{Severity: Note, Source: v.ReleaseSource, Message: fmt.Sprintf("release %s, elected by proposal %d", name, v.ProposalID)})
+	}
+	return checks, noop
+}
+
+// Closes is the subnet running the version.
+func (d *DeployGuestOS) Closes() []Change {
+	return []Change{{OpDeploy, d.SubnetID, d.ReplicaVersionID}}
+}
+
+func (*DeployGuestOS) Changes(a *nns.Action) ([]Change, bool) {
+	var p nns.DeployGuestosToAllSubnetNodesPayload
+	mine, ok := executePayload(a, nns.FunctionDeployGuestosToAllSubnetNodes, &p)
+	if !ok {
+		return nil, mine
+	}
+	return []Change{{OpDeploy, p.SubnetID.String(), p.ReplicaVersionID}}, true
+}
+
+// HCL writes the block as alp plan --generate does.
+func (d *DeployGuestOS) HCL(b *strings.Builder, ref func(id string) string) {
+	fmt.Fprintf(b, "  deploy_guestos {\n    subnet_id          = %s\n    replica_version_id = %s\n  }\n", ref(d.SubnetID), ref(d.ReplicaVersionID))
+}
+
+// Seed seeds the target version's record, the subnet with its members,
+// and the version the subnet runs.
+func (d *DeployGuestOS) Seed(ctx context.Context, s Seeder, payload []byte) error {
+	var pl nns.DeployGuestosToAllSubnetNodesPayload
+	if err := decodePayload(d.Name(), payload, &pl); err != nil {
+		return err
+	}
+	if err := s.Records(ctx, nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)); err != nil {
+		return err
+	}
+	if err := s.SubnetWithMembers(ctx, pl.SubnetID); err != nil {
+		return err
+	}
+	rec, ok, err := s.Subnet(pl.SubnetID)
+	if err != nil {
+		return err
+	}
+	if ok && rec.ReplicaVersionID != "" {
+		return s.Records(ctx, nns.ReplicaVersionRecordKey(rec.ReplicaVersionID))
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// Membership is a "membership" proposal's block: change_subnet_membership,
+// adding and removing nodes of a subnet.
+type Membership struct {
+	SubnetID string    `hcl:"subnet_id" since:"v0.3.0" doc:"Subnet whose membership changes (subnet.<name>.id)."`
+	Add      []NodeRef `hcl:"add,block" since:"v0.3.0" doc:"A node to add to the subnet; repeatable. See the add / remove block."`
+	Remove   []NodeRef `hcl:"remove,block" since:"v0.3.0" doc:"A node to remove from the subnet; repeatable. See the add / remove block."`
+}
+
+func (*Membership) Name() string { return "membership" }
+
+func (*Membership) Docs() []BlockDoc {
+	return []BlockDoc{
+		{Header: `membership { }`, Since: "v0.3.0", Type: reflect.TypeFor[Membership](), Formerly: "resize",
+			Doc: "Nested in a proposal of kind \"membership\": change_subnet_membership. Holds add/remove node blocks. Renamed from resize in v0.3.0; a config written for v0.2.0 or earlier must rename the block and its kind."},
+		{Header: `add / remove { }`, Since: "v0.1.0", Type: reflect.TypeFor[NodeRef](),
+			Doc: "Inside a membership block: a node to add to or remove from the subnet."},
+	}
+}
+
+func (*Membership) New() Kind { return &Membership{} }
+
+func (*Membership) Function() nns.NnsFunction { return nns.FunctionChangeSubnetMembership }
+
+func (*Membership) NewPayload() any { return &nns.ChangeSubnetMembershipPayload{} }
+
+func (m *Membership) Validate(c Checker) {
+	c.Principal("subnet_id", m.SubnetID, c.At("", 0, "subnet_id"))
+	for i, n := range m.Add {
+		c.Principal("add.id", n.ID, c.At("add", i, "id"))
+		c.Once("node", "add", n.ID, c.At("add", i, "id"))
+	}
+	for i, n := range m.Remove {
+		c.Principal("remove.id", n.ID, c.At("remove", i, "id"))
+		c.Once("node", "remove", n.ID, c.At("remove", i, "id"))
+	}
+	if len(m.Add) == 0 && len(m.Remove) == 0 {
+		c.Errorf(c.Header(), "Empty membership change", "proposal %q adds and removes no node; add at least one add { } or remove { } block", c.Proposal())
+	}
+}
+
+func (m *Membership) IDs(visit func(*string)) {
+	visit(&m.SubnetID)
+	refIDs(m.Add, visit)
+	refIDs(m.Remove, visit)
+}
+
+func (*Membership) LiveSubnet() string { return "" }
+
+func (m *Membership) Build(Live) (Built, error) {
+	subnet, err := onePrincipal("subnet_id", m.SubnetID)
+	if err != nil {
+		return nil, err
+	}
+	add, err := principals("add.id", nodeIDs(m.Add))
+	if err != nil {
+		return nil, err
+	}
+	remove, err := principals("remove.id", nodeIDs(m.Remove))
+	if err != nil {
+		return nil, err
+	}
+	return &membershipPayload{subnet: subnet, add: add, remove: remove}, nil
+}
+
+type membershipPayload struct {
+	subnet      principal.Principal
+	add, remove []principal.Principal
+}
+
+func (m *membershipPayload) Payload() any {
+	return nns.ChangeSubnetMembershipPayload{SubnetID: m.subnet, NodeIDsAdd: m.add, NodeIDsRemove: m.remove}
+}
+
+func (m *membershipPayload) Render(w io.Writer) {
+	fmt.Fprintf(w, "  subnet:   %s\n", m.subnet)
+	writeList(w, "add", m.add)
+	writeList(w, "remove", m.remove)
+}
+
+// Fetch reads the subnet and the nodes added; the nodes are read without
+// the subnet too: what is wrong with each is told beside the missing
+// subnet.
+func (m *Membership) Fetch(ctx context.Context, r Reader, s *Snapshot) (err error) {
+	if s.Subnet, err = r.Subnet(ctx, m.SubnetID); err != nil {
+		return err
+	}
+	if len(m.Add) > 0 {
+		s.Nodes, err = r.Nodes(ctx, nodeIDs(m.Add))
+	}
+	return err
+}
+
+// Labeled is every add and remove block.
+func (m *Membership) Labeled() []NodeRef {
+	return append(append([]NodeRef(nil), m.Add...), m.Remove...)
+}
+
+// Check checks each node added and removed. Without the subnet's
+// record it still says what is wrong with each node added (unregistered,
+// or a member elsewhere); whether one is a member already or needs a chip
+// cannot be told, and no node can leave a subnet the registry does not
+// have, which the refusal already says.
+func (m *Membership) Check(live *Snapshot, _ Options) ([]Check, bool) {
+	if live.Subnet == nil {
+		checks := missingSubnet(m.SubnetID)
+		for _, n := range m.Add {
+			for _, c := range nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, false, nns.IsCloudEngineNode(live.Nodes[n.ID].RewardType)) {
+				if c.Severity != OK {
+					checks = append(checks, c)
+				}
+			}
+		}
+		return checks, false
+	}
+	in := members(live.Subnet)
+	after := membershipAfter(m, in)
+	sev := live.Subnet.Features != nil && live.Subnet.Features.SevEnabled != nil && *live.Subnet.Features.SevEnabled
+	var checks []Check
+	changes := 0
+	for _, n := range m.Add {
+		switch {
+		case slices.Contains(in, n.ID) && count(after, n.ID) > 1:
+			checks = append(checks, Check{Severity: Refused, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; the registry would list it twice and refuse the proposal (Repeated nodes in subnet); drop it from add", n.ID, m.SubnetID)})
+			continue
+		case slices.Contains(in, n.ID):
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is already a member of subnet %s; adding it changes nothing", n.ID, m.SubnetID)})
+			continue
+		}
+		checks = append(checks, nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, sev, live.Subnet.SubnetType.Name() == "cloud_engine")...)
+		changes++
+	}
+	for _, n := range m.Remove {
+		if !slices.Contains(in, n.ID) {
+			checks = append(checks, Check{Severity: Refused, Subject: n.ID, Message: fmt.Sprintf("node %s is not a member of subnet %s; the registry refuses the whole proposal (Nodes that should be removed do not belong to the provided subnet); drop it from remove", n.ID, m.SubnetID)})
+			continue
+		}
+		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of subnet %s; it leaves it", n.ID, m.SubnetID)})
+		changes++
+	}
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "every add and remove is a no-op, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+// nodeJoins checks node id, not a member of subnet yet, joining it; sev
+// says the subnet is SEV-enabled. A node the registry holds no record of
+// (or could not be read) is only that; one it holds is told every reason
+// it cannot join: a member elsewhere, without a chip for a SEV subnet, and
+// a type4 node outside a cloud engine or another node in one (engine says
+// the subnet is a cloud engine).
+func nodeJoins(id string, f NodeFacts, subnet string, sev, engine bool) []Check {
+	switch {
+	case f.Err != "":
+		return []Check{{Severity: Warning, Subject: id, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", id, f.Err)}}
+	case !f.Registered:
+		return []Check{{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s is not registered; the registry rejects adding it", id)}}
+	}
+	var checks []Check
+	if f.MemberOf != "" {
+		checks = append(checks, Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s is a member of another subnet, %s; the registry refuses a node in two subnets, so remove it there first", id, f.MemberOf)})
+	}
+	if sev && !f.HasChip {
+		checks = append(checks, Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s has no chip id and subnet %s is SEV-enabled; the registry's invariants refuse a SEV subnet member without one", id, subnet)})
+	}
+	if engineNode := nns.IsCloudEngineNode(f.RewardType); engineNode != engine {
+		what := "is not a cloud engine, and the registry's invariants allow type4 nodes only in a cloud engine"
+		if engine {
+			what = "is a cloud engine, and the registry's invariants allow only type4 nodes in one"
+		}
+		checks = append(checks, Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("node %s has node_reward_type %s; subnet %s %s", id, orNone(nns.RewardTypeName(f.RewardType)), subnet, what)})
+	}
+	if len(checks) == 0 {
+		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node %s is registered and in no subnet; it joins subnet %s", id, subnet)})
+	}
+	return checks
+}
+
+// membershipAfter is the membership change_subnet_membership writes: the
+// added nodes, then the current members, less the removed ones, with
+// adjacent repeats collapsed (do_change_subnet_membership.rs and
+// replace_subnet_record_membership upstream). A repeat left in it is the
+// registry's "Repeated nodes in subnet" refusal.
+func membershipAfter(m *Membership, current []string) []string {
+	var out []string
+	for _, n := range m.Add {
+		out = append(out, n.ID)
+	}
+	out = append(out, current...)
+	out = slices.DeleteFunc(out, func(id string) bool {
+		return slices.ContainsFunc(m.Remove, func(r NodeRef) bool { return r.ID == id })
+	})
+	return slices.Compact(out)
+}
+
+func count(ids []string, id string) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
+}
+
+// Closes is each node joining and leaving the subnet.
+func (m *Membership) Closes() []Change {
+	var out []Change
+	for _, a := range m.Add {
+		out = append(out, Change{OpAdd, a.ID, m.SubnetID})
+	}
+	for _, r := range m.Remove {
+		out = append(out, Change{OpRemove, r.ID, m.SubnetID})
+	}
+	return out
+}
+
+func (*Membership) Changes(a *nns.Action) ([]Change, bool) {
+	var p nns.ChangeSubnetMembershipPayload
+	mine, ok := executePayload(a, nns.FunctionChangeSubnetMembership, &p)
+	if !ok {
+		return nil, mine
+	}
+	var out []Change
+	for _, n := range p.NodeIDsAdd {
+		out = append(out, Change{OpAdd, n.String(), p.SubnetID.String()})
+	}
+	for _, n := range p.NodeIDsRemove {
+		out = append(out, Change{OpRemove, n.String(), p.SubnetID.String()})
+	}
+	return out, true
+}
+
+// HCL writes the block as alp plan --generate does.
+func (m *Membership) HCL(b *strings.Builder, ref func(id string) string) {
+	fmt.Fprintf(b, "  membership {\n    subnet_id = %s\n", ref(m.SubnetID))
+	for _, a := range m.Add {
+		fmt.Fprintf(b, "    add {\n      id = %s\n    }\n", ref(a.ID))
+	}
+	for _, r := range m.Remove {
+		fmt.Fprintf(b, "    remove {\n      id = %s\n    }\n", ref(r.ID))
+	}
+	b.WriteString("  }\n")
+}
+
+// Seed seeds every subnet (a node added may be a member of any), the
+// target, and the nodes added, removed and already members.
+func (m *Membership) Seed(ctx context.Context, s Seeder, payload []byte) error {
+	var pl nns.ChangeSubnetMembershipPayload
+	if err := decodePayload(m.Name(), payload, &pl); err != nil {
+		return err
+	}
+	if err := s.AllSubnets(ctx); err != nil {
+		return err
+	}
+	if err := s.Records(ctx, nns.SubnetRecordKey(pl.SubnetID.String())); err != nil {
+		return err
+	}
+	nodes := append(slices.Clone(pl.NodeIDsAdd), pl.NodeIDsRemove...)
+	rec, ok, err := s.Subnet(pl.SubnetID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		for _, b := range rec.Membership {
+			if id, err := principal.FromBytes(b); err == nil {
+				nodes = append(nodes, id)
+			}
+		}
+	}
+	return s.Nodes(ctx, nodes)
+}

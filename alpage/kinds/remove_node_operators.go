@@ -1,0 +1,190 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// RemoveNodeOperators is a "remove_node_operators" proposal's block:
+// delete operator records.
+type RemoveNodeOperators struct {
+	Operators []string `hcl:"operators" since:"v0.5.0" doc:"Ids of the node operators whose records to delete (node_operator.<name>.id)."`
+}
+
+func (*RemoveNodeOperators) Name() string { return "remove_node_operators" }
+
+func (*RemoveNodeOperators) Docs() []BlockDoc {
+	return []BlockDoc{{Header: `remove_node_operators { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeOperators](),
+		Doc: "Nested in a proposal of kind \"remove_node_operators\": deletes node operator records. The registry silently skips an operator that still owns nodes, so deregister its nodes first; preflight checks this."}}
+}
+
+func (*RemoveNodeOperators) New() Kind { return &RemoveNodeOperators{} }
+
+func (*RemoveNodeOperators) Function() nns.NnsFunction { return nns.FunctionRemoveNodeOperators }
+
+func (*RemoveNodeOperators) NewPayload() any { return &nns.RemoveNodeOperatorsPayload{} }
+
+func (r *RemoveNodeOperators) Validate(c Checker) {
+	at := c.At("", 0, "operators")
+	if len(r.Operators) == 0 {
+		c.Errorf(at, "No operator to remove", "proposal %q: operators is empty; list the principal of each node operator to remove", c.Proposal())
+	}
+	for _, o := range r.Operators {
+		c.Principal("operators", o, at)
+		c.Once("operator", "operators", o, at)
+	}
+}
+
+func (r *RemoveNodeOperators) IDs(visit func(*string)) {
+	for i := range r.Operators {
+		visit(&r.Operators[i])
+	}
+}
+
+func (*RemoveNodeOperators) LiveSubnet() string { return "" }
+
+// Build names the operators by principal
+// (node_operator_principals_to_remove); the older byte-string list stays
+// empty.
+func (r *RemoveNodeOperators) Build(Live) (Built, error) {
+	ops, err := principals("operators", r.Operators)
+	if err != nil {
+		return nil, err
+	}
+	return &removeOperatorsPayload{operators: ops}, nil
+}
+
+type removeOperatorsPayload struct{ operators []principal.Principal }
+
+func (r *removeOperatorsPayload) Payload() any {
+	return nns.RemoveNodeOperatorsPayload{
+		NodeOperatorsToRemove:          [][]byte{},
+		NodeOperatorPrincipalsToRemove: &nns.NodeOperatorPrincipals{Principals: r.operators},
+	}
+}
+
+func (r *removeOperatorsPayload) Render(w io.Writer) { writeList(w, "operator", r.operators) }
+
+// Fetch reads each operator's record and nodes.
+func (r *RemoveNodeOperators) Fetch(ctx context.Context, rd Reader, s *Snapshot) error {
+	s.Operators = rd.Operators(ctx, r.Operators)
+	return nil
+}
+
+// Check checks that each operator has a record and owns no node.
+func (r *RemoveNodeOperators) Check(live *Snapshot, _ Options) ([]Check, bool) {
+	var checks []Check
+	changes := 0
+	for _, op := range r.Operators {
+		f := live.Operators[op]
+		switch {
+		case f.RegisteredErr != "":
+			// Whether it owns nodes is the explorer's to say: asked below.
+			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("could not read operator %s from the registry (%s); check it has a record", op, f.RegisteredErr)})
+		case !f.Registered:
+			checks = append(checks, Check{Severity: Warning, Subject: op, Message: fmt.Sprintf("operator %s has no registry record; removing it changes nothing", op)})
+			continue
+		}
+		changes++
+		switch {
+		case f.NodesErr != "":
+			checks = append(checks, Check{Severity: Warning, Subject: op, Source: f.NodesSource, Message: fmt.Sprintf("could not list the nodes of operator %s (%s); the registry silently skips an operator that still owns nodes", op, f.NodesErr)})
+		case len(f.Nodes) > 0:
+			checks = append(checks, Check{Severity: Flagged, Subject: op, Source: f.NodesSource, Message: fmt.Sprintf("operator %s still owns %d node(s) (%s); the registry silently skips it, so deregister them first", op, len(f.Nodes), shortList(f.Nodes))})
+		default:
+			checks = append(checks, Check{Severity: OK, Subject: op, Source: f.NodesSource, Message: fmt.Sprintf("operator %s owns no nodes; its record will be deleted", op)})
+		}
+	}
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "no operator named has a record, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+// Closes is each operator's record deleted.
+func (r *RemoveNodeOperators) Closes() []Change {
+	var out []Change
+	for _, o := range r.Operators {
+		out = append(out, Change{OpRemoveOperator, o, ""})
+	}
+	return out
+}
+
+func (*RemoveNodeOperators) Changes(a *nns.Action) ([]Change, bool) {
+	var p nns.RemoveNodeOperatorsPayload
+	mine, ok := executePayload(a, nns.FunctionRemoveNodeOperators, &p)
+	if !ok {
+		return nil, mine
+	}
+	ops := texts(operatorsOf(p))
+	slices.Sort(ops)
+	var out []Change
+	for _, o := range slices.Compact(ops) {
+		out = append(out, Change{OpRemoveOperator, o, ""})
+	}
+	return out, true
+}
+
+// operatorsOf is every operator a payload names, in either of its lists.
+func operatorsOf(pl nns.RemoveNodeOperatorsPayload) []principal.Principal {
+	var ops []principal.Principal
+	for _, raw := range pl.NodeOperatorsToRemove {
+		if op, err := principal.FromBytes(raw); err == nil {
+			ops = append(ops, op)
+		}
+	}
+	if pl.NodeOperatorPrincipalsToRemove != nil {
+		ops = append(ops, pl.NodeOperatorPrincipalsToRemove.Principals...)
+	}
+	return ops
+}
+
+// HCL writes the block as alp plan --generate does.
+func (r *RemoveNodeOperators) HCL(b *strings.Builder, ref func(id string) string) {
+	var os []string
+	for _, o := range r.Operators {
+		os = append(os, ref(o))
+	}
+	fmt.Fprintf(b, "  remove_node_operators {\n    operators = [%s]\n  }\n", strings.Join(os, ", "))
+}
+
+// Seed seeds the operators' records and the nodes they own.
+func (r *RemoveNodeOperators) Seed(ctx context.Context, s Seeder, payload []byte) error {
+	var pl nns.RemoveNodeOperatorsPayload
+	if err := decodePayload(r.Name(), payload, &pl); err != nil {
+		return err
+	}
+	ops := operatorsOf(pl)
+	var keys []string
+	for _, op := range ops {
+		keys = append(keys, nns.NodeOperatorRecordKey(op.String()))
+	}
+	if err := s.Records(ctx, keys...); err != nil {
+		return err
+	}
+	return s.OperatorNodes(ctx, ops)
+}
+
+// Effects warns of each operator the registry skipped: it removes no
+// operator that still owns nodes, and does not fail for it.
+func (r *RemoveNodeOperators) Effects(payload []byte, reg LocalRegistry) []string {
+	var pl nns.RemoveNodeOperatorsPayload
+	if decodePayload(r.Name(), payload, &pl) != nil {
+		return nil
+	}
+	var out []string
+	for _, op := range operatorsOf(pl) {
+		if _, ok, _ := reg.NodeOperator(op); ok {
+			nodes, _ := reg.NodesOfOperator(op)
+			out = append(out, fmt.Sprintf("the registry skips node operator %s: it still owns %d node(s)", op, len(nodes)))
+		}
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// RemoveNodeProvider is a "remove_node_provider" proposal's block: the
+// native governance action AddOrRemoveNodeProvider with change ToRemove.
+type RemoveNodeProvider struct {
+	NodeProviderID string `hcl:"node_provider_id" since:"v0.5.0" doc:"Principal of the node provider to remove (node_provider.<name>.id)."`
+}
+
+func (*RemoveNodeProvider) Name() string { return "remove_node_provider" }
+
+func (*RemoveNodeProvider) Docs() []BlockDoc {
+	return []BlockDoc{{Header: `remove_node_provider { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeProvider](),
+		Doc: "Nested in a proposal of kind \"remove_node_provider\": removes a node provider. Unlike the other kinds this is a native governance action rather than an ExecuteNnsFunction. Governance rejects a provider it does not know, and removing one that still has operators orphans them; preflight checks both."}}
+}
+
+func (*RemoveNodeProvider) New() Kind { return &RemoveNodeProvider{} }
+
+func (*RemoveNodeProvider) Function() nns.NnsFunction { return nns.FunctionUnspecified }
+
+func (*RemoveNodeProvider) NewPayload() any { return &nns.AddOrRemoveNodeProvider{} }
+
+func (r *RemoveNodeProvider) Validate(c Checker) {
+	c.Principal("node_provider_id", r.NodeProviderID, c.At("", 0, "node_provider_id"))
+}
+
+func (r *RemoveNodeProvider) IDs(visit func(*string)) { visit(&r.NodeProviderID) }
+
+func (*RemoveNodeProvider) LiveSubnet() string { return "" }
+
+func (r *RemoveNodeProvider) Build(Live) (Built, error) {
+	p, err := onePrincipal("node_provider_id", r.NodeProviderID)
+	if err != nil {
+		return nil, err
+	}
+	return &removeProviderPayload{provider: p}, nil
+}
+
+type removeProviderPayload struct{ provider principal.Principal }
+
+func (r *removeProviderPayload) Payload() any {
+	id := r.provider
+	return nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &nns.NodeProvider{ID: &id}}}
+}
+
+func (r *removeProviderPayload) Action() *nns.ProposalActionRequest {
+	a := r.Payload().(nns.AddOrRemoveNodeProvider)
+	return &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &a}
+}
+
+func (*removeProviderPayload) Topic() nns.Topic { return nns.TopicParticipantManagement }
+
+func (r *removeProviderPayload) Render(w io.Writer) {
+	fmt.Fprintf(w, "  provider: %s\n", r.provider)
+}
+
+// Fetch reads what governance and the registry know of the provider.
+func (r *RemoveNodeProvider) Fetch(ctx context.Context, rd Reader, s *Snapshot) (err error) {
+	s.Provider, err = rd.Provider(ctx, r.NodeProviderID)
+	return err
+}
+
+// Check checks that governance knows the provider and, as
+// the registry says whether it does or not, that it has no operators (an
+// unknown one is told only when it has some).
+func (r *RemoveNodeProvider) Check(live *Snapshot, _ Options) ([]Check, bool) {
+	id, f := r.NodeProviderID, live.Provider
+	checks := []Check{{Severity: OK, Subject: id, Message: fmt.Sprintf("governance knows node provider %s", id)}}
+	if !f.Known {
+		checks[0] = Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("governance does not know node provider %s; it rejects removing an unknown provider, so check node_provider_id", id)}
+	}
+	if len(f.Operators) > 0 {
+		checks = append(checks, Check{Severity: Flagged, Subject: id, Message: fmt.Sprintf("node provider %s still has %d operator(s) (%s); removing it orphans them, so remove them first", id, len(f.Operators), shortList(f.Operators))})
+	} else if f.Known {
+		checks = append(checks, Check{Severity: OK, Subject: id, Message: fmt.Sprintf("node provider %s has no operators left", id)})
+	}
+	return checks, false
+}
+
+// Closes is the provider removed.
+func (r *RemoveNodeProvider) Closes() []Change {
+	return []Change{{OpRemoveProvider, r.NodeProviderID, ""}}
+}
+
+func (*RemoveNodeProvider) Changes(a *nns.Action) ([]Change, bool) {
+	if a.AddOrRemoveNodeProvider == nil {
+		return nil, false
+	}
+	if c := a.AddOrRemoveNodeProvider.Change; c != nil && c.ToRemove != nil && c.ToRemove.ID != nil {
+		return []Change{{OpRemoveProvider, c.ToRemove.ID.String(), ""}}, true
+	}
+	return nil, true
+}
+
+// HCL writes the block as alp plan --generate does.
+func (r *RemoveNodeProvider) HCL(b *strings.Builder, ref func(id string) string) {
+	fmt.Fprintf(b, "  remove_node_provider {\n    node_provider_id = %s\n  }\n", ref(r.NodeProviderID))
+}
+
+// Seed seeds the providers governance knows: governance refuses to
+// remove one it does not.
+func (r *RemoveNodeProvider) Seed(ctx context.Context, s Seeder, _ []byte) error {
+	return s.Providers(ctx)
+}

@@ -1,0 +1,137 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"alpnib.dev/ic/nns"
+	"alpnib.dev/ic/principal"
+)
+
+// RemoveNodes is a "remove_nodes" proposal's block: deregister nodes.
+type RemoveNodes struct {
+	Nodes []NodeRef `hcl:"node,block" since:"v0.5.0" doc:"A node to deregister. Repeat the block for each one."`
+}
+
+func (*RemoveNodes) Name() string { return "remove_nodes" }
+
+func (*RemoveNodes) Docs() []BlockDoc {
+	return []BlockDoc{{Header: `remove_nodes { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodes](),
+		Doc: "Nested in a proposal of kind \"remove_nodes\": deregisters nodes, freeing their operators' allowance. Holds one node block per node. The registry rejects a node that is still a subnet member, so remove it from its subnet first; preflight checks this before the proposal is cut."}}
+}
+
+func (*RemoveNodes) New() Kind { return &RemoveNodes{} }
+
+func (*RemoveNodes) Function() nns.NnsFunction { return nns.FunctionRemoveNodes }
+
+func (*RemoveNodes) NewPayload() any { return &nns.RemoveNodesPayload{} }
+
+func (r *RemoveNodes) Validate(c Checker) {
+	if len(r.Nodes) == 0 {
+		c.Errorf(c.Header(), "No node to remove", "proposal %q: add one node { id = … } block per node to deregister", c.Proposal())
+	}
+	for i, n := range r.Nodes {
+		c.Principal("node.id", n.ID, c.At("node", i, "id"))
+		c.Once("node", "remove_nodes", n.ID, c.At("node", i, "id"))
+	}
+}
+
+func (r *RemoveNodes) IDs(visit func(*string)) { refIDs(r.Nodes, visit) }
+
+func (*RemoveNodes) LiveSubnet() string { return "" }
+
+func (r *RemoveNodes) Build(Live) (Built, error) {
+	nodes, err := principals("node.id", nodeIDs(r.Nodes))
+	if err != nil {
+		return nil, err
+	}
+	return &removeNodesPayload{nodes: nodes}, nil
+}
+
+type removeNodesPayload struct{ nodes []principal.Principal }
+
+func (r *removeNodesPayload) Payload() any { return nns.RemoveNodesPayload{NodeIDs: r.nodes} }
+
+func (r *removeNodesPayload) Render(w io.Writer) { writeList(w, "node", r.nodes) }
+
+// Fetch reads the nodes.
+func (r *RemoveNodes) Fetch(ctx context.Context, rd Reader, s *Snapshot) (err error) {
+	s.Nodes, err = rd.Nodes(ctx, nodeIDs(r.Nodes))
+	return err
+}
+
+// Labeled is every node block.
+func (r *RemoveNodes) Labeled() []NodeRef { return r.Nodes }
+
+// Check checks that each node is registered and in no subnet.
+func (r *RemoveNodes) Check(live *Snapshot, _ Options) ([]Check, bool) {
+	var checks []Check
+	changes := 0
+	for _, n := range r.Nodes {
+		f := live.Nodes[n.ID]
+		switch {
+		case f.Err != "":
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", n.ID, f.Err)})
+			changes++
+		case !f.Registered:
+			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("node %s is no longer registered; removing it changes nothing", n.ID)})
+		case f.MemberOf != "":
+			checks = append(checks, Check{Severity: Refused, Subject: n.ID, Message: fmt.Sprintf("node %s is still a member of subnet %s; the registry rejects removing it, so take it out of the subnet with a membership proposal first", n.ID, f.MemberOf)})
+			changes++
+		default:
+			checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is registered and in no subnet; it will be deregistered", n.ID)})
+			changes++
+		}
+	}
+	if changes == 0 {
+		checks = append(checks, Check{Severity: Note, Message: "no node named is still registered, so the whole proposal changes nothing"})
+	}
+	return checks, changes == 0
+}
+
+// Closes is each node deregistered.
+func (r *RemoveNodes) Closes() []Change {
+	var out []Change
+	for _, n := range r.Nodes {
+		out = append(out, Change{OpRemoveNode, n.ID, ""})
+	}
+	return out
+}
+
+func (*RemoveNodes) Changes(a *nns.Action) ([]Change, bool) {
+	var p nns.RemoveNodesPayload
+	mine, ok := executePayload(a, nns.FunctionRemoveNodes, &p)
+	if !ok {
+		return nil, mine
+	}
+	var out []Change
+	for _, n := range p.NodeIDs {
+		out = append(out, Change{OpRemoveNode, n.String(), ""})
+	}
+	return out, true
+}
+
+// HCL writes the block as alp plan --generate does.
+func (r *RemoveNodes) HCL(b *strings.Builder, ref func(id string) string) {
+	b.WriteString("  remove_nodes {\n")
+	for _, n := range r.Nodes {
+		fmt.Fprintf(b, "    node {\n      id = %s\n    }\n", ref(n.ID))
+	}
+	b.WriteString("  }\n")
+}
+
+// Seed seeds every subnet (a node removed must be a member of none) and
+// the nodes.
+func (r *RemoveNodes) Seed(ctx context.Context, s Seeder, payload []byte) error {
+	var pl nns.RemoveNodesPayload
+	if err := decodePayload(r.Name(), payload, &pl); err != nil {
+		return err
+	}
+	if err := s.AllSubnets(ctx); err != nil {
+		return err
+	}
+	return s.Nodes(ctx, pl.NodeIDs)
+}
