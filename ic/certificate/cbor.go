@@ -59,7 +59,8 @@ func (t *Tree) UnmarshalCBOR(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("decode hash tree: %w", err)
 	}
-	*t = *n
+	t.kind, t.left, t.right, t.label, t.value = n.kind, n.left, n.right, n.label, n.value
+	t.sum.Store(nil)
 	return nil
 }
 

@@ -65,3 +65,25 @@ func BenchmarkPruneThousandsOfPathsThroughOneNode(b *testing.B) {
 		Prune(tree, paths...)
 	}
 }
+
+// A tree's digest is kept once computed; decoding another tree into the
+// same value must not keep the old one.
+func TestATreeDecodedOverAnotherHasItsOwnDigest(t *testing.T) {
+	a := Labeled([]byte("a"), Leaf([]byte("1")))
+	b := Fork(Labeled([]byte("b"), Leaf([]byte("2"))), Labeled([]byte("c"), Leaf([]byte("3"))))
+	rawA, _ := a.MarshalCBOR()
+	rawB, _ := b.MarshalCBOR()
+	var got Tree
+	if err := got.UnmarshalCBOR(rawA); err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest() != a.Digest() {
+		t.Fatal("decoded a: digest differs")
+	}
+	if err := got.UnmarshalCBOR(rawB); err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest() != b.Digest() {
+		t.Fatal("decoded b over a: kept a's digest")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // Kind is the node type of a hash tree.
@@ -44,6 +45,11 @@ type Tree struct {
 	left, right *Tree  // fork: both; labeled: left is the subtree
 	label       []byte // labeled
 	value       []byte // leaf value, or the 32-byte digest of a pruned subtree
+
+	// sum is Digest's answer once computed: a tree never changes after it
+	// is made, and a server that prunes one large tree for many replies
+	// would otherwise hash every pruned-away subtree again for each.
+	sum atomic.Pointer[[32]byte]
 }
 
 var emptyTree = &Tree{kind: KindEmpty}
@@ -86,8 +92,18 @@ var (
 	sepLeaf    = []byte("\x10ic-hashtree-leaf")
 )
 
-// Digest reconstructs the root hash, the value a certificate signs.
+// Digest reconstructs the root hash, the value a certificate signs. It is
+// computed once per node; later calls return it.
 func (t *Tree) Digest() [32]byte {
+	if p := t.sum.Load(); p != nil {
+		return *p
+	}
+	out := t.digest()
+	t.sum.Store(&out)
+	return out
+}
+
+func (t *Tree) digest() [32]byte {
 	var out [32]byte
 	switch t.kind {
 	case KindEmpty:
