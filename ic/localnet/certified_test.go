@@ -147,10 +147,12 @@ func TestTheLocalRegistryCertifiesItsChangeLogAsTheCanisterDoes(t *testing.T) {
 // get_certified_changes_since answers a page at a time, as the canister
 // does: whole deltas, oldest first, up to the reply bound; the reader asks
 // again from the last version it got.
-func TestCertifiedChangesComeInPages(t *testing.T) {
-	ctx := context.Background()
+// pagedRegistry serves a registry of n versions whose
+// get_certified_changes_since answers pages of at most 300 bytes.
+func pagedRegistry(t *testing.T, n int) (*registry.Registry, nns.RegistryClient, *certificate.Verifier) {
+	t.Helper()
 	reg := registry.New()
-	for i := range 40 {
+	for i := range n {
 		reg.Apply([]registry.Mutation{{Key: "k", Value: []byte(fmt.Sprintf("value %02d, padded to be a few dozen bytes long", i))}})
 	}
 	reg.MaxChangesBytes = 300
@@ -159,7 +161,12 @@ func TestCertifiedChangesComeInPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := nns.RegistryClient{Caller: a}
+	return reg, nns.RegistryClient{Caller: a}, v
+}
+
+func TestCertifiedChangesComeInPages(t *testing.T) {
+	ctx := context.Background()
+	reg, r, v := pagedRegistry(t, 40)
 	var from uint64
 	pages := 0
 	for from < reg.Version() {
@@ -175,5 +182,36 @@ func TestCertifiedChangesComeInPages(t *testing.T) {
 	}
 	if pages < 5 {
 		t.Fatalf("40 versions in %d page(s) of at most 300 bytes", pages)
+	}
+}
+
+// The registry keeps the certified tree of a version for the pages that
+// follow; a change in between is in the next page, certified.
+func TestAChangeBetweenPagesIsInTheNextOne(t *testing.T) {
+	ctx := context.Background()
+	reg, r, v := pagedRegistry(t, 20)
+	first, err := r.GetCertifiedChangesSince(ctx, 0, v)
+	if err != nil || len(first.Deltas) == 0 || first.LatestVersion != 20 {
+		t.Fatalf("first page: %v, %+v", err, first)
+	}
+	reg.Apply([]registry.Mutation{{Key: "new", Value: []byte("written between two pages")}})
+	from, seen := first.Deltas[len(first.Deltas)-1].Version, false
+	for from < reg.Version() {
+		got, err := r.GetCertifiedChangesSince(ctx, from, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LatestVersion != 21 {
+			t.Fatalf("page from %d says the latest version is %d, want 21", from, got.LatestVersion)
+		}
+		for _, d := range got.Deltas {
+			for _, m := range d.Mutations {
+				seen = seen || (d.Version == 21 && string(m.Key) == "new")
+			}
+		}
+		from = got.Deltas[len(got.Deltas)-1].Version
+	}
+	if !seen {
+		t.Fatal("the change made between two pages never came")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -37,11 +38,27 @@ func (s *Server) InstallNNS(reg *registry.Registry, gov *governance.Governance) 
 // delta), pruned to the versions after the one asked for, with a
 // certificate of its root hash as the registry's certified data.
 func certifiedChangesSince(reg *registry.Registry, s *Server) Method {
+	// The tree is built once per registry version and kept, its digests
+	// with it: a reader paging through a long history asks for many pages
+	// of one version, and rebuilding and rehashing the whole tree for each
+	// page made a cold sync quadratic in the history's length.
+	var (
+		mu     sync.Mutex
+		cached *registryTree
+	)
 	return protoMethod(func(req *registrypb.RegistryGetChangesSinceRequest) (*registrypb.CertifiedResponse, error) {
-		tree, sizes, latest, err := certifiedTree(reg)
-		if err != nil {
-			return nil, err
+		mu.Lock()
+		if cached == nil || cached.latest != reg.Version() {
+			tree, sizes, latest, err := certifiedTree(reg)
+			if err != nil {
+				mu.Unlock()
+				return nil, err
+			}
+			cached = &registryTree{tree: tree, sizes: sizes, latest: latest}
 		}
+		t := cached
+		mu.Unlock()
+		tree, sizes, latest := t.tree, t.sizes, t.latest
 		// A page, as the canister answers: whole deltas, oldest first,
 		// until they reach the reply bound (at least one); the reader asks
 		// again from the last version it got.
@@ -65,6 +82,13 @@ func certifiedChangesSince(reg *registry.Registry, s *Server) Method {
 		}
 		return &registrypb.CertifiedResponse{HashTree: nns.MixedHashTreeOf(certificate.Prune(tree, paths...)), Certificate: cert}, nil
 	})
+}
+
+// registryTree is certifiedTree's answer at one registry version.
+type registryTree struct {
+	tree   *certificate.Tree
+	sizes  map[uint64]int
+	latest uint64
 }
 
 // certifiedTree builds the tree whose root hash the registry certifies
