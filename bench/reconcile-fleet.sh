@@ -18,40 +18,57 @@
 # With HISTORY=N, a cold `alp registry sync` of a devnet whose registry has
 # an N-version history (`alp devnet --history N`; the default fleet) is
 # timed instead, alternating with a tenth of that history, RUNS times each
-# (default 3): the peer is the same alp, since before --history there was no
-# such devnet to sync from.
-#   HISTORY=50000 bench/reconcile-fleet.sh
+# (default 3), with the sync's CPU time and the devnet's beside the wall;
+# with OLD_REV also OLD_REV's alp syncing from OLD_REV's devnet of N
+# versions, in the same rotation:
+#   HISTORY=50000 [OLD_REV=rev] bench/reconcile-fleet.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${NIB_NET_GUARD:-}" ]; then exec scripts/netguard.sh "$0" "$@"; fi
 latency=${1:-50ms}
 if [ -n "${HISTORY:-}" ]; then
 	work=$(mktemp -d)
-	trap 'kill ${pids:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-	go build -o "$work/alp" ./cmd/alp
+	trap 'kill ${pids:-} 2>/dev/null || true; wait 2>/dev/null || true; git worktree remove --force "$work/old-src" 2>/dev/null || true; rm -rf "$work"' EXIT
+	go build -o "$work/alp-new" ./cmd/alp
+	# each devnet: name, binary, history
+	devnets="new-$HISTORY:new:$HISTORY new-$((HISTORY / 10)):new:$((HISTORY / 10))"
+	if [ -n "${OLD_REV:-}" ]; then
+		git worktree add --detach -q "$work/old-src" "$OLD_REV"
+		(cd "$work/old-src" && go build -o "$work/alp-old" ./cmd/alp)
+		devnets="$devnets old-$HISTORY:old:$HISTORY"
+	fi
 	pids=
-	for h in "$HISTORY" $((HISTORY / 10)); do
-		"$work/alp" devnet --history "$h" --env-file "$work/env-$h" --dir "$work/d-$h" >"$work/devnet-$h.out" 2>&1 &
+	for d in $devnets; do
+		IFS=: read -r name bin h <<<"$d"
+		"$work/alp-$bin" devnet --history "$h" --env-file "$work/env-$name" --dir "$work/d-$name" >"$work/devnet-$name.out" 2>&1 &
 		pids="$pids $!"
+		echo "$!" >"$work/pid-$name"
 	done
-	for h in "$HISTORY" $((HISTORY / 10)); do
-		for _ in $(seq 1200); do [ -s "$work/env-$h" ] && break; sleep 0.1; done
-		[ -s "$work/env-$h" ] || { echo "the devnet of history $h did not start" >&2; exit 1; }
+	for d in $devnets; do
+		name=${d%%:*}
+		for _ in $(seq 3000); do [ -s "$work/env-$name" ] && break; sleep 0.1; done
+		[ -s "$work/env-$name" ] || { echo "the devnet $name did not start" >&2; exit 1; }
 	done
-	sync_once() { # history run: seconds and the JSON summary of one cold sync
-		local s e
-		s=$(date +%s.%N)
-		(. "$work/env-$1" && XDG_CACHE_HOME=$work/cache-$1-$2 "$work/alp" registry sync -o json) >"$work/sync-$1-$2.json" 2>"$work/sync-$1-$2.err" || { cat "$work/sync-$1-$2.err" >&2; exit 1; }
-		e=$(date +%s.%N)
-		echo "$e - $s" | bc
+	sync_once() { # devnet binary run: "wall sync-cpu devnet-cpu" in seconds, and the JSON summary
+		local t0 t1 pid
+		pid=$(cat "$work/pid-$1")
+		t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		(. "$work/env-$1" && XDG_CACHE_HOME=$work/cache-$1-$3 /usr/bin/time -o "$work/time" -f '%e %U %S' "$work/alp-$2" registry sync -o json) \
+			>"$work/sync-$1-$3.json" 2>"$work/sync-$1-$3.err" || { cat "$work/sync-$1-$3.err" >&2; exit 1; }
+		t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		awk -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" 'END {printf "%6.2f s wall, sync %5.2f s cpu, devnet %5.2f s cpu", $1, $2 + $3, (t1 - t0) / hz}' "$work/time"
 	}
-	echo "cold alp registry sync; the default fleet; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+	echo "cold alp registry sync; the default fleet; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg) at the start"
 	for r in $(seq "${RUNS:-3}"); do
-		for h in "$HISTORY" $((HISTORY / 10)); do
-			t=$(sync_once "$h" "$r")
-			printf '  history %6d, run %d: %6.2f s  %s\n' "$h" "$r" "$t" "$(tr -d '\n ' <"$work/sync-$h-$r.json" | sed 's/"path":"[^"]*"//')"
+		for d in $devnets; do
+			IFS=: read -r name bin h <<<"$d"
+			t=$(sync_once "$name" "$bin" "$r")
+			label=$bin
+			[ "$bin" = old ] && label=$(git rev-parse --short "$OLD_REV")
+			printf '  %-8s history %6d, run %d: %s  %s\n' "$label" "$h" "$r" "$t" "$(tr -d '\n ' <"$work/sync-$name-$r.json" | sed 's/"path":"[^"]*"//')"
 		done
 	done
+	echo "load $(cut -d' ' -f1 /proc/loadavg) at the end"
 	exit 0
 fi
 if [ -n "${DEAD:-}" ]; then
