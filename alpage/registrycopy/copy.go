@@ -333,10 +333,11 @@ func (c *Copy) Get(ctx context.Context, key string, version uint64) (value []byt
 	return value, at, true, nil
 }
 
-// Record is a key's value at a version.
+// Record is a key's value at a version, and the version that wrote it.
 type Record struct {
-	Key   string
-	Value []byte
+	Key     string
+	Value   []byte
+	Version uint64
 }
 
 // Scan returns every key with prefix that holds a value at version, with
@@ -344,7 +345,7 @@ type Record struct {
 func (c *Copy) Scan(ctx context.Context, prefix string, version uint64) ([]Record, error) {
 	// The newest entry at or below version per key; deletions dropped.
 	rows, err := c.db.QueryContext(ctx, `
-		SELECT e.key, e.value FROM entries e
+		SELECT e.key, e.value, e.version FROM entries e
 		JOIN (SELECT key, MAX(version) AS v FROM entries WHERE key >= ? AND key < ? AND version <= ? GROUP BY key) m
 		ON e.key = m.key AND e.version = m.v
 		WHERE e.value IS NOT NULL ORDER BY e.key`, prefix, prefix+"\xff", int64(version))
@@ -355,7 +356,7 @@ func (c *Copy) Scan(ctx context.Context, prefix string, version uint64) ([]Recor
 	var out []Record
 	for rows.Next() {
 		var r Record
-		if err := rows.Scan(&r.Key, &r.Value); err != nil {
+		if err := rows.Scan(&r.Key, &r.Value, &r.Version); err != nil {
 			return nil, fmt.Errorf("registry copy: scan %s: %w", prefix, err)
 		}
 		out = append(out, r)

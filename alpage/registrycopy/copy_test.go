@@ -431,3 +431,33 @@ func TestTheViewListsTheElectedVersionsAtItsVersion(t *testing.T) {
 		}
 	}
 }
+
+// The view answers node and operator records from one scan of them: the
+// same value, the same writing version and the same absence as a read of
+// that key at the view's version, including a record rewritten after it,
+// one deleted before it and one that does not decode.
+func TestTheViewReadsNodeAndOperatorRecordsAsTheCopyDoes(t *testing.T) {
+	node := func(s string) string { return nns.NodeRecordKey(principal.SelfAuthenticating([]byte(s)).String()) }
+	op := nns.NodeOperatorRecordKey(principal.SelfAuthenticating([]byte("op")).String())
+	reg := registry.New()
+	rec := nns.NodeRecordPB{NodeOperatorID: principal.SelfAuthenticating([]byte("op")).Bytes()}
+	reg.Apply([]registry.Mutation{{Key: node("a"), Value: rec.Marshal()}, {Key: op, Value: (&nns.NodeOperatorRecordPB{DcID: "zh1"}).Marshal()}})
+	reg.Apply([]registry.Mutation{{Key: node("b"), Value: rec.Marshal()}, {Key: node("garbled"), Value: []byte{0xff, 0xff}}})
+	reg.Apply([]registry.Mutation{{Key: node("b"), Delete: true}})
+	at := reg.Version()
+	rec.Xnet = &nns.ConnectionEndpoint{IPAddr: "::1", Port: 1}
+	reg.Apply([]registry.Mutation{{Key: node("a"), Value: rec.Marshal()}, {Key: node("c"), Value: rec.Marshal()}})
+	n := serve(t, reg)
+	c, _ := sync1(t, t.TempDir(), n.client, n.verifier, io.Discard)
+	view := c.At(at)
+	for _, key := range []string{node("a"), node("b"), node("c"), node("garbled"), node("never"), op} {
+		want, wantAt, wantFound, err := c.Get(ctx(t), key, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotAt, gotFound, err := view.GetValue(ctx(t), key, 0)
+		if err != nil || !bytes.Equal(got, want) || gotAt != wantAt || gotFound != wantFound {
+			t.Errorf("%s: view %x at %d found %v (%v); copy %x at %d found %v", key, got, gotAt, gotFound, err, want, wantAt, wantFound)
+		}
+	}
+}
