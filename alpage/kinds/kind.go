@@ -3,12 +3,16 @@
 // A kind's type is the nested block of its proposals (decoded by
 // alpage/config with the type's hcl tags and documented from its since
 // and doc tags); its methods check the block at load, build the payload
-// the NNS receives, and — in the slices that follow — run its preflight
-// and its dry run, match it on-chain and say what drift it closes.
+// the NNS receives, fetch and check what its preflight needs, seed its dry
+// run, say what a declared and an on-chain proposal of it change, and
+// write its block as `alp plan --generate` does.
 //
-// The engines (alpage/config, proposal, preflight, dryrun, generate) hold
-// no list of kinds and no switch on one: they call a Kind's methods. A new
-// kind is one file here and one line in All.
+// The engines (alpage/config, proposal, preflight, dryrun, generate, the
+// devnet) hold no list of kinds and no switch on one: they call a Kind's
+// methods. A new kind is one file here and one line in All
+// (seventh_test.go writes one). When drift should produce it, a
+// generator in alpage/generate decides when: that orders proposals across
+// kinds, so it is not any one kind's.
 //
 // What stays per method on the canister side is not the kind's: the
 // Candid types of the registry's and governance's arguments (ic/nns) and
@@ -75,7 +79,9 @@ func Names() []string {
 
 // Kind is one proposal kind. Its value is the kind's nested block as
 // declared (a pointer to a struct the config decoder fills); the zero
-// value answers Name, Docs, New and Function.
+// value answers Name, Docs, New, Function, NewPayload and Changes. The
+// methods come in the order a proposal meets them: the schema, the load,
+// the payload, preflight, the dry run, and drift.
 type Kind interface {
 	// Name is the kind as `kind = "…"` writes it, and the name of its
 	// nested block.
