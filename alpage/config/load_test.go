@@ -693,3 +693,42 @@ func TestAProposalKnowsWhereEachFieldAndIdOfItsBodyIsWritten(t *testing.T) {
 		t.Errorf("halt-app1 features.http_requests at %s:%d, want proposals.hcl:40", r.Filename, r.Start.Line)
 	}
 }
+
+// A misspelt field of a proposal, of its kind's block, or a misspelt
+// block is refused naming what was meant, and a second block of a kind is
+// refused naming the first: the kinds' blocks are decoded one by one, and
+// still told as gohcl tells the fields of one struct.
+func TestAMisspeltProposalFieldOrBlockIsToldWhatWasMeant(t *testing.T) {
+	_, err := Load(writeFleet(t, map[string]string{"proposals.hcl": `proposal "x" {
+  kind   = "membership"
+  title  = "Move a node"
+  summry = "x"
+  membrship {
+  }
+}
+
+proposal "y" {
+  kind  = "remove_node_provider"
+  title = "Remove a provider"
+  remove_node_provider {
+    node_providr_id = "2axfb-gt45c-dxuwn-i7vfa-veiix-wwo6f-ey5z6-ta72s-xdpdr-3jqqt-kqe"
+  }
+  remove_node_provider {
+    node_provider_id = "2axfb-gt45c-dxuwn-i7vfa-veiix-wwo6f-ey5z6-ta72s-xdpdr-3jqqt-kqe"
+  }
+}
+`}))
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, want := range []string{
+		`proposals.hcl:4:3: Unsupported argument: An argument named "summry" is not expected here. Did you mean "summary"?`,
+		`proposals.hcl:5:3: Unsupported block type: Blocks of type "membrship" are not expected here. Did you mean "membership"?`,
+		`proposals.hcl:13:5: Unsupported argument: An argument named "node_providr_id" is not expected here. Did you mean "node_provider_id"?`,
+		`proposals.hcl:15:3: Duplicate remove_node_provider block: Only one remove_node_provider block is allowed. Another was defined at`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+}

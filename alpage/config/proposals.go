@@ -100,30 +100,34 @@ type proposalHead struct {
 // validateProposal to match against the kind.
 func (l *loader) decodeProposal(b *hcl.Block, ctx *hcl.EvalContext) (*Proposal, bool) {
 	var head proposalHead
+	// The common fields; the rest of the block is head.Rest.
 	diags := gohcl.DecodeBody(b.Body, ctx, &head)
-	schema := &hcl.BodySchema{}
+	// The whole block against the whole schema, so an unknown argument or
+	// block is told with the names it may have meant; the common fields'
+	// own problems (a missing title) were told by the decode above.
+	schema, _ := gohcl.ImpliedBodySchema(&head)
+	for i := range schema.Attributes {
+		schema.Attributes[i].Required = false
+	}
 	for _, k := range kinds.All {
 		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: k.Name()})
 	}
-	var bodies map[Kind]kinds.Kind
-	if head.Rest != nil {
-		content, more := head.Rest.Content(schema)
-		diags = append(diags, more...)
-		bodies = map[Kind]kinds.Kind{}
-		first := map[string]*hcl.Block{}
-		for _, nb := range content.Blocks {
-			if prev, dup := first[nb.Type]; dup {
-				// gohcl's words for a second block of a kind, as when the
-				// blocks were fields of the proposal.
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Duplicate %s block", nb.Type),
-					Detail: fmt.Sprintf("Only one %s block is allowed. Another was defined at %s.", nb.Type, prev.DefRange.String()), Subject: &nb.DefRange})
-				continue
-			}
-			first[nb.Type] = nb
-			body := kinds.Of(nb.Type).New()
-			diags = append(diags, gohcl.DecodeBody(nb.Body, ctx, body)...)
-			bodies[Kind(nb.Type)] = body
+	content, more := b.Body.Content(schema)
+	diags = append(diags, more...)
+	bodies := map[Kind]kinds.Kind{}
+	first := map[string]*hcl.Block{}
+	for _, nb := range content.Blocks {
+		if prev, dup := first[nb.Type]; dup {
+			// gohcl's words for a second block of a kind, as when the
+			// blocks were fields of the proposal.
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Duplicate %s block", nb.Type),
+				Detail: fmt.Sprintf("Only one %s block is allowed. Another was defined at %s.", nb.Type, prev.DefRange.String()), Subject: &nb.DefRange})
+			continue
 		}
+		first[nb.Type] = nb
+		body := kinds.Of(nb.Type).New()
+		diags = append(diags, gohcl.DecodeBody(nb.Body, ctx, body)...)
+		bodies[Kind(nb.Type)] = body
 	}
 	l.diags = append(l.diags, diags...)
 	if diags.HasErrors() {
