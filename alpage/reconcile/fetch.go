@@ -101,6 +101,9 @@ type Fetcher struct {
 	// FirstAttempt bounds the first read of each node's status; 0 means
 	// DefaultFirstAttempt.
 	FirstAttempt time.Duration
+	// ListWait bounds the wait for the dashboard's list of nodes after
+	// the registry reads; 0 means DefaultListWait.
+	ListWait time.Duration
 }
 
 // kdsParallel bounds KDS requests in flight below the general bound: AMD
@@ -110,6 +113,8 @@ const kdsParallel = 2
 // Fetch reads what reconciling res needs. cache is state.json's chip
 // cache: a chip it vouches for is not asked again unless refresh is set.
 func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[string]*state.Chip, refresh bool) (*Live, error) {
+	list, stopList := f.nodeList(ctx, res)
+	defer stopList()
 	vctx, cancel := context.WithTimeout(ctx, f.timeout())
 	v, err := f.Registry.GetLatestVersion(vctx)
 	cancel()
@@ -219,18 +224,6 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 			mu.Unlock()
 		})
 	}
-	// What the dashboard says of every node, in one request beside the
-	// registry reads: which nodes it says are down (their first read is
-	// short, and they are read first) and which it says answer (read once,
-	// never cut short). Without it each node is handled alone.
-	var listed map[string]source.DashboardNode
-	if d, ok := f.Dashboard.(nodeListDashboard); ok && len(versionNodes(res)) > 0 {
-		g.run(func(ctx context.Context) {
-			if l, err := d.Nodes(ctx); err == nil {
-				listed = l // read only after g.wait
-			}
-		})
-	}
 	for _, id := range versionIDs(res) {
 		g.run(func(ctx context.Context) {
 			elected, err := at.has(ctx, nns.ReplicaVersionRecordKey(id))
@@ -243,6 +236,7 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 		})
 	}
 	g.wait()
+	listed := list()
 
 	// Then what depends on the node records: chips and versions.
 	g = f.group(ctx)
@@ -477,6 +471,62 @@ func (at registryAt) record(ctx context.Context, key string, rec interface{ Unma
 	return true, nil
 }
 
+// nodeList asks the dashboard for its list of every node, from the start
+// of Fetch, beside the registry reads: which nodes it says are down (their
+// first read is short, and they are read first) and which it says answer
+// (read once, never cut short). list returns it once the registry reads
+// are done, waiting at most ListWait more, so a slow dashboard costs a run
+// no more than that; without the list (no such dashboard, an error, too
+// slow) each node is handled alone. stop ends a read still in flight.
+func (f *Fetcher) nodeList(ctx context.Context, res *config.Resources) (list func() map[string]source.DashboardNode, stop func()) {
+	d, ok := f.Dashboard.(nodeListDashboard)
+	if !ok || len(versionNodes(res)) == 0 {
+		return func() map[string]source.DashboardNode { return nil }, func() {}
+	}
+	lctx, cancel := context.WithTimeout(ctx, f.timeout())
+	got := make(chan map[string]source.DashboardNode, 1)
+	go func() {
+		l, err := d.Nodes(lctx)
+		if err != nil {
+			l = nil
+		}
+		got <- l
+	}()
+	return func() map[string]source.DashboardNode {
+		wait := time.NewTimer(f.listWait())
+		defer wait.Stop()
+		select {
+		case l := <-got:
+			return l
+		case <-wait.C:
+			cancel()
+			return nil
+		}
+	}, cancel
+}
+
+// DefaultListWait bounds how long the node status reads wait for the
+// dashboard's list once the registry reads are done: the list of a
+// mainnet-sized fleet is about a megabyte from a third party, and without
+// it every node gets the short first attempt, which a far node (three
+// round trips before it answers) can miss. A dashboard slower than this
+// costs a run this much, what one dead node cost before the first attempt.
+const DefaultListWait = 2 * time.Second
+
+func (f *Fetcher) listWait() time.Duration {
+	if f.ListWait > 0 {
+		return f.ListWait
+	}
+	return DefaultListWait
+}
+
+func (f *Fetcher) firstAttempt() time.Duration {
+	if f.FirstAttempt > 0 {
+		return f.FirstAttempt
+	}
+	return DefaultFirstAttempt
+}
+
 // versionNodes lists the nodes whose running version reconcile reads.
 func versionNodes(res *config.Resources) []*config.Node {
 	var out []*config.Node
@@ -552,10 +602,7 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *
 	case !nf.Found:
 		reasons = append(reasons, "node: no registry record to find its address")
 	default:
-		first := f.FirstAttempt
-		if first <= 0 {
-			first = DefaultFirstAttempt
-		}
+		first := f.firstAttempt()
 		// A node the list says answers is not cut short: it would only
 		// be asked again, and under CPU load a live node's handshake can
 		// outlast the first attempt.

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -408,5 +409,33 @@ func TestNodesDeclaredUnassignedAreFoundInSubnetsNoBlockDeclares(t *testing.T) {
 		if row := rowOf(t, r, SectionSubnet, name, id); row.Status != WrongSubnet || row.Detail != "declared unassigned, a member of subnet "+subnetID {
 			t.Fatalf("node %s: %+v\n%s", name, row, text(r))
 		}
+	}
+}
+
+// hungList is the devnet's dashboard whose list never comes: its read
+// ends only when the fetch gives up on it, and says how it ended.
+type hungList struct {
+	*source.Dashboard
+	ended chan error
+}
+
+func (d *hungList) Nodes(ctx context.Context) (map[string]source.DashboardNode, error) {
+	<-ctx.Done()
+	d.ended <- ctx.Err()
+	return nil, ctx.Err()
+}
+
+// A dashboard whose list does not come holds the status reads only
+// ListWait: the fetch gives up on it (cancelling the read, not waiting for
+// its timeout) and reads each node alone, the unreachable one from the
+// dashboard's record of it.
+func TestAListThatDoesNotComeIsGivenUpOn(t *testing.T) {
+	d, f, _ := startLive(t)
+	hung := &hungList{Dashboard: source.NewDashboard(d.DashboardURL, nil), ended: make(chan error, 1)}
+	f.Dashboard, f.ListWait = hung, 50*time.Millisecond
+	live := fetch(t, f, declared(), state.New(), false)
+	wantVersionSources(t, live)
+	if err := <-hung.ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the list's read ended with %v, want it cancelled by the fetch", err)
 	}
 }
