@@ -50,7 +50,7 @@ func BenchmarkLoadAThousandNodeFleet(b *testing.B) {
 	}
 	var props strings.Builder
 	for p := 0; p < 100; p++ {
-		fmt.Fprintf(&props, "proposal \"p%d\" {\n  kind = \"membership\"\n  title = \"t\"\n  membership {\n    subnet_id = subnet.s%d.id\n    add { id = node.n%d.id }\n    remove { id = node.n%d.id }\n  }\n}\n", p, p%10, p, p+100)
+		fmt.Fprintf(&props, "proposal \"p%d\" {\n  kind = \"membership\"\n  title = \"Move a node\"\n  membership {\n    subnet_id = subnet.s%d.id\n    add { id = node.n%d.id }\n    remove { id = node.n%d.id }\n  }\n}\n", p, p%10, p, p+100)
 	}
 	write("proposals.hcl", props.String())
 	path := filepath.Join(dir, "proposals.hcl")
