@@ -188,7 +188,7 @@ func changes(reg *registry.Registry, since uint64, seeded map[string][]byte) []C
 // owns nodes).
 func effects(p *proposal.Proposal, reg *registry.Registry) []string {
 	if e, ok := p.Body.(kinds.Effecter); ok {
-		return e.Effects(p.Payload, reg)
+		return e.Effects(p.Value, reg)
 	}
 	return nil
 }

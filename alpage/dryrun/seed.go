@@ -76,7 +76,7 @@ func Gather(ctx context.Context, live Live, p *proposal.Proposal) (*Seed, error)
 	if p.Body == nil {
 		err = fmt.Errorf("proposal %q has no kind to seed", p.Name)
 	} else {
-		err = p.Body.Seed(ctx, g, p.Payload)
+		err = p.Body.Seed(ctx, g, p.Value)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dry run: seed from live state: %w", err)

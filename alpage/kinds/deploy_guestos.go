@@ -145,9 +145,9 @@ func (d *DeployGuestOS) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds the target version's record, the subnet with its members,
 // and the version the subnet runs.
-func (d *DeployGuestOS) Seed(ctx context.Context, s Seeder, payload []byte) error {
-	var pl nns.DeployGuestosToAllSubnetNodesPayload
-	if err := decodePayload(d.Name(), payload, &pl); err != nil {
+func (d *DeployGuestOS) Seed(ctx context.Context, s Seeder, payload any) error {
+	pl, err := payloadAs[nns.DeployGuestosToAllSubnetNodesPayload](d.Name(), payload)
+	if err != nil {
 		return err
 	}
 	if err := s.Records(ctx, nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 )
@@ -45,13 +44,16 @@ type LocalRegistry interface {
 // Effecter is a kind whose execution may succeed having done less than
 // asked: Effects says what, from the local registry after it.
 type Effecter interface {
-	Effects(payload []byte, reg LocalRegistry) []string
+	Effects(payload any, reg LocalRegistry) []string
 }
 
-// decodePayload decodes a payload built by kind.
-func decodePayload(kind string, payload []byte, into any) error {
-	if err := candid.Unmarshal(payload, into); err != nil {
-		return fmt.Errorf("decode the %s payload: %w", kind, err)
+// payloadAs is payload, the Go value a kind's Build made, as the kind's
+// payload type P.
+func payloadAs[P any](kind string, payload any) (P, error) {
+	p, ok := payload.(P)
+	if !ok {
+		var want P
+		return want, fmt.Errorf("the %s payload is a %T, not a %T", kind, payload, want)
 	}
-	return nil
+	return p, nil
 }

@@ -116,9 +116,9 @@ type Kind interface {
 	// proposal would change nothing.
 	Check(s *Snapshot, o Options) (checks []Check, noop bool)
 
-	// Seed reads, through s, the live records a dry run of the built
-	// payload starts from.
-	Seed(ctx context.Context, s Seeder, payload []byte) error
+	// Seed reads, through s, the live records a dry run of payload (the
+	// Go value Build made) starts from.
+	Seed(ctx context.Context, s Seeder, payload any) error
 
 	// Closes is what a declared proposal of the kind changes on-chain.
 	Closes() []Change

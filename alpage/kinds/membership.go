@@ -259,9 +259,9 @@ func (m *Membership) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds every subnet (a node added may be a member of any), the
 // target, and the nodes added, removed and already members.
-func (m *Membership) Seed(ctx context.Context, s Seeder, payload []byte) error {
-	var pl nns.ChangeSubnetMembershipPayload
-	if err := decodePayload(m.Name(), payload, &pl); err != nil {
+func (m *Membership) Seed(ctx context.Context, s Seeder, payload any) error {
+	pl, err := payloadAs[nns.ChangeSubnetMembershipPayload](m.Name(), payload)
+	if err != nil {
 		return err
 	}
 	if err := s.AllSubnets(ctx); err != nil {

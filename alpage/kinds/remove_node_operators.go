@@ -156,9 +156,9 @@ func (r *RemoveNodeOperators) HCL(b *strings.Builder, ref func(id string) string
 }
 
 // Seed seeds the operators' records and the nodes they own.
-func (r *RemoveNodeOperators) Seed(ctx context.Context, s Seeder, payload []byte) error {
-	var pl nns.RemoveNodeOperatorsPayload
-	if err := decodePayload(r.Name(), payload, &pl); err != nil {
+func (r *RemoveNodeOperators) Seed(ctx context.Context, s Seeder, payload any) error {
+	pl, err := payloadAs[nns.RemoveNodeOperatorsPayload](r.Name(), payload)
+	if err != nil {
 		return err
 	}
 	ops := operatorsOf(pl)
@@ -174,9 +174,9 @@ func (r *RemoveNodeOperators) Seed(ctx context.Context, s Seeder, payload []byte
 
 // Effects warns of each operator the registry skipped: it removes no
 // operator that still owns nodes, and does not fail for it.
-func (r *RemoveNodeOperators) Effects(payload []byte, reg LocalRegistry) []string {
-	var pl nns.RemoveNodeOperatorsPayload
-	if decodePayload(r.Name(), payload, &pl) != nil {
+func (r *RemoveNodeOperators) Effects(payload any, reg LocalRegistry) []string {
+	pl, err := payloadAs[nns.RemoveNodeOperatorsPayload](r.Name(), payload)
+	if err != nil {
 		return nil
 	}
 	var out []string

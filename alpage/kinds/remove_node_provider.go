@@ -109,6 +109,6 @@ func (r *RemoveNodeProvider) HCL(b *strings.Builder, ref func(id string) string)
 
 // Seed seeds the providers governance knows: governance refuses to
 // remove one it does not.
-func (r *RemoveNodeProvider) Seed(ctx context.Context, s Seeder, _ []byte) error {
+func (r *RemoveNodeProvider) Seed(ctx context.Context, s Seeder, _ any) error {
 	return s.Providers(ctx)
 }

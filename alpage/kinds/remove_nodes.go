@@ -125,9 +125,9 @@ func (r *RemoveNodes) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds every subnet (a node removed must be a member of none) and
 // the nodes.
-func (r *RemoveNodes) Seed(ctx context.Context, s Seeder, payload []byte) error {
-	var pl nns.RemoveNodesPayload
-	if err := decodePayload(r.Name(), payload, &pl); err != nil {
+func (r *RemoveNodes) Seed(ctx context.Context, s Seeder, payload any) error {
+	pl, err := payloadAs[nns.RemoveNodesPayload](r.Name(), payload)
+	if err != nil {
 		return err
 	}
 	if err := s.AllSubnets(ctx); err != nil {

@@ -83,12 +83,8 @@ func (h *haltSubnet) Check(s *kinds.Snapshot, _ kinds.Options) ([]kinds.Check, b
 	return []kinds.Check{{Severity: kinds.OK, Subject: h.SubnetID, Message: "subnet " + h.SubnetID + " runs; it halts"}}, false
 }
 
-func (h *haltSubnet) Seed(ctx context.Context, s kinds.Seeder, payload []byte) error {
-	var pl nns.UpdateSubnetPayload
-	if err := candid.Unmarshal(payload, &pl); err != nil {
-		return err
-	}
-	return s.SubnetWithMembers(ctx, pl.SubnetID)
+func (h *haltSubnet) Seed(ctx context.Context, s kinds.Seeder, payload any) error {
+	return s.SubnetWithMembers(ctx, payload.(nns.UpdateSubnetPayload).SubnetID)
 }
 
 func (*haltSubnet) Changes(*nns.Action) ([]kinds.Change, bool) { return nil, false }

@@ -654,9 +654,9 @@ func (u *UpdateSubnet) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds the subnet with its members: the registry checks its
 // invariants on the record written, and those read the members.
-func (u *UpdateSubnet) Seed(ctx context.Context, s Seeder, payload []byte) error {
-	var pl nns.UpdateSubnetPayload
-	if err := decodePayload(u.Name(), payload, &pl); err != nil {
+func (u *UpdateSubnet) Seed(ctx context.Context, s Seeder, payload any) error {
+	pl, err := payloadAs[nns.UpdateSubnetPayload](u.Name(), payload)
+	if err != nil {
 		return err
 	}
 	return s.SubnetWithMembers(ctx, pl.SubnetID)

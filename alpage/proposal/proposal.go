@@ -34,6 +34,9 @@ type Proposal struct {
 	// Payload is the Candid encoding of the payload: the registry method's
 	// argument, or for remove_node_provider the AddOrRemoveNodeProvider record.
 	Payload []byte
+	// Value is the payload's Go value: what Payload is the Candid
+	// encoding of (what the dry run seeds from, without decoding it).
+	Value any
 	// PayloadSHA256 is lowercase hex sha256 of Payload, what state.json pins.
 	PayloadSHA256 string
 	// DeclaredSHA256 is the sha256 of the payload the declaration alone
@@ -69,14 +72,15 @@ func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proposal %q: %w", p.Name, err)
 	}
-	payload, err := candid.Marshal(built.Payload())
+	value := built.Payload()
+	payload, err := candid.Marshal(value)
 	if err != nil {
 		return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
 	}
 	fn := p.Body.Function()
 	out := &Proposal{
 		Name: p.Name, Kind: p.Kind, Title: p.Title, Summary: p.Summary, URL: p.URL,
-		Function: fn, Payload: payload, PayloadSHA256: sha256Hex(payload), Body: p.Body, built: built,
+		Function: fn, Payload: payload, Value: value, PayloadSHA256: sha256Hex(payload), Body: p.Body, built: built,
 	}
 	out.DeclaredSHA256 = out.PayloadSHA256
 	if i, ok := built.(kinds.Inheritor); ok {
