@@ -56,10 +56,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 	}
 	d.mu.Unlock()
 
-	d.clearSettledVolumes(acts.Volumes)
-	for _, v := range acts.Volumes {
-		d.applyVolume(ctx, now, doc, v, vols)
-	}
+	d.applyVolumes(ctx, now, doc, acts.Volumes)
 	// Every app about to start holds its slot, and the network has its
 	// tap and rules, before the first guest boots.
 	if len(ups) > 0 {
@@ -131,11 +128,11 @@ func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, given
 		a.rec = &record{AppID: a.id, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
 	}
 	a.rec.VolumeID = string(in.VolumeId)
-	_, volReady := d.listed(string(in.VolumeId))
+	volReady, volWhy := d.volumeReady(string(in.VolumeId), d.now())
 	freeingGiven, freeingHeld := d.freeing()
 	adm := plan.Admit(in, plan.StartFacts{
 		NetworkReady: d.netReady, NetworkErr: d.netErr,
-		VolumeReady: volReady, VolumeErr: d.volumeMsg(string(in.VolumeId)),
+		VolumeReady: volReady, VolumeErr: volWhy,
 		InUseMiB: given, HeldMiB: held, CapacityMiB: d.cfg.CapacityMiB,
 		Overcommit: d.cfg.MemoryOvercommit, Sleepers: d.sleepers(x.AppID),
 		FreeingGivenMiB: freeingGiven, FreeingHeldMiB: freeingHeld,
@@ -268,7 +265,7 @@ func (d *Daemon) takeDown(ctx context.Context, app string, discard bool) error {
 		return err
 	}
 	defer d.vmGate.release()
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	if err := d.deps.VMM.Stop(cctx, app); err != nil {
 		d.cfg.Logf("nibrunnerd: stop %s: %v", app, err)
@@ -302,7 +299,7 @@ func (d *Daemon) sleepGuest(ctx context.Context, app string) error {
 		return err
 	}
 	defer d.vmGate.release()
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	return d.deps.VMM.Sleep(cctx, app)
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/db"
@@ -20,7 +19,48 @@ func (d *Daemon) apply(acts plan.Actions) {
 	d.background(acts)
 }
 
-func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.HostDesiredState, a plan.VolumeAction, vols map[string]VolumeInfo) {
+// Volume work (making, seeding, growing, deleting a volume) runs on the
+// volume's worker, a goroutine of its own, never inside the pass: a seed
+// may fetch and unpack gigabytes for longer than any pass should take, and
+// the other volumes and apps converge meanwhile. Each worker takes one of
+// Config.VolumeJobs turns and runs within Config.VolumeTimeout, its own
+// budget; it commits what happened under mu and asks for a pass. A pass
+// hands out work to a volume only when none is in flight on it.
+
+// applyVolumes carries out the plan's volume actions: the ones that only
+// say something are recorded at once; the others go to the volumes'
+// workers. The pass then waits for that work for at most
+// Config.VolumeSettle: work that ends within it (an empty volume made, one
+// deleted) is seen by this pass's admission, so an app on a new volume
+// boots in the pass that made the volume; longer work goes on without it.
+func (d *Daemon) applyVolumes(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts []plan.VolumeAction) {
+	d.clearSettledVolumes(acts)
+	var handed []<-chan struct{}
+	for _, a := range acts {
+		if done := d.applyVolume(now, doc, a); done != nil {
+			handed = append(handed, done)
+		}
+	}
+	if len(handed) == 0 {
+		return
+	}
+	settle := d.cfg.Clock.NewTimer(d.cfg.VolumeSettle)
+	defer settle.Stop()
+	for _, done := range handed {
+		select {
+		case <-done:
+		case <-settle.C():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// applyVolume records what action a says of its volume, or hands it to the
+// volume's worker and returns the channel closed when that work ends (nil
+// when nothing was handed out).
+func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a plan.VolumeAction) <-chan struct{} {
 	var dv *desired.DesiredVolume
 	for i := range doc.Volumes {
 		if string(doc.Volumes[i].VolumeId) == a.VolumeID {
@@ -28,116 +68,179 @@ func (d *Daemon) applyVolume(ctx context.Context, now time.Time, doc *desired.Ho
 		}
 	}
 	if dv == nil {
-		return
+		return nil
 	}
-	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.volOf(a.VolumeID)
+	switch a.Kind {
+	case plan.Blocked, plan.RefuseShrink, plan.NoDisk:
+		v.msg = plan.VolumeActionMessage(a, v.info.SizeBytes, dv.SizeBytes)
+		return nil
+	case plan.RetryLater:
+		return nil // its failure's sentence stands, saying when
+	}
+	if v.busy {
+		return nil // its worker is at it; the next pass plans again
+	}
+	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present, Progress: &volume.Progress{}}
 	if c := dv.InitialContents; c != nil {
 		spec.InitialContents = &volume.Contents{Digest: string(c.Digest), ObjectKey: string(c.ObjectKey), DestinationPath: string(c.DestinationPath)}
 	}
-	switch a.Kind {
-	case plan.Blocked:
-		d.setVolErr(a.VolumeID, fmt.Sprintf("asked absent but held back: app %s still uses it; it is deleted once no instance in the document names it", a.By))
-		return
-	case plan.RefuseShrink:
-		have := vols[a.VolumeID].SizeBytes
-		d.setVolErr(a.VolumeID, fmt.Sprintf("a volume only grows: it is %d bytes and the document asks for %d; ask for %d or more (shrinking would destroy data)", have, dv.SizeBytes, have))
-		return
-	case plan.RetryLater:
-		return // its failure's sentence stands, saying when
-	case plan.NoDisk:
-		d.setVolErr(a.VolumeID, plan.NoDiskMessage(a))
-		return
-	case plan.Teardown:
+	if a.Kind == plan.Teardown {
 		spec.State = volume.Absent
-	case plan.Grow:
-		// Growing is offline: the guest on it goes down and the next
-		// plan starts it again on the bigger volume.
-		d.mu.Lock()
-		var on []string
-		for id, x := range d.apps {
-			if x.rec != nil && x.rec.VolumeID == a.VolumeID && x.up() && !x.busy {
-				x.busy = true
-				d.stopProber(x)
-				on = append(on, id)
-			}
-		}
-		d.mu.Unlock()
-		for _, id := range on {
-			err := d.takeDown(ctx, id, false)
-			d.commit(id, func(x *app) { x.tookDown(err) })
-		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	_, err := d.deps.Volumes.Converge(cctx, spec)
-	if err != nil {
-		what := "could not be made"
-		switch a.Kind {
-		case plan.Teardown:
-			what = "could not be deleted"
-		case plan.Grow:
-			what = fmt.Sprintf("could not be grown to %d bytes", dv.SizeBytes)
-		}
-		if errors.Is(err, volume.ErrShrink) {
-			d.setVolErr(a.VolumeID, err.Error()) // says what to ask for instead
-			return
-		}
-		at := d.volumeFailed(now, dv, a)
-		d.setVolErr(a.VolumeID, what+" (tried again at "+at.UTC().Format(time.RFC3339)+"): "+err.Error())
+	v.busy, v.turn, v.progress = true, false, spec.Progress
+	v.work = plan.VolumeWork{Kind: a.Kind, SizeBytes: a.SizeBytes, Since: now}
+	if a.Kind == plan.Provision && spec.InitialContents != nil {
+		v.work.Seeding, v.work.ObjectKey = true, spec.InitialContents.ObjectKey
+	}
+	done := make(chan struct{})
+	d.workers.Add(1)
+	go func() {
+		defer d.workers.Done()
+		defer close(done)
+		d.volumeWork(*dv, a, spec)
+	}()
+	return done
+}
+
+// volumeWork is one action on one volume's worker: it waits for a turn,
+// takes down the guests a grow needs down, converges the volume within its
+// own budget, and commits what happened.
+func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec volume.Spec) {
+	ctx := d.workCtx
+	select {
+	case d.volTurns <- struct{}{}:
+	case <-ctx.Done():
+		d.volumeIdle(a.VolumeID)
 		return
 	}
-	d.volumeDone(a.VolumeID)
-	d.setVolErr(a.VolumeID, "")
+	defer func() { <-d.volTurns }()
+	d.mu.Lock()
+	d.volOf(a.VolumeID).turn = true
+	d.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.VolumeTimeout)
+	defer cancel()
+	if a.Kind == plan.Grow {
+		d.takeDownForGrow(cctx, a.VolumeID)
+	}
+	_, err := d.deps.Volumes.Converge(cctx, spec)
+	now := d.now()
+	switch {
+	case ctx.Err() != nil:
+		// The daemon closes: the next one plans the volume again (and a
+		// seed resumes where the volume backend can).
+		d.volumeIdle(a.VolumeID)
+	case err != nil:
+		d.volumeFailedWork(now, dv, a, err)
+	default:
+		d.volumeDoneWork(ctx, now, dv, a)
+	}
+	d.Kick()
+}
+
+// takeDownForGrow takes down the guests the grow rule says (plan.GrowTakesDown):
+// growing is offline, and the next plan starts them again on the bigger
+// volume.
+func (d *Daemon) takeDownForGrow(ctx context.Context, id string) {
+	d.mu.Lock()
+	facts := make(map[string]plan.Instance, len(d.apps))
+	for name, a := range d.apps {
+		if a.rec != nil {
+			facts[name] = d.facts(a)
+		}
+	}
+	on := plan.GrowTakesDown(id, facts)
+	for _, name := range on {
+		x := d.apps[name]
+		x.busy = true
+		d.stopProber(x)
+		x.signal()
+	}
+	d.mu.Unlock()
+	for _, name := range on {
+		err := d.takeDown(ctx, name, false)
+		d.commit(name, func(x *app) { x.tookDown(err) })
+	}
+}
+
+// volumeIdle frees volume id's worker without recording an outcome.
+func (d *Daemon) volumeIdle(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.volOf(id).idle()
+}
+
+// volumeFailedWork records that a failed with err at now: the sentence the
+// report gives, and the failure whose backoff the next attempt waits for
+// (a refused shrink waits for another document, not for a backoff).
+func (d *Daemon) volumeFailedWork(now time.Time, dv desired.DesiredVolume, a plan.VolumeAction, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.volOf(a.VolumeID)
+	v.idle()
+	if errors.Is(err, volume.ErrShrink) {
+		v.msg = err.Error() // says what to ask for instead
+		return
+	}
+	at := d.volumeFailed(now, &dv, a)
+	v.msg = plan.VolumeFailedMessage(a, dv.SizeBytes, at, err.Error())
+}
+
+// volumeDoneWork records that a succeeded: a deletion is remembered in
+// the database (and a volume made again is no longer deleted), the
+// listing holds the volume as it is now, and a grown volume's fill is
+// measured again (its last measurement holds the old size).
+func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction) {
+	d.mu.Lock()
+	v := d.volOf(a.VolumeID)
+	size, wasDeleted := v.info.SizeBytes, v.wasDelete
+	d.mu.Unlock()
+	var dvol db.DeletedVolume
+	undeleted := false
 	switch a.Kind {
 	case plan.Teardown:
-		dvol := db.DeletedVolume{VolumeID: a.VolumeID, AppID: string(dv.AppId), SizeBytes: vols[a.VolumeID].SizeBytes, DeletedAt: now}
+		dvol = db.DeletedVolume{VolumeID: a.VolumeID, AppID: string(dv.AppId), SizeBytes: size, DeletedAt: now}
 		if err := d.db.MarkVolumeDeleted(ctx, dvol); err != nil {
 			d.cfg.Logf("nibrunnerd: %v", err)
 		}
-		d.mu.Lock()
-		v := d.volOf(a.VolumeID)
-		v.deleted, v.wasDelete = dvol, true
-		d.mu.Unlock()
-		delete(vols, a.VolumeID)
-	case plan.Grow:
-		// Its fill is measured again now: the last measurement holds the
-		// old totalBytes, and the next was up to a minute away. One that
-		// fails leaves none rather than the old size.
-		d.mu.Lock()
-		d.volOf(a.VolumeID).measured = false
-		d.mu.Unlock()
-		if u, ok := d.deps.Volumes.(VolumeUsage); ok {
-			d.measureVolume(ctx, u, a.VolumeID, now)
-		}
 	case plan.Provision:
-		d.mu.Lock()
-		was := d.volOf(a.VolumeID).wasDelete
-		d.mu.Unlock()
-		if was {
-			if err := d.db.UndeleteVolume(ctx, a.VolumeID); err == nil {
-				d.mu.Lock()
-				v := d.volOf(a.VolumeID)
-				v.deleted, v.wasDelete = db.DeletedVolume{}, false
-				d.mu.Unlock()
-			}
+		if wasDeleted {
+			undeleted = d.db.UndeleteVolume(ctx, a.VolumeID) == nil
 		}
 	}
 	d.mu.Lock()
-	v := d.volOf(a.VolumeID)
-	if a.Kind != plan.Teardown {
-		vols[a.VolumeID] = VolumeInfo{SizeBytes: plan.RoundSize(dv.SizeBytes), Path: d.deps.Volumes.Path(a.VolumeID)}
-		v.info, v.listed = vols[a.VolumeID], true
-	} else {
+	v = d.volOf(a.VolumeID)
+	v.idle()
+	v.msg = ""
+	v.failure, v.failed = plan.VolumeFailure{}, false
+	switch a.Kind {
+	case plan.Teardown:
 		v.info, v.listed = VolumeInfo{}, false
+		v.deleted, v.wasDelete = dvol, true
+		v.usage, v.measured = volume.Usage{}, false
+	default:
+		v.info, v.listed = VolumeInfo{SizeBytes: plan.RoundSize(dv.SizeBytes), Path: d.deps.Volumes.Path(a.VolumeID)}, true
+		if undeleted {
+			v.deleted, v.wasDelete = db.DeletedVolume{}, false
+		}
+		if a.Kind == plan.Grow {
+			v.usage, v.measured = volume.Usage{}, false
+		}
 	}
 	d.mu.Unlock()
+	if u, ok := d.deps.Volumes.(VolumeUsage); ok && a.Kind == plan.Grow {
+		d.measureVolume(ctx, u, a.VolumeID, now)
+	}
 }
 
 // clearSettledVolumes forgets the sentence of every volume the plan
-// leaves alone: it is as the document asks, so what an earlier pass said
-// of it (a refused shrink, a teardown held back, a failure since mended)
-// no longer holds. Only an action cleared it before, and a document that
-// asked for the size the volume already has plans none.
+// leaves alone and no worker is at: it is as the document asks, so what
+// an earlier pass said of it (a refused shrink, a teardown held back, a
+// failure since mended) no longer holds. Only an action cleared it before,
+// and a document that asked for the size the volume already has plans
+// none.
 func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
 	acted := make(map[string]bool, len(acts))
 	for _, a := range acts {
@@ -146,15 +249,8 @@ func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for id, v := range d.volumes {
-		if !acted[id] {
+		if !acted[id] && !v.busy {
 			v.msg = ""
 		}
 	}
-}
-
-// setVolErr sets (or, with "", clears) the sentence reported for volume id.
-func (d *Daemon) setVolErr(id, msg string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.volOf(id).msg = msg
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"alpnib.dev/nibrunner/checkpoint"
-	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/plan"
-	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -45,18 +42,16 @@ func (d *Daemon) background(acts plan.Actions) {
 			d.submit(cpDeleteJob(id), func(ctx context.Context) error { return d.deps.Checkpoints.Delete(ctx, id) })
 		}
 	}
-	present := map[string]bool{}
-	for _, e := range d.doc.Exports {
-		if e.DesiredState == desired.Present {
-			present[string(e.ExportId)] = true
-		}
-	}
 	// An export dropped from the document or asked absent while it is
 	// written is cancelled: exports are authoritative.
+	var writing []string
 	for _, job := range d.jobs.IDs() {
-		if id, ok := strings.CutPrefix(job, "export/"); ok && !present[id] {
-			d.jobs.Forget(job)
+		if id, ok := strings.CutPrefix(job, "export/"); ok {
+			writing = append(writing, id)
 		}
+	}
+	for _, id := range plan.ExportsToCancel(d.doc, writing) {
+		d.jobs.Forget(expWriteJob(id))
 	}
 	for _, a := range acts.Exports {
 		id := a.ExportID
@@ -146,40 +141,3 @@ type guestFreezer struct {
 
 func (g guestFreezer) Freeze(ctx context.Context) error { return g.vmm.FreezeVolume(ctx, g.app) }
 func (g guestFreezer) Thaw(ctx context.Context) error   { return g.vmm.ThawVolume(ctx, g.app) }
-
-// jobMessage is the sentence a failed job is reported with.
-func jobMessage(what string, st jobs.Status, now time.Time) string {
-	return reported.Truncate(fmt.Sprintf("%s (attempt %d; the next try is in %s): %s", what, st.Attempts, plan.RoundDuration(max(st.RetryAt.Sub(now), 0)), st.Message))
-}
-
-// checkpointReport fills a checkpoint's state from what exists and what
-// its job is doing.
-func (d *Daemon) checkpointReport(rc *reported.Checkpoint, cps map[string]CheckpointInfo) {
-	id := string(rc.CheckpointId)
-	if info, ok := cps[id]; ok {
-		at := info.ReadyAt
-		rc.State, rc.Reference, rc.ReadyAt = reported.CheckpointReady, info.Reference, &at
-		return
-	}
-	if st, ok := d.jobs.Status(cpCreateJob(id)); ok && st.State == jobs.Failed {
-		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", st, d.now())
-	}
-}
-
-// exportReport fills an export's state likewise.
-func (d *Daemon) exportReport(re *reported.Export, exps map[string]ExportInfo) {
-	id := string(re.ExportId)
-	if info, ok := exps[id]; ok {
-		at := info.ReadyAt
-		re.State, re.SizeBytes, re.ReadyAt = reported.ExportReady, info.SizeBytes, &at
-		return
-	}
-	st, ok := d.jobs.Status(expWriteJob(id))
-	switch {
-	case !ok:
-	case st.State == jobs.Preparing:
-		re.State = reported.ExportPreparing
-	case st.State == jobs.Failed:
-		re.State, re.Message = reported.ExportFailed, jobMessage("could not be written", st, d.now())
-	}
-}

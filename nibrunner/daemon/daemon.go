@@ -76,6 +76,17 @@ type Config struct {
 	// stops, sleeps) in flight at once (default: the host's CPUs, see
 	// DefaultMaxConcurrentVMStarts).
 	MaxConcurrentVMStarts int
+	// VolumeJobs bounds the volume work (making, seeding, growing,
+	// deleting a volume) running at once (default 2); VolumeTimeout is
+	// one such work's budget (default 6 h: a seed of many GiB from a slow
+	// store), apart from the pass's; VolumeSettle is how long a pass waits
+	// for the volume work it handed out before going on without it
+	// (default 2 s).
+	VolumeJobs                  int
+	VolumeTimeout, VolumeSettle time.Duration
+	// OpTimeout bounds one adapter call of a pass or an app's worker
+	// (default 60 s), so one stuck guest cannot hold up the host.
+	OpTimeout time.Duration
 	// LayerGrace is how long a cached layer no document references is
 	// kept (default an hour: a document rolled back finds it still there).
 	LayerGrace time.Duration
@@ -153,7 +164,9 @@ type Daemon struct {
 	// apps holds one value per app the daemon knows: see app.
 	apps map[string]*app
 	// volumes holds one value per volume the daemon knows: see vol.
-	volumes map[string]*vol
+	// volTurns bounds the volume workers running (Config.VolumeJobs).
+	volumes  map[string]*vol
+	volTurns chan struct{}
 	// diskFree is the free space the last pass read (nil: unknown).
 	diskFree  *uint64
 	freeErr   string
@@ -242,6 +255,18 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	if cfg.BackgroundJobs <= 0 {
 		cfg.BackgroundJobs = 2
 	}
+	if cfg.VolumeJobs <= 0 {
+		cfg.VolumeJobs = 2
+	}
+	if cfg.VolumeTimeout <= 0 {
+		cfg.VolumeTimeout = 6 * time.Hour
+	}
+	if cfg.VolumeSettle <= 0 {
+		cfg.VolumeSettle = 2 * time.Second
+	}
+	if cfg.OpTimeout <= 0 {
+		cfg.OpTimeout = opTimeout
+	}
 	if err := os.MkdirAll(cfg.StateDir, perm.Dir); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
 	}
@@ -259,9 +284,9 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
 		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
 		apps:    map[string]*app{},
-		volumes: map[string]*vol{},
-		kick:    make(chan struct{}, 1),
-		passed:  make(chan struct{}),
+		volumes: map[string]*vol{}, volTurns: make(chan struct{}, cfg.VolumeJobs),
+		kick:   make(chan struct{}, 1),
+		passed: make(chan struct{}),
 	}
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, Clock: cfg.Clock, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	d.workCtx, d.stopWork = context.WithCancel(context.Background())

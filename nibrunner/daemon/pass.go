@@ -100,7 +100,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	// Persist, then report.
 	perr := d.persist(ctx, now)
 	d.mu.Lock()
-	rep := d.report(now, vols, cps, exps)
+	rep := d.report(now, cps, exps)
 	d.mu.Unlock()
 	if err := d.writeReport(rep); err != nil {
 		return err

@@ -169,8 +169,8 @@ func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[str
 		if budget == 0 {
 			break
 		}
-		if v := d.volumes[id]; v != nil && v.measured && now.Sub(v.usage.MeasuredAt) < time.Minute {
-			continue
+		if v := d.volumes[id]; v != nil && (v.busy || v.measured && now.Sub(v.usage.MeasuredAt) < time.Minute) {
+			continue // its worker is at it, or it was measured lately
 		}
 		budget--
 		due = append(due, id)

@@ -10,6 +10,7 @@ import (
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/slot"
@@ -20,7 +21,7 @@ const ReportName = "reported.json"
 
 // report says what the host is, after this pass, in sentences a person
 // can act on.
-func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
+func (d *Daemon) report(now time.Time, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
 	r := &reported.HostReportedState{
 		HostId:     desired.HostId(d.cfg.HostID),
 		ReportedAt: now,
@@ -70,93 +71,58 @@ func (d *Daemon) report(now time.Time, vols map[string]VolumeInfo, cps map[strin
 	for i := range d.doc.Instances {
 		r.Instances = append(r.Instances, d.instanceReport(&d.doc.Instances[i], obs))
 	}
-	r.Volumes = d.volumeReports(vols)
+	r.Volumes = d.volumeReports(now)
+	failures := map[string]string{}
+	for _, v := range r.Volumes {
+		if v.State == reported.VolumeFailed {
+			failures[string(v.VolumeId)] = v.Message
+		}
+	}
 	for _, c := range d.doc.Checkpoints {
 		if c.DesiredState != desired.Present {
 			continue
 		}
-		rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
-		d.checkpointReport(&rc, cps)
-		if _, ok := vols[string(c.VolumeId)]; !ok && rc.State == reported.CheckpointPending {
-			if w := d.judgeMissingVolume(r.Volumes, "checkpoint", string(c.VolumeId), ""); w.failed {
-				rc.State, rc.Message = reported.CheckpointFailed, w.message
-			} else {
-				rc.Message = w.message
-			}
+		f := plan.CheckpointFacts{Volume: d.volumeOf(string(c.VolumeId), failures)}
+		if info, ok := cps[string(c.CheckpointId)]; ok {
+			f.Exists, f.Reference, f.ReadyAt = true, info.Reference, info.ReadyAt
 		}
-		r.Checkpoints = append(r.Checkpoints, rc)
+		f.Create = d.jobFacts(cpCreateJob(string(c.CheckpointId)))
+		r.Checkpoints = append(r.Checkpoints, plan.CheckpointStatus(d.doc, c, f, now))
 	}
 	for _, e := range d.doc.Exports {
 		if e.DesiredState != desired.Present {
 			continue
 		}
-		re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
-		d.exportReport(&re, exps)
-		if _, ok := vols[string(e.VolumeId)]; !ok && re.State == reported.ExportPending {
-			if w := d.judgeMissingVolume(r.Volumes, "export", string(e.VolumeId), string(e.AppId)); w.failed {
-				re.State, re.Message = reported.ExportFailed, w.message
-			} else {
-				re.Message = w.message
-			}
+		f := plan.ExportFacts{Volume: d.volumeOf(string(e.VolumeId), failures)}
+		if info, ok := exps[string(e.ExportId)]; ok {
+			f.Exists, f.SizeBytes, f.ReadyAt = true, info.SizeBytes, info.ReadyAt
 		}
-		r.Exports = append(r.Exports, re)
+		f.Write = d.jobFacts(expWriteJob(string(e.ExportId)))
+		r.Exports = append(r.Exports, plan.ExportStatus(d.doc, e, f, now))
 	}
 	return r
 }
 
-// missing is what a checkpoint or an export of a volume this host does
-// not have says: a message, and whether it is failed rather than pending.
-type missing struct {
-	failed  bool
-	message string
-}
-
-// volumeMissing judges a checkpoint or export (what) of volume id, which
-// this host does not have (deleted: it had it and deleted it), for app
-// (empty for a checkpoint, which names none). The host makes a volume only
-// when the document lists it present, so the entry waits (pending) while
-// the document does (saying why its making failed, when failure is the
-// volume's message), and otherwise nothing in this document will ever
-// make the volume: it is failed, saying what to change. It is judged again
-// with every document, so one that lists the volume makes it pending.
-func volumeMissing(doc *desired.HostDesiredState, what, id, app string, deleted bool, failure string) missing {
-	for i, v := range doc.Volumes {
-		if string(v.VolumeId) != id {
-			continue
-		}
-		if v.DesiredState == desired.Present {
-			if failure != "" {
-				return missing{message: reported.Truncate(fmt.Sprintf("waiting for volume %s to be made (volumes[%d]), which failed: %s", id, i, failure))}
-			}
-			return missing{message: fmt.Sprintf("waiting for volume %s to be made (volumes[%d])", id, i)}
-		}
-		return missing{failed: true, message: fmt.Sprintf("volume %s is asked absent (volumes[%d].desiredState), so there is nothing to %s: ask for it present, or point this %s at a volume the host holds", id, i, what, what)}
-	}
-	if deleted {
-		return missing{failed: true, message: fmt.Sprintf("volume %s was deleted from this host and this document does not list it, so there is nothing to %s: point this %s at a volume the host holds, or drop it", id, what, what)}
-	}
-	forApp := ""
-	if app != "" {
-		forApp = " with appId " + app
-	}
-	return missing{failed: true, message: fmt.Sprintf("volume %s is not one of this document's volumes and this host has none by that name, so nothing will make it: add it to volumes%s, or point this %s at a volume the host holds", id, forApp, what)}
-}
-
-// judgeMissingVolume is volumeMissing with what this host knows: whether
-// it deleted the volume, and the failure vols (this report's volumes)
-// gives it.
-func (d *Daemon) judgeMissingVolume(vols []reported.Volume, what, id, app string) missing {
-	deleted := false
+// volumeOf is what the host knows of volume id for a checkpoint or an
+// export of it: whether it holds it, whether it deleted it, and why its
+// making failed (failures: this report's failed volumes).
+func (d *Daemon) volumeOf(id string, failures map[string]string) plan.VolumeOf {
+	var o plan.VolumeOf
 	if v := d.volumes[id]; v != nil {
-		deleted = v.wasDelete
+		o.There, o.Deleted = v.listed, v.wasDelete
 	}
-	var failure string
-	for _, v := range vols {
-		if string(v.VolumeId) == id && v.State == reported.VolumeFailed {
-			failure = v.Message
-		}
+	o.Failure = failures[id]
+	return o
+}
+
+// jobFacts is how background job id is doing, as the status functions
+// read it.
+func (d *Daemon) jobFacts(id string) plan.JobFacts {
+	st, ok := d.jobs.Status(id)
+	if !ok {
+		return plan.JobFacts{}
 	}
-	return volumeMissing(d.doc, what, id, app, deleted, failure)
+	return plan.JobFacts{Running: st.State == jobs.Preparing, Failed: st.State == jobs.Failed, Attempts: st.Attempts, RetryAt: st.RetryAt, Message: st.Message}
 }
 
 // instanceReport renders what the planner says of in (InstanceStatus) with
@@ -235,60 +201,26 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) 
 	return ri
 }
 
-func (d *Daemon) volumeReports(vols map[string]VolumeInfo) []reported.Volume {
-	out := []reported.Volume{}
-	listed := map[string]bool{}
+// volumeReports renders what the planner says of every volume: the
+// document's (VolumeStatus), and the ones it does not name (detached, or
+// deleted by this host).
+func (d *Daemon) volumeReports(now time.Time) []reported.Volume {
+	out := make([]reported.Volume, 0, len(d.doc.Volumes))
 	for _, v := range d.doc.Volumes {
-		id := string(v.VolumeId)
-		listed[id] = true
-		rv := reported.Volume{VolumeId: v.VolumeId, AppId: v.AppId, SizeBytes: plan.RoundSize(v.SizeBytes)}
-		info, there := vols[id]
-		dv := d.volumes[id]
-		if dv == nil {
-			dv = &vol{id: id}
+		var f plan.VolumeFacts
+		if dv := d.volumes[string(v.VolumeId)]; dv != nil {
+			f = dv.facts()
 		}
-		switch {
-		case there:
-			rv.State, rv.SizeBytes, rv.DevicePath = reported.VolumeReady, info.SizeBytes, info.Path
-			if u := dv.usage; dv.measured {
-				rv.Usage = &reported.Usage{TotalBytes: u.TotalBytes, UsedBytes: u.UsedBytes, MeasuredAt: u.MeasuredAt}
-			}
-			if e := dv.msg; e != "" {
-				rv.Message = reported.Truncate(e)
-				if v.DesiredState == desired.Present {
-					rv.State = reported.VolumeFailed
-				}
-			}
-		case v.DesiredState == desired.Absent:
-			rv.State = reported.VolumeDeleted
-			if dv.wasDelete {
-				rv.SizeBytes = dv.deleted.SizeBytes
-			}
-		case dv.msg != "":
-			rv.State, rv.Message = reported.VolumeFailed, reported.Truncate(dv.msg)
-		default:
-			rv.State = reported.VolumePending
-		}
-		out = append(out, rv)
+		out = append(out, plan.VolumeStatus(v, f, now))
 	}
-	// A volume the document stopped naming stays on the host, and in the
-	// report, until a document says absent for it.
-	for id, info := range vols {
-		if listed[id] {
-			continue
+	known := func(yield func(string, plan.VolumeFacts) bool) {
+		for id, v := range d.volumes {
+			if !yield(id, v.facts()) {
+				return
+			}
 		}
-		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(d.volumeApp(id)), State: reported.VolumeDetached, SizeBytes: info.SizeBytes, DevicePath: info.Path,
-			Message: "the document no longer names this volume; it is kept until a document asks for it absent"})
 	}
-	for id, v := range d.volumes {
-		if !v.wasDelete || listed[id] {
-			continue
-		}
-		if _, ok := vols[id]; ok {
-			continue
-		}
-		out = append(out, reported.Volume{VolumeId: desired.VolumeId(id), AppId: desired.AppId(v.deleted.AppID), State: reported.VolumeDeleted, SizeBytes: v.deleted.SizeBytes})
-	}
+	out = append(out, plan.UnlistedVolumes(d.doc, known, d.volumeApp)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].VolumeId < out[j].VolumeId })
 	return out
 }

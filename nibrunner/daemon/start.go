@@ -35,7 +35,7 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 		d.commit(id, func(a *app) { a.wantAwake = false })
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	var st vmm.Status
 	var discardErr error
 	if x.Kind == plan.Wake {

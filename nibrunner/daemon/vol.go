@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"time"
+
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/volume"
 )
 
@@ -35,6 +38,54 @@ type vol struct {
 	// when this host deleted it on an explicit absent.
 	deleted   db.DeletedVolume
 	wasDelete bool
+
+	// busy: an action is in flight on the volume's worker (apply.go), the
+	// work it was handed; turn: it holds one of the workers' turns;
+	// progress is how it goes, told by the volume backend. Nothing else is
+	// handed to the volume, and no guest starts on it, until it commits.
+	busy     bool
+	turn     bool
+	work     plan.VolumeWork
+	progress *volume.Progress
+}
+
+// idle frees v's worker.
+func (v *vol) idle() {
+	v.busy, v.turn, v.work, v.progress = false, false, plan.VolumeWork{}, nil
+}
+
+// facts is what the planner's status functions read of v.
+func (v *vol) facts() plan.VolumeFacts {
+	f := plan.VolumeFacts{Listed: v.listed, SizeBytes: v.info.SizeBytes, DevicePath: v.info.Path, Message: v.msg,
+		Deleted: v.wasDelete, DeletedSizeBytes: v.deleted.SizeBytes, DeletedApp: v.deleted.AppID}
+	if u := v.usage; v.measured {
+		f.Usage = &reported.Usage{TotalBytes: u.TotalBytes, UsedBytes: u.UsedBytes, MeasuredAt: u.MeasuredAt}
+	}
+	if v.busy {
+		f.Work = v.workNow()
+	}
+	return f
+}
+
+// workNow is the work in flight on v, with its progress as of now.
+func (v *vol) workNow() plan.VolumeWork {
+	w := v.work
+	p := v.progress.Now()
+	switch {
+	case !v.turn:
+		w.Phase = plan.SeedQueued
+	case p.Phase == volume.Unpacking:
+		w.Phase = plan.SeedUnpacking
+	case p.Phase == volume.Formatting:
+		w.Phase = plan.SeedFormatting
+	default:
+		w.Phase = plan.SeedFetching
+	}
+	w.Fetched, w.Total, w.Unpacked = p.Fetched, p.Total, p.Unpacked
+	if e := p.Earlier; e != nil {
+		w.Earlier = &plan.EarlierSeed{StartedAt: e.StartedAt, Fetched: e.Fetched, Resumed: e.Resumed}
+	}
+	return w
 }
 
 // volOf returns volume id's entry, made empty if there is none.
@@ -70,7 +121,7 @@ func (d *Daemon) setListing(vols map[string]VolumeInfo) {
 
 // empty: the daemon knows nothing of v worth keeping.
 func (v *vol) empty() bool {
-	return !v.listed && v.app == "" && v.msg == "" && !v.failed && !v.measured && !v.wasDelete
+	return !v.busy && !v.listed && v.app == "" && v.msg == "" && !v.failed && !v.measured && !v.wasDelete
 }
 
 // listed returns volume id as the last listing showed it.
@@ -79,6 +130,20 @@ func (d *Daemon) listed(id string) (VolumeInfo, bool) {
 		return v.info, true
 	}
 	return VolumeInfo{}, false
+}
+
+// volumeReady reports whether a guest may start on volume id now: it is
+// on the host and no work is in flight on it; why says what holds it
+// back otherwise (the sentence an action left, or the work under way).
+func (d *Daemon) volumeReady(id string, now time.Time) (ready bool, why string) {
+	v := d.volumes[id]
+	switch {
+	case v == nil:
+		return false, ""
+	case v.busy:
+		return false, plan.VolumeHoldsBack(v.workNow(), now)
+	}
+	return v.listed, v.msg
 }
 
 // volumeFailures is every volume's last failed action, as the planner
@@ -94,14 +159,6 @@ func (d *Daemon) volumeFailures() map[string]plan.VolumeFailure {
 		}
 	}
 	return out
-}
-
-// volumeMsg is the sentence reported for volume id, "" for none.
-func (d *Daemon) volumeMsg(id string) string {
-	if v := d.volumes[id]; v != nil {
-		return v.msg
-	}
-	return ""
 }
 
 // appOfVolume is the app a document named volume id for, "" when none

@@ -32,10 +32,8 @@ func (d *Daemon) freeDisk(ctx context.Context) *uint64 {
 
 // volumeFailed records that a's attempt on dv failed at now and returns
 // when it is tried again (plan.VolumeRetry over the failures in a row of
-// that same attempt).
+// that same attempt). Called with mu held.
 func (d *Daemon) volumeFailed(now time.Time, dv *desired.DesiredVolume, a plan.VolumeAction) time.Time {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	f := plan.VolumeFailure{Kind: a.Kind, SizeBytes: a.SizeBytes, Seed: plan.SeedOf(*dv), At: now, Count: 1}
 	v := d.volOf(a.VolumeID)
 	if prev := v.failure; v.failed && prev.Kind == f.Kind && prev.SizeBytes == f.SizeBytes && prev.Seed == f.Seed {
@@ -43,13 +41,4 @@ func (d *Daemon) volumeFailed(now time.Time, dv *desired.DesiredVolume, a plan.V
 	}
 	v.failure, v.failed = f, true
 	return now.Add(plan.VolumeRetry.Delay(f.Count))
-}
-
-// volumeDone forgets volume id's failure: its action succeeded.
-func (d *Daemon) volumeDone(id string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if v := d.volumes[id]; v != nil {
-		v.failure, v.failed = plan.VolumeFailure{}, false
-	}
 }

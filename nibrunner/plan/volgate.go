@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -92,24 +91,4 @@ func diskRoom(obs Observed) (uint64, bool) {
 		}
 	}
 	return room, true
-}
-
-// NoDiskMessage is the sentence the report gives a volume NoDisk held back.
-func NoDiskMessage(a VolumeAction) string {
-	what := fmt.Sprintf("is not made: it is %s", bytesText(a.SizeBytes))
-	if a.Tried == Grow {
-		what = fmt.Sprintf("is not grown to %s: that takes %s more", bytesText(a.SizeBytes), bytesText(a.NeedBytes))
-	}
-	return fmt.Sprintf("volume %s %s, and the disk volumes are made on has %s free for it (its free space less what the volumes already made may still fill); it is made once there is room: free disk space, or ask for a smaller volume", a.VolumeID, what, bytesText(a.RoomBytes))
-}
-
-// bytesText is n in bytes, and in MiB or GiB when that is shorter to read.
-func bytesText(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%d bytes (%.1f GiB)", n, float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
