@@ -101,12 +101,12 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 		return err
 	}
 	if len(res.Proposals) > 0 {
+		// Preflight reads what the drift was read from: the copy at its
+		// version (or the canister), not a copy brought up to date again.
 		pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard()}
-		closeCopy, err := planFromCopy(ctx, pf, stderr)
-		if err != nil {
-			return err
+		if r, ok := reg.(preflight.Registry); ok {
+			pf.Registry = r
 		}
-		defer closeCopy()
 		refused, notes, err := preflightGenerated(ctx, pf, checked, res.Proposals)
 		if err != nil {
 			return err

@@ -76,6 +76,11 @@ func TestGeneratedProposalsAppliedInOrderBringTheDevnetInSync(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan --generate: %v\n%s", err, errOut)
 	}
+	// one registry state: the drift and the preflight of what closes it
+	// read one copy at one version
+	if n := strings.Count(errOut, "certified registry copy at version"); n != 1 {
+		t.Errorf("plan --generate brought the registry copy up to date %d times, want once:\n%s", n, errOut)
+	}
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
