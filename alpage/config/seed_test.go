@@ -7,6 +7,9 @@ import (
 	"testing"
 )
 
+// seedRelease is the release the seed documents.
+const seedRelease = "v0.5.0"
+
 // seedBlock is one block as the seed schema (testdata/seed-schema.txt, the
 // v0.5.0 reference page the project was specified from) documents it.
 type seedBlock struct {
@@ -58,8 +61,16 @@ func readSeed(t *testing.T) []seedBlock {
 // the loader decodes, with the same kind, required-ness, since and words.
 func TestEveryBlockAndFieldOfTheSeedSchemaIsDecodedAsItSays(t *testing.T) {
 	seed := readSeed(t)
-	if len(seed) != len(Blocks) {
-		t.Errorf("the seed documents %d blocks, the schema %d", len(seed), len(Blocks))
+	// The seed is the schema as of its release: a block added since (a
+	// new proposal kind, in its own file of alpage/kinds) is not in it.
+	var asOfSeed []BlockDoc
+	for _, b := range Blocks {
+		if atOrBefore(b.Since, seedRelease) {
+			asOfSeed = append(asOfSeed, b)
+		}
+	}
+	if len(seed) != len(asOfSeed) {
+		t.Errorf("the seed documents %d blocks, the schema %d as of %s", len(seed), len(asOfSeed), seedRelease)
 	}
 	byHeader := map[string]BlockDoc{}
 	for _, b := range Blocks {
