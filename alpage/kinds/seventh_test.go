@@ -28,7 +28,13 @@ import (
 
 // haltSubnet is a seventh kind, written here as a new kind is written: one
 // type in one file, and one line (the append to kinds.All below). It halts
-// a subnet with update_subnet's function, so the local NNS can execute it.
+// a subnet with update_subnet's function, so the local NNS can execute it:
+// a kind of a function alp does not run yet also needs that function's
+// Candid type (ic/nns) and its execution by the local registry
+// (ic/localnet), which are the canister's side. Sharing a function with a
+// shipped kind is what TestEveryKindInTheTableIsWhatTheEnginesTakeItFor
+// refuses of the table itself (an on-chain proposal would match both);
+// this kind lives only for the test.
 type haltSubnet struct {
 	SubnetID string `hcl:"subnet_id" since:"v0.6.0" doc:"Subnet to halt (subnet.<name>.id)."`
 }
