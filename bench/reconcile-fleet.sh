@@ -13,8 +13,9 @@
 # instead, alternating this alp and OLD_REV's (by default the commit before
 # the single X25519 key share of a node status read) RUNS times each
 # (default 5), with each run's CPU time (alp's, and the devnet's) beside
-# the wall; both run against this tree's devnet:
-#   DEAD=15 bench/reconcile-fleet.sh [LATENCY]
+# the wall; both run against this tree's devnet, or with OLD_DEVNET=1
+# OLD_REV's alp against OLD_REV's devnet:
+#   DEAD=15 [OLD_REV=rev [OLD_DEVNET=1]] bench/reconcile-fleet.sh [LATENCY]
 # With HISTORY=N, a cold `alp registry sync` of a devnet whose registry has
 # an N-version history (`alp devnet --history N`; the default fleet) is
 # timed instead, alternating with a tenth of that history, RUNS times each
@@ -77,7 +78,7 @@ else
 	old_rev=${OLD_REV:-$(git log --format=%H --grep='^ic/nns: a get_certified_changes_since reply whose delta subtree' -1)^}
 fi
 work=$(mktemp -d)
-trap 'kill "${serve_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; git worktree remove --force "$work/old-src" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${serve_pid:-} ${old_serve_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; git worktree remove --force "$work/old-src" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 go build -o "$work/alp" ./cmd/alp
 go build -o "$work/reconcilefleet" ./bench/reconcilefleet
@@ -90,6 +91,20 @@ serve_pid=$!
 for _ in $(seq 600); do [ -s "$work/admin" ] && break; sleep 0.1; done
 [ -s "$work/admin" ] || { echo "the devnet did not start" >&2; exit 1; }
 admin=$(cat "$work/admin")
+# With OLD_DEVNET=1 (DEAD mode), OLD_REV's alp reads OLD_REV's devnet (its
+# bench/reconcilefleet serving the same fleet file) instead of this one's:
+# the whole system as it was against as it is.
+old_serve_pid=$serve_pid
+if [ -n "${DEAD:-}" ] && [ -n "${OLD_DEVNET:-}" ]; then
+	(cd "$work/old-src" && go build -o "$work/reconcilefleet-old" ./bench/reconcilefleet)
+	"$work/reconcilefleet-old" serve -fleet "$work/fleet/fleet.json" -dir "$work/devnet-old" -latency "$latency" \
+		-env "$work/devnet-old.env" -admin "$work/admin-old" &
+	old_serve_pid=$!
+	for _ in $(seq 600); do [ -s "$work/admin-old" ] && break; sleep 0.1; done
+	[ -s "$work/admin-old" ] || { echo "OLD_REV's devnet did not start" >&2; exit 1; }
+else
+	cp "$work/devnet.env" "$work/devnet-old.env"
+fi
 # shellcheck disable=SC1091
 . "$work/devnet.env"
 
@@ -114,36 +129,41 @@ if [ -n "${DEAD:-}" ]; then
 	# cpu is alp's user+sys (which load inflates far less than the wall) and
 	# server the devnet's user+sys meanwhile (its TLS handshakes and
 	# replies run on the same cores)
-	warm() { # binary cache
+	warm() { # binary cache env-file devnet-pid
 		local t0 t1
-		t0=$(awk '{print $14 + $15}' "/proc/$serve_pid/stat")
-		XDG_CACHE_HOME=$2 /usr/bin/time -o "$work/time" -f '%e %U %S' "$1" reconcile --config "$work/fleet/proposals.hcl" \
-			--state "$work/state-$(basename "$2").json" >"$work/warm.out" 2>&1 || true
-		t1=$(awk '{print $14 + $15}' "/proc/$serve_pid/stat")
+		t0=$(awk '{print $14 + $15}' "/proc/$4/stat")
+		# shellcheck disable=SC1090
+		(. "$3" && XDG_CACHE_HOME=$2 /usr/bin/time -o "$work/time" -f '%e %U %S' "$1" reconcile --config "$work/fleet/proposals.hcl" \
+			--state "$work/state-$(basename "$2").json") >"$work/warm.out" 2>&1 || true
+		t1=$(awk '{print $14 + $15}' "/proc/$4/stat")
 		awk -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" 'END {printf "%.2f %.2f %.2f\n", $1, $2 + $3, (t1 - t0) / hz}' "$work/time"
 	}
 	median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 	col() { awk -v c="$1" '{print $c}' "$2"; }
-	warm "$work/alp" "$work/cache" >/dev/null
-	warm "$work/alp-old" "$work/cache-old" >/dev/null
+	warm "$work/alp" "$work/cache" "$work/devnet.env" "$serve_pid" >/dev/null
+	warm "$work/alp-old" "$work/cache-old" "$work/devnet-old.env" "$old_serve_pid" >/dev/null
 	: >"$work/new.t"
 	: >"$work/old.t"
 	load0=$(cut -d' ' -f1 /proc/loadavg)
 	for _ in $(seq "${RUNS:-5}"); do
-		warm "$work/alp" "$work/cache" >>"$work/new.t"
-		warm "$work/alp-old" "$work/cache-old" >>"$work/old.t"
+		warm "$work/alp" "$work/cache" "$work/devnet.env" "$serve_pid" >>"$work/new.t"
+		lines=$(wc -l <"$work/warm.out")
+		tail -1 "$work/warm.out" >"$work/new-verdict"
+		warm "$work/alp-old" "$work/cache-old" "$work/devnet-old.env" "$old_serve_pid" >>"$work/old.t"
+		tail -1 "$work/warm.out" >"$work/old-verdict"
 	done
 	echo "fleet: 40 subnets, 1500 nodes ($DEAD dead: accept, never answer), latency $latency; $(nproc) cores, load $load0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end"
 	echo "warm reconcile, default flags, median of ${RUNS:-5} alternating runs (wall; alp's user+sys; the devnet's user+sys):"
 	for which in new old; do
-		if [ $which = new ]; then name="this alp"; else name="$(git rev-parse --short "$old_rev") (OLD_REV)"; fi
-		printf '  %-18s wall %5s s  cpu %5s s  devnet %5s s   (walls: %s)\n' "$name" \
+		if [ $which = new ]; then name="this alp"; else name="$(git rev-parse --short "$old_rev") (OLD_REV${OLD_DEVNET:+, its devnet})"; fi
+		printf '  %-30s wall %5s s  cpu %5s s  devnet %5s s   (walls: %s)\n' "$name" \
 			"$(col 1 "$work/$which.t" | median)" "$(col 2 "$work/$which.t" | median)" "$(col 3 "$work/$which.t" | median)" \
 			"$(col 1 "$work/$which.t" | tr '\n' ' ')"
 	done
 	echo "  ratio new/old: wall $(echo "scale=2; $(col 1 "$work/new.t" | median) / $(col 1 "$work/old.t" | median)" | bc)," \
 		"cpu $(echo "scale=2; $(col 2 "$work/new.t" | median) / $(col 2 "$work/old.t" | median)" | bc)"
-	echo "  output: $(wc -l <"$work/warm.out") lines; $(tail -1 "$work/warm.out")"
+	echo "  this alp's last output: $lines lines; $(cat "$work/new-verdict")"
+	echo "  OLD_REV's last: $(cat "$work/old-verdict")"
 	exit 0
 fi
 echo "fleet: 40 subnets, 1500 nodes, 300 operators, 120 providers; latency $latency; $(nproc) cores"
