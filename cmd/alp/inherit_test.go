@@ -100,8 +100,8 @@ proposal "grow-app1" {
 	if applied == nil || applied.DeclaredSHA256 == "" || applied.DeclaredSHA256 == applied.PayloadSHA256 {
 		t.Fatalf("apply recorded %+v, want the declaration's own hash beside the payload's", applied)
 	}
-	if out, errOut, err := runAlp(t, "", "list", "--config", cfg, "--state", statePath); err != nil || !strings.Contains(out, " in sync ") {
-		t.Errorf("list after apply: %v\n%s%s", err, out, errOut)
+	if out, errOut, err := runAlp(t, "", "list", "--config", cfg, "--state", statePath); err != nil || !strings.Contains(out, " in sync ") || !strings.Contains(out, applied.PayloadSHA256[:12]) {
+		t.Errorf("list after apply: %v, want in sync with the payload submitted (%s)\n%s%s", err, applied.PayloadSHA256[:12], out, errOut)
 	}
 	// import builds the payload as apply did, live parts included.
 	imported := filepath.Join(dir, "imported.json")

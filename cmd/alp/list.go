@@ -20,7 +20,8 @@ func newListCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "Show each declared proposal against what state.json recorded (offline)",
 		Long: `list loads the configuration and state.json and shows, for each declared
-proposal, its kind, the sha256 of the payload the config declares now, and
+proposal, its kind, the sha256 of the payload the config declares now (of one in
+sync, the payload submitted), and
 whether it is not submitted, in sync with what was submitted, DRIFT (the
 config payload changed since submit, or state.json records another kind for
 it), or settled (it changed after the
@@ -82,7 +83,14 @@ func listRows(decls []*config.Proposal, st *state.State) ([]listRow, error) {
 		}
 		rec := st.Proposals[p.Name]
 		sync, note := proposal.Compare(p, rec)
-		rows = append(rows, listRow{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256, Sync: sync, Note: note, State: rec})
+		// In sync, the payload is the one submitted: its hash is the
+		// record's (an update_subnet's live parts, or an earlier alp's
+		// encoding, make the offline build hash otherwise).
+		sum := p.PayloadSHA256
+		if sync == proposal.InSync {
+			sum = rec.PayloadSHA256
+		}
+		rows = append(rows, listRow{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: sum, Sync: sync, Note: note, State: rec})
 	}
 	declared := map[string]bool{}
 	for _, d := range decls {
