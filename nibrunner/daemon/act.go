@@ -14,9 +14,11 @@ import (
 
 // act carries out a plan: take-downs and sleeps go to the apps' workers at
 // once, and a deployment the planner gave up on is recorded out of
-// restarts (its guest, if up, taken down); then the pass converges volumes, gives every app about to start a
-// slot and the network its rules, admits starts into memory and hands them
-// to the workers; then checkpoints and exports. It does not wait for the
+// restarts (its guest, if up, taken down); then the pass hands the volume
+// work to the volumes' workers (waiting for it at most
+// Config.VolumeSettle, apply.go), gives every app about to start a slot and
+// the network its rules, admits starts into memory and hands them to the
+// workers; then checkpoints and exports. It does not wait for the app
 // workers: each commits its result and asks for a pass.
 //
 // The plan is of the apps as they were at commit plannedAt. An app whose

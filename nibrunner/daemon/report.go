@@ -188,14 +188,9 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) 
 		if !h.IsZero() {
 			ri.LastHealthyAt = &h
 		}
-		if plan.Converged(in.DesiredState, status.State) {
-			if rec.ConvergedAt.IsZero() {
-				rec.ConvergedAt = now
-			}
-			c := rec.ConvergedAt
+		rec.ConvergedAt = plan.ConvergedSince(in.DesiredState, status.State, rec.ConvergedAt, now)
+		if c := rec.ConvergedAt; !c.IsZero() {
 			ri.ConvergedAt = &c
-		} else {
-			rec.ConvergedAt = time.Time{}
 		}
 	}
 	return ri

@@ -90,6 +90,19 @@ func Converged(want desired.DesiredInstanceState, got health.State) bool {
 	return false
 }
 
+// ConvergedSince is when an instance asked want, got now, converged: since
+// (when it was first seen converged, zero if it was not) while it stays
+// converged, now when it just did, and zero when it is not.
+func ConvergedSince(want desired.DesiredInstanceState, got health.State, since, now time.Time) time.Time {
+	switch {
+	case !Converged(want, got):
+		return time.Time{}
+	case since.IsZero():
+		return now
+	}
+	return since
+}
+
 // RoundDuration is how the host's sentences say a wait: to a tenth of a
 // second, never negative.
 func RoundDuration(d time.Duration) time.Duration {

@@ -95,3 +95,26 @@ func TestAnInstanceIsConvergedWhereItWasAskedToBe(t *testing.T) {
 		}
 	}
 }
+
+func TestConvergedSince(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Minute)
+	for _, c := range []struct {
+		name  string
+		want  desired.DesiredInstanceState
+		got   health.State
+		since time.Time
+		is    time.Time
+	}{
+		{"converged just now", desired.StateRunning, health.Running, time.Time{}, now},
+		{"converged since earlier", desired.StateRunning, health.Running, t0, t0},
+		{"on request and idle", desired.StateOnRequest, health.Idle, t0, t0},
+		{"no longer converged", desired.StateRunning, health.Unhealthy, t0, time.Time{}},
+		{"stopped and asked stopped", desired.StateStopped, health.Stopped, time.Time{}, now},
+		{"never converged", desired.StateRunning, health.Starting, time.Time{}, time.Time{}},
+	} {
+		if got := ConvergedSince(c.want, c.got, c.since, now); !got.Equal(c.is) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.is)
+		}
+	}
+}
