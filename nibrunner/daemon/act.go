@@ -26,7 +26,7 @@ import (
 // pass made a volume), is left alone, at both points where act hands out
 // work: the plan no longer says what it needs, and its commit asked for
 // the pass that will.
-func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, plannedAt uint64, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) {
+func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, plannedAt uint64) {
 	var ups, sleeps []plan.InstanceAction
 	d.mu.Lock()
 	for _, x := range acts.Instances {

@@ -81,7 +81,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 
 	// Act.
 	if doc != nil {
-		d.act(ctx, now, doc, acts, plannedAt, vols, cps, exps)
+		d.act(ctx, now, doc, acts, plannedAt)
 		if len(acts.Volumes) > 0 {
 			// Report the volumes as they are now, not as apply thinks.
 			if vols, err = d.deps.Volumes.List(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,8 +62,9 @@ func seeded(t *testing.T, h *host) (*desired.HostDesiredState, int) {
 }
 
 // runSeeding runs a daemon on h whose volumes are real ext4 files seeded
-// from gated, with a pass budget of seedOpTimeout.
-func runSeeding(t *testing.T, h *host, gated *volumetest.Gated) func() {
+// from gated (and formatted by mke2fs, when not ""), with a pass budget of
+// seedOpTimeout.
+func runSeeding(t *testing.T, h *host, gated *volumetest.Gated, mke2fs ...string) func() {
 	t.Helper()
 	deps, _, err := h.deps(false)
 	if err != nil {
@@ -71,6 +73,9 @@ func runSeeding(t *testing.T, h *host, gated *volumetest.Gated) func() {
 	vols, err := volume.NewLocal(filepath.Join(h.dir, "volumes"), gated)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(mke2fs) > 0 {
+		vols.Mke2fs = mke2fs[0]
 	}
 	deps.Volumes = vols
 	cfg := h.config()
@@ -196,6 +201,54 @@ func TestASeedInterruptedByARestartIsFetchedAgainAndTheReportSaysSo(t *testing.T
 		v := volumeOf(r, "seeded-data")
 		return v != nil && v.State == reported.VolumeReady && stateOf(r, "seeded") == reported.InstanceRunning
 	})
+}
+
+func TestASeedInterruptedWhileFormattingResumesAfterARestartWithoutFetchingAgain(t *testing.T) {
+	testenv.RequireRoot(t)
+	mke2fs := testenv.RequireCommand(t, "mke2fs")
+	h := newHost(t)
+	d, _ := seeded(t, h)
+	tools := t.TempDir()
+	// The first daemon's mke2fs never ends: the daemon is stopped while it
+	// runs, with the archive fetched whole. The second's waits for the
+	// test's word, so the report can be read while the seed is resumed.
+	hang := filepath.Join(tools, "hang")
+	goOn := filepath.Join(tools, "go-on")
+	waiting := filepath.Join(tools, "waiting")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(waiting, []byte("#!/bin/sh\nwhile [ ! -e "+goOn+" ]; do sleep 0.02; done\nexec "+mke2fs+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := gatedStore(t, h, 1<<62)
+	stop := runSeeding(t, h, first, hang)
+	h.write(t, d)
+	h.waitFor(t, "the seed formatting", func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "seeded-data")
+		return v != nil && strings.Contains(v.Message, "writing the filesystem")
+	})
+	stop()
+
+	second := gatedStore(t, h, 1<<62)
+	runSeeding(t, h, second, waiting)
+	r := h.waitFor(t, "the resumed seed reported", func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "seeded-data")
+		return v != nil && strings.Contains(v.Message, "resumed: an attempt begun at ")
+	})
+	if msg := volumeOf(r, "seeded-data").Message; !strings.Contains(msg, "which is unpacked without fetching it again") {
+		t.Fatalf("the resumed seed is reported as %q", msg)
+	}
+	if err := os.WriteFile(goOn, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, "the seeded volume ready and its app running", func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "seeded-data")
+		return v != nil && v.State == reported.VolumeReady && stateOf(r, "seeded") == reported.InstanceRunning
+	})
+	if n := second.Gets.Load(); n != 0 {
+		t.Fatalf("the resumed seed fetched the archive %d times; want none", n)
+	}
 }
 
 // bytesOf is how the report's sentences begin to write n bytes.

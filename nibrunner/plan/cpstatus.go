@@ -54,11 +54,7 @@ func CheckpointStatus(doc *desired.HostDesiredState, c desired.DesiredCheckpoint
 		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", f.Create, now)
 	}
 	if !f.Volume.There && rc.State == reported.CheckpointPending {
-		failed, msg := volumeMissing(doc, "checkpoint", string(c.VolumeId), "", f.Volume)
-		rc.Message = msg
-		if failed {
-			rc.State = reported.CheckpointFailed
-		}
+		rc.State, rc.Message = judgeMissing(doc, "checkpoint", string(c.VolumeId), "", f.Volume, reported.CheckpointFailed, rc.State)
 	}
 	return rc
 }
@@ -91,13 +87,20 @@ func ExportStatus(doc *desired.HostDesiredState, e desired.DesiredExport, f Expo
 		re.State, re.Message = reported.ExportFailed, jobMessage("could not be written", f.Write, now)
 	}
 	if !f.Volume.There && re.State == reported.ExportPending {
-		failed, msg := volumeMissing(doc, "export", string(e.VolumeId), string(e.AppId), f.Volume)
-		re.Message = msg
-		if failed {
-			re.State = reported.ExportFailed
-		}
+		re.State, re.Message = judgeMissing(doc, "export", string(e.VolumeId), string(e.AppId), f.Volume, reported.ExportFailed, re.State)
 	}
 	return re
+}
+
+// judgeMissing is the state (failed, or pending as it was) and the
+// sentence of a pending checkpoint or export whose volume the host lacks
+// (volumeMissing).
+func judgeMissing[S ~string](doc *desired.HostDesiredState, what, id, app string, v VolumeOf, failed, pending S) (S, string) {
+	bad, msg := volumeMissing(doc, what, id, app, v)
+	if bad {
+		return failed, msg
+	}
+	return pending, msg
 }
 
 // ExportsToCancel is the rule that exports are authoritative, for the
