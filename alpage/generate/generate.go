@@ -2,22 +2,24 @@
 // declared fleet and the live registry: `alp plan --generate`. It is pure:
 // it reads the declared resources, the live facts reconcile fetched
 // (alpage/reconcile.Live), and what proposals already pending will change,
-// and returns proposal blocks in the order they must execute, plus a note
-// for each drift no proposal alp makes can close.
+// hands them to every kind in alpage/kinds.All as a kinds.Drift, and
+// returns what the kinds generate in the order it must execute, plus a
+// note for each drift no proposal alp makes can close.
 //
 // Each generated proposal is one a preflight accepts once the proposals
-// before it (its After list) have executed: a node leaves its old subnet
-// before it joins another, leaves its subnet before it is removed, and an
-// operator's nodes go before the operator, the operators before their
-// provider. Drift that is already being closed — by a declared proposal
-// not yet executed, or by an open proposal governance shows — is not
-// generated again.
+// before it (its After list) have executed: a kind says which changes each
+// of its proposals waits on (a node leaves its old subnet before it joins
+// another, leaves its subnet before it is removed, an operator's nodes go
+// before the operator, the operators before their provider), and Generate
+// orders by that, holding no list of kinds. Drift that is already being
+// closed — by a declared proposal not yet executed, or by an open proposal
+// governance shows — is not generated again.
 package generate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/kinds"
@@ -62,143 +64,142 @@ type Result struct {
 	Notes []string
 }
 
-// Generate computes the proposals that close in's drift.
+// Generate computes the proposals that close in's drift: what every kind
+// in kinds.All generates from it, named uniquely, ordered after what each
+// waits on, without any all of whose changes are pending; then the notes
+// of drift no kind closes.
 func Generate(in Input) Result {
-	g := &gen{in: in, n: namesOf(in.Res), pending: map[Change]bool{}, taken: map[string]bool{}}
-	for _, c := range in.Pending {
-		g.pending[c] = true
-	}
+	d := drift(in)
+	taken := map[string]bool{}
 	for n := range in.Taken {
-		g.taken[n] = true
+		taken[n] = true
 	}
-	g.membership()
-	g.deploys()
-	g.admins()
-	g.removals()
-	g.subnetNotes()
-	return Result{Proposals: g.out, Notes: g.notes}
-}
-
-// gen is one run of Generate.
-type gen struct {
-	in      Input
-	n       names
-	pending map[Change]bool
-	taken   map[string]bool
-	out     []*Proposal
-	notes   []string
-	// closedBy names the generated proposal that makes each change, for
-	// the After lists of those that depend on it.
-	closedBy map[Change]string
-}
-
-func (g *gen) note(format string, args ...any) {
-	g.notes = append(g.notes, fmt.Sprintf(format, args...))
-}
-
-// add appends p (named uniquely) unless every change it makes is pending
-// already; its changes already pending are dropped by the caller.
-func (g *gen) add(p *Proposal) {
-	p.Kind, p.Closes, p.ref = config.Kind(p.Body.Name()), p.Body.Closes(), g.n.expr
-	base := p.Name
-	for i := 2; g.taken[p.Name]; i++ {
-		p.Name = fmt.Sprintf("%s-%d", base, i)
-	}
-	g.taken[p.Name] = true
-	if g.closedBy == nil {
-		g.closedBy = map[Change]string{}
-	}
-	for _, c := range p.Closes {
-		g.closedBy[c] = p.Name
-	}
-	g.out = append(g.out, p)
-}
-
-// after lists the generated proposals making any of cs, once each.
-func (g *gen) after(cs ...Change) []string {
-	var out []string
-	for _, c := range cs {
-		if n, ok := g.closedBy[c]; ok && !slices.Contains(out, n) {
-			out = append(out, n)
+	var out []*Proposal
+	var notes []string
+	for _, k := range kinds.All {
+		gs, ns := k.Generate(d)
+		notes = append(notes, ns...)
+		for _, g := range gs {
+			p := &Proposal{Name: g.Name, Kind: config.Kind(g.Body.Name()), Title: g.Title, Summary: g.Summary,
+				Closes: g.Body.Closes(), Body: g.Body, ref: d.Ref, waits: g.After}
+			if len(p.Closes) > 0 && allPending(p.Closes, d.Pending) {
+				continue
+			}
+			for i := 2; taken[p.Name]; i++ {
+				p.Name = fmt.Sprintf("%s-%d", g.Name, i)
+			}
+			taken[p.Name] = true
+			out = append(out, p)
 		}
 	}
-	slices.Sort(out)
+	return Result{Proposals: order(out), Notes: append(notes, kinds.Unclosable(d)...)}
+}
+
+// allPending says whether every change of cs is under way already.
+func allPending(cs []Change, pending map[Change]bool) bool {
+	for _, c := range cs {
+		if !pending[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// order sets each proposal's After to the other proposals that make a
+// change it waits on, and orders ps so that each comes after those: in
+// the order the kinds generated them (kinds.All's, then each kind's own)
+// where nothing says otherwise. A proposal caught in a cycle keeps its
+// place.
+func order(ps []*Proposal) []*Proposal {
+	closedBy := map[Change]*Proposal{}
+	for _, p := range ps {
+		for _, c := range p.Closes {
+			closedBy[c] = p
+		}
+	}
+	for _, p := range ps {
+		p.After = nil
+		for _, c := range p.waits {
+			if q, ok := closedBy[c]; ok && q != p && !slices.Contains(p.After, q.Name) {
+				p.After = append(p.After, q.Name)
+			}
+		}
+		slices.Sort(p.After)
+	}
+	placed := map[string]bool{}
+	out := make([]*Proposal, 0, len(ps))
+	ready := func(p *Proposal) bool {
+		for _, n := range p.After {
+			if !placed[n] {
+				return false
+			}
+		}
+		return true
+	}
+	for len(out) < len(ps) {
+		next := -1
+		for i, p := range ps {
+			if !placed[p.Name] && ready(p) {
+				next = i
+				break
+			}
+		}
+		if next < 0 { // a cycle: the first left keeps its place
+			next = slices.IndexFunc(ps, func(p *Proposal) bool { return !placed[p.Name] })
+		}
+		placed[ps[next].Name] = true
+		out = append(out, ps[next])
+	}
 	return out
 }
 
-// names maps ids to their block names, for references and wording.
-type names struct{ config.Names }
-
-func namesOf(res *config.Resources) names { return names{config.NamesOf(res)} }
-
-// ref is an id as a generated block writes it: a reference to its block
-// when one declares it, else the id itself.
-type ref struct {
-	ID   string
-	Kind string // subnet, node, node_operator, node_provider, guestos_version
-	Name string // the block name, "" when undeclared
-}
-
-// expr is id as a generated block writes it: a reference to the block
-// that declares it (as whatever it is), else the id itself.
-func (n names) expr(id string) string {
-	for _, r := range []ref{n.subnet(id), n.node(id), n.operator(id), n.provider(id), n.version(id)} {
-		if r.Name != "" {
-			return r.expr()
-		}
+// drift is what the kinds generate from: in's declaration, the live facts
+// reconcile read, and what is pending.
+func drift(in Input) *kinds.Drift {
+	res, live := in.Res, in.Live
+	var f kinds.Fleet
+	for _, s := range res.Subnets {
+		f.Subnets = append(f.Subnets, kinds.FleetSubnet{ID: s.ID, Name: s.Name, Type: s.Type, CostSchedule: s.CostSchedule,
+			SevEnabled: s.SevEnabled != nil && *s.SevEnabled, Admins: s.Admins})
 	}
-	return quote(id)
-}
-
-func (r ref) expr() string {
-	if r.Name != "" {
-		return r.Kind + "." + r.Name + ".id"
+	for _, dc := range res.DataCenters {
+		f.DataCenters = append(f.DataCenters, kinds.FleetDataCenter{ID: dc.ID, Name: dc.Name, Region: dc.Region})
 	}
-	return quote(r.ID)
-}
-
-// word is how titles and summaries name it: the block name, else the
-// id's first five characters, the way the NNS dashboard abbreviates.
-func (r ref) word() string {
-	if r.Name != "" {
-		return r.Name
+	for _, p := range res.NodeProviders {
+		f.Providers = append(f.Providers, kinds.FleetProvider{ID: p.ID, Name: p.Name, Label: p.Label, Decommissioned: p.Decommissioned})
 	}
-	return short(r.ID)
-}
-
-func (n names) subnet(id string) ref { return ref{ID: id, Kind: "subnet", Name: n.Subnets[id]} }
-func (n names) node(id string) ref   { return ref{ID: id, Kind: "node", Name: n.Nodes[id]} }
-func (n names) operator(id string) ref {
-	return ref{ID: id, Kind: "node_operator", Name: n.Operators[id]}
-}
-func (n names) provider(id string) ref {
-	return ref{ID: id, Kind: "node_provider", Name: n.Providers[id]}
-}
-func (n names) version(id string) ref {
-	return ref{ID: id, Kind: "guestos_version", Name: n.Versions[id]}
-}
-
-// short is the first five characters of a principal (its first group).
-func short(id string) string {
-	if i := strings.IndexByte(id, '-'); i > 0 {
-		return id[:i]
+	for _, o := range res.NodeOperators {
+		f.Operators = append(f.Operators, kinds.FleetOperator{ID: o.ID, Name: o.Name, Decommissioned: o.Decommissioned})
 	}
-	if len(id) > 7 {
-		return id[:7]
+	for _, v := range res.GuestOSVersions {
+		f.Versions = append(f.Versions, kinds.FleetVersion{ID: v.ID, Name: v.Name, Label: v.Label})
 	}
-	return id
-}
-
-// slug makes a word fit a proposal name.
-func slug(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
-			b.WriteRune(r)
-		case r == '_' || r == ' ' || r == '.':
-			b.WriteByte('-')
-		}
+	for _, n := range res.Nodes {
+		f.Nodes = append(f.Nodes, kinds.FleetNode{ID: n.ID, Name: n.Name, Subnet: n.Subnet, Operator: n.Operator, Version: n.Version,
+			Decommissioned: n.Decommissioned, Chip: n.Chip})
 	}
-	return strings.Trim(b.String(), "-")
+	c := kinds.Chain{SubnetListErr: live.SubnetListErr, Elected: live.Elected, ElectedErr: live.ElectedErr,
+		Subnets: map[string]kinds.ChainSubnet{}, DataCenters: map[string]kinds.ChainDataCenter{}, Providers: map[string]kinds.ChainProvider{},
+		Operators: map[string]kinds.ChainOperator{}, Nodes: map[string]kinds.ChainNode{}, Versions: map[string]string{}}
+	for id, s := range live.Subnets {
+		c.Subnets[id] = kinds.ChainSubnet{Found: s.Found, Err: s.Err, Members: s.Members, Type: s.Type, CostSchedule: s.CostSchedule,
+			ReplicaVersion: s.ReplicaVersion, SevEnabled: s.SevEnabled, Admins: s.Admins}
+	}
+	for id, dc := range live.DataCenters {
+		c.DataCenters[id] = kinds.ChainDataCenter{Found: dc.Found, Region: dc.Region}
+	}
+	for id, p := range live.Providers {
+		c.Providers[id] = kinds.ChainProvider{Known: p.Known, Err: p.Err, Operators: slices.Sorted(maps.Keys(p.Operators))}
+	}
+	for id, o := range live.Operators {
+		owned, listed := live.OperatorNodes[id]
+		c.Operators[id] = kinds.ChainOperator{Found: o.Found, Err: o.Err, NodesListed: listed, Nodes: owned.Nodes, NodesErr: owned.Err}
+	}
+	for id, n := range live.Nodes {
+		c.Nodes[id] = kinds.ChainNode{Found: n.Found, Err: n.Err, Operator: n.Operator, Chip: n.Chip}
+	}
+	for id, v := range live.Versions {
+		c.Versions[id] = v.Version
+	}
+	return kinds.NewDrift(f, c, in.Pending)
 }

@@ -26,6 +26,8 @@ type Proposal struct {
 
 	// ref writes an id as the block writes it; quoted when nil.
 	ref func(id string) string
+	// waits is the changes it waits on, as its kind generated it.
+	waits []Change
 }
 
 // WriteHCL writes the proposals as proposals.hcl blocks, in order, each
@@ -68,18 +70,7 @@ func (p *Proposal) hcl(b *strings.Builder) {
 func describe(cs []Change) []string {
 	var out []string
 	for _, c := range cs {
-		switch c.Op {
-		case OpAdd:
-			out = append(out, fmt.Sprintf("%s joins %s", short(c.Subject), short(c.Target)))
-		case OpRemove:
-			out = append(out, fmt.Sprintf("%s leaves %s", short(c.Subject), short(c.Target)))
-		case OpDeploy:
-			out = append(out, fmt.Sprintf("%s runs %s", short(c.Subject), abbrev(c.Target)))
-		case OpAdmins:
-			out = append(out, fmt.Sprintf("%s admins set", short(c.Subject)))
-		default:
-			out = append(out, fmt.Sprintf("%s removed", short(c.Subject)))
-		}
+		out = append(out, c.Words())
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	"alpnib.dev/ic/nns"
@@ -164,4 +165,90 @@ func (d *DeployGuestOS) Seed(ctx context.Context, s Seeder, payload any) error {
 		return s.Records(ctx, nns.ReplicaVersionRecordKey(rec.ReplicaVersionID))
 	}
 	return nil
+}
+
+// Generate proposes, per declared subnet, the deploy_guestos that makes it
+// run the elected version its nodes are declared to run.
+func (*DeployGuestOS) Generate(d *Drift) (out []Generated, notes []string) {
+	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	live := d.Chain
+	for _, s := range d.Fleet.Subnets {
+		facts := live.Subnets[s.ID]
+		if !facts.Found {
+			continue
+		}
+		var versions []string
+		for _, n := range d.Fleet.Nodes {
+			if n.Subnet == s.ID && !n.Decommissioned && n.Version != "" && !slices.Contains(versions, n.Version) {
+				versions = append(versions, n.Version)
+			}
+		}
+		subnet := d.n.subnet(s.ID)
+		switch {
+		case len(versions) == 0:
+			continue
+		case len(versions) > 1:
+			slices.Sort(versions)
+			var words []string
+			for _, v := range versions {
+				words = append(words, d.n.version(v).word())
+			}
+			note("subnet %s: its nodes are declared to run %d versions (%s), but a subnet runs one; declare one to get a deploy_guestos", subnet.word(), len(versions), strings.Join(words, ", "))
+			continue
+		}
+		v := versions[0]
+		version := d.n.version(v)
+		if v == facts.ReplicaVersion {
+			notes = append(notes, lagging(d, s.ID, v)...)
+			continue
+		}
+		elected, read := live.Elected[v]
+		switch {
+		case !read || (!elected && live.ElectedErr != ""):
+			note("subnet %s: whether version %s is elected could not be read (%s); no deploy_guestos is generated", subnet.word(), version.word(), live.ElectedErr)
+			continue
+		case !elected:
+			note("subnet %s: its nodes are declared to run %s, which the NNS has not elected; electing a version is no proposal alp makes", subnet.word(), version.word())
+			continue
+		}
+		if d.Pending[Change{Op: OpDeploy, Subject: s.ID, Target: v}] {
+			continue
+		}
+		p := Generated{Body: &DeployGuestOS{SubnetID: s.ID, ReplicaVersionID: v}}
+		p.Name = fmt.Sprintf("deploy-%s-to-%s", slug(version.word()), slug(subnet.word()))
+		p.Title = fmt.Sprintf("Update subnet %s to GuestOS version %s", Short(s.ID), abbrev(v))
+		label := version.word()
+		if i := slices.IndexFunc(d.Fleet.Versions, func(b FleetVersion) bool { return b.ID == v }); i >= 0 && d.Fleet.Versions[i].Label != "" {
+			label = d.Fleet.Versions[i].Label
+		}
+		running := facts.ReplicaVersion
+		if running == "" {
+			running = "no version"
+		}
+		p.Summary = fmt.Sprintf("Update subnet %s to GuestOS version [%s](https://dashboard.internetcomputer.org/release/%s).\n\n"+
+			"Motivation: the nodes of the subnet are declared to run %s; the subnet runs %s now.\n", s.ID, v, v, label, running)
+		out = append(out, p)
+	}
+	for _, n := range d.Fleet.Nodes {
+		runs := live.Versions[n.ID]
+		if n.Subnet != "" || n.Decommissioned || n.Version == "" || runs == "" || runs == n.Version {
+			continue
+		}
+		note("node %s is unassigned and runs %s, not %s: the version of unassigned nodes is set by a proposal alp does not make (deploy_guestos upgrades a subnet)", n.Name, abbrev(runs), d.n.version(n.Version).word())
+	}
+	return out, notes
+}
+
+// lagging notes the nodes of subnet that report another version than v,
+// which its record already names: they have not upgraded yet, and no
+// proposal makes them.
+func lagging(d *Drift, subnet, v string) (notes []string) {
+	for _, n := range d.Fleet.Nodes {
+		runs := d.Chain.Versions[n.ID]
+		if n.Subnet != subnet || n.Decommissioned || n.Version != v || runs == "" || runs == v {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("node %s runs %s, but subnet %s's record already names %s: the node has not upgraded to it yet, which no proposal changes", n.Name, abbrev(runs), d.n.subnet(subnet).word(), d.n.version(v).word()))
+	}
+	return notes
 }

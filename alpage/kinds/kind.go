@@ -5,14 +5,16 @@
 // and doc tags); its methods check the block at load, build the payload
 // the NNS receives, fetch and check what its preflight needs, seed its dry
 // run, say what a declared and an on-chain proposal of it change, and
-// write its block as `alp plan --generate` does.
+// generate its proposals from drift and write their blocks as `alp plan
+// --generate` does.
 //
 // The engines (alpage/config, proposal, preflight, dryrun, generate, the
 // devnet) hold no list of kinds and no switch on one: they call a Kind's
 // methods. A new kind is one file here and one line in All
-// (seventh_test.go writes one). When drift should produce it, a
-// generator in alpage/generate decides when: that orders proposals across
-// kinds, so it is not any one kind's.
+// (seventh_test.go writes one, which drift also produces). A kind
+// generates from a Drift (fromdrift.go), which alpage/generate fills from
+// the declaration and what reconcile read; each generated proposal lists
+// the changes it waits on, and alpage/generate orders them by that.
 //
 // What stays per method on the canister side is not the kind's: the
 // Candid types of the registry's and governance's arguments (ic/nns) and
@@ -125,6 +127,10 @@ type Kind interface {
 	// Changes is what an on-chain action changes, when a proposal of the
 	// kind makes it (mine); the zero value answers it.
 	Changes(a *nns.Action) (changes []Change, mine bool)
+	// Generate proposes the kind's proposals that close d's drift (none
+	// for a change d.Pending holds), each listing in After the changes it
+	// waits on, and notes the drift of its kind it cannot close.
+	Generate(d *Drift) (proposals []Generated, notes []string)
 	// HCL writes the block as `alp plan --generate` writes it, indented
 	// two spaces, each id through ref (a reference to the block that
 	// declares it, else the id quoted).

@@ -284,3 +284,188 @@ func (m *Membership) Seed(ctx context.Context, s Seeder, payload any) error {
 	}
 	return s.Nodes(ctx, nodes)
 }
+
+// Generate proposes, per subnet, the change_subnet_membership that makes
+// its members the declared ones: first each subnet's removals and the
+// additions of nodes that are free, then the additions of nodes that the
+// first proposals free from another subnet, each after the removal it
+// waits on.
+func (*Membership) Generate(d *Drift) (out []Generated, notes []string) {
+	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	live := d.Chain
+	if live.SubnetListErr != "" {
+		note("membership: the registry's subnet list could not be read (%s), so which subnet holds each node is not known; no membership proposal is generated", live.SubnetListErr)
+		return nil, notes
+	}
+	memberOf := d.memberOf()
+	first, second := map[string]*subnetMoves{}, map[string]*subnetMoves{}
+	at := func(m map[string]*subnetMoves, subnet string) *subnetMoves {
+		if m[subnet] == nil {
+			m[subnet] = &subnetMoves{}
+		}
+		return m[subnet]
+	}
+	for _, n := range d.Fleet.Nodes {
+		facts, read := live.Nodes[n.ID]
+		cur := memberOf[n.ID]
+		node := d.n.node(n.ID)
+		switch {
+		case !read || facts.Err != "":
+			continue // unknown: reconcile says so
+		case n.Decommissioned:
+			if cur != "" && facts.Found {
+				at(first, cur).moveOut(d, node, cur, "leaves the subnet: it is declared decommissioned, and the registry removes no subnet member")
+			}
+			continue
+		case !facts.Found:
+			if n.Subnet != "" {
+				note("node %s is declared in subnet %s but is not registered: a node registers itself when it is onboarded, which is no proposal", n.Name, d.n.subnet(n.Subnet).word())
+			}
+			continue
+		case cur == n.Subnet:
+			continue
+		}
+		if cur != "" {
+			why := "leaves the subnet: it is declared unassigned"
+			if n.Subnet != "" {
+				why = fmt.Sprintf("leaves the subnet: it is declared in subnet %s", d.n.subnet(n.Subnet).word())
+			}
+			at(first, cur).moveOut(d, node, cur, why)
+		}
+		if n.Subnet == "" {
+			continue
+		}
+		if s := live.Subnets[n.Subnet]; !s.Found {
+			if s.Err == "" {
+				note("node %s is declared in subnet %s, which the registry does not have: creating a subnet is no proposal alp makes", n.Name, d.n.subnet(n.Subnet).word())
+			}
+			continue
+		}
+		if d.Pending[Change{Op: OpAdd, Subject: n.ID, Target: n.Subnet}] {
+			continue
+		}
+		mv := move{node: node, why: "joins the subnet: it is declared in it and is unassigned"}
+		target := at(first, n.Subnet)
+		if cur != "" {
+			// a node that moves in must first leave the subnet it is in
+			mv.why = fmt.Sprintf("joins the subnet: it is declared in it, once it has left subnet %s", d.n.subnet(cur).word())
+			mv.after = []Change{{Op: OpRemove, Subject: n.ID, Target: cur}}
+			target = at(second, n.Subnet)
+		}
+		target.add = append(target.add, mv)
+	}
+	for _, decl := range d.Fleet.Subnets {
+		id, s := decl.ID, live.Subnets[decl.ID]
+		if !s.Found {
+			continue
+		}
+		for _, m := range s.Members {
+			if d.n.nodes[m] == nil {
+				note("subnet %s: member %s has no node block; declare it (alp registry subnet prints one) or it stays as it is", d.n.subnet(id).word(), m)
+			}
+		}
+	}
+	for _, phase := range []map[string]*subnetMoves{first, second} {
+		for _, subnet := range sortedSubnets(phase, d.n) {
+			out = append(out, membershipProposal(d.n.subnet(subnet), phase[subnet]))
+		}
+	}
+	return out, notes
+}
+
+// move is one node's membership change, why, and what it waits on.
+type move struct {
+	node  ref
+	why   string
+	after []Change
+}
+
+// subnetMoves is one membership proposal's content.
+type subnetMoves struct {
+	add, remove []move
+}
+
+// moveOut records node's removal from subnet unless it is pending.
+func (m *subnetMoves) moveOut(d *Drift, node ref, subnet, why string) {
+	if d.Pending[Change{Op: OpRemove, Subject: node.ID, Target: subnet}] || slices.ContainsFunc(m.remove, func(x move) bool { return x.node.ID == node.ID }) {
+		return
+	}
+	m.remove = append(m.remove, move{node: node, why: why})
+}
+
+// sortedSubnets orders subnets by block name, undeclared ones by id after.
+func sortedSubnets(m map[string]*subnetMoves, n names) []string {
+	var ids []string
+	for id, mv := range m {
+		if len(mv.add)+len(mv.remove) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(x, y string) int {
+		a, b := n.subnet(x), n.subnet(y)
+		if (a.Name == "") != (b.Name == "") {
+			if a.Name != "" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.word()+a.ID, b.word()+b.ID)
+	})
+	return ids
+}
+
+func membershipProposal(subnet ref, m *subnetMoves) Generated {
+	byID := func(a, b move) int { return strings.Compare(a.node.ID, b.node.ID) }
+	slices.SortFunc(m.add, byID)
+	slices.SortFunc(m.remove, byID)
+	body := &Membership{SubnetID: subnet.ID}
+	p := Generated{Body: body}
+	for _, a := range m.add {
+		body.Add = append(body.Add, NodeRef{ID: a.node.ID})
+		p.After = append(p.After, a.after...)
+	}
+	for _, r := range m.remove {
+		body.Remove = append(body.Remove, NodeRef{ID: r.node.ID})
+	}
+	added, removed := moved(m.add), moved(m.remove)
+	switch {
+	case len(m.remove) == 0:
+		p.Name = fmt.Sprintf("add-%s-to-%s", countOr(added, "nodes"), slug(subnet.word()))
+		p.Title = fmt.Sprintf("Add nodes to subnet %s: %s", Short(subnet.ID), titleList(added))
+	case len(m.add) == 0:
+		p.Name = fmt.Sprintf("remove-%s-from-%s", countOr(removed, "nodes"), slug(subnet.word()))
+		p.Title = fmt.Sprintf("Remove nodes from subnet %s: %s", Short(subnet.ID), titleList(removed))
+	default:
+		p.Name = fmt.Sprintf("replace-nodes-in-%s", slug(subnet.word()))
+		p.Title = fmt.Sprintf("Replace nodes in subnet %s: add nodes %s; remove nodes %s", Short(subnet.ID), titleList(added), titleList(removed))
+	}
+	var b strings.Builder
+	verb := "Replace nodes in"
+	switch {
+	case len(m.remove) == 0:
+		verb = "Add nodes to"
+	case len(m.add) == 0:
+		verb = "Remove nodes from"
+	}
+	fmt.Fprintf(&b, "# %s subnet %s.\n\n", verb, subnet.ID)
+	if len(added) > 0 {
+		fmt.Fprintf(&b, "- Add nodes %s\n", fullList(added))
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(&b, "- Remove nodes %s\n", fullList(removed))
+	}
+	b.WriteString("\nMotivation:\n")
+	for _, mv := range slices.Concat(m.add, m.remove) {
+		fmt.Fprintf(&b, "- %s %s.\n", mv.node.ID, mv.why)
+	}
+	p.Summary = b.String()
+	return p
+}
+
+func moved(ms []move) []ref {
+	out := make([]ref, len(ms))
+	for i, m := range ms {
+		out[i] = m.node
+	}
+	return out
+}

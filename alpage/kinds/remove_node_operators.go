@@ -188,3 +188,89 @@ func (r *RemoveNodeOperators) Effects(payload any, reg LocalRegistry) []string {
 	}
 	return out
 }
+
+// Generate proposes one remove_node_operators for the declared
+// decommissioned operators that will own no node once the declared
+// decommissioned nodes are removed, after the remove_nodes that removes
+// them; an operator that keeps nodes is a note.
+func (*RemoveNodeOperators) Generate(d *Drift) ([]Generated, []string) {
+	var ops []ref
+	var after []Change
+	var notes []string
+	for _, o := range operatorsGone(d) {
+		after = append(after, o.after...)
+		switch {
+		case o.note != "":
+			notes = append(notes, o.note)
+		case o.propose:
+			ops = append(ops, d.n.operator(o.id))
+		}
+	}
+	if len(ops) == 0 {
+		return nil, notes
+	}
+	body := &RemoveNodeOperators{}
+	for _, o := range ops {
+		body.Operators = append(body.Operators, o.ID)
+	}
+	p := Generated{Body: body, After: after}
+	p.Name = "remove-" + countOr(ops, "node-operators")
+	if len(ops) == 1 {
+		p.Name = "remove-operator-" + slug(ops[0].word())
+	}
+	p.Title = "Remove node operators " + titleList(ops)
+	p.Summary = fmt.Sprintf("Remove the records of node operators %s from the registry.\n\nMotivation: the node operators are decommissioned and own no nodes.\n", fullList(ops))
+	return []Generated{p}, notes
+}
+
+// operatorGone is what becomes of one declared decommissioned operator
+// whose record was read: gone once the generated proposals execute (or
+// already), proposed for removal, or a note saying why not; after is the
+// node removals it waits on.
+type operatorGone struct {
+	id            string
+	gone, propose bool
+	note          string
+	after         []Change
+}
+
+// operatorsGone is the fate of each declared decommissioned operator, in
+// declaration order (remove_node_provider reads which are gone).
+func operatorsGone(d *Drift) []operatorGone {
+	gone := map[string]bool{} // node ids no longer registered once the generated remove_nodes execute
+	for _, n := range d.Fleet.Nodes {
+		if f, read := d.Chain.Nodes[n.ID]; n.Decommissioned && read && f.Err == "" {
+			gone[n.ID] = true
+		}
+	}
+	var out []operatorGone
+	for _, o := range d.Fleet.Operators {
+		f, read := d.Chain.Operators[o.ID]
+		switch {
+		case !o.Decommissioned || !read || f.Err != "":
+			continue
+		case !f.Found || d.Pending[Change{Op: OpRemoveOperator, Subject: o.ID}]:
+			out = append(out, operatorGone{id: o.ID, gone: true})
+			continue
+		case !f.NodesListed || f.NodesErr != "":
+			out = append(out, operatorGone{id: o.ID, note: fmt.Sprintf("node operator %s is declared decommissioned, but the nodes it owns could not be listed; no remove_node_operators is generated for it", o.Name)})
+			continue
+		}
+		og := operatorGone{id: o.ID}
+		var left []string
+		for _, n := range f.Nodes {
+			if !gone[n] {
+				left = append(left, n)
+			} else {
+				og.after = append(og.after, Change{Op: OpRemoveNode, Subject: n})
+			}
+		}
+		if len(left) > 0 {
+			og.note = fmt.Sprintf("node operator %s is declared decommissioned but still owns nodes %s that are not; the registry would skip it, so no remove_node_operators is generated for it", o.Name, "["+strings.Join(left, ", ")+"]")
+		} else {
+			og.gone, og.propose = true, true
+		}
+		out = append(out, og)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	"alpnib.dev/ic/nns"
@@ -111,4 +112,45 @@ func (r *RemoveNodeProvider) HCL(b *strings.Builder, ref func(id string) string)
 // remove one it does not.
 func (r *RemoveNodeProvider) Seed(ctx context.Context, s Seeder, _ any) error {
 	return s.Providers(ctx)
+}
+
+// Generate proposes a remove_node_provider for each declared
+// decommissioned provider that will have no operator left, after the
+// remove_node_operators that removes them; one that keeps operators is a
+// note.
+func (*RemoveNodeProvider) Generate(d *Drift) (out []Generated, notes []string) {
+	removed := map[string]bool{}
+	for _, o := range operatorsGone(d) {
+		removed[o.id] = o.gone
+	}
+	for _, np := range d.Fleet.Providers {
+		f, read := d.Chain.Providers[np.ID]
+		if !np.Decommissioned || !read || f.Err != "" || !f.Known || d.Pending[Change{Op: OpRemoveProvider, Subject: np.ID}] {
+			continue
+		}
+		var left []string
+		var after []Change
+		for _, op := range f.Operators {
+			if removed[op] {
+				after = append(after, Change{Op: OpRemoveOperator, Subject: op})
+			} else {
+				left = append(left, op)
+			}
+		}
+		if len(left) > 0 {
+			slices.Sort(left)
+			notes = append(notes, fmt.Sprintf("node provider %s is declared decommissioned but still has node operators %s that are not; no remove_node_provider is generated", np.Name, "["+strings.Join(left, ", ")+"]"))
+			continue
+		}
+		p := Generated{Body: &RemoveNodeProvider{NodeProviderID: np.ID}, After: after}
+		p.Name = "remove-provider-" + slug(d.n.provider(np.ID).word())
+		label := np.Label
+		if label == "" {
+			label = Short(np.ID)
+		}
+		p.Title = "Remove node provider " + label
+		p.Summary = fmt.Sprintf("Remove node provider %s (principal %s).\n\nMotivation: the node provider is decommissioned; none of its node operators remain in the registry.\n", label, np.ID)
+		out = append(out, p)
+	}
+	return out, notes
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	"alpnib.dev/ic/nns"
@@ -134,4 +135,42 @@ func (r *RemoveNodes) Seed(ctx context.Context, s Seeder, payload any) error {
 		return err
 	}
 	return s.Nodes(ctx, pl.NodeIDs)
+}
+
+// Generate proposes one remove_nodes for the declared decommissioned
+// nodes still registered, after the membership proposals that take them
+// out of their subnets.
+func (*RemoveNodes) Generate(d *Drift) ([]Generated, []string) {
+	memberOf := d.memberOf()
+	var nodes []ref
+	var after []Change
+	for _, n := range d.Fleet.Nodes {
+		f, read := d.Chain.Nodes[n.ID]
+		if !n.Decommissioned || !read || f.Err != "" || !f.Found || d.Pending[Change{Op: OpRemoveNode, Subject: n.ID}] {
+			continue
+		}
+		nodes = append(nodes, d.n.node(n.ID))
+		if cur := memberOf[n.ID]; cur != "" {
+			after = append(after, Change{Op: OpRemove, Subject: n.ID, Target: cur})
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(nodes, func(a, b ref) int { return strings.Compare(a.ID, b.ID) })
+	body := &RemoveNodes{}
+	for _, n := range nodes {
+		body.Nodes = append(body.Nodes, NodeRef{ID: n.ID})
+	}
+	p := Generated{Body: body, After: after}
+	p.Name = "remove-" + countOr(nodes, "nodes")
+	if len(nodes) == 1 {
+		p.Name = "remove-node-" + slug(nodes[0].word())
+		if strings.HasPrefix(slug(nodes[0].word()), "node") {
+			p.Name = "remove-" + slug(nodes[0].word())
+		}
+	}
+	p.Title = "Remove decommissioned nodes " + titleList(nodes)
+	p.Summary = fmt.Sprintf("Remove nodes %s from the registry.\n\nMotivation: the nodes are decommissioned; removing their records frees their node operators' node allowance.\n", fullList(nodes))
+	return []Generated{p}, nil
 }

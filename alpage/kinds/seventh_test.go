@@ -20,6 +20,7 @@ import (
 	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/proposal"
+	"alpnib.dev/alpage/reconcile"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
@@ -49,7 +50,41 @@ func (*haltSubnet) New() kinds.Kind           { return &haltSubnet{} }
 func (*haltSubnet) Function() nns.NnsFunction { return nns.FunctionUpdateConfigOfSubnet }
 func (*haltSubnet) NewPayload() any           { return &nns.UpdateSubnetPayload{} }
 func (*haltSubnet) LiveSubnet() string        { return "" }
-func (*haltSubnet) Closes() []kinds.Change    { return nil }
+
+// opHalt is the change a halt makes: subnet Subject halts.
+const opHalt kinds.Op = "halt"
+
+func (h *haltSubnet) Closes() []kinds.Change {
+	return []kinds.Change{{Op: opHalt, Subject: h.SubnetID}}
+}
+
+// Generate halts each declared subnet all of whose declared nodes are
+// decommissioned, once its members have left it: it waits on their
+// removal, whichever kind generates that.
+func (*haltSubnet) Generate(d *kinds.Drift) (out []kinds.Generated, _ []string) {
+	for _, s := range d.Fleet.Subnets {
+		declared, decommissioned := 0, 0
+		for _, n := range d.Fleet.Nodes {
+			if n.Subnet == s.ID {
+				declared++
+				if n.Decommissioned {
+					decommissioned++
+				}
+			}
+		}
+		live := d.Chain.Subnets[s.ID]
+		if !live.Found || declared == 0 || decommissioned < declared {
+			continue
+		}
+		g := kinds.Generated{Name: "halt-" + s.Name, Title: "Halt subnet " + kinds.Short(s.ID), Body: &haltSubnet{SubnetID: s.ID},
+			Summary: "Halt subnet " + s.ID + ".\n\nMotivation: every node declared in it is decommissioned.\n"}
+		for _, m := range live.Members {
+			g.After = append(g.After, kinds.Change{Op: kinds.OpRemove, Subject: m, Target: s.ID})
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
 
 func (h *haltSubnet) Validate(c kinds.Checker) {
 	c.Principal("subnet_id", h.SubnetID, c.At("", 0, "subnet_id"))
@@ -103,7 +138,9 @@ func (h *haltSubnet) HCL(b *strings.Builder, ref func(string) string) {
 // engine: the loader decodes and checks its block, the payload is built
 // and made into an ExecuteNnsFunction, preflight fetches and checks it
 // against a devnet, the dry run seeds and executes it on a local NNS, and
-// --generate's writer writes a block that loads back.
+// --generate calls its Generate on drift, orders what it proposes after
+// what it waits on and writes a block that loads back: nothing outside
+// this file says when drift produces it.
 func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 	saved := kinds.All
 	kinds.All = append(slices.Clone(kinds.All), &haltSubnet{}) // the one line
@@ -201,16 +238,73 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 		t.Fatalf("dry run: %+v", res)
 	}
 
-	// --generate's writer writes the kind's block, and it loads back
-	var hcl strings.Builder
-	if err := generate.WriteHCL(&hcl, []*generate.Proposal{{Name: "halt-again", Kind: "halt_subnet", Title: "Halt the app subnet again", Summary: "Halt it.", Body: &haltSubnet{SubnetID: subnet}}}); err != nil {
+	// --generate: drift produces the kind, after what it waits on, whatever
+	// its place in the table; what is pending is not generated again; and
+	// the blocks written load back
+	gen := filepath.Join(dir, "generate")
+	if err := os.Mkdir(gen, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	again, err := config.Load(write("generated.hcl", hcl.String()))
-	if err != nil {
-		t.Fatalf("the generated block does not load: %v\n%s", err, hcl.String())
+	na, nb := principal.SelfAuthenticating([]byte("halt-a")).String(), principal.SelfAuthenticating([]byte("halt-b")).String()
+	resources := fmt.Sprintf("subnet \"app\" {\n  id = %q\n}\n", subnet)
+	for i, n := range []string{na, nb} {
+		resources += fmt.Sprintf("node \"node_%d\" {\n  id             = %q\n  subnet         = subnet.app.id\n  decommissioned = true\n}\n", i, n)
 	}
-	if h, ok := again.Proposal("halt-again").Body.(*haltSubnet); !ok || h.SubnetID != subnet {
-		t.Fatalf("loaded back %#v", again.Proposal("halt-again").Body)
+	if err := os.WriteFile(filepath.Join(gen, "resources.hcl"), []byte(resources), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	declared, err := config.LoadResources(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := &reconcile.Live{
+		Subnets: map[string]reconcile.SubnetFacts{subnet: {Found: true, Members: []string{na, nb}, Type: "application"}},
+		Nodes:   map[string]reconcile.NodeFacts{na: {Found: true}, nb: {Found: true}},
+	}
+	const leave = "remove-2-nodes-from-app"
+	for _, c := range []struct {
+		table []kinds.Kind
+		want  []string
+	}{
+		{kinds.All, []string{leave, "remove-2-nodes", "halt-app"}},
+		// first in the table, it still comes after what it waits on
+		{append([]kinds.Kind{&haltSubnet{}}, saved...), []string{leave, "halt-app", "remove-2-nodes"}},
+	} {
+		kinds.All = c.table
+		g := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain})
+		names := make([]string, len(g.Proposals))
+		for i, p := range g.Proposals {
+			names[i] = p.Name
+		}
+		if !slices.Equal(names, c.want) || len(g.Notes) != 0 {
+			t.Fatalf("with %s first in the table: generated %v, want %v; notes %v", c.table[0].Name(), names, c.want, g.Notes)
+		}
+		halt := g.Proposals[slices.Index(names, "halt-app")]
+		if h, ok := halt.Body.(*haltSubnet); !ok || h.SubnetID != subnet || halt.Kind != "halt_subnet" || !slices.Equal(halt.After, []string{leave}) || halt.Title != "Halt subnet "+kinds.Short(subnet) {
+			t.Fatalf("with %s first in the table: generated %+v", c.table[0].Name(), halt)
+		}
+	}
+	pending := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain, Pending: []generate.Change{{Op: opHalt, Subject: subnet}}})
+	if len(pending.Proposals) != 2 || slices.ContainsFunc(pending.Proposals, func(p *generate.Proposal) bool { return p.Kind == "halt_subnet" }) {
+		t.Fatalf("a halt already under way is generated again: %v", pending.Proposals)
+	}
+	generated := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain})
+	var hcl strings.Builder
+	if err := generate.WriteHCL(&hcl, generated.Proposals); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(hcl.String(), "# apply once "+leave+" has executed\nproposal \"halt-app\" {") || !strings.Contains(hcl.String(), "subnet_id = subnet.app.id") {
+		t.Errorf("the halt's block:\n%s", hcl.String())
+	}
+	proposals := filepath.Join(gen, "proposals.hcl")
+	if err := os.WriteFile(proposals, []byte(hcl.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := config.Load(proposals)
+	if err != nil {
+		t.Fatalf("the generated blocks do not load: %v\n%s", err, hcl.String())
+	}
+	if h, ok := again.Proposal("halt-app").Body.(*haltSubnet); !ok || h.SubnetID != subnet {
+		t.Fatalf("loaded back %#v", again.Proposal("halt-app").Body)
 	}
 }

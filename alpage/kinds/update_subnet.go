@@ -661,3 +661,40 @@ func (u *UpdateSubnet) Seed(ctx context.Context, s Seeder, payload any) error {
 	}
 	return s.SubnetWithMembers(ctx, pl.SubnetID)
 }
+
+// Generate proposes, per declared subnet whose on-chain admins differ
+// from the declared ones, the update_subnet that sets subnet_admins to
+// them. Only the admins: of a subnet block's fields they are the one an
+// update_subnet carries (type, cost schedule and sev_enabled are
+// Unclosable).
+func (*UpdateSubnet) Generate(d *Drift) (out []Generated, _ []string) {
+	for _, s := range d.Fleet.Subnets {
+		facts := d.Chain.Subnets[s.ID]
+		if !facts.Found {
+			continue
+		}
+		want, have := sortedCopy(s.Admins), sortedCopy(facts.Admins)
+		if slices.Equal(want, have) || d.Pending[Change{Op: OpAdmins, Subject: s.ID, Target: strings.Join(want, ",")}] {
+			continue
+		}
+		admins := slices.Clone(want)
+		p := Generated{Body: &UpdateSubnet{SubnetID: s.ID, SubnetAdmins: &admins}}
+		p.Name = "set-admins-of-" + slug(d.n.subnet(s.ID).word())
+		p.Title = fmt.Sprintf("Update subnet %s: set its subnet admins", Short(s.ID))
+		var b strings.Builder
+		fmt.Fprintf(&b, "Update the configuration of subnet %s: set subnet_admins to %s.\n\nMotivation:\n", s.ID, "["+strings.Join(want, ", ")+"]")
+		for _, a := range want {
+			if !slices.Contains(have, a) {
+				fmt.Fprintf(&b, "- %s is declared an admin of the subnet and is not one on-chain.\n", a)
+			}
+		}
+		for _, a := range have {
+			if !slices.Contains(want, a) {
+				fmt.Fprintf(&b, "- %s is an admin on-chain and is no longer declared one.\n", a)
+			}
+		}
+		p.Summary = b.String()
+		out = append(out, p)
+	}
+	return out, nil
+}
