@@ -25,7 +25,11 @@ type densityGuest struct {
 	mem   int
 	share hostShare
 	used  uint64 // what the guest counts as used: MemTotal - MemAvailable
-	boot  time.Duration
+	// reserved is what the guest kernel keeps out of MemTotal (its own
+	// image, the page structs): memory the guest uses that guest-used
+	// does not count.
+	reserved uint64
+	boot     time.Duration
 }
 
 // bootIdle boots one guest per size in mems, at most par at a time, waits
@@ -109,6 +113,7 @@ func measureIdle(b *testing.B, v *VMM, gs []densityGuest) []densityGuest {
 			b.Fatal(err)
 		}
 		g.used = m.MemoryUsedBytes
+		g.reserved = uint64(g.mem)<<20 - min(m.MemoryTotalBytes, uint64(g.mem)<<20)
 	}
 	return out
 }
@@ -163,21 +168,25 @@ func BenchmarkDensity(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		v, gs := bootIdleVMM(b, mems, 4, 30*time.Second)
-		var pss, tcg, used, ram uint64
+		var pss, tcg, used, ram, reserved uint64
 		over := 0
 		for _, g := range gs {
 			host := g.share.PSS - g.share.TCG
-			b.Logf("%s: host %.1f MiB (guest RAM %.1f), guest-used %.1f MiB, boot %.1f s", g.app, mib(host), mib(g.share.GuestRAM), mib(g.used), g.boot.Seconds())
+			b.Logf("%s: host %.1f MiB (guest RAM %.1f, QEMU's own %.1f), guest-used %.1f MiB (kernel's reserved memory beside it %.1f), boot %.1f s",
+				g.app, mib(host), mib(g.share.GuestRAM), mib(host-g.share.GuestRAM), mib(g.used), mib(g.reserved), g.boot.Seconds())
 			b.Logf("%s: TCG cache %.1f MiB", g.app, mib(g.share.TCG))
 			if host > g.used+40<<20 {
 				over++
 			}
-			pss, tcg, used, ram = pss+g.share.PSS, tcg+g.share.TCG, used+g.used, ram+g.share.GuestRAM
+			pss, tcg, used, ram, reserved = pss+g.share.PSS, tcg+g.share.TCG, used+g.used, ram+g.share.GuestRAM, reserved+g.reserved
 		}
 		k := float64(len(gs))
 		b.ReportMetric(mib(pss-tcg)/k, "host-MiB/guest")
 		b.ReportMetric(mib(ram)/k, "guest-RAM-MiB/guest")
+		b.ReportMetric(mib(pss-tcg-ram)/k, "qemu-own-MiB/guest")
 		b.ReportMetric(mib(used)/k, "guest-used-MiB/guest")
+		b.ReportMetric(mib(reserved)/k, "kernel-reserved-MiB/guest")
+		b.ReportMetric(mib(pss-tcg)/k-mib(used)/k-40, "over-bound-MiB/guest")
 		b.ReportMetric(mib(tcg)/k, "tcg-cache-MiB/guest")
 		b.ReportMetric(float64(over), "guests-over-bound")
 		if os.Getenv("NIB_DENSITY_KSM") == "1" {
