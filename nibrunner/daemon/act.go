@@ -254,7 +254,7 @@ func (d *Daemon) change(app string, fn func(*app), done bool) {
 	}
 	d.publishLocked()
 	d.mu.Unlock()
-	d.applyRoutes(d.workCtx)
+	d.routes.changed()
 	if done {
 		d.Kick()
 	}

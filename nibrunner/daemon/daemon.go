@@ -139,6 +139,12 @@ type Deps struct {
 // no daemon-wide lock while it calls the VMM or fetches layers, and commits
 // what happened under mu, briefly. The request path takes no lock at all:
 // it reads the published route table (table).
+//
+// The locks, in the order they may be taken (never the other way):
+// passMu, then offerMu, then mu. gate.mu, prober.mu and the job runner's
+// lock are leaves, taken under mu at most, and never held across I/O. No
+// lock is held while the router and the raw relay are handed a table: the
+// route applier (routes.go) calls them from its own goroutine.
 type Daemon struct {
 	cfg  Config
 	deps Deps
@@ -147,10 +153,19 @@ type Daemon struct {
 	// store in tests.
 	recordDoc func(context.Context, db.Accepted) error
 
-	// passMu lets one pass run at a time; nothing else takes it.
+	// passMu lets one pass run at a time; nothing else takes it. It is
+	// held for the whole pass, I/O included: only another pass waits.
 	passMu sync.Mutex
-	// mu guards everything below; it is never held across I/O that can
-	// take long (the VMM, layers, volumes, the network).
+	// offerMu lets one reading of desired.json be taken at a time (Offer;
+	// a pass's recordAgain tries it and skips when it is held). It is held
+	// across the decode, the hash and the database write of a document,
+	// so nothing else may wait for it: a wake, a sleep and a commit never
+	// take it.
+	offerMu sync.Mutex
+	// mu guards everything below. No I/O happens under it: no VMM, layer,
+	// volume, network, database, router or relay call, no file read or
+	// write, no decode of a document. What it covers is copied out, the
+	// call made without it, and the result committed under it again.
 	mu       sync.Mutex
 	doc      *desired.HostDesiredState
 	digest   string
@@ -192,16 +207,15 @@ type Daemon struct {
 	layerSeen map[string]layerUse
 	lastPrune time.Time
 
-	// table is what the request path reads: routes and backends.
+	// table is what the request path reads: routes and backends. It is
+	// swapped atomically (under mu, by publishLocked) and read without
+	// a lock.
 	table route.Published
-	// routeMu orders the router's Apply calls; applied is the table it
-	// was last given.
-	routeMu sync.Mutex
-	applied *route.Table
-	// rawPorts are the raw ports last published (mu); lastPorts what the
-	// relay took (routeMu), nil until it took a table.
-	rawPorts  []route.Port
-	lastPorts []route.Port
+	// rawPorts are the raw ports last published (mu).
+	rawPorts []route.Port
+	// routes hands the router and the relay what was published, from its
+	// own goroutine (routes.go).
+	routes routeApplier
 
 	// vmGate bounds VMM operations in flight; fetches bounds layer
 	// preparations.
@@ -296,6 +310,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		store.Close()
 		return nil, err
 	}
+	d.routes.start(d)
 	return d, nil
 }
 
@@ -311,7 +326,7 @@ func (d *Daemon) load(ctx context.Context) error {
 			// the host as it is and say so.
 			d.refusal = reported.Truncate("the document accepted before this daemon started is refused now, so nothing changes until a readable one arrives: " + err.Error())
 		} else {
-			d.setDoc(doc, acc.Digest)
+			d.setDoc(d.index(doc, acc.Digest))
 		}
 	}
 	recs, err := d.db.Records(ctx)
@@ -354,18 +369,36 @@ func (d *Daemon) load(ctx context.Context) error {
 	return nil
 }
 
-func (d *Daemon) setDoc(doc *desired.HostDesiredState, digest string) {
-	d.doc, d.digest = doc, digest
-	d.problems = map[string]string{}
-	d.byApp = make(map[string]*desired.DesiredInstance, len(doc.Instances))
+// indexed is an accepted document with what the daemon reads of it often:
+// its instances by app, and why instances are failed by the document
+// itself. It is made outside mu (index), and put in force under it.
+type indexed struct {
+	doc      *desired.HostDesiredState
+	digest   string
+	byApp    map[string]*desired.DesiredInstance
+	problems map[string]string
+}
+
+// index makes doc's indexes; it reads only the host's limits, so it needs
+// no lock.
+func (d *Daemon) index(doc *desired.HostDesiredState, digest string) indexed {
+	x := indexed{doc: doc, digest: digest, problems: map[string]string{},
+		byApp: make(map[string]*desired.DesiredInstance, len(doc.Instances))}
 	for i := range doc.Instances {
-		d.byApp[string(doc.Instances[i].AppId)] = &doc.Instances[i]
-	}
-	for _, v := range doc.Volumes {
-		d.volOf(string(v.VolumeId)).app = string(v.AppId)
+		x.byApp[string(doc.Instances[i].AppId)] = &doc.Instances[i]
 	}
 	for app, why := range desired.InstanceProblems(doc, d.cfg.Limits) {
-		d.problems[string(app)] = why
+		x.problems[string(app)] = why
+	}
+	return x
+}
+
+// setDoc puts x in force (mu held).
+func (d *Daemon) setDoc(x indexed) {
+	doc := x.doc
+	d.doc, d.digest, d.byApp, d.problems = doc, x.digest, x.byApp, x.problems
+	for _, v := range doc.Volumes {
+		d.volOf(string(v.VolumeId)).app = string(v.AppId)
 	}
 }
 
@@ -389,6 +422,7 @@ func (d *Daemon) Close() error {
 	d.jobs.Close()
 	d.stopWork()
 	d.workers.Wait()
+	d.routes.wait()
 	d.mu.Lock()
 	for _, a := range d.apps {
 		if a.prober != nil {
@@ -421,24 +455,32 @@ func (d *Daemon) Kick() {
 
 // Offer hands the daemon a reading of desired.json: accepted when it
 // decodes, refused whole otherwise (the last accepted document stays in
-// force and the report's message says why).
+// force and the report's message says why). The decode, the hash and the
+// database write happen holding offerMu alone; mu is taken only to read
+// what is in force and to swap the accepted document in, so a wake, a
+// sleep or a worker's commit never waits for a large document.
 func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.offerMu.Lock()
+	defer d.offerMu.Unlock()
 	// What the host does meanwhile comes before the reasons, which can be
 	// many: the report's message is cut at reported.Truncate's length,
 	// and the log keeps the whole.
-	d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 	if doc.Err != nil {
+		d.mu.Lock()
+		d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 		d.unrecorded = nil // the file no longer holds it
 		d.refusal = reported.Truncate(fmt.Sprintf("no document to take (%s): %v", d.keeping(), doc.Err))
+		d.mu.Unlock()
 		return nil
 	}
 	parsed, err := desired.Decode(doc.Data)
 	if err != nil {
+		d.mu.Lock()
+		d.noDocument = false
 		d.unrecorded = nil
 		whole := fmt.Sprintf("desired.json was refused (%s): %s", d.keeping(), reasons(err))
 		d.refusal = reported.Truncate(whole)
+		d.mu.Unlock()
 		if d.deps.Metrics != nil {
 			d.deps.Metrics.DocumentRefused()
 		}
@@ -447,14 +489,21 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	}
 	sum := sha256.Sum256(doc.Data)
 	digest := hex.EncodeToString(sum[:])
-	d.refusal = ""
-	if digest == d.digest && d.doc != nil {
-		d.unrecorded = nil
+	d.mu.Lock()
+	d.noDocument = false
+	inForce := digest == d.digest && d.doc != nil
+	if inForce {
+		d.refusal, d.unrecorded = "", nil
+	}
+	d.mu.Unlock()
+	if inForce {
 		return nil
 	}
 	return d.take(ctx, unrecorded{data: doc.Data, parsed: parsed, digest: digest})
 }
 
+// keeping says what the host does while it takes no new document (mu
+// held).
 func (d *Daemon) keeping() string {
 	if d.doc == nil {
 		return "no document was accepted yet, so this host runs nothing"

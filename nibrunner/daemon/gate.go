@@ -10,6 +10,8 @@ import (
 // queue, because a request is waiting on it; everything else waits its
 // turn in order.
 type gate struct {
+	// mu guards the count and the queues; it is a leaf, never held while
+	// a turn is waited for or an operation runs.
 	mu     sync.Mutex
 	free   int
 	urgent []chan struct{}

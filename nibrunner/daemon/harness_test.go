@@ -178,6 +178,13 @@ func (h *host) run(t *testing.T, deps Deps) (*Daemon, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, h.runOpened(t, d)
+}
+
+// runOpened runs d, opened on this host, until the test ends (or the
+// returned stop is called).
+func (h *host) runOpened(t *testing.T, d *Daemon) func() {
+	t.Helper()
 	h.watch(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -199,7 +206,7 @@ func (h *host) run(t *testing.T, deps Deps) (*Daemon, func()) {
 		d.Close()
 	}
 	t.Cleanup(stop)
-	return d, stop
+	return stop
 }
 
 // runDaemonProcess is the daemon as a child process, for the tests that

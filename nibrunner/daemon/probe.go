@@ -33,6 +33,9 @@ type prober struct {
 
 	clock clock.Clock
 
+	// mu guards rec and starved, which the prober's goroutine writes and
+	// the pass, the report and a wake read. It is a leaf (taken under
+	// Daemon.mu at most) and no probe or other I/O happens under it.
 	mu      sync.Mutex
 	rec     health.Record
 	starved bool // the last probe could not be made: no descriptors
@@ -116,7 +119,7 @@ func (d *Daemon) proberChanged(app string, p *prober) {
 	a.signal()
 	d.publishLocked()
 	d.mu.Unlock()
-	d.applyRoutes(d.workCtx)
+	d.routes.changed()
 	d.Kick()
 }
 

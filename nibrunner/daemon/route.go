@@ -36,7 +36,7 @@ func (d *Daemon) routeAndNetwork(ctx context.Context) {
 		}
 		d.mu.Unlock()
 	}
-	d.applyRoutes(ctx)
+	d.routes.changed()
 }
 
 // netSlots is the network's table: every listed app with a slot, its
@@ -63,7 +63,7 @@ func (d *Daemon) netSlots() []network.App {
 
 // publishLocked makes the table the request path reads from what the
 // daemon knows now, and swaps it in if it differs (mu held). It is the one
-// place routes are made (buildRoutes); applyRoutes hands them to the
+// place routes are made (buildRoutes); the route applier hands them to the
 // router.
 func (d *Daemon) publishLocked() {
 	backends := map[string]string{}
@@ -172,47 +172,6 @@ func hostnameState(want desired.DesiredInstanceState, f routeFacts) route.State 
 		return route.Sleeping
 	}
 	return route.Down
-}
-
-// applyRoutes gives the router the published routes if it has not had
-// them yet. Calls are ordered (routeMu), and the newest table wins.
-func (d *Daemon) applyRoutes(ctx context.Context) {
-	d.routeMu.Lock()
-	defer d.routeMu.Unlock()
-	defer d.applyPorts(ctx)
-	t := d.table.Load()
-	if t == d.applied {
-		return
-	}
-	if d.applied != nil && t.SameRoutes(d.applied) {
-		d.applied = t // only the backends changed
-		return
-	}
-	if err := d.deps.Router.Apply(ctx, t.Routes()); err != nil {
-		d.cfg.Logf("nibrunnerd: apply the routes: %v", err)
-		return
-	}
-	d.applied = t
-}
-
-// applyPorts gives the raw relay, when there is one, the raw ports last
-// published if it has not taken them yet (routeMu held). A port that could
-// not be bound is tried again the next time.
-func (d *Daemon) applyPorts(ctx context.Context) {
-	if d.deps.Ports == nil {
-		return
-	}
-	d.mu.Lock()
-	raw := d.rawPorts
-	d.mu.Unlock()
-	if d.lastPorts != nil && reflect.DeepEqual(raw, d.lastPorts) {
-		return
-	}
-	if err := d.deps.Ports.ApplyPorts(ctx, raw); err != nil {
-		d.cfg.Logf("nibrunnerd: apply the raw ports: %v", err)
-		return
-	}
-	d.lastPorts = append([]route.Port{}, raw...)
 }
 
 // answering tells whether a's guest has passed its health check: its

@@ -77,6 +77,9 @@ type Runner struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
+	// mu guards jobs and each job's status; it is a leaf (the daemon takes
+	// it under its own lock) and never held while a job runs, waits for
+	// its retry or for a slot, or while OnEnd is called.
 	mu   sync.Mutex
 	jobs map[string]*job
 }

@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"reflect"
+	"sync"
+
+	"alpnib.dev/nibrunner/route"
+)
+
+// routeApplier hands the router and the raw relay the table last
+// published, from a goroutine of its own. Binding a raw port, or a router
+// that is slow to take a table, keeps no lock that a pass, a commit, a
+// prober or a wake takes: they publish under mu and ask (changed), and
+// the applier reads the newest table when it gets to it, so the newest
+// table wins and the tables in between may be skipped. A table the router
+// or the relay refused is handed again at the next ask (every pass asks).
+type routeApplier struct {
+	ask  chan struct{}
+	done sync.WaitGroup
+	// applied and lastPorts are what the router and the relay last took
+	// (nil until they took one); only the applier's goroutine reads or
+	// writes them.
+	applied   *route.Table
+	lastPorts []route.Port
+}
+
+// start runs the applier until d's work context ends.
+func (r *routeApplier) start(d *Daemon) {
+	r.ask = make(chan struct{}, 1)
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		for {
+			select {
+			case <-d.workCtx.Done():
+				return
+			case <-r.ask:
+			}
+			r.apply(d)
+		}
+	}()
+}
+
+// changed asks the applier to hand over what was published; it never
+// waits.
+func (r *routeApplier) changed() {
+	select {
+	case r.ask <- struct{}{}:
+	default: // asked already: the applier reads the newest table
+	}
+}
+
+// wait waits for the applier to end (Close, after the work context).
+func (r *routeApplier) wait() { r.done.Wait() }
+
+// apply gives the router the published routes and the relay the raw
+// ports, each when it has not taken them yet. It holds no lock while it
+// calls them; mu is taken only to copy the raw ports.
+func (r *routeApplier) apply(d *Daemon) {
+	ctx := d.workCtx
+	t := d.table.Load()
+	switch {
+	case t == r.applied:
+	case r.applied != nil && t.SameRoutes(r.applied):
+		r.applied = t // only the backends changed
+	default:
+		if err := d.deps.Router.Apply(ctx, t.Routes()); err != nil {
+			d.cfg.Logf("nibrunnerd: apply the routes: %v", err)
+		} else {
+			r.applied = t
+		}
+	}
+	if d.deps.Ports == nil {
+		return
+	}
+	d.mu.Lock()
+	raw := d.rawPorts
+	d.mu.Unlock()
+	if r.lastPorts != nil && reflect.DeepEqual(raw, r.lastPorts) {
+		return
+	}
+	if err := d.deps.Ports.ApplyPorts(ctx, raw); err != nil {
+		d.cfg.Logf("nibrunnerd: apply the raw ports: %v", err)
+		return
+	}
+	r.lastPorts = append([]route.Port{}, raw...)
+}
