@@ -14,47 +14,45 @@ import (
 	"alpnib.dev/nibrunner/perm"
 )
 
-// desiredFile is the desired.json the daemon watches: the configured
-// file, or the local mirror of an s3:// one.
+// desiredFile is a file holding the document: the configured
+// desired_state_file, or the copy of the last s3:// object read (which
+// only the control socket's status reads).
 func desiredFile(cfg *hostconfig.Config) string {
 	if hostconfig.IsS3(cfg.Paths.DesiredStateFile) {
-		return filepath.Join(cfg.Paths.StateDir, fleet.MirrorName)
+		return filepath.Join(cfg.Paths.StateDir, fleet.CopyName)
 	}
 	return cfg.Paths.DesiredStateFile
 }
 
-// startFleet runs the poller that mirrors an s3:// desired_state_file and
-// the uploader that puts reported.json to reported_state_url, when the
-// configuration names them, until stop is called or ctx ends. The first
-// poll is made before it returns, so a new host starts on its document.
-// Its goroutines are started with spawn, which serve joins before it
-// closes the daemon. problem, nil without a poller, says what keeps the
-// poll from reading the document (the daemon reports it).
-func startFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (stop func(), problem func() string, err error) {
+// startFleet opens the poller of an s3:// desired_state_file, the
+// daemon's document source (nil for a local file, which the daemon
+// watches), and runs the uploader that puts reported.json to
+// reported_state_url when the configuration names one, until stop is
+// called or ctx ends. Its goroutines are started with spawn, which serve
+// joins before it closes the daemon.
+func startFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (stop func(), source daemon.Source, err error) {
 	ctx, stop = context.WithCancel(ctx)
-	problem, err = runFleet(ctx, cfg, spawn)
+	source, err = runFleet(ctx, cfg, spawn)
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
-	return stop, problem, nil
+	return stop, source, nil
 }
 
-func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (problem func() string, err error) {
+func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (daemon.Source, error) {
 	logf := func(format string, args ...any) { log.Printf("nibrunnerd: "+format, args...) }
 	if err := os.MkdirAll(cfg.Paths.StateDir, perm.Dir); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
 	}
+	var source daemon.Source
 	if url := cfg.Paths.DesiredStateFile; hostconfig.IsS3(url) {
 		obj, err := fleet.Open(ctx, url)
 		if err != nil {
 			return nil, fmt.Errorf("paths.desired_state_file: %w", err)
 		}
-		p := &fleet.Poller{Source: obj.Store, Key: obj.Key, URL: url, Mirror: desiredFile(cfg),
+		source = &fleet.Poller{Source: obj.Store, Key: obj.Key, URL: url, Copy: desiredFile(cfg),
 			Interval: time.Duration(cfg.Paths.DesiredStatePollMs) * time.Millisecond, Logf: logf}
-		p.Poll(ctx)
-		spawn(func() { p.Run(ctx) })
-		problem = p.Problem
 	}
 	if url := cfg.Paths.ReportedStateURL; url != "" {
 		obj, err := fleet.Open(ctx, url)
@@ -68,5 +66,5 @@ func runFleet(ctx context.Context, cfg *hostconfig.Config, spawn func(func())) (
 			}
 		})
 	}
-	return problem, nil
+	return source, nil
 }

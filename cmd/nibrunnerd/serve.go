@@ -222,7 +222,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	default:
 		return fmt.Errorf("--vmm %q: choose qemu or fake", vmmKind)
 	}
-	stopFleet, sourceProblem, err := startFleet(ctx, cfg, spawn)
+	stopFleet, source, err := startFleet(ctx, cfg, spawn)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		MaxConcurrentVMStarts: cfg.MaxConcurrentVMStarts,
 		LayerCacheBytes:       int64(cfg.LayerCacheBytes),
 		DNS:                   cfg.Network.DNS,
-		SourceProblem:         sourceProblem,
+		Source:                source,
 	}, deps)
 	if err != nil {
 		return err

@@ -42,8 +42,13 @@ import (
 type Config struct {
 	// HostID is reported until a document names the host.
 	HostID string
-	// DesiredPath is the watched desired.json.
+	// DesiredPath is the watched desired.json, when Source is nil.
 	DesiredPath string
+	// Source yields the readings of desired.json (default: a watch.Watcher
+	// of DesiredPath). Each reading carries its source's problem, which the
+	// report's message says (fleet.Poller: an S3 object that cannot be
+	// read).
+	Source Source
 	// StateDir holds state.db and reported.json.
 	StateDir string
 	// MaxApps bounds the slots handed out.
@@ -98,17 +103,18 @@ type Config struct {
 	Resync time.Duration
 	// Backstop and Debounce tune the watcher (defaults in package watch).
 	Backstop, Debounce time.Duration
-	// SourceProblem is optional: what keeps desired.json's source (an
-	// s3:// paths.desired_state_file, mirrored into DesiredPath) from being
-	// read, as a sentence, or "". The report's message carries it, so a
-	// document the host never sees is not only a log line.
-	SourceProblem func() string
 	// Clock is the daemon's one clock (default clock.Real): the passes,
 	// the workers, the health probers and the job runner read the time
 	// from it, and the resync, retry and probe timers wait on it.
 	Clock clock.Clock
 	// Logf logs one line (default log.Printf).
 	Logf func(format string, args ...any)
+}
+
+// Source yields readings of desired.json on out until ctx ends: at start,
+// and whenever what it reads or what it says of itself changes.
+type Source interface {
+	Run(ctx context.Context, out chan<- watch.Document) error
 }
 
 // Deps are the adapters the loop drives.
@@ -176,6 +182,9 @@ type Daemon struct {
 	unrecorded *unrecorded
 	// noDocument: the refusal is that there is no desired.json to read.
 	noDocument bool
+	// sourceProblem is what the last reading's source said of itself
+	// (watch.Document.Problem).
+	sourceProblem string
 	// apps holds one value per app the daemon knows: see app.
 	apps map[string]*app
 	// volumes holds one value per volume the daemon knows: see vol.
@@ -462,6 +471,12 @@ func (d *Daemon) Kick() {
 func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	d.offerMu.Lock()
 	defer d.offerMu.Unlock()
+	d.mu.Lock()
+	d.sourceProblem = doc.Problem
+	d.mu.Unlock()
+	if doc.Status() {
+		return nil // the source said only how it is: the host keeps what it has
+	}
 	// What the host does meanwhile comes before the reasons, which can be
 	// many: the report's message is cut at reported.Truncate's length,
 	// and the log keeps the whole.
@@ -473,10 +488,23 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		d.mu.Unlock()
 		return nil
 	}
+	sum := sha256.Sum256(doc.Data)
+	digest := hex.EncodeToString(sum[:])
+	d.mu.Lock()
+	d.noDocument = false
+	inForce := digest == d.digest && d.doc != nil
+	if inForce {
+		// Read again, unchanged (a backstop, a rewrite): nothing to
+		// decode.
+		d.refusal, d.unrecorded = "", nil
+	}
+	d.mu.Unlock()
+	if inForce {
+		return nil
+	}
 	parsed, err := desired.Decode(doc.Data)
 	if err != nil {
 		d.mu.Lock()
-		d.noDocument = false
 		d.unrecorded = nil
 		whole := fmt.Sprintf("desired.json was refused (%s): %s", d.keeping(), reasons(err))
 		d.refusal = reported.Truncate(whole)
@@ -485,18 +513,6 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 			d.deps.Metrics.DocumentRefused()
 		}
 		d.cfg.Logf("nibrunnerd: %s", whole)
-		return nil
-	}
-	sum := sha256.Sum256(doc.Data)
-	digest := hex.EncodeToString(sum[:])
-	d.mu.Lock()
-	d.noDocument = false
-	inForce := digest == d.digest && d.doc != nil
-	if inForce {
-		d.refusal, d.unrecorded = "", nil
-	}
-	d.mu.Unlock()
-	if inForce {
 		return nil
 	}
 	return d.take(ctx, unrecorded{data: doc.Data, parsed: parsed, digest: digest})
@@ -520,19 +536,41 @@ func reasons(err error) string {
 	return strings.Join(parts, "; ")
 }
 
-// Run watches the document and runs passes until ctx ends.
+// Run reads the document's source and runs passes until ctx ends. Each
+// reading is offered on a goroutine of its own, which asks for a pass
+// once it is taken: a large document being decoded and recorded holds up
+// no pass.
 func (d *Daemon) Run(ctx context.Context) error {
-	docs := make(chan watch.Document)
-	// Rewrites: a document that could not be recorded is offered again
-	// when its file is written again, even unchanged.
-	w := &watch.Watcher{Path: d.cfg.DesiredPath, Backstop: d.cfg.Backstop, Debounce: d.cfg.Debounce, Rewrites: true}
-	werr := make(chan error, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { werr <- w.Run(wctx, docs) }()
-
+	src := d.cfg.Source
+	if src == nil {
+		// Rewrites: a document that could not be recorded is offered
+		// again when its file is written again, even unchanged.
+		src = &watch.Watcher{Path: d.cfg.DesiredPath, Backstop: d.cfg.Backstop, Debounce: d.cfg.Debounce, Rewrites: true}
+	}
 	// The accepted document is re-applied first, before any reading.
 	d.passAndLog(ctx)
+
+	docs := make(chan watch.Document)
+	werr := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	var offering sync.WaitGroup
+	defer func() { cancel(); offering.Wait() }()
+	offering.Add(2)
+	go func() { defer offering.Done(); werr <- src.Run(wctx, docs) }()
+	go func() {
+		defer offering.Done()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case doc := <-docs:
+				if err := d.Offer(wctx, doc); err != nil {
+					d.cfg.Logf("nibrunnerd: %v", err)
+				}
+				d.Kick()
+			}
+		}
+	}()
 	timer := d.cfg.Clock.NewTimer(d.cfg.Resync)
 	defer timer.Stop()
 	for {
@@ -548,13 +586,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil
 		case err := <-werr:
 			if err != nil {
-				return fmt.Errorf("watch the document: %w", err)
+				return fmt.Errorf("read the document: %w", err)
 			}
 			return nil
-		case doc := <-docs:
-			if err := d.Offer(ctx, doc); err != nil {
-				d.cfg.Logf("nibrunnerd: %v", err)
-			}
 		case <-d.kick:
 		case <-timer.C():
 		}

@@ -51,8 +51,8 @@ type host struct {
 	slowLayers  time.Duration
 	maxApps     int // 0 means 100
 	layerGrace  time.Duration
-	// sourceProblem is what its document's source says, when set.
-	sourceProblem func() string
+	// source is its document's source, when not the watched file.
+	source Source
 	// daemon is the daemon this test runs in its own process (h.run,
 	// h.watch), whose passes the waits below wait on; nil when it runs in
 	// a child process, and the waits watch reported.json instead.
@@ -117,12 +117,12 @@ func (h *host) config() Config {
 	return Config{
 		HostID: "test-host", DesiredPath: h.desiredPath(), StateDir: filepath.Join(h.dir, "state"),
 		MaxApps: maxApps, CapacityMiB: h.capacityMiB, VCPUs: 2, AgentVersion: "test", GuestImageVersion: "none",
-		Limits:        desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
-		Resync:        100 * time.Millisecond,
-		Debounce:      20 * time.Millisecond,
-		Clock:         h.clock(),
-		LayerGrace:    h.layerGrace,
-		SourceProblem: h.sourceProblem,
+		Limits:     desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7},
+		Resync:     100 * time.Millisecond,
+		Debounce:   20 * time.Millisecond,
+		Clock:      h.clock(),
+		LayerGrace: h.layerGrace,
+		Source:     h.source,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(&h.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 		},

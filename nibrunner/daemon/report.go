@@ -247,13 +247,10 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 // hostMessage is the report's message: why the document's source cannot
 // be read, then why the last document was refused, either alone when the
 // other is "". When the source is why there is no document (the object
-// was deleted, so its mirror was), the source's sentence says it, and
-// only what the host does meanwhile is added.
+// was deleted), the source's sentence says it, and only what the host
+// does meanwhile is added.
 func (d *Daemon) hostMessage() string {
-	var problem string
-	if d.cfg.SourceProblem != nil {
-		problem = d.cfg.SourceProblem()
-	}
+	problem := d.sourceProblem
 	switch {
 	case problem == "":
 		return d.refusal

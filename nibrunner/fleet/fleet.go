@@ -1,17 +1,16 @@
 // Package fleet lets many hosts share one S3 bucket instead of a control
 // plane: each host polls its own desired.json object there and puts its
-// reported.json beside it. Nothing in the daemon knows: a Poller mirrors
-// the object into a local file, atomically, which the daemon watches like
-// any desired.json; an Uploader watches the daemon's reported.json and
-// puts it to its object when it says something new, and at least once a
-// heartbeat so a reader sees the host is alive.
+// reported.json beside it. A Poller is the daemon's document source for an
+// s3:// desired.json: it hands the daemon each new reading of the object,
+// and, when the object cannot be read, only why, so the host keeps the
+// document it has and its report says why; an Uploader watches the
+// daemon's reported.json and puts it to its object when it says something
+// new, and at least once a heartbeat so a reader sees the host is alive.
 //
 // Polls are conditional GETs (If-None-Match with the last ETag): an
-// unchanged object costs one request and no body. An object that cannot
-// be read (refused, unreachable, too large) leaves the mirror as it is, so
-// the daemon keeps converging on the last document it accepted; an object
-// that does not exist removes the mirror, as a deleted local file would,
-// and the daemon reports that it has no document to take.
+// unchanged object costs one request and no body. An object that does not
+// exist is a missing document, as a deleted local file is, and the daemon
+// reports that it has no document to take.
 package fleet
 
 import (
@@ -22,9 +21,11 @@ import (
 	"alpnib.dev/nibrunner/store"
 )
 
-// MirrorName is the mirror of an S3 desired.json in the state folder: the
-// file the daemon watches when paths.desired_state_file is s3://.
-const MirrorName = "desired-mirror.json"
+// CopyName is the copy of the last S3 desired.json read, in the state
+// folder, for the control socket's status (Poller.Copy). The daemon never
+// reads it: it takes each reading from the poller and records what it
+// accepts in its database.
+const CopyName = "desired-s3-copy.json"
 
 // Object is one S3 object: the store of its folder and its key there.
 type Object struct {

@@ -13,6 +13,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
+	"alpnib.dev/nibrunner/watch"
 )
 
 // bucket is one object that can be changed, deleted or made unreachable.
@@ -53,85 +54,89 @@ func (b *bucket) Stat(_ context.Context, key string) (store.Info, error) {
 
 func (b *bucket) set(s string) { b.data, b.etag = []byte(s), fmt.Sprintf("e%d", len(s)) }
 
-func mirrorHolds(t *testing.T, path, want string) {
+// reads checks what one poll hands the daemon: want is the document's
+// data, "" for none; problem what it says of the source; missing whether
+// it says there is no document.
+func reads(t *testing.T, p *Poller, wantOK bool, want, problem string, missing bool) {
 	t.Helper()
-	got, err := os.ReadFile(path)
-	if want == "" {
-		if !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("the mirror holds %q (%v), want none", got, err)
-		}
+	doc, ok, _ := p.Poll(context.Background())
+	if ok != wantOK {
+		t.Fatalf("the poll handed the daemon something: %v (%+v), want %v", ok, doc, wantOK)
+	}
+	if !ok {
 		return
 	}
-	if string(got) != want {
-		t.Fatalf("the mirror holds %q (%v), want %q", got, err, want)
+	if string(doc.Data) != want || (want == "") != (doc.Data == nil) || doc.Problem != problem || errors.Is(doc.Err, watch.ErrMissing) != missing {
+		t.Fatalf("the poll handed %q (err %v, problem %q); want %q, problem %q, missing %v", doc.Data, doc.Err, doc.Problem, want, problem, missing)
 	}
 }
 
 // pollerOfOne is a poller of the object s3://fleet/h1/desired.json, which
-// holds doc, into a fresh mirror, and what it logged.
+// holds doc, keeping a copy in a fresh folder, and what it logged.
 func pollerOfOne(t *testing.T, doc string) (*bucket, *Poller, *[]string) {
 	t.Helper()
 	b := &bucket{}
 	b.set(doc)
 	logged := &[]string{}
-	p := &Poller{Source: b, Key: "h1/desired.json", URL: "s3://fleet/h1/desired.json", Mirror: filepath.Join(t.TempDir(), MirrorName), Interval: time.Second,
+	p := &Poller{Source: b, Key: "h1/desired.json", URL: "s3://fleet/h1/desired.json", Copy: filepath.Join(t.TempDir(), CopyName), Interval: time.Second,
 		Logf: func(f string, a ...any) { *logged = append(*logged, fmt.Sprintf(f, a...)) }}
 	return b, p, logged
 }
 
-func TestThePollerMirrorsTheObjectAndKeepsTheLastGoodOneWhenItCannotBeRead(t *testing.T) {
+func TestThePollerHandsOverTheObjectAndOnlyWhyWhenItCannotBeRead(t *testing.T) {
 	b, p, logged := pollerOfOne(t, `{"v":1}`)
-	mirror, ctx := p.Mirror, context.Background()
-	if changed, err := p.Poll(ctx); !changed || err != nil {
-		t.Fatalf("first poll: %v %v", changed, err)
+	reads(t, p, true, `{"v":1}`, "", false)
+	if got, err := os.ReadFile(p.Copy); string(got) != `{"v":1}` {
+		t.Fatalf("the copy holds %q (%v)", got, err)
 	}
-	mirrorHolds(t, mirror, `{"v":1}`)
-	// Unchanged: a conditional GET answered with no body.
+	// Unchanged: a conditional GET answered with no body, and nothing to
+	// hand over.
 	for range 3 {
-		if changed, _ := p.Poll(ctx); changed {
-			t.Fatal("an unchanged object changed the mirror")
-		}
+		reads(t, p, false, "", "", false)
 	}
 	if b.gets != 4 || b.bodys != 1 {
 		t.Fatalf("%d gets, %d with a body; want 4 and 1", b.gets, b.bodys)
 	}
-	// Refused or unreachable: the last good document stays, said once.
+	// Refused or unreachable: only why, once; the host keeps its document.
 	b.fail = errors.New("403 AccessDenied")
-	p.Poll(ctx)
-	p.Poll(ctx)
-	mirrorHolds(t, mirror, `{"v":1}`)
+	const denied = "s3://fleet/h1/desired.json cannot be read, so the host keeps the document it has: 403 AccessDenied"
+	reads(t, p, true, "", denied, false)
+	reads(t, p, false, "", "", false)
+	// Readable again and unchanged: that the problem is gone.
 	b.fail = nil
+	reads(t, p, true, "", "", false)
 	b.set(`{"v":22}`)
-	if changed, err := p.Poll(ctx); !changed || err != nil {
-		t.Fatalf("after the outage: %v %v", changed, err)
-	}
-	mirrorHolds(t, mirror, `{"v":22}`)
-	// Deleted: the host has no document, as with a deleted local file.
+	reads(t, p, true, `{"v":22}`, "", false)
+	// Deleted: the host has no document, as with a deleted local file,
+	// said once.
 	b.data = nil
-	if changed, _ := p.Poll(ctx); !changed {
-		t.Fatal("a deleted object left the mirror")
-	}
-	mirrorHolds(t, mirror, "")
+	const gone = "s3://fleet/h1/desired.json does not exist; the host has no document to take until it does"
+	reads(t, p, true, "", gone, true)
+	reads(t, p, false, "", "", false)
+	b.set(`{"v":333}`)
+	reads(t, p, true, `{"v":333}`, "", false)
 	want := []string{
-		"fleet: s3://fleet/h1/desired.json changed (etag e7); mirrored to " + mirror,
-		"fleet: s3://fleet/h1/desired.json cannot be read, so the host keeps the document it has: 403 AccessDenied",
+		"fleet: s3://fleet/h1/desired.json changed (etag e7)",
+		"fleet: " + denied,
 		"fleet: s3://fleet/h1/desired.json is readable again",
-		"fleet: s3://fleet/h1/desired.json changed (etag e8); mirrored to " + mirror,
-		"fleet: s3://fleet/h1/desired.json does not exist; the host has no document to take until it does",
+		"fleet: s3://fleet/h1/desired.json changed (etag e8)",
+		"fleet: " + gone,
+		"fleet: s3://fleet/h1/desired.json is readable again",
+		"fleet: s3://fleet/h1/desired.json changed (etag e9)",
 	}
 	if fmt.Sprint(*logged) != fmt.Sprint(want) {
 		t.Fatalf("logged:\n%q\nwant:\n%q", *logged, want)
 	}
 }
 
-func TestAnObjectLargerThanADocumentIsRefusedInDesiredsWordsNamingItsSizeAndTheMirrorKept(t *testing.T) {
+func TestAnObjectLargerThanADocumentIsRefusedInDesiredsWordsNamingItsSize(t *testing.T) {
 	b, p, logged := pollerOfOne(t, `{"v":1}`)
-	mirror, ctx := p.Mirror, context.Background()
-	if _, err := p.Poll(ctx); err != nil {
+	ctx := context.Background()
+	if _, _, err := p.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b.data, b.etag = make([]byte, desired.MaxDocumentBytes+1), "big"
-	_, err := p.Poll(ctx)
+	doc, ok, err := p.Poll(ctx)
 	var big *TooLargeError
 	if !errors.As(err, &big) || big.Size != desired.MaxDocumentBytes+1 {
 		t.Fatalf("err = %v, want a TooLargeError of %d bytes", err, desired.MaxDocumentBytes+1)
@@ -140,20 +145,35 @@ func TestAnObjectLargerThanADocumentIsRefusedInDesiredsWordsNamingItsSizeAndTheM
 	if err.Error() != want {
 		t.Fatalf("err = %q\nwant %q", err, want)
 	}
-	mirrorHolds(t, mirror, `{"v":1}`)
+	if !ok || !doc.Status() || doc.Problem != want+"; the host keeps the document it has" {
+		t.Fatalf("the poll handed %v %+v; want only the problem", ok, doc)
+	}
 	if last := (*logged)[len(*logged)-1]; last != "fleet: "+want+"; the host keeps the document it has" {
 		t.Fatalf("logged %q", last)
 	}
-	if got := p.Problem(); got != want+"; the host keeps the document it has" {
-		t.Fatalf("the problem the daemon reports is %q", got)
-	}
 	// At the limit exactly, it is read, and there is no problem left.
 	b.data, b.etag = make([]byte, desired.MaxDocumentBytes), "limit"
-	if changed, err := p.Poll(ctx); !changed || err != nil {
-		t.Fatalf("a document of exactly the limit: %v %v", changed, err)
+	if doc, ok, err := p.Poll(ctx); !ok || err != nil || len(doc.Data) != desired.MaxDocumentBytes || doc.Problem != "" {
+		t.Fatalf("a document of exactly the limit: %v %v (%d bytes, problem %q)", ok, err, len(doc.Data), doc.Problem)
 	}
 	if got := p.Problem(); got != "" {
 		t.Fatalf("after a good poll the problem is still %q", got)
+	}
+}
+
+func TestRunHandsTheDaemonTheFirstReadingAtOnce(t *testing.T) {
+	_, p, _ := pollerOfOne(t, `{"v":1}`)
+	p.Interval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan watch.Document)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, out) }()
+	if doc := <-out; string(doc.Data) != `{"v":1}` {
+		t.Fatalf("the first reading is %+v", doc)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -180,40 +200,17 @@ func TestAReportGoesUpAtOnceWhenItSaysSomethingNewAndAtTheHeartbeatOtherwise(t *
 	}
 }
 
-func TestAMirrorThatCouldNotBeWrittenIsReportedAndWrittenByTheNextPoll(t *testing.T) {
-	_, p, _ := pollerOfOne(t, `{"v":1}`)
-	dir := filepath.Join(t.TempDir(), "not-yet")
-	p.Mirror = filepath.Join(dir, MirrorName)
-	ctx := context.Background()
-	if _, err := p.Poll(ctx); err == nil {
-		t.Fatal("the mirror's folder is missing, yet the poll wrote it")
-	}
-	if got := p.Problem(); !strings.Contains(got, "could not be written where the daemon reads it") || !strings.Contains(got, p.Mirror) {
-		t.Fatalf("the problem the daemon reports is %q", got)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if changed, err := p.Poll(ctx); err != nil || !changed {
-		t.Fatalf("the next poll: changed %v, %v; it must write the mirror, not be told the object is unchanged", changed, err)
-	}
-	mirrorHolds(t, p.Mirror, `{"v":1}`)
-	if got := p.Problem(); got != "" {
-		t.Fatalf("after the mirror was written the problem is still %q", got)
-	}
-}
-
 func TestAPollCutShortByTheDaemonStoppingSaysAndAsksNothing(t *testing.T) {
 	b, p, logged := pollerOfOne(t, `{"v":1}`)
-	if _, err := p.Poll(context.Background()); err != nil {
+	if _, _, err := p.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	before := len(*logged)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b.fail = context.Canceled
-	if _, err := p.Poll(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v", err)
+	if _, ok, err := p.Poll(ctx); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("ok %v, err = %v", ok, err)
 	}
 	if got := (*logged)[before:]; len(got) != 0 || p.Problem() != "" {
 		t.Fatalf("a poll cut short logged %q and reports %q", got, p.Problem())

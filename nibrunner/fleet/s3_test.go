@@ -3,7 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +11,7 @@ import (
 	"alpnib.dev/nibrunner/store/s3test"
 )
 
-func TestAnS3ObjectLargerThanADocumentIsRefusedNamingItsSizeAndTheMirrorKept(t *testing.T) {
+func TestAnS3ObjectLargerThanADocumentIsRefusedNamingItsSize(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	bucket := srv.Bucket(t, "fleet")
@@ -25,19 +25,20 @@ func TestAnS3ObjectLargerThanADocumentIsRefusedNamingItsSizeAndTheMirrorKept(t *
 	if err := obj.Store.PutSmall(ctx, obj.Key, []byte(`{"v":1}`), "application/json"); err != nil {
 		t.Fatal(err)
 	}
-	mirror := filepath.Join(t.TempDir(), MirrorName)
-	p := &Poller{Source: obj.Store, Key: obj.Key, URL: url, Mirror: mirror, Interval: time.Second}
-	if changed, err := p.Poll(ctx); !changed || err != nil {
-		t.Fatalf("first poll: %v %v", changed, err)
+	p := &Poller{Source: obj.Store, Key: obj.Key, URL: url, Interval: time.Second}
+	if doc, ok, err := p.Poll(ctx); !ok || err != nil || string(doc.Data) != `{"v":1}` {
+		t.Fatalf("first poll: %v %v %+v", ok, err, doc)
 	}
 	size := int64(desired.MaxDocumentBytes + 4096)
 	if err := obj.Store.PutSmall(ctx, obj.Key, make([]byte, size), "application/json"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Poll(ctx)
+	doc, _, err := p.Poll(ctx)
 	var big *TooLargeError
 	if !errors.As(err, &big) || big.Size != size || big.URL != url {
 		t.Fatalf("err = %v, want a TooLargeError for %s of %d bytes", err, url, size)
 	}
-	mirrorHolds(t, mirror, `{"v":1}`)
+	if !doc.Status() || !strings.HasPrefix(doc.Problem, big.Error()) {
+		t.Fatalf("the poll handed %+v; want only why", doc)
+	}
 }

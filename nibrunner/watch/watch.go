@@ -31,16 +31,27 @@ const (
 // ErrMissing is a Document's Err when the file does not exist.
 var ErrMissing = errors.New("does not exist")
 
-// Document is one reading of the desired-state file.
+// Document is one reading of desired.json from its source: this
+// package's Watcher (a file) or fleet.Poller (an S3 object).
 type Document struct {
-	// Data is the file's content, cut at one byte past
-	// desired.MaxDocumentBytes (which Decode refuses whole); two files
-	// too large alike read the same.
+	// Data is the document, cut at one byte past desired.MaxDocumentBytes
+	// (which Decode refuses whole); two files too large alike read the
+	// same.
 	Data []byte
-	// Err is set when the file could not be read (missing, unreadable);
-	// Data is nil then.
+	// Err is set when the source holds no document to take (missing,
+	// unreadable); Data is nil then.
 	Err error
+	// Problem is what the source says of itself, as a sentence the host's
+	// report carries, or "": an S3 object that cannot be read or does not
+	// exist. A reading with neither Data nor Err carries only this: the
+	// source could not be read (or can be again, when it is ""), and the
+	// host keeps the document it has.
+	Problem string
 }
+
+// Status reports whether d carries only its source's problem, and no
+// reading.
+func (d Document) Status() bool { return d.Data == nil && d.Err == nil }
 
 // Watcher watches one file.
 type Watcher struct {
