@@ -5,6 +5,7 @@ import (
 
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 )
 
@@ -36,7 +37,7 @@ func (d *Daemon) take(ctx context.Context, doc unrecorded) error {
 		first := msg != doc.failure
 		doc.failure = msg
 		d.mu.Lock()
-		d.refusal = reported.Truncate("desired.json could not be recorded, so it is not taken yet (it is tried again at every pass, and whenever the file is written): " + msg)
+		d.refusal = reported.Truncate(plan.Unrecorded(err))
 		d.unrecorded = &doc
 		d.mu.Unlock()
 		if !first {

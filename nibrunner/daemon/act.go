@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -51,9 +50,11 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 			ups = append(ups, x)
 		}
 	}
-	// The longest idle sleeps first.
-	sort.SliceStable(sleeps, func(i, j int) bool { return d.lastActive(sleeps[i].AppID).Before(d.lastActive(sleeps[j].AppID)) })
+	idle := make(map[string]time.Time, len(sleeps))
 	for _, x := range sleeps {
+		idle[x.AppID] = d.lastActive(x.AppID)
+	}
+	for _, x := range plan.SleepOrder(sleeps, idle) {
 		d.dispatch(x, nil, 0)
 	}
 	d.mu.Unlock()

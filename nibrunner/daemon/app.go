@@ -159,19 +159,22 @@ func (d *Daemon) freeing() (given, held uint64) {
 	return given, held
 }
 
-// sleepers are the guests a start short of memory may put to sleep: up,
-// on request, with nothing in flight and no request waiting, other than
-// the app starting.
+// sleepers are the guests a start short of memory may put to sleep, as
+// plan.Sleepers decides from what the daemon knows of each app (mu held).
 func (d *Daemon) sleepers(starting string) []plan.Sleeper {
-	var out []plan.Sleeper
+	facts := make([]plan.SleepFacts, 0, len(d.apps))
 	for id, a := range d.apps {
-		in := d.byApp[id]
-		if id == starting || a.busy || a.wantAwake || !a.up() || a.rec == nil || in == nil || in.DesiredState != desired.StateOnRequest {
-			continue
+		f := plan.SleepFacts{AppID: id, Up: a.up(), Busy: a.busy, WantAwake: a.wantAwake}
+		if in := d.byApp[id]; in != nil {
+			f.OnRequest = in.DesiredState == desired.StateOnRequest
 		}
-		out = append(out, plan.Sleeper{AppID: id, IdleSince: d.lastActive(id), GivenMiB: a.rec.MemoryMiB, HeldMiB: a.heldMiB()})
+		if a.rec != nil && f.Up && f.OnRequest {
+			f.Recorded = true
+			f.IdleSince, f.GivenMiB, f.HeldMiB = d.lastActive(id), a.rec.MemoryMiB, a.heldMiB()
+		}
+		facts = append(facts, f)
 	}
-	return out
+	return plan.Sleepers(facts, starting)
 }
 
 // lastActive is when app last had a request, or started when it has had

@@ -32,6 +32,7 @@ import (
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
+	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -484,7 +485,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		d.mu.Lock()
 		d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 		d.unrecorded = nil // the file no longer holds it
-		d.refusal = reported.Truncate(fmt.Sprintf("no document to take (%s): %v", d.keeping(), doc.Err))
+		d.refusal = reported.Truncate(plan.NoDocument(d.keeping(), doc.Err))
 		d.mu.Unlock()
 		return nil
 	}
@@ -506,7 +507,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	if err != nil {
 		d.mu.Lock()
 		d.unrecorded = nil
-		whole := fmt.Sprintf("desired.json was refused (%s): %s", d.keeping(), reasons(err))
+		whole := plan.Refused(d.keeping(), reasons(err))
 		d.refusal = reported.Truncate(whole)
 		d.mu.Unlock()
 		if d.deps.Metrics != nil {
@@ -522,9 +523,9 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 // held).
 func (d *Daemon) keeping() string {
 	if d.doc == nil {
-		return "no document was accepted yet, so this host runs nothing"
+		return plan.Keeping("")
 	}
-	return "the host keeps converging on the document it accepted before (sha256 " + d.digest[:12] + "…)"
+	return plan.Keeping(d.digest)
 }
 
 func reasons(err error) string {

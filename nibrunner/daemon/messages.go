@@ -23,11 +23,3 @@ func wakeRefused(app, why string) error { return fmt.Errorf("wake %s: %s", app, 
 // daemon closing, the caller's context, an app that is not running); the
 // answer wraps err, so callers can tell which.
 func wakeFailed(app string, err error) error { return fmt.Errorf("wake %s: %w", app, err) }
-
-// What a wake answers when it has no other word: the pass it waited for
-// held the app's first start back and left no note, or its start
-// committed without a guest up and no failure.
-const (
-	msgNoSlotYet      = "its first start was held back and it has no slot yet; the next pass tries again"
-	msgWentDownWaking = "the guest went down while waking"
-)

@@ -13,6 +13,7 @@ import (
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
+	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -55,11 +56,14 @@ var probeClient = &http.Client{
 func (d *Daemon) startProber(a *app, st vmm.Status) {
 	d.stopProber(a)
 	app, rec := a.id, a.rec
+	spec := plan.ProbeOf(d.instance(app), st.DeploymentID)
 	p := &prober{
-		kind:     desired.HealthTCP,
+		kind:     spec.Kind,
 		endpoint: st.Endpoint,
-		check:    health.Check{Interval: time.Second, Grace: 30 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 3},
-		timeout:  time.Second,
+		path:     spec.Path,
+		port:     spec.Port,
+		check:    spec.Check,
+		timeout:  spec.Timeout,
 		rec:      rec.Health,
 		done:     make(chan struct{}),
 		logf:     d.cfg.Logf,
@@ -67,23 +71,6 @@ func (d *Daemon) startProber(a *app, st vmm.Status) {
 	}
 	if p.rec.State == "" || p.rec.StartedAt.IsZero() {
 		p.rec = health.Started(st.StartedAt)
-	}
-	if in := d.instance(app); in != nil && string(in.DeploymentId) == st.DeploymentID {
-		hc := in.Config.HealthCheck
-		p.kind, p.path, p.port = hc.Kind, hc.Path, int(in.Config.HttpPort)
-		if hc.Kind != desired.HealthBootCompleted || hc.IntervalMs > 0 {
-			p.check = health.Check{
-				Interval: ms(hc.IntervalMs), Grace: ms(hc.GracePeriodMs),
-				HealthyThreshold: int(hc.HealthyThreshold), UnhealthyThreshold: int(hc.UnhealthyThreshold),
-			}
-			p.timeout = ms(hc.TimeoutMs)
-		}
-	}
-	if p.check.Interval <= 0 {
-		p.check.Interval = time.Second
-	}
-	if p.timeout <= 0 {
-		p.timeout = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel

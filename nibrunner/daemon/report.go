@@ -250,14 +250,5 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 // was deleted), the source's sentence says it, and only what the host
 // does meanwhile is added.
 func (d *Daemon) hostMessage() string {
-	problem := d.sourceProblem
-	switch {
-	case problem == "":
-		return d.refusal
-	case d.refusal == "":
-		return reported.Truncate(problem)
-	case d.noDocument:
-		return reported.Truncate(problem + " (" + d.keeping() + ")")
-	}
-	return reported.Truncate(problem + "; " + d.refusal)
+	return reported.Truncate(plan.HostMessage(d.sourceProblem, d.refusal, d.noDocument, d.keeping()))
 }

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"errors"
 
@@ -26,8 +25,8 @@ var ErrClosed = errors.New("the daemon is closing")
 func (d *Daemon) Wake(ctx context.Context, app string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.wakeable(app); err != nil {
-		return err
+	if !plan.Wakeable(d.instance(app), d.problems) {
+		return wakeFailed(app, route.ErrNotRunning)
 	}
 	a := d.appOf(app)
 	a.wantAwake = true
@@ -36,23 +35,28 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	// starts it, or says why not.
 	var pass uint64
 	for {
-		if d.workCtx.Err() != nil {
+		end := plan.WakeNext(d.wakeFacts(a, pass))
+		if end.Release {
+			a.wantAwake = false
+		}
+		switch end.Step {
+		case plan.WakeClosed:
 			return wakeFailed(app, ErrClosed)
-		}
-		if err := d.wakeable(app); err != nil {
-			a.wantAwake = false
-			return err
-		}
-		if pass != 0 && d.passesDone >= pass && !a.busy && !a.up() && !a.hasSlot {
-			// That pass held the start back (every slot taken, the slot
-			// not recorded, the gate shut): the wake says why rather than
-			// wait for a signal that will not come.
-			a.wantAwake = false
-			return wakeRefused(app, cmp.Or(a.heldBack, msgNoSlotYet))
-		}
-		done, err := d.wakeDone(a)
-		if done {
-			return err
+		case plan.WakeNotRunning:
+			return wakeFailed(app, route.ErrNotRunning)
+		case plan.WakeUp:
+			return nil
+		case plan.WakeRefused:
+			return wakeRefused(app, end.Why)
+		case plan.WakeProbe:
+			// Up without a prober (a sleep that failed, before the next
+			// pass probes it again): the wake is its health check.
+			d.startProber(a, a.vm)
+		case plan.WakeDecide:
+			if why := d.decide(a); why != "" {
+				a.wantAwake = false
+				return wakeRefused(app, why)
+			}
 		}
 		if !a.hasSlot && !a.busy && pass <= d.passesDone {
 			pass = d.passes + 1
@@ -71,54 +75,23 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	}
 }
 
-// wakeable refuses a wake of an app the planner says is not wakeable (mu
-// held).
-func (d *Daemon) wakeable(app string) error {
-	if !plan.Wakeable(d.instance(app), d.problems) {
-		return wakeFailed(app, route.ErrNotRunning)
+// wakeFacts is what the wake's rules (plan.WakeNext) read of app a, for a
+// wake that waits for pass (0: none) (mu held).
+func (d *Daemon) wakeFacts(a *app, pass uint64) plan.WakeFacts {
+	f := plan.WakeFacts{
+		Closing:      d.workCtx.Err() != nil,
+		Wakeable:     plan.Wakeable(d.instance(a.id), d.problems),
+		PassHeldBack: pass != 0 && d.passesDone >= pass && !a.busy && !a.up() && !a.hasSlot,
+		Busy:         a.busy, Up: a.up(), WantAwake: a.wantAwake,
+		Failure: a.failure, HasSlot: a.hasSlot, HeldBack: a.heldBack,
 	}
-	return nil
-}
-
-// wakeDone says whether a wake of a is over, and how (mu held). While it is
-// not, it makes sure the planner was asked: when the app's worker is free
-// and no guest is up, the planner decides for the app and its worker acts.
-func (d *Daemon) wakeDone(a *app) (bool, error) {
-	app := a.id
-	if a.prober != nil {
-		// Up, or booting: the wake is this guest's health check.
-		a.wantAwake = false
-		switch a.prober.record().State {
-		case health.Running:
-			return true, nil
-		case health.Failed, health.Unhealthy:
-			return true, wakeRefused(app, a.prober.failureMessage())
+	if p := a.prober; p != nil {
+		f.Probing, f.Health = true, p.record().State
+		if f.Health == health.Failed || f.Health == health.Unhealthy {
+			f.ProbeFailure = p.failureMessage()
 		}
-		return false, nil
 	}
-	if a.busy {
-		return false, nil
-	}
-	if a.up() {
-		// Up without a prober (a sleep that failed, before the next pass
-		// probes it again): the wake is its health check.
-		d.startProber(a, a.vm)
-		return false, nil
-	}
-	if !a.wantAwake {
-		// The wake's start committed without a guest, or a wake it
-		// shared gave up on a pass that held the start back.
-		why := a.failure
-		if why == "" && !a.hasSlot {
-			why = a.heldBack
-		}
-		return true, wakeRefused(app, cmp.Or(why, msgWentDownWaking))
-	}
-	if why := d.decide(a); why != "" {
-		a.wantAwake = false
-		return true, wakeRefused(app, why)
-	}
-	return false, nil
+	return f
 }
 
 // decide asks the planner about app a alone, from what the daemon knows

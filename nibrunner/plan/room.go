@@ -24,10 +24,7 @@ type Sleeper struct {
 func MakeRoom(shortGiven, shortHeld uint64, sleepers []Sleeper) []string {
 	s := append([]Sleeper(nil), sleepers...)
 	sort.SliceStable(s, func(i, j int) bool {
-		if !s[i].IdleSince.Equal(s[j].IdleSince) {
-			return s[i].IdleSince.Before(s[j].IdleSince)
-		}
-		return s[i].AppID < s[j].AppID
+		return longerIdle(s[i].AppID, s[i].IdleSince, s[j].AppID, s[j].IdleSince)
 	})
 	var picked []string
 	var given, held uint64

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
 )
 
 // Wakeable reports whether a request may wake instance in (nil: the
@@ -45,4 +46,108 @@ func WakeAction(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs 
 		return x, "nothing to wake: " + o.Note
 	}
 	return x, "nothing to wake: its volume is not ready"
+}
+
+// WakeFacts is what the daemon knows of an app a wake waits for, each
+// time the wake looks again (after the app's state changed, or a pass
+// ended).
+type WakeFacts struct {
+	// Closing: the daemon is closing.
+	Closing bool
+	// Wakeable is Wakeable of the app's instance.
+	Wakeable bool
+	// PassHeldBack: the pass the wake waited for (the app had no slot)
+	// ended, and the app still has no slot, no guest and nothing in
+	// flight.
+	PassHeldBack bool
+	// Probing: a prober watches the app's guest (up, or booting); Health
+	// is what it says, ProbeFailure its sentence for a failed check.
+	Probing      bool
+	Health       health.State
+	ProbeFailure string
+	// Busy: the app's worker is at it; Up: its guest runs.
+	Busy, Up bool
+	// WantAwake: a wake still asks for the app (a start that committed
+	// without a guest, or a wake that gave up, cleared it).
+	WantAwake bool
+	// Failure is why its last start failed; HasSlot whether it has a
+	// slot; HeldBack the note the last pass left (why its start was held
+	// back).
+	Failure  string
+	HasSlot  bool
+	HeldBack string
+}
+
+// WakeStep is what a wake does next.
+type WakeStep int
+
+const (
+	// WakeWait: wait for the app's next change or the next pass.
+	WakeWait WakeStep = iota
+	// WakeUp: the guest's health check passed; the wake answers.
+	WakeUp
+	// WakeRefused: the wake answers WakeEnd.Why.
+	WakeRefused
+	// WakeClosed: the daemon is closing.
+	WakeClosed
+	// WakeNotRunning: the app is not wakeable (answered "not running").
+	WakeNotRunning
+	// WakeProbe: the guest is up with no prober (a sleep that failed):
+	// probe it, and wait for the probe.
+	WakeProbe
+	// WakeDecide: ask the planner for the app (WakeAction) and hand its
+	// action to the app's worker.
+	WakeDecide
+)
+
+// WakeEnd is what a wake does next, and why.
+type WakeEnd struct {
+	Step WakeStep
+	// Why is the sentence a refused wake answers.
+	Why string
+	// Release: the app is no longer wanted awake: the wake ended, or what
+	// it waits for now is the guest's health check.
+	Release bool
+}
+
+// WakeNext decides a wake's next step from f. The first rule that holds
+// wins: the daemon closing; the app not wakeable; the pass it waited for
+// holding its first start back; a prober's verdict (passed, failed, or
+// still to come); a worker at it; a guest up with no prober; a start that
+// ended without a guest; and otherwise the planner is asked.
+func WakeNext(f WakeFacts) WakeEnd {
+	switch {
+	case f.Closing:
+		return WakeEnd{Step: WakeClosed}
+	case !f.Wakeable:
+		return WakeEnd{Step: WakeNotRunning, Release: true}
+	case f.PassHeldBack:
+		return WakeEnd{Step: WakeRefused, Why: or(f.HeldBack, MsgNoSlotYet), Release: true}
+	case f.Probing:
+		switch f.Health {
+		case health.Running:
+			return WakeEnd{Step: WakeUp, Release: true}
+		case health.Failed, health.Unhealthy:
+			return WakeEnd{Step: WakeRefused, Why: f.ProbeFailure, Release: true}
+		}
+		return WakeEnd{Step: WakeWait, Release: true}
+	case f.Busy:
+		return WakeEnd{Step: WakeWait}
+	case f.Up:
+		return WakeEnd{Step: WakeProbe}
+	case !f.WantAwake:
+		why := f.Failure
+		if why == "" && !f.HasSlot {
+			why = f.HeldBack
+		}
+		return WakeEnd{Step: WakeRefused, Why: or(why, MsgWentDownWaking), Release: true}
+	}
+	return WakeEnd{Step: WakeDecide}
+}
+
+func or(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
 }

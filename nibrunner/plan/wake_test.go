@@ -75,3 +75,43 @@ func TestTheWakesAnswers(t *testing.T) {
 		})
 	}
 }
+
+func TestAWakeEndsOnTheFirstRuleThatHolds(t *testing.T) {
+	base := WakeFacts{Wakeable: true, WantAwake: true, HasSlot: true}
+	tests := []struct {
+		name   string
+		change func(*WakeFacts)
+		want   WakeEnd
+	}{
+		{"nothing known yet: ask the planner", func(*WakeFacts) {}, WakeEnd{Step: WakeDecide}},
+		{"the daemon closing", func(f *WakeFacts) { f.Closing, f.Wakeable = true, false }, WakeEnd{Step: WakeClosed}},
+		{"not wakeable", func(f *WakeFacts) { f.Wakeable = false; f.Probing, f.Health = true, health.Running }, WakeEnd{Step: WakeNotRunning, Release: true}},
+		{"the pass held the first start back, saying why", func(f *WakeFacts) { f.PassHeldBack, f.HeldBack = true, "every slot is taken" },
+			WakeEnd{Step: WakeRefused, Why: "every slot is taken", Release: true}},
+		{"the pass held it back and said nothing", func(f *WakeFacts) { f.PassHeldBack = true }, WakeEnd{Step: WakeRefused, Why: MsgNoSlotYet, Release: true}},
+		{"its health check passed", func(f *WakeFacts) { f.Probing, f.Health, f.Up = true, health.Running, true }, WakeEnd{Step: WakeUp, Release: true}},
+		{"its health check failed", func(f *WakeFacts) { f.Probing, f.Health, f.ProbeFailure = true, health.Failed, "3 probes failed" },
+			WakeEnd{Step: WakeRefused, Why: "3 probes failed", Release: true}},
+		{"it became unhealthy", func(f *WakeFacts) { f.Probing, f.Health, f.ProbeFailure = true, health.Unhealthy, "3 probes failed" },
+			WakeEnd{Step: WakeRefused, Why: "3 probes failed", Release: true}},
+		{"booting: wait for its health check", func(f *WakeFacts) { f.Probing, f.Health = true, health.Starting }, WakeEnd{Step: WakeWait, Release: true}},
+		{"its worker is at it", func(f *WakeFacts) { f.Busy = true }, WakeEnd{Step: WakeWait}},
+		{"up with no prober: probe it", func(f *WakeFacts) { f.Up = true }, WakeEnd{Step: WakeProbe}},
+		{"its start failed", func(f *WakeFacts) { f.WantAwake, f.Failure = false, "the microVM could not be started: boom" },
+			WakeEnd{Step: WakeRefused, Why: "the microVM could not be started: boom", Release: true}},
+		{"a shared wake gave up on a held-back first start", func(f *WakeFacts) { f.WantAwake, f.HasSlot, f.HeldBack = false, false, "every slot is taken" },
+			WakeEnd{Step: WakeRefused, Why: "every slot is taken", Release: true}},
+		{"a held-back note does not speak for an app with a slot", func(f *WakeFacts) { f.WantAwake, f.HeldBack = false, "every slot is taken" },
+			WakeEnd{Step: WakeRefused, Why: MsgWentDownWaking, Release: true}},
+		{"it went down with no word", func(f *WakeFacts) { f.WantAwake = false }, WakeEnd{Step: WakeRefused, Why: MsgWentDownWaking, Release: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := base
+			tt.change(&f)
+			if got := WakeNext(f); got != tt.want {
+				t.Fatalf("WakeNext = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
