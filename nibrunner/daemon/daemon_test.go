@@ -223,6 +223,7 @@ func TestATruncatedDocumentNeverDeletesAVolume(t *testing.T) {
 
 func TestACrashingAppIsRestartedWithBackoffThenOutOfRestartsUntilANewDeployment(t *testing.T) {
 	h := newHost(t)
+	h.expectRestarts()
 	_, v, _ := h.start(t)
 	h.write(t, doc(h.app("a", "a1", withEnv("FAKE_EXIT_AFTER_MS", "150", "FAKE_EXIT_CODE", "3"))))
 	r := h.waitFor(t, "out of restarts", func(r *reported.HostReportedState) bool {
@@ -261,6 +262,7 @@ func TestACrashingAppIsRestartedWithBackoffThenOutOfRestartsUntilANewDeployment(
 
 func TestRestartsWaitForTheirBackoff(t *testing.T) {
 	h := newHost(t)
+	h.expectRestarts()
 	_, v, _ := h.start(t)
 	app := h.app("a", "a1")
 	app.Config.RestartPolicy = desired.RestartPolicy{MaxRestarts: 10, InitialBackoffMs: 800, MaxBackoffMs: 800, BackoffFactor: 2, ResetAfterMs: 600000}

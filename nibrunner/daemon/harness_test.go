@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -60,6 +61,32 @@ type host struct {
 	// log is what the daemons of this host logged, shown when the test
 	// fails.
 	log testenv.SyncBuffer
+	// restarts: the test restarts an app on purpose (expectRestarts).
+	// Otherwise any restart a daemon of this host logs fails the test,
+	// whether or not an assertion looks at it.
+	restarts atomic.Bool
+}
+
+// expectRestarts declares that this test restarts apps on purpose (a
+// crash, a failed start or wake, a failing health check), so its
+// daemon's restarts do not fail it.
+func (h *host) expectRestarts() { h.restarts.Store(true) }
+
+// restartLine is the line a daemon logs when it restarts an app
+// (dispatch, act.go).
+const restartLine = "nibrunnerd: restart "
+
+// unexpectedRestart is the first restart logged in log, or "".
+func unexpectedRestart(log string) string {
+	i := strings.Index(log, restartLine)
+	if i < 0 {
+		return ""
+	}
+	line := log[i:]
+	if j := strings.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return line
 }
 
 func newHost(t testing.TB) *host {
@@ -76,6 +103,13 @@ func newHost(t testing.TB) *host {
 	sum := sha256.Sum256(obj)
 	h.layerDigest = hex.EncodeToString(sum[:])
 	t.Cleanup(func() { fake.KillAll(filepath.Join(h.dir, "run")) })
+	// Registered before the daemons' own cleanups, so it runs after they
+	// stopped and logged all they will.
+	t.Cleanup(func() {
+		if line := unexpectedRestart(h.log.String()); line != "" && !h.restarts.Load() {
+			t.Errorf("a daemon of this test restarted an app, which no test step asked for (a test that restarts on purpose says h.expectRestarts()): %s", line)
+		}
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("what the daemon logged:\n%s", h.log.String())
@@ -502,4 +536,16 @@ func folderBackground(dir string) (*checkpoint.Store, *export.Writer, error) {
 	}
 	exps, err := export.Open(ctx, export.Options{Objects: objects, StagingDir: filepath.Join(dir, "export-staging"), RecordDir: filepath.Join(dir, "exports")})
 	return cps, exps, err
+}
+
+func TestTheHarnessFindsARestartInTheDaemonsLog(t *testing.T) {
+	log := "05:00:00.000 nibrunnerd: accepted desired.json (sha256 0123456789ab): 1 instances, 1 volumes\n" +
+		"05:00:01.000 nibrunnerd: restart a (restart 1 of its budget): the app exited with code 3\n" +
+		"05:00:02.000 nibrunnerd: restart a (restart 2 of its budget): the app exited with code 3\n"
+	if got, want := unexpectedRestart(log), "nibrunnerd: restart a (restart 1 of its budget): the app exited with code 3"; got != want {
+		t.Fatalf("unexpectedRestart = %q, want %q", got, want)
+	}
+	if got := unexpectedRestart("05:00:00.000 nibrunnerd: accepted desired.json\n05:00:01.000 nibrunnerd: restarted nothing\n"); got != "" {
+		t.Fatalf("unexpectedRestart found %q in a log with no restart", got)
+	}
 }

@@ -139,6 +139,7 @@ func TestAnInstanceThisHostCannotCarryFailsByNameAndTheDocumentIsStillTaken(t *t
 
 func TestAnAppThatTurnsUnhealthyIsRestarted(t *testing.T) {
 	h := newHost(t)
+	h.expectRestarts()
 	_, v, _ := h.start(t)
 	app := h.app("a", "a1")
 	app.Config.HealthCheck.GracePeriodMs, app.Config.HealthCheck.UnhealthyThreshold = 0, 3

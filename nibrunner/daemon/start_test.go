@@ -97,6 +97,7 @@ func afterPasses(d *Daemon, n int) {
 
 func TestAGuestWhoseRestartsCannotBootBacksOffBetweenThemAndIsGivenUp(t *testing.T) {
 	h := newHost(t)
+	h.expectRestarts()
 	d, w, v, _ := h.failingBoots(t, false)
 	a := h.app("a", "a1")
 	a.Config.RestartPolicy = threeRestarts
@@ -119,6 +120,7 @@ func TestAGuestWhoseRestartsCannotBootBacksOffBetweenThemAndIsGivenUp(t *testing
 
 func TestAFirstStartThatFailsIsRetriedAfterTheBackoffAcrossADaemonRestartThenGivenUp(t *testing.T) {
 	h := newHost(t)
+	h.expectRestarts()
 	d, w, _, stop := h.failingBoots(t, true)
 	a := h.app("a", "a1")
 	a.Config.RestartPolicy = threeRestarts

@@ -134,6 +134,7 @@ func (h *host) snapshot(app string) string { return filepath.Join(h.dir, "snap",
 
 func TestAFailedWakeOfASleepingAppIsRetriedAsARestartAfterItsBackoffWithinTheBudgetThenGivenUp(t *testing.T) {
 	h := newHost(t)
+	h.expectRestarts()
 	d, w := h.failingWakes(t)
 	a := h.app("a", "a1", withState(desired.StateOnRequest))
 	a.Config.RestartPolicy = threeRestarts
