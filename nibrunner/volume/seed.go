@@ -160,8 +160,13 @@ func (l *Local) earlierSeed(id, digest string) (*Earlier, error) {
 		// Unreadable, or of another document's archive: start afresh.
 		return nil, l.dropSeed(id)
 	}
-	_ = os.Remove(l.seedPartPath(id))
 	e := &Earlier{StartedAt: st.StartedAt, Fetched: st.Fetched}
+	if fi, err := os.Stat(l.seedPartPath(id)); err == nil && fi.Size() > e.Fetched {
+		// Killed while fetching, it had no moment to note how far it
+		// came: what it wrote says.
+		e.Fetched = fi.Size()
+	}
+	_ = os.Remove(l.seedPartPath(id))
 	if fi, err := os.Stat(l.seedArchivePath(id)); st.Whole && err == nil && fi.Size() == st.Fetched {
 		e.Resumed = true
 	} else {
