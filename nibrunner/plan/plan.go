@@ -9,8 +9,11 @@
 // the daemon records); per volume Provision, Grow, Teardown, Blocked,
 // RefuseShrink, RetryLater (a failed action's backoff) and NoDisk (no room
 // on the disk); checkpoints Create/Delete; exports Write/Forget; what the
-// report says of each instance (InstanceStatus). What it leaves to the
-// daemon: how each action is carried out.
+// report says of each instance (InstanceStatus), volume (VolumeStatus,
+// UnlistedVolumes), checkpoint (CheckpointStatus) and export
+// (ExportStatus); which guests a grow takes down (GrowTakesDown) and which
+// export writes in flight are cancelled (ExportsToCancel). What it leaves
+// to the daemon: how each action is carried out.
 //
 // Two rules protect tenant data. Instances are authoritative (an app the
 // document does not list is stopped and forgotten) but volumes and
