@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"debug/elf"
 	"io"
 	"os"
 	"os/exec"
@@ -127,6 +128,13 @@ func TestTheImageBuildsWithTheKernelModulesAndInitAndASecondBuildIsCached(t *tes
 	files := readCpio(t, raw)
 	if files["init"].mode&0o111 == 0 || len(files["init"].data) < 1<<20 {
 		t.Errorf("/init is missing or not executable")
+	}
+	// Built from this tree: without DWARF or a symbol table, which would
+	// sit in every guest's RAM.
+	if f, err := elf.NewFile(bytes.NewReader(files["init"].data)); err != nil {
+		t.Errorf("/init is not ELF: %v", err)
+	} else if f.Section(".debug_info") != nil || f.Section(".symtab") != nil {
+		t.Errorf("/init (%d bytes) carries DWARF or a symbol table", len(files["init"].data))
 	}
 	order := strings.Fields(string(files["lib/modules/load-order"].data))
 	pos := map[string]int{}
