@@ -11,6 +11,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm"
+	"alpnib.dev/nibrunner/vmm/fake"
 )
 
 // startProcess runs the daemon as a child process (this test binary again).
@@ -90,6 +91,13 @@ func TestADaemonKilledMidPassIsRestartedAdoptsItsGuestsAndConverges(t *testing.T
 	after := guestPIDs(t, h)
 	if len(after) != len(more) {
 		t.Fatalf("%d guests for %d apps: %v", len(after), len(more), after)
+	}
+	// No guest outlives the kill unnamed: one the first daemon started
+	// before writing its pidfile was ended by the second.
+	for pid, app := range fake.Processes(h.runDir()) {
+		if after[app] != pid {
+			t.Fatalf("guest process %d of %s runs, but %s's pidfile names %d", pid, app, app, after[app])
+		}
 	}
 	for app, pid := range atKill {
 		if after[app] != pid {

@@ -121,11 +121,70 @@ func New(opts Options) (*VMM, error) {
 		}
 		v.guests[p.AppID] = g
 	}
+	v.killOrphans()
 	return v, nil
+}
+
+// killOrphans ends the guests of launches that a killed daemon left
+// before their pidfile (a launching marker names the app), as the QEMU
+// VMM does: no guest may run that no pidfile names, or the next start
+// runs a second one for the app.
+func (v *VMM) killOrphans() {
+	markers, _ := filepath.Glob(filepath.Join(v.opts.RuntimeDir, "*"+launchingSuffix))
+	if len(markers) == 0 {
+		return
+	}
+	procs := Processes(v.opts.RuntimeDir)
+	for _, mk := range markers {
+		app := strings.TrimSuffix(filepath.Base(mk), launchingSuffix)
+		named := 0
+		if g := v.guests[app]; g != nil && g.status.State == vmm.Running {
+			named = g.status.PID
+		}
+		for pid, a := range procs {
+			if a == app && pid != named {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		_ = os.Remove(mk)
+	}
+}
+
+// launchingSuffix names the marker of a launch whose pidfile is not
+// written yet: RuntimeDir/APP.launching.
+const launchingSuffix = ".launching"
+
+// Processes finds every fake guest process of runtimeDir, by the
+// environment the VMM gave it, whether or not a pidfile names it: pid →
+// app.
+func Processes(runtimeDir string) map[int]string {
+	out := map[int]string{}
+	prefix := "NIBRUN_FAKE_EXIT_FILE=" + filepath.Clean(runtimeDir) + string(filepath.Separator)
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, e := range envs {
+		b, err := os.ReadFile(e)
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(b), "\x00") {
+			rest, ok := strings.CutPrefix(kv, prefix)
+			if !ok || strings.Contains(rest, string(filepath.Separator)) {
+				continue
+			}
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(e))); err == nil {
+				out[pid] = strings.TrimSuffix(rest, ".exit")
+			}
+			break
+		}
+	}
+	return out
 }
 
 func (v *VMM) pidfile(app string) string  { return filepath.Join(v.opts.RuntimeDir, app+".pid") }
 func (v *VMM) exitfile(app string) string { return filepath.Join(v.opts.RuntimeDir, app+".exit") }
+func (v *VMM) markerfile(app string) string {
+	return filepath.Join(v.opts.RuntimeDir, app+launchingSuffix)
+}
 func (v *VMM) healthfile(app string) string {
 	return filepath.Join(v.opts.RuntimeDir, app+".health")
 }
@@ -219,7 +278,13 @@ func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
 	cmd.ExtraFiles = []*os.File{f}
 	// Its own session: the guest outlives the daemon, as a microVM does.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// A daemon killed from here to the pidfile leaves a guest no pidfile
+	// names; the marker tells the next one to look for it (killOrphans).
+	if err := atomicfile.WriteFile(v.markerfile(spec.AppID), nil, 0o640); err != nil {
+		return fmt.Errorf("start %s: mark the launch: %w", spec.AppID, err)
+	}
 	if err := cmd.Start(); err != nil {
+		_ = os.Remove(v.markerfile(spec.AppID))
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
 	g.status.PID = cmd.Process.Pid
@@ -231,8 +296,10 @@ func (v *VMM) spawn(spec vmm.Spec, ln net.Listener, g *guest) error {
 	}); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		_ = os.Remove(v.markerfile(spec.AppID))
 		return fmt.Errorf("start %s: %w", spec.AppID, err)
 	}
+	_ = os.Remove(v.markerfile(spec.AppID))
 	go func() {
 		err := cmd.Wait()
 		code := exitCode(cmd.ProcessState, err)
@@ -467,8 +534,8 @@ func (v *VMM) SetHealth(app string, status int) error {
 	return atomicfile.WriteFile(v.healthfile(app), []byte(strconv.Itoa(status)), 0o640)
 }
 
-// KillAll ends every guest with a pidfile in runtimeDir, for test cleanup:
-// guests outlive whoever started them, by design.
+// KillAll ends every guest of runtimeDir, named by a pidfile or not, for
+// test cleanup: guests outlive whoever started them, by design.
 func KillAll(runtimeDir string) {
 	pids, _ := vmm.ReadPidfiles(runtimeDir)
 	boot, _ := vmm.BootID()
@@ -476,6 +543,9 @@ func KillAll(runtimeDir string) {
 		if p.Alive(boot) {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
+	}
+	for pid := range Processes(runtimeDir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

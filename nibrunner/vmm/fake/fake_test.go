@@ -240,3 +240,50 @@ func TestAGuestGetsOnlyItsOwnEnvironmentNotTheDaemons(t *testing.T) {
 		t.Fatalf("a guest with only its own environment answered %d", code)
 	}
 }
+
+// A daemon killed between starting a guest and writing its pidfile leaves
+// a guest no pidfile names; the next VMM finds it by the launching marker
+// and ends it, and a guest whose pidfile was written is adopted as ever.
+func TestAGuestLaunchedWithoutAPidfileIsEndedByTheNextVMM(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	v := newVMM(t, dir)
+	ctx := context.Background()
+	kept, err := v.Start(ctx, spec("kept", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := v.Start(ctx, spec("lost", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "lost"+launchingSuffix)); !os.IsNotExist(err) {
+		t.Fatalf("a launch that wrote its pidfile kept its marker: %v", err)
+	}
+	if got := Processes(run); got[kept.PID] != "kept" || got[lost.PID] != "lost" || len(got) != 2 {
+		t.Fatalf("Processes found %v, want kept %d and lost %d", got, kept.PID, lost.PID)
+	}
+	// What a kill between cmd.Start and the pidfile leaves behind.
+	if err := os.Remove(filepath.Join(run, "lost.pid")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "lost"+launchingSuffix), nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+
+	w := newVMM(t, dir)
+	select { // v started it, so v reaps it once it is killed
+	case <-v.guests["lost"].done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the guest launched without a pidfile (pid %d) is still running", lost.PID)
+	}
+	if got := Processes(run); got[lost.PID] != "" || got[kept.PID] != "kept" {
+		t.Fatalf("after the second VMM opened, guests %v: want only kept (%d)", got, kept.PID)
+	}
+	if st := status(t, w, "kept"); st.State != vmm.Running || st.PID != kept.PID {
+		t.Fatalf("kept was not adopted: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(run, "lost"+launchingSuffix)); !os.IsNotExist(err) {
+		t.Fatalf("the marker outlived its orphan: %v", err)
+	}
+}
