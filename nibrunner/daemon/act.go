@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -98,7 +97,7 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 	}
 	added, full := slot.Assign(d.slots(), need, d.cfg.MaxApps)
 	for _, app := range full {
-		d.note(app, fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", d.cfg.MaxApps))
+		d.note(app, plan.SlotsFull(d.cfg.MaxApps))
 	}
 	d.mu.Unlock()
 	if len(added) == 0 {
@@ -109,7 +108,7 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 	defer d.mu.Unlock()
 	for app, n := range added {
 		if err != nil {
-			d.note(app, "waiting to be started: its slot could not be recorded: "+err.Error())
+			d.note(app, plan.SlotUnrecorded(err))
 			continue
 		}
 		a := d.appOf(app)
@@ -286,7 +285,7 @@ func (d *Daemon) takeDown(ctx context.Context, app string, discard bool) error {
 func (a *app) tookDown(err error) {
 	if err != nil {
 		if a.rec != nil {
-			a.rec.Message = "could not be stopped: " + err.Error()
+			a.rec.Message = plan.StopFailed(err)
 		}
 		return
 	}
@@ -315,7 +314,7 @@ func (a *app) slept(err error, now time.Time) {
 		a.failedSleeps++
 		a.sleepFailedAt = now
 		if a.rec != nil {
-			a.rec.Message = fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", plan.RoundDuration(plan.SleepBackoff.Delay(a.failedSleeps)), err)
+			a.rec.Message = plan.SleepFailed(a.failedSleeps, err)
 		}
 		return
 	}

@@ -202,7 +202,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 			if rec.FailedAt.IsZero() {
 				rec.FailedAt = now
 				rec.LastExitCode = st.ExitCode
-				rec.FailReason = exitMessage(st.ExitCode, st.Message)
+				rec.FailReason = plan.ExitMessage(st.ExitCode, st.Message)
 				rec.Health.State = health.Failed
 			}
 		}
@@ -212,24 +212,6 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 			d.stopProber(a)
 		}
 	}
-}
-
-// exitMessage says why a guest stopped: its own word when it gave one
-// (nibrun-init's exit report), else what its exit code tells.
-func exitMessage(code *int, said string) string {
-	if said != "" {
-		if code != nil {
-			return fmt.Sprintf("%s (exit code %d)", said, *code)
-		}
-		return said
-	}
-	if code == nil {
-		return "the guest stopped on its own and its exit code is unknown"
-	}
-	if *code > 128 && *code < 128+65 {
-		return fmt.Sprintf("the guest was ended by signal %d (exit code %d)", *code-128, *code)
-	}
-	return fmt.Sprintf("the app exited with code %d", *code)
 }
 
 func (d *Daemon) instance(app string) *desired.DesiredInstance {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -98,11 +97,7 @@ func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
 func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
 	a.wantAwake = false
 	if err != nil {
-		verb := "started"
-		if x.Kind == plan.Wake {
-			verb = "woken"
-		}
-		a.startFailed(x, in, fmt.Sprintf("the microVM could not be %s: %v", verb, err), now)
+		a.startFailed(x, in, plan.StartFailed(x.Kind == plan.Wake, err), now)
 		return
 	}
 	dep := string(in.DeploymentId)
@@ -122,7 +117,7 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	rec.StartedAt = now // the daemon's clock, which the sleep policy reads
 	rec.FailedAt, rec.FailReason, rec.Message = time.Time{}, "", ""
 	if coldWake {
-		rec.Message = msgWokenCold
+		rec.Message = plan.MsgWokenCold
 	}
 	rec.ConvergedAt = time.Time{}
 	rec.LayerDigests = rec.LayerDigests[:0]
@@ -154,7 +149,7 @@ func (a *app) startFailed(x plan.InstanceAction, in *desired.DesiredInstance, wh
 	dep := string(in.DeploymentId)
 	rec := a.recordOf(in)
 	if x.Kind == plan.Wake && rec.Sleeping {
-		why += msgSnapshotDropped
+		why += plan.MsgSnapshotDropped
 		rec.Sleeping = false
 	}
 	a.failure, a.failureDep = why, dep

@@ -26,7 +26,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !plan.Wakeable(d.instance(app), d.problems) {
-		return wakeFailed(app, route.ErrNotRunning)
+		return plan.WakeEnded(app, route.ErrNotRunning)
 	}
 	a := d.appOf(app)
 	a.wantAwake = true
@@ -41,13 +41,13 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		}
 		switch end.Step {
 		case plan.WakeClosed:
-			return wakeFailed(app, ErrClosed)
+			return plan.WakeEnded(app, ErrClosed)
 		case plan.WakeNotRunning:
-			return wakeFailed(app, route.ErrNotRunning)
+			return plan.WakeEnded(app, route.ErrNotRunning)
 		case plan.WakeUp:
 			return nil
 		case plan.WakeRefused:
-			return wakeRefused(app, end.Why)
+			return plan.WakeAnswer(app, end.Why)
 		case plan.WakeProbe:
 			// Up without a prober (a sleep that failed, before the next
 			// pass probes it again): the wake is its health check.
@@ -55,7 +55,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		case plan.WakeDecide:
 			if why := d.decide(a); why != "" {
 				a.wantAwake = false
-				return wakeRefused(app, why)
+				return plan.WakeAnswer(app, why)
 			}
 		}
 		if !a.hasSlot && !a.busy && pass <= d.passesDone {
@@ -66,7 +66,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		select {
 		case <-ctx.Done():
 			d.mu.Lock()
-			return wakeFailed(app, ctx.Err())
+			return plan.WakeEnded(app, ctx.Err())
 		case <-d.workCtx.Done():
 		case <-ch:
 		case <-passed:

@@ -203,3 +203,77 @@ func HostMessage(problem, refusal string, noDocument bool, keeping string) strin
 	}
 	return problem + "; " + refusal
 }
+
+// What the report says of an app's guest: how its start, wake, stop or
+// sleep went, and why it stopped.
+
+const (
+	// MsgWokenCold is the report's word on an app whose wake found its
+	// snapshot unusable: the VMM booted it cold and dropped the snapshot.
+	MsgWokenCold = "woken by a cold boot: its memory snapshot could not be restored and was dropped, so what the guest held in memory is lost; its volume is as the guest left it"
+	// MsgSnapshotDropped follows why a wake of a snapshot failed.
+	MsgSnapshotDropped = "; its memory snapshot was dropped and it is booted again from its volume"
+)
+
+// StartFailed says why a start (or, wake, a wake) did not bring a microVM
+// up: the VMM's error.
+func StartFailed(wake bool, err error) string {
+	verb := "started"
+	if wake {
+		verb = "woken"
+	}
+	return fmt.Sprintf("the microVM could not be %s: %v", verb, err)
+}
+
+// ExitMessage says why a guest stopped: its own word when it gave one
+// (said, nibrun-init's exit report), else what its exit code tells (nil:
+// unknown; 129 to 192: ended by signal code-128).
+func ExitMessage(code *int, said string) string {
+	if said != "" {
+		if code != nil {
+			return fmt.Sprintf("%s (exit code %d)", said, *code)
+		}
+		return said
+	}
+	if code == nil {
+		return "the guest stopped on its own and its exit code is unknown"
+	}
+	if *code > 128 && *code < 128+65 {
+		return fmt.Sprintf("the guest was ended by signal %d (exit code %d)", *code-128, *code)
+	}
+	return fmt.Sprintf("the app exited with code %d", *code)
+}
+
+// SlotsFull is the note on an app held back because all maxApps slots of
+// the host are taken.
+func SlotsFull(maxApps int) string {
+	return fmt.Sprintf("waiting to be started: every slot of this host is taken (max_apps = %d)", maxApps)
+}
+
+// SlotUnrecorded is the note on an app whose new slot could not be
+// recorded (err), so it is not started yet.
+func SlotUnrecorded(err error) string {
+	return "waiting to be started: its slot could not be recorded: " + err.Error()
+}
+
+// StopFailed is the report's word on an app whose guest could not be
+// taken down (err).
+func StopFailed(err error) string { return "could not be stopped: " + err.Error() }
+
+// SleepFailed is the report's word on an app whose guest could not be put
+// to sleep (err) for the failed-th time in a row: it stays up, and the
+// next try is SleepBackoff's delay for failed away.
+func SleepFailed(failed int, err error) string {
+	return fmt.Sprintf("could not be put to sleep, and stays up (next try in %s): %v", RoundDuration(SleepBackoff.Delay(failed)), err)
+}
+
+// A wake's answers are "wake APP: " and why it did not bring the app up.
+
+// WakeAnswer is a wake's answer for app when why is a sentence: the
+// planner's refusal, the guest's failure, why its start is held back.
+func WakeAnswer(app, why string) error { return fmt.Errorf("wake %s: %s", app, why) }
+
+// WakeEnded is a wake's answer for app when err is what ended it (the
+// daemon closing, the caller's context, an app that is not running); the
+// answer wraps err, so callers can tell which.
+func WakeEnded(app string, err error) error { return fmt.Errorf("wake %s: %w", app, err) }

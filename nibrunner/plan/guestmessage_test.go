@@ -1,0 +1,89 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestAGuestsStopIsToldByItsOwnWordElseByItsExitCode(t *testing.T) {
+	code := func(n int) *int { return &n }
+	tests := []struct {
+		name string
+		code *int
+		said string
+		want string
+	}{
+		{"its own word and a code", code(3), "config.toml is missing", "config.toml is missing (exit code 3)"},
+		{"its own word and no code", nil, "config.toml is missing", "config.toml is missing"},
+		{"no word and no code", nil, "", "the guest stopped on its own and its exit code is unknown"},
+		{"a clean exit", code(0), "", "the app exited with code 0"},
+		{"an exit code below the signals", code(128), "", "the app exited with code 128"},
+		{"the first signal", code(129), "", "the guest was ended by signal 1 (exit code 129)"},
+		{"SIGKILL", code(137), "", "the guest was ended by signal 9 (exit code 137)"},
+		{"the last signal", code(192), "", "the guest was ended by signal 64 (exit code 192)"},
+		{"past the signals", code(193), "", "the app exited with code 193"},
+		{"its word wins over a signal", code(137), "out of memory", "out of memory (exit code 137)"},
+	}
+	for _, tt := range tests {
+		if got := ExitMessage(tt.code, tt.said); got != tt.want {
+			t.Errorf("%s: ExitMessage = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestAFailedStartSaysWhetherItWasAStartOrAWake(t *testing.T) {
+	err := errors.New("qemu: exit status 1")
+	tests := []struct {
+		wake bool
+		want string
+	}{
+		{false, "the microVM could not be started: qemu: exit status 1"},
+		{true, "the microVM could not be woken: qemu: exit status 1"},
+	}
+	for _, tt := range tests {
+		if got := StartFailed(tt.wake, err); got != tt.want {
+			t.Errorf("StartFailed(%v) = %q, want %q", tt.wake, got, tt.want)
+		}
+	}
+}
+
+func TestAFailedSleepSaysWhenItIsTriedAgain(t *testing.T) {
+	err := errors.New("snapshot: disk full")
+	for failed := 1; failed <= 12; failed++ {
+		want := "could not be put to sleep, and stays up (next try in " + RoundDuration(SleepBackoff.Delay(failed)).String() + "): snapshot: disk full"
+		if got := SleepFailed(failed, err); got != want {
+			t.Errorf("SleepFailed(%d) = %q, want %q", failed, got, want)
+		}
+	}
+	if a, b := SleepFailed(1, err), SleepFailed(12, err); a == b {
+		t.Errorf("the first and twelfth failed sleeps say the same next try: %q", a)
+	}
+}
+
+func TestTheSlotAndStopNotesNameWhatHeldTheAppBack(t *testing.T) {
+	err := errors.New("disk I/O error")
+	tests := []struct{ got, want string }{
+		{SlotsFull(4), "waiting to be started: every slot of this host is taken (max_apps = 4)"},
+		{SlotUnrecorded(err), "waiting to be started: its slot could not be recorded: disk I/O error"},
+		{StopFailed(err), "could not be stopped: disk I/O error"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestAWakesAnswerNamesTheAppAndKeepsWhatEndedIt(t *testing.T) {
+	if got, want := WakeAnswer("web", MsgWentDownWaking).Error(), "wake web: the guest went down while waking"; got != want {
+		t.Errorf("WakeAnswer = %q, want %q", got, want)
+	}
+	err := WakeEnded("web", context.Canceled)
+	if got, want := err.Error(), "wake web: context canceled"; got != want {
+		t.Errorf("WakeEnded = %q, want %q", got, want)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("WakeEnded(%v) does not wrap it", context.Canceled)
+	}
+}
