@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"alpnib.dev/nibrunner/checkpoint"
@@ -116,16 +115,16 @@ func (d *Daemon) volumeToRead(ctx context.Context, id, app string) checkpoint.Vo
 		v.Freezer = guestFreezer{vmm: f, app: app}
 	case up:
 		v.AtRest = func(context.Context) error {
-			return fmt.Errorf("app %s's guest runs and this host's VMM cannot freeze its filesystem for a consistent copy", app)
+			return plan.CopyCannotFreeze(app)
 		}
 	default:
 		v.AtRest = func(ctx context.Context) error {
 			up, err := running(ctx)
 			switch {
 			case err != nil:
-				return fmt.Errorf("cannot tell whether app %s's guest started during the copy: %w", app, err)
+				return plan.CopyUnsure(app, err)
 			case up:
-				return fmt.Errorf("app %s's guest started during the copy, which may be torn; the next try freezes it", app)
+				return plan.CopyTorn(app)
 			}
 			return nil
 		}

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
@@ -12,7 +10,7 @@ import (
 // ErrCannotSleep is returned by Sleep for an app that is not an up
 // on-request app: only those have a sleep policy, and only a running
 // guest has state to snapshot.
-var ErrCannotSleep = errors.New("only a running on-request app can be put to sleep")
+var ErrCannotSleep = plan.ErrCannotSleep
 
 // Sleep puts an on-request app to sleep now, as if its sleep policy had
 // fired: the same snapshot path the idle pass takes (so the next request's
@@ -27,23 +25,23 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 	defer d.mu.Unlock()
 	in := d.instance(app)
 	if in == nil {
-		return fmt.Errorf("sleep %s: desired.json does not list it: %w", app, ErrCannotSleep)
+		return plan.SleepRefused(app, plan.MsgSleepUnlisted)
 	}
 	if in.DesiredState != desired.StateOnRequest {
-		return fmt.Errorf("sleep %s: desired.json asks it %s: %w", app, in.DesiredState, ErrCannotSleep)
+		return plan.SleepRefused(app, plan.SleepAskedState(in.DesiredState))
 	}
 	a := d.apps[app]
 	if a != nil && a.rec != nil && a.rec.Sleeping && !a.busy {
 		return nil
 	}
 	if a == nil || a.rec == nil || !a.up() {
-		return fmt.Errorf("sleep %s: it has no running guest: %w", app, ErrCannotSleep)
+		return plan.SleepRefused(app, plan.MsgSleepNoGuest)
 	}
 	a.wantAsleep = true
 	asked := false
 	for {
 		if d.workCtx.Err() != nil {
-			return fmt.Errorf("sleep %s: %w", app, ErrClosed)
+			return plan.SleepEnded(app, ErrClosed)
 		}
 		if !a.busy {
 			if asked || !a.wantAsleep {
@@ -53,7 +51,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 			x, ok := plan.App(d.doc, in, plan.Observed{Now: d.now(), Instances: map[string]plan.Instance{app: o}, Volumes: map[string]plan.Volume{string(in.VolumeId): {}}})
 			if !ok || x.Kind != plan.Sleep {
 				a.wantAsleep = false
-				return fmt.Errorf("sleep %s: the planner does not put it to sleep now (%s): %w", app, x.Kind, ErrCannotSleep)
+				return plan.SleepRefused(app, plan.SleepNotNow(x.Kind))
 			}
 			d.dispatch(x, nil, 0)
 			asked = true
@@ -64,18 +62,18 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 		case <-ctx.Done():
 			d.mu.Lock()
 			a.wantAsleep = false
-			return fmt.Errorf("sleep %s: %w", app, ctx.Err())
+			return plan.SleepEnded(app, ctx.Err())
 		case <-d.workCtx.Done():
 		case <-ch:
 		}
 		d.mu.Lock()
 	}
 	if a.rec == nil || !a.rec.Sleeping {
-		msg := "it did not go to sleep"
-		if a.rec != nil && a.rec.Message != "" {
+		msg := ""
+		if a.rec != nil {
 			msg = a.rec.Message
 		}
-		return fmt.Errorf("sleep %s: %s", app, msg)
+		return plan.SleepNotDone(app, msg)
 	}
 	return nil
 }

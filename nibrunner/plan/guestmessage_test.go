@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"alpnib.dev/nibrunner/desired"
 )
 
 func TestAGuestsStopIsToldByItsOwnWordElseByItsExitCode(t *testing.T) {
@@ -85,5 +87,53 @@ func TestAWakesAnswerNamesTheAppAndKeepsWhatEndedIt(t *testing.T) {
 	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("WakeEnded(%v) does not wrap it", context.Canceled)
+	}
+}
+
+func TestASleepsAnswerSaysWhyAndWrapsItsRefusal(t *testing.T) {
+	tests := []struct {
+		name    string
+		err     error
+		want    string
+		refused bool
+	}{
+		{"unlisted", SleepRefused("web", MsgSleepUnlisted), "sleep web: desired.json does not list it: only a running on-request app can be put to sleep", true},
+		{"asked running", SleepRefused("web", SleepAskedState(desired.StateRunning)), "sleep web: desired.json asks it running: only a running on-request app can be put to sleep", true},
+		{"no guest", SleepRefused("web", MsgSleepNoGuest), "sleep web: it has no running guest: only a running on-request app can be put to sleep", true},
+		{"not now", SleepRefused("web", SleepNotNow(Restart)), "sleep web: the planner does not put it to sleep now (restart): only a running on-request app can be put to sleep", true},
+		{"ended", SleepEnded("web", context.Canceled), "sleep web: context canceled", false},
+		{"not done, no word", SleepNotDone("web", ""), "sleep web: it did not go to sleep", false},
+		{"not done, the report's word", SleepNotDone("web", "could not be put to sleep, and stays up (next try in 1s): full"), "sleep web: could not be put to sleep, and stays up (next try in 1s): full", false},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+		if got := errors.Is(tt.err, ErrCannotSleep); got != tt.refused {
+			t.Errorf("%s: errors.Is(ErrCannotSleep) = %v, want %v", tt.name, got, tt.refused)
+		}
+	}
+	if !errors.Is(SleepEnded("web", context.Canceled), context.Canceled) {
+		t.Error("SleepEnded does not wrap what ended the wait")
+	}
+}
+
+func TestACopyNotAtRestNamesTheApp(t *testing.T) {
+	listing := errors.New("list guests: broken pipe")
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{CopyCannotFreeze("db"), "app db's guest runs and this host's VMM cannot freeze its filesystem for a consistent copy"},
+		{CopyUnsure("db", listing), "cannot tell whether app db's guest started during the copy: list guests: broken pipe"},
+		{CopyTorn("db"), "app db's guest started during the copy, which may be torn; the next try freezes it"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%q, want %q", got, tt.want)
+		}
+	}
+	if !errors.Is(CopyUnsure("db", listing), listing) {
+		t.Error("CopyUnsure does not wrap the listing's error")
 	}
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -277,3 +278,66 @@ func WakeAnswer(app, why string) error { return fmt.Errorf("wake %s: %s", app, w
 // daemon closing, the caller's context, an app that is not running); the
 // answer wraps err, so callers can tell which.
 func WakeEnded(app string, err error) error { return fmt.Errorf("wake %s: %w", app, err) }
+
+// A sleep's answers are "sleep APP: " and why it did not put the app to
+// sleep; those that refuse the sleep wrap ErrCannotSleep.
+
+// ErrCannotSleep is what a sleep the host refuses wraps.
+var ErrCannotSleep = errors.New("only a running on-request app can be put to sleep")
+
+// Why a sleep is refused, when it is not the planner's doing.
+const (
+	MsgSleepUnlisted = "desired.json does not list it"
+	MsgSleepNoGuest  = "it has no running guest"
+)
+
+// SleepAskedState is why a sleep of an app the document asks state
+// (not onRequest) is refused.
+func SleepAskedState(state desired.DesiredInstanceState) string {
+	return fmt.Sprintf("desired.json asks it %s", state)
+}
+
+// SleepNotNow is why a sleep is refused when the planner's action for the
+// app is kind, not Sleep.
+func SleepNotNow(kind InstanceKind) string {
+	return fmt.Sprintf("the planner does not put it to sleep now (%s)", kind)
+}
+
+// SleepRefused is a sleep's answer for app when the host refuses it (why).
+func SleepRefused(app, why string) error {
+	return fmt.Errorf("sleep %s: %s: %w", app, why, ErrCannotSleep)
+}
+
+// SleepEnded is a sleep's answer for app when err ended the wait for it
+// (the daemon closing, the caller's context); the answer wraps err.
+func SleepEnded(app string, err error) error { return fmt.Errorf("sleep %s: %w", app, err) }
+
+// SleepNotDone is a sleep's answer for app when its guest did not go to
+// sleep: the report's word on it (message), or that it did not.
+func SleepNotDone(app, message string) error {
+	if message == "" {
+		message = "it did not go to sleep"
+	}
+	return fmt.Errorf("sleep %s: %s", app, message)
+}
+
+// Why a copy of a volume (a checkpoint's, an export's) is not made from a
+// volume at rest, naming the app whose guest uses it; its job fails and is
+// tried again.
+
+// CopyCannotFreeze is the failure of a copy of the volume app's running
+// guest uses, on a host whose VMM cannot freeze its filesystem.
+func CopyCannotFreeze(app string) error {
+	return fmt.Errorf("app %s's guest runs and this host's VMM cannot freeze its filesystem for a consistent copy", app)
+}
+
+// CopyUnsure is the failure of a copy when whether app's guest started
+// during it cannot be told (err, the VMM's listing).
+func CopyUnsure(app string, err error) error {
+	return fmt.Errorf("cannot tell whether app %s's guest started during the copy: %w", app, err)
+}
+
+// CopyTorn is the failure of a copy during which app's guest started.
+func CopyTorn(app string) error {
+	return fmt.Errorf("app %s's guest started during the copy, which may be torn; the next try freezes it", app)
+}
