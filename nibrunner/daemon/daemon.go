@@ -334,7 +334,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		if err != nil {
 			// This daemon's rules refuse what an older one accepted: keep
 			// the host as it is and say so.
-			d.refusal = reported.Truncate("the document accepted before this daemon started is refused now, so nothing changes until a readable one arrives: " + err.Error())
+			d.refusal = reported.Truncate(plan.RefusedBefore(err))
 		} else {
 			d.setDoc(d.index(doc, acc.Digest))
 		}
@@ -507,7 +507,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	if err != nil {
 		d.mu.Lock()
 		d.unrecorded = nil
-		whole := plan.Refused(d.keeping(), reasons(err))
+		whole := plan.Refused(d.keeping(), plan.ReasonsText(desired.Reasons(err)))
 		d.refusal = reported.Truncate(whole)
 		d.mu.Unlock()
 		if d.deps.Metrics != nil {
@@ -526,15 +526,6 @@ func (d *Daemon) keeping() string {
 		return plan.Keeping("")
 	}
 	return plan.Keeping(d.digest)
-}
-
-func reasons(err error) string {
-	rs := desired.Reasons(err)
-	parts := make([]string, 0, len(rs))
-	for _, r := range rs {
-		parts = append(parts, r.String())
-	}
-	return strings.Join(parts, "; ")
 }
 
 // Run reads the document's source and runs passes until ctx ends. Each

@@ -25,7 +25,7 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 		now := d.now()
 		d.commit(id, func(a *app) {
 			a.wantAwake = false
-			a.startFailed(x, in, "its layers could not be made ready: "+err.Error(), now)
+			a.startFailed(x, in, plan.LayersNotReady(err), now)
 		})
 		return
 	}

@@ -137,3 +137,28 @@ func TestACopyNotAtRestNamesTheApp(t *testing.T) {
 		t.Error("CopyUnsure does not wrap the listing's error")
 	}
 }
+
+func TestARefusalSaysEachReasonJoined(t *testing.T) {
+	tests := []struct {
+		name string
+		rs   []desired.Reason
+		want string
+	}{
+		{"none", nil, ""},
+		{"a rule alone", []desired.Reason{{Rule: "not JSON"}}, "not JSON"},
+		{"a path and rule", []desired.Reason{{Path: "instances[0].appId", Rule: "is required"}}, "instances[0].appId: is required"},
+		{"two, in order", []desired.Reason{{Path: "volumes[1].sizeBytes", Rule: "must be positive"}, {Rule: "unknown field \"x\""}}, "volumes[1].sizeBytes: must be positive; unknown field \"x\""},
+	}
+	for _, tt := range tests {
+		if got := ReasonsText(tt.rs); got != tt.want {
+			t.Errorf("%s: ReasonsText = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	err := errors.New("instances[0]: bad")
+	if got, want := RefusedBefore(err), "the document accepted before this daemon started is refused now, so nothing changes until a readable one arrives: instances[0]: bad"; got != want {
+		t.Errorf("RefusedBefore = %q, want %q", got, want)
+	}
+	if got, want := LayersNotReady(err), "its layers could not be made ready: instances[0]: bad"; got != want {
+		t.Errorf("LayersNotReady = %q, want %q", got, want)
+	}
+}

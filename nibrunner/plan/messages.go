@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
@@ -181,6 +182,23 @@ func Refused(keeping, reasons string) string {
 	return fmt.Sprintf("desired.json was refused (%s): %s", keeping, reasons)
 }
 
+// ReasonsText is a refused document's reasons (desired.Reasons) as the
+// refusal says them: each "path: rule" (the rule alone when it names no
+// path), joined by "; ".
+func ReasonsText(rs []desired.Reason) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// RefusedBefore is the refusal of the document an older daemon accepted
+// and this one's rules refuse (err): the host is kept as it is.
+func RefusedBefore(err error) string {
+	return "the document accepted before this daemon started is refused now, so nothing changes until a readable one arrives: " + err.Error()
+}
+
 // Unrecorded is the refusal of a document that decoded but could not be
 // recorded: it is not taken until it is.
 func Unrecorded(err error) string {
@@ -256,6 +274,10 @@ func SlotsFull(maxApps int) string {
 func SlotUnrecorded(err error) string {
 	return "waiting to be started: its slot could not be recorded: " + err.Error()
 }
+
+// LayersNotReady is why a start did not boot: its layers could not be
+// made ready (err).
+func LayersNotReady(err error) string { return "its layers could not be made ready: " + err.Error() }
 
 // StopFailed is the report's word on an app whose guest could not be
 // taken down (err).
