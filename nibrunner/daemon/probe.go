@@ -120,7 +120,7 @@ func (p *prober) failureMessage() string {
 	p.mu.Lock()
 	n := p.rec.Failures
 	p.mu.Unlock()
-	return health.FailedProbesMessage(string(p.kind), p.port, p.path, n, p.check.Grace)
+	return plan.FailedProbes(string(p.kind), p.port, p.path, n, p.check.Grace)
 }
 
 func (p *prober) run(ctx context.Context, kick func()) {

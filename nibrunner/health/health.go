@@ -5,7 +5,6 @@
 package health
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -131,14 +130,4 @@ func Step(c Check, r Record, in Input) Record {
 		r.LastHealthyAt = in.Now
 	}
 	return r
-}
-
-// FailedProbesMessage explains a health check that gave up, in a sentence
-// a person can act on.
-func FailedProbesMessage(kind string, port int, path string, failures int, grace time.Duration) string {
-	what := fmt.Sprintf("nothing answered on port %d inside the guest", port)
-	if kind == "http" {
-		what = fmt.Sprintf("GET %s on port %d inside the guest did not answer 2xx", path, port)
-	}
-	return fmt.Sprintf("%s: %d health probes failed after the %dms grace period", what, failures, grace.Milliseconds())
 }

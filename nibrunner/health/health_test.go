@@ -61,11 +61,3 @@ func TestRunningRecordsWhenItWasLastHealthy(t *testing.T) {
 		t.Fatalf("record = %+v", r)
 	}
 }
-
-func TestTheFailedProbesMessageNamesThePortAndGrace(t *testing.T) {
-	got := FailedProbesMessage("tcp", 3000, "", 3, 30*time.Second)
-	want := "nothing answered on port 3000 inside the guest: 3 health probes failed after the 30000ms grace period"
-	if got != want {
-		t.Fatalf("got %q", got)
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"alpnib.dev/nibrunner/desired"
 )
@@ -160,5 +161,19 @@ func TestARefusalSaysEachReasonJoined(t *testing.T) {
 	}
 	if got, want := LayersNotReady(err), "its layers could not be made ready: instances[0]: bad"; got != want {
 		t.Errorf("LayersNotReady = %q, want %q", got, want)
+	}
+}
+
+func TestFailedProbesNamesWhatWasProbedThePortAndTheGrace(t *testing.T) {
+	for _, tc := range []struct {
+		kind, path string
+		want       string
+	}{
+		{"tcp", "", "nothing answered on port 3000 inside the guest: 3 health probes failed after the 30000ms grace period"},
+		{"http", "/healthz", "GET /healthz on port 3000 inside the guest did not answer 2xx: 3 health probes failed after the 30000ms grace period"},
+	} {
+		if got := FailedProbes(tc.kind, 3000, tc.path, 3, 30*time.Second); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.kind, got, tc.want)
+		}
 	}
 }

@@ -363,3 +363,13 @@ func CopyUnsure(app string, err error) error {
 func CopyTorn(app string) error {
 	return fmt.Errorf("app %s's guest started during the copy, which may be torn; the next try freezes it", app)
 }
+
+// FailedProbes explains a health check that gave up, in a sentence
+// a person can act on.
+func FailedProbes(kind string, port int, path string, failures int, grace time.Duration) string {
+	what := fmt.Sprintf("nothing answered on port %d inside the guest", port)
+	if kind == "http" {
+		what = fmt.Sprintf("GET %s on port %d inside the guest did not answer 2xx", path, port)
+	}
+	return fmt.Sprintf("%s: %d health probes failed after the %dms grace period", what, failures, grace.Milliseconds())
+}
