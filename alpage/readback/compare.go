@@ -39,8 +39,17 @@ func Compare(p *proposal.Proposal, o Observation) Comparison {
 			c.KindMismatch = fmt.Sprintf("proposal %d runs %s, but %q is a %s proposal (%s)", o.ProposalID, got, p.Name, p.Kind, functionName(p.Function))
 			return c
 		}
+		// Import reads the live record, so the payload it holds against
+		// the one on-chain is the one apply would send, inherited parts
+		// included. A payload of the declaration alone (as alp built it
+		// offline, or an earlier release encoded it) would reset those
+		// parts when adopted: it is not the declared change, and is said.
 		sum, _, _ := PayloadSHA256(o.Action)
-		if !p.Pins(sum) {
+		switch {
+		case sum == p.PayloadSHA256:
+		case p.Pins(sum):
+			c.PayloadDiffers = fmt.Sprintf("the payload on-chain (sha256 %s) is the declaration alone, without the live parts the payload alp builds now keeps (sha256 %s, which is what is recorded): adopting proposal %d resets what the registry replaces whole and the declaration leaves out (such as a subnet's query limits); check that it is the one you meant", sum, p.PayloadSHA256, o.ProposalID)
+		default:
 			c.PayloadDiffers = fmt.Sprintf("the payload on-chain (sha256 %s) differs from the one the config declares (sha256 %s), which is what is recorded; check that proposal %d is the one you meant", sum, p.PayloadSHA256, o.ProposalID)
 		}
 	case FromDashboard:

@@ -1,6 +1,8 @@
 package readback
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -55,4 +57,41 @@ func TestImportComparesTheActionWithTheDeclaredKindThenThePayload(t *testing.T) 
 			}
 		})
 	}
+}
+
+// An update_subnet whose payload inherits live parts: the one on-chain is
+// the declaration alone (built offline, or by an earlier release), which
+// would reset those parts when adopted. Import says so rather than take it
+// as the declared change.
+func TestImportWarnsOfAnOnChainPayloadOfTheDeclarationAloneWhenTheBuiltOneInheritsLiveParts(t *testing.T) {
+	alone := removeNodes(t)
+	live := *alone
+	live.Payload = []byte("DIDL\x00\x00")
+	live.PayloadSHA256 = sha256Hex(live.Payload)
+	live.FormerSHA256 = []string{sha256Hex([]byte("former"))}
+	run := func(payload []byte) Observation {
+		return Observation{ProposalID: 9, Source: FromGovernance, Action: &nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(nns.FunctionRemoveNodes), Payload: payload}}}
+	}
+	for _, c := range []struct {
+		name    string
+		payload []byte
+		differs string
+	}{
+		{"the payload as built, live parts included", live.Payload, ""},
+		{"the declaration alone", alone.Payload, "is the declaration alone, without the live parts"},
+		{"the declaration alone as an earlier release encoded it", []byte("former"), "adopting proposal 9 resets what the registry replaces whole"},
+		{"another payload", []byte("other"), "differs from the one the config declares"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Compare(&live, run(c.payload)).PayloadDiffers
+			if (c.differs == "") != (got == "") || !strings.Contains(got, c.differs) {
+				t.Errorf("payload: %q, want %q", got, c.differs)
+			}
+		})
+	}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
