@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
 	"alpnib.dev/nibrunner/db"
@@ -117,7 +118,19 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 		return
 	}
 	defer func() { <-d.volTurns }()
+	// The work may have waited for its turn across documents: it goes on
+	// only while the document in force still says of this volume what it
+	// was planned on (a teardown of a volume asked present again, or of
+	// one a document stopped naming, would delete a tenant's data; a seed
+	// would make it from contents no longer asked for). Else the next
+	// pass plans the volume again.
 	d.mu.Lock()
+	if !stillAsked(d.doc, dv) {
+		d.volOf(a.VolumeID).idle()
+		d.mu.Unlock()
+		d.Kick()
+		return
+	}
 	d.volOf(a.VolumeID).turn = true
 	d.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.VolumeTimeout)
@@ -253,4 +266,17 @@ func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
 			v.msg = ""
 		}
 	}
+}
+
+// stillAsked reports whether doc says of dv's volume what dv says.
+func stillAsked(doc *desired.HostDesiredState, dv desired.DesiredVolume) bool {
+	if doc == nil {
+		return false
+	}
+	for i := range doc.Volumes {
+		if doc.Volumes[i].VolumeId == dv.VolumeId {
+			return reflect.DeepEqual(doc.Volumes[i], dv)
+		}
+	}
+	return false
 }
