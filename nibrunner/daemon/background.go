@@ -33,6 +33,9 @@ func (d *Daemon) background(acts plan.Actions) {
 			d.jobs.Forget(cpDeleteJob(id))
 			app := d.appOfVolume(vol)
 			d.submit(cpCreateJob(id), func(ctx context.Context) error {
+				if err := d.volumeAtRestForCopy(vol); err != nil {
+					return err
+				}
 				_, err := d.deps.Checkpoints.Create(ctx, id, d.volumeToRead(ctx, vol, app))
 				return err
 			})
@@ -64,6 +67,9 @@ func (d *Daemon) background(acts plan.Actions) {
 				d.jobs.Forget(expForgetJob(id))
 				app := d.appOfVolume(string(e.VolumeId))
 				d.submit(expWriteJob(id), func(ctx context.Context) error {
+					if err := d.volumeAtRestForCopy(string(e.VolumeId)); err != nil {
+						return err
+					}
 					_, err := d.deps.Exports.Write(ctx, e, d.volumeToRead(ctx, string(e.VolumeId), app))
 					return err
 				})
@@ -81,6 +87,18 @@ func (d *Daemon) submit(id string, fn jobs.Func) {
 	if _, err := d.jobs.Submit(id, fn); err != nil {
 		d.cfg.Logf("nibrunnerd: %s: %v", id, err)
 	}
+}
+
+// volumeAtRestForCopy refuses the copy of volume id while its worker is
+// making, growing or deleting it (a grow resizes the file under the copy);
+// the job's retry copies it after.
+func (d *Daemon) volumeAtRestForCopy(id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v := d.volumes[id]; v != nil && v.busy {
+		return plan.CopyVolumeAtWork(id)
+	}
+	return nil
 }
 
 // volumeToRead names volume id's file and, when the guest of app (the one

@@ -359,6 +359,12 @@ func CopyUnsure(app string, err error) error {
 	return fmt.Errorf("cannot tell whether app %s's guest started during the copy: %w", app, err)
 }
 
+// CopyVolumeAtWork is the failure of a copy whose volume is being made,
+// grown or deleted: the job's retry copies it once that work is done.
+func CopyVolumeAtWork(volumeID string) error {
+	return fmt.Errorf("volume %s is being changed (made, grown or deleted); the copy waits for that to end", volumeID)
+}
+
 // CopyTorn is the failure of a copy during which app's guest started.
 func CopyTorn(app string) error {
 	return fmt.Errorf("app %s's guest started during the copy, which may be torn; the next try freezes it", app)
