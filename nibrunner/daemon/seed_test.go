@@ -84,27 +84,7 @@ func runSeeding(t *testing.T, h *host, gated *volumetest.Gated, mke2fs ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.watch(d)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := d.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-			h.daemon.CompareAndSwap(d, nil)
-			d.Close()
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return h.runOpened(t, d)
 }
 
 func gatedStore(t *testing.T, h *host, after int64) *volumetest.Gated {
