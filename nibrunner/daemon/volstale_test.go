@@ -49,20 +49,24 @@ func TestATeardownQueuedBehindAnotherVolumesWorkIsDroppedWhenTheVolumeIsAskedPre
 	gone := doc(a)
 	gone.Volumes = append(gone.Volumes, desired.DesiredVolume{VolumeId: b.VolumeId, AppId: b.AppId, SizeBytes: 1 << 20, DesiredState: desired.Absent})
 	h.write(t, gone)
-	waitUntil(t, "b's teardown is handed to its worker", func() bool {
+	if !h.until(t, time.Minute, func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		v := d.volumes["b-data"]
 		return v != nil && v.busy && v.work.Kind == plan.Teardown
-	})
+	}) {
+		t.Fatal("b's teardown was never handed to its worker")
+	}
 	// Then b is asked back, volume and all, before the teardown's turn.
 	back := doc(a, b)
 	h.write(t, back)
-	waitUntil(t, "the document asking b back is in force", func() bool {
+	if !h.until(t, time.Minute, func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return d.doc != nil && len(d.doc.Instances) == 2
-	})
+	}) {
+		t.Fatal("the document asking b back was never taken")
+	}
 	close(vols.release)
 
 	h.waitFor(t, "a and b running", allIn(reported.InstanceRunning, "a", "b"))
@@ -72,17 +76,5 @@ func TestATeardownQueuedBehindAnotherVolumesWorkIsDroppedWhenTheVolumeIsAskedPre
 	}
 	if !os.SameFile(before, after) {
 		t.Fatal("b's volume was deleted and made again after a document asking it present was accepted")
-	}
-}
-
-// waitUntil polls cond, which no signal reports, for up to a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
