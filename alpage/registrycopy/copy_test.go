@@ -461,3 +461,39 @@ func TestTheViewReadsNodeAndOperatorRecordsAsTheCopyDoes(t *testing.T) {
 		}
 	}
 }
+
+// A caller whose context ended before the view read its records gets that
+// error, and the next caller reads them: a cancelled first read is not the
+// view's answer for every later one. Each of the view's two builds (the
+// records GetValue answers from, the operator index) is checked on a fresh
+// view, so the cancelled call is the first to build it.
+func TestACancelledFirstReadOfTheViewIsReadAgainByTheNextCaller(t *testing.T) {
+	opID := principal.SelfAuthenticating([]byte("op"))
+	node := nns.NodeRecordKey(principal.SelfAuthenticating([]byte("a")).String())
+	reg := registry.New()
+	reg.Apply([]registry.Mutation{{Key: node, Value: (&nns.NodeRecordPB{NodeOperatorID: opID.Bytes()}).Marshal()}})
+	n := serve(t, reg)
+	c, res := sync1(t, t.TempDir(), n.client, n.verifier, io.Discard)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	reads := map[string]func(context.Context, *registrycopy.View) (string, error){
+		"GetValue": func(ctx context.Context, v *registrycopy.View) (string, error) {
+			_, _, found, err := v.GetValue(ctx, node, 0)
+			return fmt.Sprint(found), err
+		},
+		"OperatorNodes": func(ctx context.Context, v *registrycopy.View) (string, error) {
+			ids, err := v.OperatorNodes(ctx, opID.String())
+			return fmt.Sprint(ids), err
+		},
+	}
+	want := map[string]string{"GetValue": "true", "OperatorNodes": fmt.Sprint([]string{strings.TrimPrefix(node, nns.NodeRecordKey(""))})}
+	for name, read := range reads {
+		view := c.At(res.To)
+		if got, err := read(cancelled, view); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %s, %v; want context.Canceled", name, got, err)
+		}
+		if got, err := read(ctx(t), view); err != nil || got != want[name] {
+			t.Errorf("%s after a cancelled read: %s, %v; want %s", name, got, err, want[name])
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -18,19 +17,52 @@ type View struct {
 	c       *Copy
 	version uint64
 
-	once      sync.Once
-	err       error
+	indexed   *lazy
 	byOp      map[string][]string // operator → its node ids, sorted
 	operators map[string][]nns.NodeOperatorRecordPB
 
-	recordsOnce      sync.Once
-	recordsErr       error
+	loaded           *lazy
 	nodeRecs, opRecs []Record          // every node and operator record, by key
 	records          map[string]Record // the same, by key
 }
 
 // At is a view of the copy at version.
-func (c *Copy) At(version uint64) *View { return &View{c: c, version: version} }
+func (c *Copy) At(version uint64) *View {
+	return &View{c: c, version: version, indexed: newLazy(), loaded: newLazy()}
+}
+
+// lazy is a build a view runs once it succeeds. Only its success, or an
+// error the records themselves cause (one that does not decode), is kept:
+// a build that fails for its caller (its context ended, a read of the file
+// failed) is run again by the next caller, so one cancelled caller does not
+// fail the view for every later one. One caller builds at a time; the
+// others wait for it, or for their own context.
+type lazy struct {
+	turn chan struct{} // holds a token while a caller builds
+	done bool          // err is the build's kept outcome
+	err  error
+}
+
+func newLazy() *lazy { return &lazy{turn: make(chan struct{}, 1)} }
+
+// do runs build unless an earlier one's outcome was kept, and returns the
+// outcome. build says whether its error is final (kept like a success).
+func (l *lazy) do(ctx context.Context, build func() (final bool, err error)) error {
+	select {
+	case l.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("registry copy view: waiting for another read of the records: %w", ctx.Err())
+	}
+	defer func() { <-l.turn }()
+	if l.done {
+		return l.err
+	}
+	final, err := build()
+	if err == nil || final {
+		l.done, l.err = true, err
+	}
+	return err
+}
 
 // GetLatestVersion is the view's version: every read through the view is at
 // it.
@@ -57,44 +89,49 @@ func (v *View) GetValue(ctx context.Context, key string, version uint64) ([]byte
 
 // loadRecords reads every node and operator record at the view's version
 // once, undecoded: GetValue answers from them, and index decodes them.
+// A failed scan is not kept: the next caller scans again.
 func (v *View) loadRecords(ctx context.Context) error {
-	v.recordsOnce.Do(func() {
+	return v.loaded.do(ctx, func() (bool, error) {
+		var err error
 		v.records = map[string]Record{}
-		if v.nodeRecs, v.recordsErr = v.c.Scan(ctx, nodeRecordPrefix, v.version); v.recordsErr != nil {
-			return
+		if v.nodeRecs, err = v.c.Scan(ctx, nodeRecordPrefix, v.version); err != nil {
+			return false, err
 		}
-		if v.opRecs, v.recordsErr = v.c.Scan(ctx, operatorRecordPrefix, v.version); v.recordsErr != nil {
-			return
+		if v.opRecs, err = v.c.Scan(ctx, operatorRecordPrefix, v.version); err != nil {
+			return false, err
 		}
 		for _, r := range append(v.nodeRecs[:len(v.nodeRecs):len(v.nodeRecs)], v.opRecs...) {
 			v.records[r.Key] = r
 		}
+		return false, nil
 	})
-	return v.recordsErr
 }
 
 // index decodes every node and operator record at the view's version once.
+// A record that does not decode fails the view for good (the records at a
+// version do not change); a failed read of them is tried again by the next
+// caller.
 func (v *View) index(ctx context.Context) error {
-	v.once.Do(func() {
+	return v.indexed.do(ctx, func() (bool, error) {
 		v.byOp, v.operators = map[string][]string{}, map[string][]nns.NodeOperatorRecordPB{}
-		if v.err = v.loadRecords(ctx); v.err != nil {
-			return
+		if err := v.loadRecords(ctx); err != nil {
+			return false, err
 		}
-		v.err = decodeEach(v.nodeRecs, func(r Record, rec *nns.NodeRecordPB) {
+		err := decodeEach(v.nodeRecs, func(r Record, rec *nns.NodeRecordPB) {
 			op := principalText(rec.NodeOperatorID)
 			v.byOp[op] = append(v.byOp[op], strings.TrimPrefix(r.Key, nodeRecordPrefix))
 		})
 		for _, ids := range v.byOp {
 			sort.Strings(ids)
 		}
-		if v.err == nil {
-			v.err = decodeEach(v.opRecs, func(_ Record, rec *nns.NodeOperatorRecordPB) {
+		if err == nil {
+			err = decodeEach(v.opRecs, func(_ Record, rec *nns.NodeOperatorRecordPB) {
 				p := principalText(rec.NodeProviderPrincipalID)
 				v.operators[p] = append(v.operators[p], *rec)
 			})
 		}
+		return true, err
 	})
-	return v.err
 }
 
 // decodeEach decodes every record of recs and hands each to f.
