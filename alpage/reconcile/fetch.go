@@ -63,7 +63,7 @@ type nodeListDashboard interface {
 // DefaultFirstAttempt bounds the first read of a node's status: a live
 // node answers well within it, so one that does not is asked again with
 // the whole connect timeout only when the dashboard does not say it is
-// down. A dead node costs this, not the connect timeout, on every run.
+// failing (statusSays). A dead node costs this, not the connect timeout, on every run.
 const DefaultFirstAttempt = 300 * time.Millisecond
 
 // KDS vouches for chips; *source.KDS satisfies it.
@@ -278,11 +278,10 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 	// node, so many can be in flight without loading any one service.
 	vg := f.versionGroup(ctx)
 	nodes := versionNodes(res)
-	// the nodes the dashboard says are down first: their short waits then
-	// overlap the other reads instead of trailing them
-	slices.SortStableFunc(nodes, func(a, b *config.Node) int {
-		return boolRank(listed[b.ID].Status == dashboardDown) - boolRank(listed[a.ID].Status == dashboardDown)
-	})
+	// the nodes the dashboard says are failing first: their short waits
+	// then overlap the other reads instead of trailing them
+	failing := func(n *config.Node) int { return boolRank(statusSays(listed[n.ID].Status) == saysFailing) }
+	slices.SortStableFunc(nodes, func(a, b *config.Node) int { return failing(b) - failing(a) })
 	for _, n := range nodes {
 		nf := live.Nodes[n.ID]
 		var l *source.DashboardNode
@@ -472,9 +471,9 @@ func (at registryAt) record(ctx context.Context, key string, rec interface{ Unma
 }
 
 // nodeList asks the dashboard for its list of every node, from the start
-// of Fetch, beside the registry reads: which nodes it says are down (their
-// first read is short, and they are read first) and which it says answer
-// (read once, never cut short). list returns it once the registry reads
+// of Fetch, beside the registry reads: which nodes it says are failing
+// (their first read is short, and they are read first) and which it says
+// answer (read once, never cut short); statusSays reads each status. list returns it once the registry reads
 // are done, waiting at most ListWait more, so a slow dashboard costs a run
 // no more than that; without the list (no such dashboard, an error, too
 // slow) each node is handled alone. stop ends a read still in flight.
@@ -538,8 +537,37 @@ func versionNodes(res *config.Resources) []*config.Node {
 	return out
 }
 
-// dashboardDown is the dashboard's status for a node that does not answer.
-const dashboardDown = "DOWN"
+// dashboardSays is what a status the dashboard gives a node tells its
+// status read. The statuses are the dashboard's four (docs/decisions.md,
+// "The dashboard's statuses"); every other value, and none, says nothing.
+type dashboardSays int
+
+const (
+	// saysNothing: no status, or one alp does not know (UNRECOGNIZED). The
+	// node is read as one the dashboard does not list: a short first
+	// attempt, then the whole connect timeout.
+	saysNothing dashboardSays = iota
+	// saysAnswers: UP (healthy, in a subnet) and UNASSIGNED (a healthy
+	// spare). The node is read once with the whole connect timeout, never
+	// cut short: under load a live node's handshake can outlast the first
+	// attempt.
+	saysAnswers
+	// saysFailing: DOWN (failed) and DEGRADED (falling behind the chain,
+	// on its way back or to failing). The node gets a short first attempt,
+	// is read before the others, and when it does not answer in time the
+	// dashboard's version is the answer, with the status as the reason.
+	saysFailing
+)
+
+func statusSays(status string) dashboardSays {
+	switch status {
+	case "UP", "UNASSIGNED":
+		return saysAnswers
+	case "DOWN", "DEGRADED":
+		return saysFailing
+	}
+	return saysNothing
+}
 
 func boolRank(b bool) int {
 	if b {
@@ -572,13 +600,14 @@ func versionIDs(res *config.Resources) []string {
 
 // version asks the node itself, then the dashboard. listed is what the
 // dashboard's list says of the node (nil: it was not listed, or there is
-// no list). A node listed as anything but down is read once with the
+// no list). A node listed as answering (statusSays) is read once with the
 // whole connect timeout. Otherwise the first read is short
 // (FirstAttempt): a node that does not answer in time is asked again with
-// the whole connect timeout unless the dashboard says it is not up, in
+// the whole connect timeout unless the dashboard says it is failing, in
 // which case the dashboard's version is the answer, as it would be after
 // the long wait failed. A node that refuses at once goes straight to the
-// dashboard, as before.
+// dashboard, as before. A version from the dashboard carries the status
+// the dashboard gave the node.
 func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *source.DashboardNode) VersionFacts {
 	var reasons []string
 	dash := listed
@@ -607,16 +636,15 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *
 		// be asked again, and under CPU load a live node's handshake can
 		// outlast the first attempt.
 		fctx, cancel := ctx, context.CancelFunc(func() {})
-		if listed == nil || listed.Status == dashboardDown {
+		if listed == nil || statusSays(listed.Status) != saysAnswers {
 			fctx, cancel = context.WithTimeout(ctx, first)
 		}
 		v, err := f.NodeStatus.Version(fctx, nf.IP, nf.Port)
 		slow := err != nil && fctx != ctx && fctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if slow && f.Dashboard != nil {
-			if n, found, derr := askDashboard(); derr == nil && found && n.Status != "" && n.Status != "UP" && n.GuestOSVersion != "" {
-				return VersionFacts{Version: n.GuestOSVersion, Source: FromDashboard,
-					Err: fmt.Sprintf("node: no answer within %s, and the dashboard says it is %s", first, n.Status)}
+			if n, found, derr := askDashboard(); derr == nil && found && statusSays(n.Status) == saysFailing && n.GuestOSVersion != "" {
+				return fromDashboard(n, fmt.Sprintf("node: no answer within %s, and the dashboard says it is %s", first, n.Status))
 			}
 		}
 		if slow {
@@ -643,10 +671,16 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *
 		case !found || n.GuestOSVersion == "":
 			reasons = append(reasons, "dashboard: no version for the node")
 		default:
-			return VersionFacts{Version: n.GuestOSVersion, Source: FromDashboard}
+			return fromDashboard(n, strings.Join(reasons, "; "))
 		}
 	}
 	return VersionFacts{Err: strings.Join(reasons, "; ")}
+}
+
+// fromDashboard is the version the dashboard gives n, with its status and
+// why the node's own word is not the answer.
+func fromDashboard(n source.DashboardNode, why string) VersionFacts {
+	return VersionFacts{Version: n.GuestOSVersion, Source: FromDashboard, DashboardStatus: n.Status, Err: why}
 }
 
 func principalText(b []byte) string {

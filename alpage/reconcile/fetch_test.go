@@ -151,7 +151,7 @@ func TestAnUnreachableNodeIsReadFromTheDashboardAndLabelled(t *testing.T) {
 	live := fetch(t, f, res, state.New(), false)
 	wantVersionSources(t, live)
 	r := Reconcile(res, live)
-	if row := rowOf(t, r, SectionVersions, "b", nodeB); row.Status != OK || !strings.HasSuffix(row.Detail, "via dashboard") {
+	if row := rowOf(t, r, SectionVersions, "b", nodeB); row.Status != OK || !strings.HasSuffix(row.Detail, "via dashboard (status DOWN)") {
 		t.Fatalf("row %+v", row)
 	}
 	if row := rowOf(t, r, SectionVersions, "a", nodeA); strings.Contains(row.Detail, "dashboard") {

@@ -146,11 +146,15 @@ const (
 )
 
 // VersionFacts is what a node runs: from its own status endpoint, else
-// from the dashboard; Err when neither answered.
+// from the dashboard; Err says why the node's own word is not the answer
+// (with no Version, why neither answered).
 type VersionFacts struct {
 	Version string `json:"version,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Err     string `json:"error,omitempty"`
+	// DashboardStatus is the status the dashboard gave the node whose
+	// version it answered for (UP, DOWN, DEGRADED, UNASSIGNED, …).
+	DashboardStatus string `json:"dashboard_status,omitempty"`
 	// TLSUnverified: the node's own endpoint answered over TLS whose
 	// certificate was not checked (no --node-status-ca), so anyone on the
 	// path could have said it.

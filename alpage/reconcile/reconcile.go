@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"alpnib.dev/alpage/config"
@@ -732,7 +733,7 @@ func versionsSection(res *config.Resources, live *Live, n names) Section {
 			row.Declared, row.Live, row.Subnet = n.version(node.Version), n.version(f.Version), n.subnetOf(node)
 		}
 		if read && f.Source == FromDashboard && f.Version != "" {
-			row.Detail += " via dashboard"
+			row.Detail += " via dashboard" + dashboardStatusText(f.DashboardStatus)
 		}
 		if read && f.Source == FromNode && f.TLSUnverified {
 			row.Detail += " " + UnverifiedNodeLabel
@@ -747,6 +748,19 @@ func versionsSection(res *config.Resources, live *Live, n names) Section {
 	}
 	sortRows(sec.Rows)
 	return sec
+}
+
+// dashboardStatusText is the status the dashboard gave a node, as a row
+// shows it after "via dashboard": why the dashboard's word is the
+// answer. A status alp does not know is quoted: it is a third party's text.
+func dashboardStatusText(status string) string {
+	switch {
+	case status == "":
+		return ""
+	case statusSays(status) == saysNothing:
+		status = strconv.Quote(status)
+	}
+	return " (status " + status + ")"
 }
 
 // short abbreviates a chip id for a row; JSON readers have the node record.

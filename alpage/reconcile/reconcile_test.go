@@ -293,6 +293,12 @@ func TestEveryRowStatusOfEverySection(t *testing.T) {
 		{"a version read from the dashboard says so", func(_ *config.Resources, l *Live) {
 			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromDashboard}
 		}, want{SectionVersions, "n1", "n1", OK, "current via dashboard"}},
+		{"a version read from the dashboard shows the status it gave the node", func(_ *config.Resources, l *Live) {
+			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromDashboard, DashboardStatus: "DEGRADED"}
+		}, want{SectionVersions, "n1", "n1", OK, "current via dashboard (status DEGRADED)"}},
+		{"a status alp does not know is quoted", func(_ *config.Resources, l *Live) {
+			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromDashboard, DashboardStatus: "ODD\x1b[31m"}
+		}, want{SectionVersions, "n1", "n1", OK, `current via dashboard (status "ODD\x1b[31m")`}},
 		{"a version a node reported over unverified TLS says so", func(_ *config.Resources, l *Live) {
 			l.Versions["n1"] = VersionFacts{Version: "v1", Source: FromNode, TLSUnverified: true}
 		}, want{SectionVersions, "n1", "n1", OK, "current " + UnverifiedNodeLabel}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,14 +103,32 @@ func TestADeadNodeCostsTheFirstAttemptNotTheConnectTimeout(t *testing.T) {
 	}
 }
 
-// slowNode answers its status after delay, counting the reads.
+// slowNode answers its status after delay, counting the reads and
+// keeping the bound each read was given.
 type slowNode struct {
 	delay time.Duration
 	reads atomic.Int32
+
+	mu     sync.Mutex
+	bounds []readBound // each read's
+}
+
+// readBound is the deadline a read was given: whether it had one, and how
+// far off it was when the read began.
+type readBound struct {
+	set  bool
+	left time.Duration
 }
 
 func (n *slowNode) Version(ctx context.Context, _ string, _ uint32) (string, error) {
 	n.reads.Add(1)
+	var b readBound
+	if d, ok := ctx.Deadline(); ok {
+		b = readBound{true, time.Until(d)}
+	}
+	n.mu.Lock()
+	n.bounds = append(n.bounds, b)
+	n.mu.Unlock()
 	select {
 	case <-time.After(n.delay):
 		return "v-node", nil
@@ -132,11 +151,22 @@ func (d noPerNodeDashboard) Node(context.Context, string) (source.DashboardNode,
 	return source.DashboardNode{}, false, errors.New("not asked for")
 }
 
-// A node the dashboard's list says is up is read once, however long past
-// the first attempt it takes (a loaded machine's handshake): not cut short
-// and asked again, and not replaced by the dashboard's version.
+// firstBound is the bound the node's first read was given.
+func (n *slowNode) firstBound() readBound {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.bounds) == 0 {
+		return readBound{}
+	}
+	return n.bounds[0]
+}
+
+// A node the dashboard's list says is up, or a healthy spare, is read once,
+// however long past the first attempt it takes (a loaded machine's
+// handshake): not cut short and asked again, and not replaced by the
+// dashboard's version.
 func TestANodeListedUpIsReadOnceAndNotCutShort(t *testing.T) {
-	for _, status := range []string{"UP", "UNASSIGNED", "DEGRADED"} {
+	for _, status := range []string{"UP", "UNASSIGNED"} {
 		node := &slowNode{delay: 150 * time.Millisecond}
 		f := &Fetcher{NodeStatus: node, Dashboard: noPerNodeDashboard{t}, FirstAttempt: 20 * time.Millisecond}
 		got := f.version(context.Background(), "node", NodeFacts{Found: true, IP: "::1"},
@@ -147,24 +177,75 @@ func TestANodeListedUpIsReadOnceAndNotCutShort(t *testing.T) {
 		if n := node.reads.Load(); n != 1 {
 			t.Errorf("listed %s: read %d times, want once", status, n)
 		}
+		if b := node.firstBound(); b.set {
+			t.Errorf("listed %s: the read was bounded by %v, want the whole connect timeout", status, b.left)
+		}
 	}
 }
 
-// A node the list says is down costs the first attempt, and the listed
-// record is the answer: no request for it alone.
-func TestANodeListedDownCostsTheFirstAttemptAndUsesTheList(t *testing.T) {
-	node := &slowNode{delay: time.Hour}
-	f := &Fetcher{NodeStatus: node, Dashboard: noPerNodeDashboard{t}, FirstAttempt: 50 * time.Millisecond}
-	start := time.Now()
-	got := f.version(context.Background(), "node", NodeFacts{Found: true, IP: "::1"},
-		&source.DashboardNode{NodeID: "node", GuestOSVersion: "v-dashboard", Status: "DOWN"})
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("a node listed down took %v", took)
+// A node the list says is down, or degraded, gets only the first attempt,
+// and the listed record is the answer, carrying the listed status: no
+// request for it alone.
+func TestANodeListedDownOrDegradedGetsTheFirstAttemptAndUsesTheList(t *testing.T) {
+	const first = 50 * time.Millisecond
+	for _, status := range []string{"DOWN", "DEGRADED"} {
+		node := &slowNode{delay: time.Hour}
+		f := &Fetcher{NodeStatus: node, Dashboard: noPerNodeDashboard{t}, FirstAttempt: first}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got := f.version(ctx, "node", NodeFacts{Found: true, IP: "::1"},
+			&source.DashboardNode{NodeID: "node", GuestOSVersion: "v-dashboard", Status: status})
+		cancel()
+		if b := node.firstBound(); !b.set || b.left > first {
+			t.Errorf("listed %s: the read was bounded by %+v, want the first attempt (%v)", status, b, first)
+		}
+		if got.Version != "v-dashboard" || got.Source != FromDashboard || got.DashboardStatus != status || !strings.Contains(got.Err, status) {
+			t.Errorf("listed %s: %+v, want the listed version, saying why", status, got)
+		}
+		if n := node.reads.Load(); n != 1 {
+			t.Errorf("listed %s: read %d times, want once", status, n)
+		}
 	}
-	if got.Version != "v-dashboard" || got.Source != FromDashboard || !strings.Contains(got.Err, "DOWN") {
-		t.Fatalf("%+v, want the listed version, saying why", got)
+}
+
+// A node the dashboard does not list gets the first attempt; when it
+// misses it, the dashboard's own record of the node decides: failing (DOWN,
+// DEGRADED) makes its version the answer, with the status; healthy (UP,
+// UNASSIGNED) or a status alp does not know asks the node again with the
+// whole connect timeout, and the node's own word is the answer.
+func TestWhatTheDashboardSaysOfAnUnlistedSlowNodeDecidesASecondRead(t *testing.T) {
+	for status, again := range map[string]bool{"DOWN": false, "DEGRADED": false, "UP": true, "UNASSIGNED": true, "UNRECOGNIZED": true, "": true} {
+		node := &slowNode{delay: 300 * time.Millisecond}
+		f := &Fetcher{NodeStatus: node, Dashboard: statusDashboard{"v-dashboard", status}, FirstAttempt: 20 * time.Millisecond}
+		got := f.version(context.Background(), "node", NodeFacts{Found: true, IP: "::1"}, nil)
+		want := VersionFacts{Version: "v-dashboard", Source: FromDashboard, DashboardStatus: status}
+		if again {
+			want = VersionFacts{Version: "v-node", Source: FromNode}
+		}
+		if got.Version != want.Version || got.Source != want.Source || got.DashboardStatus != want.DashboardStatus {
+			t.Errorf("dashboard says %q: %+v, want %+v", status, got, want)
+		}
+		if n, want := node.reads.Load(), map[bool]int32{false: 1, true: 2}[again]; n != want {
+			t.Errorf("dashboard says %q: read %d times, want %d", status, n, want)
+		}
 	}
-	if n := node.reads.Load(); n != 1 {
-		t.Fatalf("read %d times, want once", n)
+}
+
+// refusingNode refuses every status read at once.
+type refusingNode struct{}
+
+func (refusingNode) Version(context.Context, string, uint32) (string, error) {
+	return "", errors.New("connection refused")
+}
+
+// A listed node that answers nothing itself is answered from the list,
+// whatever its status, and the answer carries the status.
+func TestAListedNodeThatRefusesIsAnsweredFromTheListWithItsStatus(t *testing.T) {
+	for _, status := range []string{"UP", "UNASSIGNED", "DEGRADED", "DOWN"} {
+		f := &Fetcher{NodeStatus: refusingNode{}, Dashboard: noPerNodeDashboard{t}}
+		got := f.version(context.Background(), "node", NodeFacts{Found: true, IP: "::1"},
+			&source.DashboardNode{NodeID: "node", GuestOSVersion: "v-dashboard", Status: status})
+		if got.Version != "v-dashboard" || got.Source != FromDashboard || got.DashboardStatus != status || !strings.Contains(got.Err, "refused") {
+			t.Errorf("listed %s: %+v, want the listed version and status, and the node's error", status, got)
+		}
 	}
 }

@@ -64,7 +64,7 @@ func TestReconcileOfTheExampleFleetReportsTheDriftedNodeAndExitsTwo(t *testing.T
 	}
 	for _, want := range []string{
 		"version-mismatch   node_05  sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe  declared=current live=previous",
-		"ok                 node_12  duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe  current via dashboard",
+		"ok                 node_12  duzrk-fjvvw-jhb3e-73vej-iyczl-zwimv-xrnlr-lvg45-ocnlu-yfm6l-nqe  current via dashboard (status DOWN)",
 		"reconcile: 1 drift, 0 unknown (not drift)",
 	} {
 		if !strings.Contains(out, want) {
