@@ -607,23 +607,30 @@ func versionIDs(res *config.Resources) []string {
 // which case the dashboard's version is the answer, as it would be after
 // the long wait failed. A node that refuses at once goes straight to the
 // dashboard, as before. A version from the dashboard carries the status
-// the dashboard gave the node.
+// the dashboard gave the node. The listed record answers for the dashboard
+// only when it has a version; otherwise the node's own dashboard record is
+// asked, once, as it is for a node the list does not name.
 func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *source.DashboardNode) VersionFacts {
 	var reasons []string
-	dash := listed
+	var (
+		asked bool
+		dash  source.DashboardNode
+		found bool
+		derr  error
+	)
 	askDashboard := func() (source.DashboardNode, bool, error) {
-		if dash != nil {
-			return *dash, true, nil
-		}
-		if d, ok := f.Dashboard.(nodeStatusDashboard); ok {
-			n, found, err := d.Node(ctx, id)
-			if err == nil && found {
-				dash = &n
+		switch {
+		case asked:
+		case listed != nil && listed.GuestOSVersion != "":
+			dash, found = *listed, true
+		default:
+			dash, found, derr = f.dashboardNode(ctx, id)
+			if listed != nil && dash.Status == "" {
+				dash.Status = listed.Status
 			}
-			return n, found, err
 		}
-		v, found, err := f.Dashboard.NodeVersion(ctx, id)
-		return source.DashboardNode{GuestOSVersion: v}, found, err
+		asked = true
+		return dash, found, derr
 	}
 	switch {
 	case f.NodeStatus == nil:
@@ -657,14 +664,7 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *
 		reasons = append(reasons, "node: "+err.Error())
 	}
 	if f.Dashboard != nil {
-		var n source.DashboardNode
-		var found bool
-		var err error
-		if dash != nil {
-			n, found = *dash, true
-		} else {
-			n, found, err = askDashboard()
-		}
+		n, found, err := askDashboard()
 		switch {
 		case err != nil:
 			reasons = append(reasons, "dashboard: "+err.Error())
@@ -675,6 +675,16 @@ func (f *Fetcher) version(ctx context.Context, id string, nf NodeFacts, listed *
 		}
 	}
 	return VersionFacts{Err: strings.Join(reasons, "; ")}
+}
+
+// dashboardNode asks the dashboard for its record of one node: the whole
+// record where it can give it, else the version alone.
+func (f *Fetcher) dashboardNode(ctx context.Context, id string) (source.DashboardNode, bool, error) {
+	if d, ok := f.Dashboard.(nodeStatusDashboard); ok {
+		return d.Node(ctx, id)
+	}
+	v, found, err := f.Dashboard.NodeVersion(ctx, id)
+	return source.DashboardNode{GuestOSVersion: v}, found, err
 }
 
 // fromDashboard is the version the dashboard gives n, with its status and

@@ -249,3 +249,45 @@ func TestAListedNodeThatRefusesIsAnsweredFromTheListWithItsStatus(t *testing.T) 
 		}
 	}
 }
+
+// countingDashboard answers every per-node read with node, counting them.
+type countingDashboard struct {
+	node  source.DashboardNode
+	reads atomic.Int32
+}
+
+func (d *countingDashboard) NodeVersion(ctx context.Context, id string) (string, bool, error) {
+	n, found, err := d.Node(ctx, id)
+	return n.GuestOSVersion, found, err
+}
+
+func (d *countingDashboard) Node(context.Context, string) (source.DashboardNode, bool, error) {
+	d.reads.Add(1)
+	return d.node, true, nil
+}
+
+// A listed record without a version is not the dashboard's last word: the
+// node's own dashboard record is asked, once, as it would be with no list,
+// for the fallback of a node that refuses and for the first attempt's
+// decision on one that is slow.
+func TestAListedRecordWithoutAVersionAsksTheNodesOwnRecord(t *testing.T) {
+	for _, c := range []struct {
+		listed string
+		node   NodeStatus
+	}{{"UP", refusingNode{}}, {"UNASSIGNED", refusingNode{}}, {"DOWN", &slowNode{delay: time.Hour}}, {"DEGRADED", &slowNode{delay: time.Hour}}} {
+		dash := &countingDashboard{node: source.DashboardNode{NodeID: "node", GuestOSVersion: "v-own", Status: c.listed}}
+		f := &Fetcher{NodeStatus: c.node, Dashboard: dash, FirstAttempt: 20 * time.Millisecond}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got := f.version(ctx, "node", NodeFacts{Found: true, IP: "::1"}, &source.DashboardNode{NodeID: "node", Status: c.listed})
+		cancel()
+		if got.Version != "v-own" || got.Source != FromDashboard || got.DashboardStatus != c.listed {
+			t.Errorf("listed %s without a version: %+v, want the node's own dashboard record", c.listed, got)
+		}
+		if n := dash.reads.Load(); n != 1 {
+			t.Errorf("listed %s without a version: %d per-node dashboard read(s), want 1", c.listed, n)
+		}
+		if n, ok := c.node.(*slowNode); ok && n.reads.Load() != 1 {
+			t.Errorf("listed %s without a version: the node was read %d times, want once", c.listed, n.reads.Load())
+		}
+	}
+}
