@@ -25,33 +25,7 @@ func TestUpdateSubnetWithResourceLimitsKeepsTheLiveQueryLimits(t *testing.T) {
 		app1 = f.Subnets[0].ID
 	})
 	dir := t.TempDir()
-	res, err := os.ReadFile("testdata/apply/resources.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "resources.hcl"), res, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "proposals.hcl")
-	if err := os.WriteFile(cfg, []byte(`provider {
-  neuron = 4242
-}
-
-proposal "grow-app1" {
-  kind  = "update_subnet"
-  title = "More state for app1"
-
-  update_subnet {
-    subnet_id = subnet.app1.id
-    resource_limits {
-      maximum_state_size  = 2199023255552
-      maximum_state_delta = 0
-    }
-  }
-}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeGrowApp1(t, dir)
 	statePath := filepath.Join(dir, "state.json")
 
 	out, errOut, err := runAlp(t, "", "plan", "--config", cfg, "--state", statePath)
@@ -113,6 +87,42 @@ proposal "grow-app1" {
 	if got := loadStateFile(t, imported).Proposals["grow-app1"]; got == nil || got.PayloadSHA256 != applied.PayloadSHA256 || got.DeclaredSHA256 != applied.DeclaredSHA256 {
 		t.Errorf("import recorded %+v, apply %+v: want the same hashes", got, applied)
 	}
+}
+
+// writeGrowApp1 writes into dir the apply fleet's resources and a
+// proposals file of one update_subnet, grow-app1, that declares app1's
+// state limits and so inherits its query limits; it returns the proposals
+// file.
+func writeGrowApp1(t *testing.T, dir string) string {
+	t.Helper()
+	res, err := os.ReadFile("testdata/apply/resources.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resources.hcl"), res, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "proposals.hcl")
+	if err := os.WriteFile(cfg, []byte(`provider {
+  neuron = 4242
+}
+
+proposal "grow-app1" {
+  kind  = "update_subnet"
+  title = "More state for app1"
+
+  update_subnet {
+    subnet_id = subnet.app1.id
+    resource_limits {
+      maximum_state_size  = 2199023255552
+      maximum_state_delta = 0
+    }
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // squeeze collapses runs of spaces, so a table row compares without its
