@@ -9,7 +9,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 
+	"alpnib.dev/nibrunner/clock"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -27,6 +29,10 @@ type S3 struct {
 	prefix   string // "" or ending in "/"
 	url      string
 	partSize uint64
+	clock    clock.Clock
+	retry    Retry
+	retries  atomic.Uint64
+	gaveUp   atomic.Uint64
 }
 
 // S3Env names the environment variables NewS3 reads, first match wins.
@@ -44,6 +50,12 @@ var S3Env = struct {
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN). A custom
 // endpoint is addressed path-style, which every S3 look-alike understands.
 func NewS3(ctx context.Context, rawURL string) (*S3, error) {
+	return newS3(ctx, rawURL, nil)
+}
+
+// newS3 is NewS3 sending its requests through transport (minio-go's
+// default when nil).
+func newS3(ctx context.Context, rawURL string, transport http.RoundTripper) (*S3, error) {
 	bucket, prefix, err := parseS3URL(rawURL)
 	if err != nil {
 		return nil, err
@@ -64,13 +76,16 @@ func NewS3(ctx context.Context, rawURL string) (*S3, error) {
 		// One attempt a request: every caller retries on its own backoff
 		// (the report uploader, the background jobs, the fleet poll, the
 		// pass), and minio-go's default of 10 tries, each up to a second
-		// apart, ran inside every one of those attempts.
+		// apart, ran inside every one of those attempts. A stream's parts
+		// are retried alone, by PutStream (Retry).
 		MaxRetries: 1,
+		Transport:  transport,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open artifact store %s: %w", rawURL, err)
 	}
-	return &S3{client: client, bucket: bucket, prefix: prefix, url: rawURL, partSize: DefaultPartSize}, nil
+	return &S3{client: client, bucket: bucket, prefix: prefix, url: rawURL, partSize: DefaultPartSize,
+		clock: clock.Real, retry: DefaultRetry}, nil
 }
 
 // SetPartSize changes the multipart chunk (at least 5 MiB, S3's floor).
@@ -207,7 +222,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 }
 
 func (s *S3) wrap(op, key string, err error) error {
-	resp := minio.ToErrorResponse(err)
+	resp, _ := s3Error(err)
 	if resp.Code == "NoSuchKey" || resp.StatusCode == http.StatusNotFound && resp.Code != "NoSuchBucket" {
 		return fmt.Errorf("%s %q in %s: %w", op, key, s.url, ErrNotFound)
 	}

@@ -43,9 +43,12 @@ var (
 )
 
 // PutStream implements Streamer with a multipart upload driven part by
-// part (minio-go's Core), so the upload id is ours to abort. Uploads an
-// earlier attempt left incomplete at key (its abort failed: the store was
-// down) are aborted first.
+// part (minio-go's Core), so the upload id is ours to abort and each part
+// is retried alone (Retry): a part that failed is sent again from the
+// buffer that holds it, and the parts that went up are not. A stream that
+// ends within its first part goes up as one PUT instead, retried the same
+// way. Uploads an earlier attempt left incomplete at key (its abort
+// failed: the store was down) are aborted first.
 func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, err error) {
 	name, err := s.object("put", key)
 	if err != nil {
@@ -54,8 +57,23 @@ func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, e
 	if _, err := s.AbortIncompleteAt(ctx, key); err != nil {
 		return 0, err
 	}
+	first := make([]byte, s.partSize)
+	m, rerr := io.ReadFull(r, first)
+	if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+		return 0, fmt.Errorf("put %q into %s: read what to upload: %w", key, s.url, rerr)
+	}
 	core := minio.Core{Client: s.client}
 	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	if rerr != nil {
+		tries, err := s.attempt(ctx, func(int) error {
+			_, err := core.PutObject(ctx, s.bucket, name, bytes.NewReader(first[:m]), int64(m), "", "", opts)
+			return err
+		})
+		if err != nil {
+			return 0, s.failed(ctx, key, "the object's PUT", false, tries, err)
+		}
+		return int64(m), nil
+	}
 	id, err := core.NewMultipartUpload(ctx, s.bucket, name, opts)
 	if err != nil {
 		return 0, s.wrap("put", key, err)
@@ -69,12 +87,19 @@ func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, e
 			cancel()
 		}
 	}()
-	parts, n, err := s.putParts(ctx, core, key, name, id, r)
+	parts, n, err := s.putParts(ctx, core, key, name, id, first, r)
 	if err != nil {
 		return n, err
 	}
-	if _, err := core.CompleteMultipartUpload(ctx, s.bucket, name, id, parts, opts); err != nil {
-		return n, s.wrap("put", key, err)
+	tries, err := s.attempt(ctx, func(try int) error {
+		_, err := core.CompleteMultipartUpload(ctx, s.bucket, name, id, parts, opts)
+		if resp, _ := s3Error(err); try > 1 && resp.Code == "NoSuchUpload" && s.completedEarlier(ctx, name, parts) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return n, s.failed(ctx, key, "the complete call", true, tries, err)
 	}
 	return n, nil
 }
@@ -84,31 +109,33 @@ func (s *S3) PutStream(ctx context.Context, key string, r io.Reader) (n int64, e
 // the network overlap. Each holds a part-sized buffer.
 const partsInFlight = 2
 
-// putParts reads r part by part and uploads the parts, partsInFlight at a
-// time; it returns them in order for CompleteMultipartUpload.
-func (s *S3) putParts(ctx context.Context, core minio.Core, key, name, id string, r io.Reader) ([]minio.CompletePart, int64, error) {
+// putParts uploads first, a whole part, then reads the rest of r part by
+// part and uploads the parts, partsInFlight at a time; it returns them in
+// order for CompleteMultipartUpload.
+func (s *S3) putParts(ctx context.Context, core minio.Core, key, name, id string, first []byte, r io.Reader) ([]minio.CompletePart, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pool := make(chan []byte, partsInFlight)
-	for range partsInFlight {
+	pool <- first
+	for range partsInFlight - 1 {
 		pool <- nil
 	}
 	var (
-		mu    sync.Mutex
-		parts []minio.CompletePart
-		first error
-		wg    sync.WaitGroup
-		n     int64
+		mu       sync.Mutex
+		parts    []minio.CompletePart
+		firstErr error
+		wg       sync.WaitGroup
+		n        int64
 	)
 	fail := func(err error) {
 		mu.Lock()
-		if first == nil {
-			first = err
+		if firstErr == nil {
+			firstErr = err
 			cancel()
 		}
 		mu.Unlock()
 	}
-	failed := func() bool { mu.Lock(); defer mu.Unlock(); return first != nil }
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return firstErr != nil }
 	for num := 1; !failed(); num++ {
 		var buf []byte
 		select {
@@ -120,20 +147,28 @@ func (s *S3) putParts(ctx context.Context, core minio.Core, key, name, id string
 		if buf == nil {
 			buf = make([]byte, s.partSize)
 		}
-		m, rerr := io.ReadFull(r, buf)
+		m, rerr := len(buf), error(nil)
+		if num > 1 {
+			m, rerr = io.ReadFull(r, buf)
+		}
 		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
 			fail(fmt.Errorf("put %q into %s: read what to upload: %w", key, s.url, rerr))
 			break
 		}
-		if m > 0 || num == 1 {
+		if m > 0 {
 			n += int64(m)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { pool <- buf }()
-				p, err := core.PutObjectPart(ctx, s.bucket, name, id, num, bytes.NewReader(buf[:m]), int64(m), minio.PutObjectPartOptions{})
+				var p minio.ObjectPart
+				tries, err := s.attempt(ctx, func(int) error {
+					var err error
+					p, err = core.PutObjectPart(ctx, s.bucket, name, id, num, bytes.NewReader(buf[:m]), int64(m), minio.PutObjectPartOptions{})
+					return err
+				})
 				if err != nil {
-					fail(s.wrap("put", key, err))
+					fail(s.failed(ctx, key, fmt.Sprintf("part %d", num), true, tries, err))
 					return
 				}
 				mu.Lock()
@@ -148,8 +183,8 @@ func (s *S3) putParts(ctx context.Context, core minio.Core, key, name, id string
 		}
 	}
 	wg.Wait()
-	if first != nil {
-		return nil, n, first
+	if firstErr != nil {
+		return nil, n, firstErr
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].PartNumber < parts[j].PartNumber })
 	return parts, n, nil
