@@ -63,7 +63,8 @@ type nodeListDashboard interface {
 // DefaultFirstAttempt bounds the first read of a node's status: a live
 // node answers well within it, so one that does not is asked again with
 // the whole connect timeout only when the dashboard does not say it is
-// failing (statusSays). A dead node costs this, not the connect timeout, on every run.
+// failing (statusSays). A dead node costs this, not the connect timeout,
+// on every run.
 const DefaultFirstAttempt = 300 * time.Millisecond
 
 // KDS vouches for chips; *source.KDS satisfies it.
@@ -473,10 +474,11 @@ func (at registryAt) record(ctx context.Context, key string, rec interface{ Unma
 // nodeList asks the dashboard for its list of every node, from the start
 // of Fetch, beside the registry reads: which nodes it says are failing
 // (their first read is short, and they are read first) and which it says
-// answer (read once, never cut short); statusSays reads each status. list returns it once the registry reads
-// are done, waiting at most ListWait more, so a slow dashboard costs a run
-// no more than that; without the list (no such dashboard, an error, too
-// slow) each node is handled alone. stop ends a read still in flight.
+// answer (read once, never cut short); statusSays reads each status. list
+// returns it once the registry reads are done, waiting at most ListWait
+// more, so a slow dashboard costs a run no more than that; without the
+// list (no such dashboard, an error, too slow) each node is handled alone.
+// stop ends a read still in flight.
 func (f *Fetcher) nodeList(ctx context.Context, res *config.Resources) (list func() map[string]source.DashboardNode, stop func()) {
 	d, ok := f.Dashboard.(nodeListDashboard)
 	if !ok || len(versionNodes(res)) == 0 {
