@@ -141,14 +141,20 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 	_, err := d.deps.Volumes.Converge(cctx, spec)
 	now := d.now()
 	switch {
+	case err == nil:
+		// Done, even when the daemon began closing meanwhile: what the
+		// backend did is recorded (Close waits for the workers before it
+		// closes the database), or the next daemon would neither know
+		// the volume deleted (a teardown) nor made again (a provision).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
+		d.volumeDoneWork(rctx, now, dv, a)
+		cancel()
 	case ctx.Err() != nil:
 		// The daemon closes: the next one plans the volume again (and a
 		// seed resumes where the volume backend can).
 		d.volumeIdle(a.VolumeID)
-	case err != nil:
-		d.volumeFailedWork(now, dv, a, err)
 	default:
-		d.volumeDoneWork(ctx, now, dv, a)
+		d.volumeFailedWork(now, dv, a, err)
 	}
 	d.Kick()
 }

@@ -426,8 +426,9 @@ func DefaultMaxConcurrentVMStarts() int { return max(runtime.NumCPU(), 1) }
 
 // Close cancels the checkpoints and exports in flight (a frozen guest is
 // thawed first), ends the workers (an action in flight is abandoned; the
-// next daemon's first pass repairs it), stops the probers and closes the
-// database. Guests keep running.
+// next daemon's first pass repairs it; volume work that ended meanwhile is
+// recorded first), stops the probers and closes the database. Guests keep
+// running.
 func (d *Daemon) Close() error {
 	d.jobs.Close()
 	d.stopWork()
@@ -443,7 +444,7 @@ func (d *Daemon) Close() error {
 	}
 	// The caller's context is usually over by now; the last meters still
 	// get a bounded moment to reach the database.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), recordGrace)
 	defer cancel()
 	meters := d.metersToFlush()
 	d.mu.Unlock()
@@ -451,6 +452,10 @@ func (d *Daemon) Close() error {
 	d.writeMeters(ctx, meters)
 	return d.db.Close()
 }
+
+// recordGrace bounds what is recorded after the daemon began closing (the
+// last meters, the outcome of volume work that ended meanwhile).
+const recordGrace = 10 * time.Second
 
 // now is the daemon's time, in UTC.
 func (d *Daemon) now() time.Time { return d.cfg.Clock.Now().UTC() }
