@@ -23,8 +23,10 @@ import (
 // worker is busy, or committed since (a wake a request asked while this
 // pass made a volume), is left alone, at both points where act hands out
 // work: the plan no longer says what it needs, and its commit asked for
-// the pass that will.
-func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, plannedAt uint64) {
+// the pass that will. Likewise the volumes are as listed after commit
+// listed, and a volume whose worker committed since is left to the next
+// pass (applyVolumes).
+func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, listed, plannedAt uint64) {
 	var ups, sleeps []plan.InstanceAction
 	d.mu.Lock()
 	for _, x := range acts.Instances {
@@ -58,7 +60,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 	}
 	d.mu.Unlock()
 
-	d.applyVolumes(ctx, now, doc, acts.Volumes)
+	d.applyVolumes(ctx, now, doc, acts.Volumes, listed)
 	// Every app about to start holds its slot, and the network has its
 	// tap and rules, before the first guest boots.
 	if len(ups) > 0 {

@@ -34,11 +34,16 @@ func (d *Daemon) apply(acts plan.Actions) {
 // Config.VolumeSettle: work that ends within it (an empty volume made, one
 // deleted) is seen by this pass's admission, so an app on a new volume
 // boots in the pass that made the volume; longer work goes on without it.
-func (d *Daemon) applyVolumes(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts []plan.VolumeAction) {
-	d.clearSettledVolumes(acts)
+//
+// The actions are planned on a listing begun after commit listed: a volume
+// whose worker committed since (made, seeded, grown, deleted, failed) is
+// not as the plan read it, and is left to the next pass, which its commit
+// asked for.
+func (d *Daemon) applyVolumes(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts []plan.VolumeAction, listed uint64) {
+	d.clearSettledVolumes(acts, listed)
 	var handed []<-chan struct{}
 	for _, a := range acts {
-		if done := d.applyVolume(now, doc, a); done != nil {
+		if done := d.applyVolume(now, doc, a, listed); done != nil {
 			handed = append(handed, done)
 		}
 	}
@@ -60,8 +65,9 @@ func (d *Daemon) applyVolumes(ctx context.Context, now time.Time, doc *desired.H
 
 // applyVolume records what action a says of its volume, or hands it to the
 // volume's worker and returns the channel closed when that work ends (nil
-// when nothing was handed out).
-func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a plan.VolumeAction) <-chan struct{} {
+// when nothing was handed out, or the volume is stale since commit
+// listed).
+func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a plan.VolumeAction, listed uint64) <-chan struct{} {
 	var dv *desired.DesiredVolume
 	for i := range doc.Volumes {
 		if string(doc.Volumes[i].VolumeId) == a.VolumeID {
@@ -74,15 +80,15 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v := d.volOf(a.VolumeID)
+	if v.stale(listed) {
+		return nil // its worker is at it, or was; the next pass plans again
+	}
 	switch a.Kind {
 	case plan.Blocked, plan.RefuseShrink, plan.NoDisk:
 		v.msg = plan.VolumeActionMessage(a, v.info.SizeBytes, dv.SizeBytes)
 		return nil
 	case plan.RetryLater:
 		return nil // its failure's sentence stands, saying when
-	}
-	if v.busy {
-		return nil // its worker is at it; the next pass plans again
 	}
 	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present, Progress: &volume.Progress{}}
 	if c := dv.InitialContents; c != nil {
@@ -126,7 +132,9 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 	// pass plans the volume again.
 	d.mu.Lock()
 	if !stillAsked(d.doc, dv) {
-		d.volOf(a.VolumeID).idle()
+		v := d.volOf(a.VolumeID)
+		v.idle()
+		d.volCommitted(v)
 		d.mu.Unlock()
 		d.Kick()
 		return
@@ -188,7 +196,9 @@ func (d *Daemon) takeDownForGrow(ctx context.Context, id string) {
 func (d *Daemon) volumeIdle(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.volOf(id).idle()
+	v := d.volOf(id)
+	v.idle()
+	d.volCommitted(v)
 }
 
 // volumeFailedWork records that a failed with err at now: the sentence the
@@ -199,6 +209,7 @@ func (d *Daemon) volumeFailedWork(now time.Time, dv desired.DesiredVolume, a pla
 	defer d.mu.Unlock()
 	v := d.volOf(a.VolumeID)
 	v.idle()
+	d.volCommitted(v)
 	if errors.Is(err, volume.ErrShrink) {
 		v.msg = err.Error() // says what to ask for instead
 		return
@@ -232,6 +243,7 @@ func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.D
 	d.mu.Lock()
 	v = d.volOf(a.VolumeID)
 	v.idle()
+	d.volCommitted(v)
 	v.msg = ""
 	v.failure, v.failed = plan.VolumeFailure{}, false
 	switch a.Kind {
@@ -259,8 +271,9 @@ func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.D
 // an earlier pass said of it (a refused shrink, a teardown held back, a
 // failure since mended) no longer holds. Only an action cleared it before,
 // and a document that asked for the size the volume already has plans
-// none.
-func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
+// none. A volume stale since commit listed keeps its sentence: the plan
+// did not read what its worker committed.
+func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction, listed uint64) {
 	acted := make(map[string]bool, len(acts))
 	for _, a := range acts {
 		acted[a.VolumeID] = true
@@ -268,7 +281,7 @@ func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for id, v := range d.volumes {
-		if !acted[id] && !v.busy {
+		if !acted[id] && !v.stale(listed) {
 			v.msg = ""
 		}
 	}

@@ -61,7 +61,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	for _, a := range d.apps {
 		a.note = ""
 	}
-	d.setListing(vols)
+	d.setListing(vols, seen)
 	d.diskFree = free
 	d.observeGuests(now, vms, seen)
 	d.noteLayers(now)
@@ -81,14 +81,17 @@ func (d *Daemon) Pass(ctx context.Context) error {
 
 	// Act.
 	if doc != nil {
-		d.act(ctx, now, doc, acts, plannedAt)
+		d.act(ctx, now, doc, acts, seen, plannedAt)
 		if len(acts.Volumes) > 0 {
 			// Report the volumes as they are now, not as apply thinks.
+			d.mu.Lock()
+			relisted := d.seq
+			d.mu.Unlock()
 			if vols, err = d.deps.Volumes.List(ctx); err != nil {
 				return fmt.Errorf("list volumes: %w", err)
 			}
 			d.mu.Lock()
-			d.setListing(vols)
+			d.setListing(vols, relisted)
 			d.mu.Unlock()
 		}
 	}

@@ -47,6 +47,22 @@ type vol struct {
 	turn     bool
 	work     plan.VolumeWork
 	progress *volume.Progress
+	// changedAt is the commit (Daemon.seq) of its worker's last outcome:
+	// a pass that listed the volumes before it keeps what the worker
+	// committed rather than its listing, and hands the volume nothing
+	// (stale), as app.changedAt does for an app.
+	changedAt uint64
+}
+
+// stale reports whether what a pass listed of v after commit seen is out
+// of date: its worker is busy, or committed since.
+func (v *vol) stale(seen uint64) bool { return v.busy || v.changedAt > seen }
+
+// volCommitted stamps v with a new commit (mu held): what a listing taken
+// before it showed of v no longer holds.
+func (d *Daemon) volCommitted(v *vol) {
+	d.seq++
+	v.changedAt = d.seq
 }
 
 // idle frees v's worker.
@@ -98,11 +114,15 @@ func (d *Daemon) volOf(id string) *vol {
 	return v
 }
 
-// setListing records what a listing of the host's volumes showed: every
-// volume in it is listed, every other one is not (and its measured fill
-// goes with it).
-func (d *Daemon) setListing(vols map[string]VolumeInfo) {
+// setListing records what a listing of the host's volumes, begun after
+// commit seen, showed: every volume in it is listed, every other one is
+// not (and its measured fill goes with it), except a volume whose worker
+// committed since, which keeps what its worker committed.
+func (d *Daemon) setListing(vols map[string]VolumeInfo, seen uint64) {
 	for id, v := range d.volumes {
+		if v.changedAt > seen {
+			continue
+		}
 		if info, ok := vols[id]; ok {
 			v.info, v.listed = info, true
 			continue

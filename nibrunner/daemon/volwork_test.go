@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,4 +73,105 @@ func TestATeardownThatEndsWhileTheDaemonClosesIsRecorded(t *testing.T) {
 		v := volumeOf(r, "b-data")
 		return v != nil && v.State == reported.VolumeDeleted && v.SizeBytes == 1<<20
 	})
+}
+
+// racedVolumes are volume files whose grow of volume hold waits, saying so
+// on growing, and, once armed, whose next reading of the free space (which
+// a pass makes right after it lists the volumes) lets that grow go on and
+// returns only when its worker committed it (told by the measurement the
+// worker makes of a grown volume): that pass plans on a listing taken
+// before the grow. pass is that pass's end.
+type racedVolumes struct {
+	volume.Files
+	d                *Daemon
+	hold             string
+	growSize         uint64
+	growing, release chan struct{}
+	committed        chan struct{}
+	passed           chan (<-chan struct{})
+	armed, measure   atomic.Bool
+	grows            atomic.Int32
+}
+
+func (v *racedVolumes) Converge(ctx context.Context, spec volume.Spec) (volume.Volume, error) {
+	if spec.VolumeID == v.hold && spec.State == volume.Present && spec.SizeBytes == v.growSize {
+		if v.grows.Add(1) == 1 {
+			close(v.growing)
+			<-v.release
+		}
+	}
+	return v.Files.Converge(ctx, spec)
+}
+
+func (v *racedVolumes) FreeBytes(ctx context.Context) (uint64, error) {
+	if v.armed.CompareAndSwap(true, false) {
+		v.measure.Store(true)
+		close(v.release)
+		<-v.committed
+		v.passed <- v.d.afterPass()
+	}
+	return 1 << 40, nil
+}
+
+func (v *racedVolumes) Usage(ctx context.Context, id string) (volume.Usage, error) {
+	if id == v.hold && v.measure.CompareAndSwap(true, false) {
+		v.committed <- struct{}{}
+	}
+	return volume.Usage{TotalBytes: v.growSize}, nil
+}
+
+// A pass that listed the volumes before a volume's worker committed leaves
+// that volume to the next pass: it plans on what it listed, which the
+// commit made untrue. Planned on the size the volume had before its grow,
+// it would grow it again, taking its guests down a second time.
+func TestAPassDoesNotActOnAVolumeWhoseWorkerCommittedAfterItWasListed(t *testing.T) {
+	h := newHost(t)
+	deps, _, err := h.deps(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := &racedVolumes{Files: deps.Volumes.(volume.Files), hold: "b-data", growSize: 2 << 20,
+		growing: make(chan struct{}), release: make(chan struct{}),
+		committed: make(chan struct{}), passed: make(chan (<-chan struct{}), 1)}
+	deps.Volumes = vols
+	d, err := Open(context.Background(), h.config(), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols.d = d
+	h.runOpened(t, d)
+	b := h.app("b", "b1")
+	h.write(t, doc(b))
+	h.waitFor(t, "b running", allIn(reported.InstanceRunning, "b"))
+
+	grown := doc(b)
+	grown.Volumes[0].SizeBytes = vols.growSize
+	h.write(t, grown)
+	select {
+	case <-vols.growing:
+	case <-time.After(time.Minute):
+		t.Fatal("b's volume was never grown")
+	}
+	vols.armed.Store(true)
+	var passed <-chan struct{}
+	select {
+	case passed = <-vols.passed:
+	case <-time.After(time.Minute):
+		t.Fatal("no pass listed the volumes while the grow was held")
+	}
+	<-passed
+	d.mu.Lock()
+	v := d.volumes["b-data"]
+	busy := v != nil && v.busy
+	d.mu.Unlock()
+	if n := vols.grows.Load(); n != 1 || busy {
+		t.Fatalf("the pass that listed b's volume before its grow committed grew it again (grows %d, work in flight %v)", n, busy)
+	}
+	h.waitFor(t, "b running on its grown volume", func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "b-data")
+		return stateOf(r, "b") == reported.InstanceRunning && v != nil && v.State == reported.VolumeReady && v.SizeBytes == vols.growSize
+	})
+	if n := vols.grows.Load(); n != 1 {
+		t.Fatalf("b's volume was grown %d times; want once", n)
+	}
 }
