@@ -90,7 +90,7 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 	case plan.RetryLater:
 		return nil // its failure's sentence stands, saying when
 	}
-	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present, Progress: &volume.Progress{}}
+	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present, Progress: &volume.Progress{}, Clock: d.cfg.Clock}
 	if c := dv.InitialContents; c != nil {
 		spec.InitialContents = &volume.Contents{Digest: string(c.Digest), ObjectKey: string(c.ObjectKey), DestinationPath: string(c.DestinationPath)}
 	}

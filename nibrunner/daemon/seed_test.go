@@ -151,10 +151,14 @@ func TestASeedInterruptedByARestartIsFetchedAgainAndTheReportSaysSo(t *testing.T
 	testenv.RequireRoot(t)
 	testenv.RequireCommand(t, "mke2fs")
 	h := newHost(t)
+	// The daemon's clock is far from the machine's: when the interrupted
+	// attempt began is on the daemon's.
+	h.offset.Store(int64(1000 * time.Hour))
 	d, size := seeded(t, h)
 	half := int64(size / 2)
 	first := gatedStore(t, h, half)
 	stop := runSeeding(t, h, first)
+	began := h.clock().Now().UTC().Truncate(time.Second)
 	h.write(t, d)
 	waitBlocked(t, first)
 	h.waitFor(t, "the seed's progress reported", func(r *reported.HostReportedState) bool {
@@ -173,8 +177,14 @@ func TestASeedInterruptedByARestartIsFetchedAgainAndTheReportSaysSo(t *testing.T
 		v := volumeOf(r, "seeded-data")
 		return v != nil && strings.Contains(v.Message, "restarted: an attempt begun at ")
 	})
-	if msg := volumeOf(r, "seeded-data").Message; !strings.Contains(msg, "interrupted by a restart after fetching "+bytesOf(half)) || !strings.Contains(msg, "fetched again from the start") {
+	msg := volumeOf(r, "seeded-data").Message
+	if !strings.Contains(msg, "interrupted by a restart after fetching "+bytesOf(half)) || !strings.Contains(msg, "fetched again from the start") {
 		t.Fatalf("the restarted seed is reported as %q", msg)
+	}
+	_, rest, _ := strings.Cut(msg, "an attempt begun at ")
+	at, err := time.Parse(time.RFC3339, strings.TrimSuffix(strings.Fields(rest + " ")[0], ","))
+	if err != nil || at.Before(began) || at.After(h.clock().Now()) {
+		t.Fatalf("the restarted seed says its interrupted attempt began at %s (%v), not between %s and now by the daemon's clock", at, err, began)
 	}
 	second.Release()
 	h.waitFor(t, "the seeded volume ready and its app running", func(r *reported.HostReportedState) bool {

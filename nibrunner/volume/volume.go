@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
@@ -57,6 +58,10 @@ type Spec struct {
 	// bytes of initialContents fetched and unpacked, the phase) and what
 	// an earlier attempt interrupted by a restart left.
 	Progress *Progress
+	// Clock is what the times Converge keeps are read from (when a seed
+	// began, which the next attempt reports): the caller's one clock
+	// (nil: the machine's).
+	Clock clock.Clock
 }
 
 // Volume is a volume as it is on the host.
@@ -228,7 +233,7 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 	}
 	var seeded *UnpackStats
 	if c := spec.InitialContents; c != nil {
-		stats, err := l.seed(ctx, spec.VolumeID, c, upper, size, spec.Progress)
+		stats, err := l.seed(ctx, spec.VolumeID, c, upper, size, spec.Progress, clock.Or(spec.Clock))
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +286,7 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 // daemon stopped or restarted) leaves both, and the next one unpacks the
 // archive again without fetching it when it was whole, and fetches it from
 // the start otherwise (p.Earlier says which). A failure leaves neither.
-func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, size int64, p *Progress) (stats UnpackStats, err error) {
+func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, size int64, p *Progress, clk clock.Clock) (stats UnpackStats, err error) {
 	if l.Store == nil {
 		return UnpackStats{}, errors.New("initialContents: no artifact store is configured")
 	}
@@ -293,7 +298,7 @@ func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, 
 		return UnpackStats{}, err
 	}
 	p.earlier.Store(earlier)
-	st := seedState{Digest: c.Digest, StartedAt: time.Now().UTC()}
+	st := seedState{Digest: c.Digest, StartedAt: clk.Now().UTC()}
 	defer func() {
 		switch {
 		case err == nil:
