@@ -98,7 +98,7 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 		spec.State = volume.Absent
 	}
 	v.busy, v.turn, v.progress = true, false, spec.Progress
-	v.work = plan.VolumeWork{Kind: a.Kind, SizeBytes: a.SizeBytes, Since: now}
+	v.work, v.asked = plan.VolumeWork{Kind: a.Kind, SizeBytes: a.SizeBytes, Since: now}, *dv
 	if a.Kind == plan.Provision && spec.InitialContents != nil {
 		v.work.Seeding, v.work.ObjectKey = true, spec.InitialContents.ObjectKey
 	}
@@ -139,9 +139,13 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 		d.Kick()
 		return
 	}
-	d.volOf(a.VolumeID).turn = true
+	// A making the next documents no longer ask is given up (giveUpUnasked).
+	wctx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	v := d.volOf(a.VolumeID)
+	v.turn, v.giveUp = true, giveUp
 	d.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.VolumeTimeout)
+	cctx, cancel := context.WithTimeout(wctx, d.cfg.VolumeTimeout)
 	defer cancel()
 	if a.Kind == plan.Grow {
 		d.takeDownForGrow(cctx, a.VolumeID)
@@ -161,6 +165,11 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 		// The daemon closes: the next one plans the volume again (and a
 		// seed resumes where the volume backend can).
 		d.volumeIdle(a.VolumeID)
+	case errors.Is(context.Cause(wctx), volume.ErrGivenUp):
+		// Not a failure: nothing asks it any more. The backend removed
+		// what the making wrote; the next pass plans the volume anew.
+		d.volumeIdle(a.VolumeID)
+		d.cfg.Logf("nibrunnerd: the making of volume %s is given up: the document in force no longer asks it as it was planned", a.VolumeID)
 	default:
 		d.volumeFailedWork(now, dv, a, err)
 	}

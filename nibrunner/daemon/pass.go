@@ -66,6 +66,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.observeGuests(now, vms, seen)
 	d.noteLayers(now)
 	doc := d.doc
+	d.giveUpUnasked(doc)
 	var acts plan.Actions
 	if doc != nil {
 		// With no accepted document the host changes nothing: an empty

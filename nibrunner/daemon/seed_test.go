@@ -243,3 +243,38 @@ func TestASeedInterruptedWhileFormattingResumesAfterARestartWithoutFetchingAgain
 
 // bytesOf is how the report's sentences begin to write n bytes.
 func bytesOf(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }
+
+// A seed of a volume the next document drops is given up at once, not
+// left to run for its budget (hours), and leaves nothing behind: no
+// archive, no half-fetched part, no staged tree, no volume.
+func TestASeedOfAVolumeTheDocumentDropsIsGivenUpAndLeavesNothing(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireCommand(t, "mke2fs")
+	h := newHost(t)
+	d, _ := seeded(t, h)
+	gated := gatedStore(t, h, 64<<10)
+	runSeeding(t, h, gated)
+	h.write(t, d)
+	waitBlocked(t, gated)
+
+	h.write(t, doc(h.app("quick", "q1")))
+	dm := h.daemon.Load()
+	if !h.until(t, time.Minute, func() bool {
+		dm.mu.Lock()
+		defer dm.mu.Unlock()
+		v := dm.volumes["seeded-data"]
+		return gated.Cancelled.Load() > 0 && (v == nil || !v.busy)
+	}) {
+		t.Fatalf("the seed of the dropped volume was not given up (its fetch was cancelled %d times)", gated.Cancelled.Load())
+	}
+	entries, err := os.ReadDir(filepath.Join(h.dir, "volumes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "seeded-data") {
+			t.Errorf("the seed given up left %s behind", e.Name())
+		}
+	}
+	h.waitFor(t, "quick running", allIn(reported.InstanceRunning, "quick"))
+}

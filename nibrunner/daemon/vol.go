@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"time"
 
 	"alpnib.dev/nibrunner/db"
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/volume"
@@ -47,6 +49,12 @@ type vol struct {
 	turn     bool
 	work     plan.VolumeWork
 	progress *volume.Progress
+	// asked is the volume as the document the work was planned on listed
+	// it; giveUp, set while the work has its turn, cancels it with
+	// volume.ErrGivenUp when a later document no longer asks it so
+	// (plan.GiveUpMaking).
+	asked  desired.DesiredVolume
+	giveUp context.CancelCauseFunc
 	// changedAt is the commit (Daemon.seq) of its worker's last outcome:
 	// a pass that listed the volumes before it keeps what the worker
 	// committed rather than its listing, and hands the volume nothing
@@ -68,6 +76,7 @@ func (d *Daemon) volCommitted(v *vol) {
 // idle frees v's worker.
 func (v *vol) idle() {
 	v.busy, v.turn, v.work, v.progress = false, false, plan.VolumeWork{}, nil
+	v.asked, v.giveUp = desired.DesiredVolume{}, nil
 }
 
 // facts is what the planner's status functions read of v.
@@ -188,4 +197,17 @@ func (d *Daemon) appOfVolume(id string) string {
 		return v.app
 	}
 	return ""
+}
+
+// giveUpUnasked gives up the making of every volume that doc, now in
+// force, no longer asks as the work was planned (plan.GiveUpMaking): its
+// worker's Converge ends, and the seed removes its archive and what it
+// wrote. The next pass plans the volume as doc asks. Called with mu held.
+func (d *Daemon) giveUpUnasked(doc *desired.HostDesiredState) {
+	for _, v := range d.volumes {
+		if v.giveUp != nil && v.work.Kind == plan.Provision && plan.GiveUpMaking(doc, v.asked) {
+			v.giveUp(volume.ErrGivenUp)
+			v.giveUp = nil
+		}
+	}
 }

@@ -92,3 +92,26 @@ func diskRoom(obs Observed) (uint64, bool) {
 	}
 	return room, true
 }
+
+// GiveUpMaking reports whether the making of a volume in flight, planned
+// on planned (the volume as the document it was planned on listed it), is
+// given up now that doc is in force: doc no longer names the volume, asks
+// it absent, or asks it made from other initialContents. A seed of gigabytes
+// for a volume nobody asks for would otherwise run for its whole budget
+// (hours) and leave its archive behind. Another size alone does not give
+// it up: the volume made is grown, or its shrink refused, by the next plan.
+func GiveUpMaking(doc *desired.HostDesiredState, planned desired.DesiredVolume) bool {
+	if doc == nil {
+		return false // no document in force: the host changes nothing
+	}
+	for _, v := range doc.Volumes {
+		if v.VolumeId == planned.VolumeId {
+			return v.DesiredState != desired.Present || !sameContents(v.InitialContents, planned.InitialContents)
+		}
+	}
+	return true
+}
+
+func sameContents(a, b *desired.InitialContents) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}

@@ -124,3 +124,44 @@ func TestANoDiskSentenceNamesTheVolumeItsSizeAndTheFreeSpace(t *testing.T) {
 		}
 	}
 }
+
+func TestTheMakingOfAVolumeIsGivenUpWhenTheDocumentNoLongerAsksIt(t *testing.T) {
+	seeded := volume("a", 4096, desired.Present)
+	seeded.InitialContents = &desired.InitialContents{Digest: "aa", ObjectKey: "seed.tar", DestinationPath: "/data"}
+	with := func(v desired.DesiredVolume) *desired.HostDesiredState {
+		return &desired.HostDesiredState{HostId: "h", Volumes: []desired.DesiredVolume{volume("b", 4096, desired.Present), v}}
+	}
+	other := func(c desired.InitialContents) desired.DesiredVolume {
+		v := seeded
+		v.InitialContents = &c
+		return v
+	}
+	bigger := seeded
+	bigger.SizeBytes = 8192
+	absent := seeded
+	absent.DesiredState = desired.Absent
+	plain := seeded
+	plain.InitialContents = nil
+	tests := []struct {
+		name string
+		doc  *desired.HostDesiredState
+		want bool
+	}{
+		{"still asked as planned", with(seeded), false},
+		{"asked bigger", with(bigger), false},
+		{"no document in force", nil, false},
+		{"no longer named", &desired.HostDesiredState{HostId: "h", Volumes: []desired.DesiredVolume{volume("b", 4096, desired.Present)}}, true},
+		{"asked absent", with(absent), true},
+		{"asked from another archive", with(other(desired.InitialContents{Digest: "bb", ObjectKey: "seed.tar", DestinationPath: "/data"})), true},
+		{"asked unpacked elsewhere", with(other(desired.InitialContents{Digest: "aa", ObjectKey: "seed.tar", DestinationPath: "/srv"})), true},
+		{"asked empty", with(plain), true},
+	}
+	for _, tc := range tests {
+		if got := GiveUpMaking(tc.doc, seeded); got != tc.want {
+			t.Errorf("%s: GiveUpMaking = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if GiveUpMaking(with(plain), plain) {
+		t.Error("the making of an empty volume still asked empty is given up")
+	}
+}

@@ -88,6 +88,19 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrShrink is wrapped when a document asks for a smaller volume.
 var ErrShrink = errors.New("a volume only grows")
 
+// ErrGivenUp is the cause a caller cancels Converge's context with
+// (context.WithCancelCause) when it gives up the making of a volume (the
+// document no longer asks it), rather than interrupting it: a seed given
+// up removes its archive and all it wrote, where an interrupted one keeps
+// them for the next attempt.
+var ErrGivenUp = errors.New("the making of the volume was given up")
+
+// interrupted reports whether ctx ended without the making being given
+// up: what a seed fetched is then kept for the next attempt.
+func interrupted(ctx context.Context) bool {
+	return ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrGivenUp)
+}
+
 // RoundSize rounds a requested size up to a whole 512-byte sector.
 func RoundSize(n uint64) uint64 { return (n + 511) &^ 511 }
 
@@ -186,9 +199,9 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 	if !exists {
 		seeded, err := l.create(ctx, spec, v.Path, want)
 		if err != nil {
-			if ctx.Err() == nil {
-				// Failed rather than interrupted: the next attempt is a
-				// new one, and fetches afresh.
+			if !interrupted(ctx) {
+				// Failed or given up rather than interrupted: the next
+				// attempt is a new one, and fetches afresh.
 				_ = l.dropSeed(spec.VolumeID)
 			}
 			return v, err
@@ -285,7 +298,8 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 // how far it came (.seed-<id>.json): an attempt interrupted (ctx ended, the
 // daemon stopped or restarted) leaves both, and the next one unpacks the
 // archive again without fetching it when it was whole, and fetches it from
-// the start otherwise (p.Earlier says which). A failure leaves neither.
+// the start otherwise (p.Earlier says which). A failure, or an attempt
+// given up (ErrGivenUp), leaves neither.
 func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, size int64, p *Progress, clk clock.Clock) (stats UnpackStats, err error) {
 	if l.Store == nil {
 		return UnpackStats{}, errors.New("initialContents: no artifact store is configured")
@@ -302,7 +316,7 @@ func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, 
 	defer func() {
 		switch {
 		case err == nil:
-		case ctx.Err() != nil:
+		case interrupted(ctx):
 			// Interrupted: the next attempt reads how far this one came.
 			if !st.Whole {
 				st.Fetched = p.fetched.Load()
