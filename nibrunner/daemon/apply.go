@@ -9,6 +9,7 @@ import (
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/volume"
 )
 
@@ -152,15 +153,16 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 	}
 	_, err := d.deps.Volumes.Converge(cctx, spec)
 	now := d.now()
+	// The outcome is recorded even when the daemon closes meanwhile.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
+	defer rcancel()
 	switch {
 	case err == nil:
 		// Done, even when the daemon began closing meanwhile: what the
 		// backend did is recorded (Close waits for the workers before it
 		// closes the database), or the next daemon would neither know
 		// the volume deleted (a teardown) nor made again (a provision).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
 		d.volumeDoneWork(rctx, now, dv, a)
-		cancel()
 	case ctx.Err() != nil:
 		// The daemon closes: the next one plans the volume again (and a
 		// seed resumes where the volume backend can).
@@ -171,7 +173,7 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 		d.volumeIdle(a.VolumeID)
 		d.cfg.Logf("nibrunnerd: the making of volume %s is given up: the document in force no longer asks it as it was planned", a.VolumeID)
 	default:
-		d.volumeFailedWork(now, dv, a, err)
+		d.volumeFailedWork(rctx, now, dv, a, err)
 	}
 	d.Kick()
 }
@@ -211,20 +213,33 @@ func (d *Daemon) volumeIdle(id string) {
 }
 
 // volumeFailedWork records that a failed with err at now: the sentence the
-// report gives, and the failure whose backoff the next attempt waits for
-// (a refused shrink waits for another document, not for a backoff).
-func (d *Daemon) volumeFailedWork(now time.Time, dv desired.DesiredVolume, a plan.VolumeAction, err error) {
+// report gives, and the failure whose backoff the next attempt waits for,
+// in the database first, so a restart waits for it too (a refused shrink
+// waits for another document, not for a backoff).
+func (d *Daemon) volumeFailedWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction, err error) {
+	if errors.Is(err, volume.ErrShrink) {
+		d.mu.Lock()
+		v := d.volOf(a.VolumeID)
+		v.idle()
+		d.volCommitted(v)
+		v.msg = err.Error() // says what to ask for instead
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Lock()
+	f := d.nextFailure(now, dv, a)
+	d.mu.Unlock()
+	msg := reported.Truncate(plan.VolumeFailedMessage(a, dv.SizeBytes, f.At.Add(plan.VolumeRetry.Delay(f.Count)), err.Error()))
+	if err := d.db.PutVolumeFailure(ctx, db.VolumeFailure{VolumeID: a.VolumeID, Kind: string(f.Kind), SizeBytes: f.SizeBytes,
+		Seed: f.Seed, Count: f.Count, At: f.At, Message: msg}); err != nil {
+		d.cfg.Logf("nibrunnerd: %v; a restart tries the volume again without waiting for its backoff", err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v := d.volOf(a.VolumeID)
 	v.idle()
 	d.volCommitted(v)
-	if errors.Is(err, volume.ErrShrink) {
-		v.msg = err.Error() // says what to ask for instead
-		return
-	}
-	at := d.volumeFailed(now, &dv, a)
-	v.msg = plan.VolumeFailedMessage(a, dv.SizeBytes, at, err.Error())
+	v.failure, v.failed, v.msg = f, true, msg
 }
 
 // volumeDoneWork records that a succeeded: a deletion is remembered in
@@ -234,8 +249,13 @@ func (d *Daemon) volumeFailedWork(now time.Time, dv desired.DesiredVolume, a pla
 func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction) {
 	d.mu.Lock()
 	v := d.volOf(a.VolumeID)
-	size, wasDeleted := v.info.SizeBytes, v.wasDelete
+	size, wasDeleted, wasFailed := v.info.SizeBytes, v.wasDelete, v.failed
 	d.mu.Unlock()
+	if wasFailed {
+		if err := d.db.ClearVolumeFailure(ctx, a.VolumeID); err != nil {
+			d.cfg.Logf("nibrunnerd: %v; a restart remembers the failure this mended", err)
+		}
+	}
 	var dvol db.DeletedVolume
 	undeleted := false
 	switch a.Kind {

@@ -257,7 +257,7 @@ type measurement struct {
 
 // Open opens the state database in cfg.StateDir and loads what the daemon
 // remembers: the last accepted document (re-applied first), records,
-// slots, meters and deleted volumes.
+// slots, meters, deleted volumes and volumes' last failures.
 func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logf == nil {
@@ -375,6 +375,15 @@ func (d *Daemon) load(ctx context.Context) error {
 	for id, dv := range deleted {
 		v := d.volOf(id)
 		v.deleted, v.wasDelete = dv, true
+	}
+	failures, err := d.db.VolumeFailures(ctx)
+	if err != nil {
+		return err
+	}
+	for id, f := range failures {
+		v := d.volOf(id)
+		v.failure = plan.VolumeFailure{Kind: plan.VolumeKind(f.Kind), SizeBytes: f.SizeBytes, Seed: f.Seed, Count: f.Count, At: f.At}
+		v.failed, v.msg = true, f.Message
 	}
 	return nil
 }

@@ -29,8 +29,8 @@ type vol struct {
 	// teardown held back, a failure), "" for none.
 	msg string
 	// failure is the volume's last failed action, which waits for its
-	// backoff (plan.VolumeRetry), when failed. It does not outlive the
-	// daemon: a restart tries at once.
+	// backoff (plan.VolumeRetry), when failed. It is kept in the database
+	// with its sentence (msg), so a restart waits for the backoff too.
 	failure plan.VolumeFailure
 	failed  bool
 	// usage is the volume's last measured fill, when measured.

@@ -30,15 +30,14 @@ func (d *Daemon) freeDisk(ctx context.Context) *uint64 {
 	return &n
 }
 
-// volumeFailed records that a's attempt on dv failed at now and returns
-// when it is tried again (plan.VolumeRetry over the failures in a row of
-// that same attempt). Called with mu held.
-func (d *Daemon) volumeFailed(now time.Time, dv *desired.DesiredVolume, a plan.VolumeAction) time.Time {
-	f := plan.VolumeFailure{Kind: a.Kind, SizeBytes: a.SizeBytes, Seed: plan.SeedOf(*dv), At: now, Count: 1}
+// nextFailure is the failure a's attempt on dv, failed at now, is recorded
+// as: one more in a row when the last failure was of that same attempt
+// (its retry is plan.VolumeRetry over the count). Called with mu held.
+func (d *Daemon) nextFailure(now time.Time, dv desired.DesiredVolume, a plan.VolumeAction) plan.VolumeFailure {
+	f := plan.VolumeFailure{Kind: a.Kind, SizeBytes: a.SizeBytes, Seed: plan.SeedOf(dv), At: now, Count: 1}
 	v := d.volOf(a.VolumeID)
 	if prev := v.failure; v.failed && prev.Kind == f.Kind && prev.SizeBytes == f.SizeBytes && prev.Seed == f.Seed {
 		f.Count = prev.Count + 1
 	}
-	v.failure, v.failed = f, true
-	return now.Add(plan.VolumeRetry.Delay(f.Count))
+	return f
 }

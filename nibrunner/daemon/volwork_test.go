@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,4 +175,61 @@ func TestAPassDoesNotActOnAVolumeWhoseWorkerCommittedAfterItWasListed(t *testing
 	if n := vols.grows.Load(); n != 1 {
 		t.Fatalf("b's volume was grown %d times; want once", n)
 	}
+}
+
+// failingVolumes are volume files whose making of volume fail always
+// fails; calls counts its attempts.
+type failingVolumes struct {
+	volume.Files
+	fail  string
+	calls atomic.Int32
+}
+
+func (v *failingVolumes) Converge(ctx context.Context, spec volume.Spec) (volume.Volume, error) {
+	if spec.VolumeID == v.fail && spec.State == volume.Present {
+		v.calls.Add(1)
+		return volume.Volume{VolumeID: spec.VolumeID}, &volume.Error{VolumeID: spec.VolumeID, Err: errors.New("the disk is on fire")}
+	}
+	return v.Files.Converge(ctx, spec)
+}
+
+// A volume's failed action is remembered across a restart: the next
+// daemon waits for its backoff, and reports why, rather than trying it
+// again at once.
+func TestAFailedVolumeActionsBackoffOutlivesARestart(t *testing.T) {
+	h := newHost(t)
+	// The first daemon's clock is an hour ahead of the second's, so the
+	// failure it records waits an hour more by the second's: any attempt
+	// the second makes is one that forgot the backoff.
+	h.offset.Store(int64(time.Hour))
+	run := func() (*failingVolumes, func()) {
+		deps, _, err := h.deps(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vols := &failingVolumes{Files: deps.Volumes.(volume.Files), fail: "b-data"}
+		deps.Volumes = vols
+		_, stop := h.run(t, deps)
+		return vols, stop
+	}
+	failed := func(r *reported.HostReportedState) bool {
+		v := volumeOf(r, "b-data")
+		return v != nil && v.State == reported.VolumeFailed && strings.Contains(v.Message, "could not be made (tried again at ") && strings.Contains(v.Message, "the disk is on fire")
+	}
+	first, stop := run()
+	h.write(t, doc(h.app("b", "b1")))
+	h.waitFor(t, "b's volume failed", failed)
+	if first.calls.Load() == 0 {
+		t.Fatal("the volume was reported failed without an attempt")
+	}
+	stop()
+
+	h.offset.Store(0)
+	second, _ := run()
+	passes := 0
+	h.deadlineWait(t, func() bool { passes++; return passes > 3 })
+	if n := second.calls.Load(); n != 0 {
+		t.Fatalf("the restarted daemon tried the failed volume %d times before its backoff ended", n)
+	}
+	h.waitFor(t, "b's volume reported failed, with its retry, by the restarted daemon", failed)
 }

@@ -1,6 +1,7 @@
 // Package db is the host daemon's memory: one SQLite file in state_dir
 // holding the last accepted document, each app's slot, each instance's
-// record, the meters, and the volumes it deleted. Everything else the daemon
+// record, the meters, the volumes it deleted and each volume's last
+// failure. Everything else the daemon
 // knows it can observe again; these it cannot.
 //
 // Order matters for crash safety: a slot is written before any record that
@@ -60,6 +61,17 @@ var migrations = []string{
 	BEGIN
 		SELECT RAISE(ABORT, 'an instance record is written only after its app has a slot');
 	END;`,
+	// A volume's last failed action, so that a restart keeps its backoff
+	// (and the sentence the report gives it) rather than trying at once.
+	`CREATE TABLE volume_failures (
+		volume_id  TEXT PRIMARY KEY,
+		kind       TEXT NOT NULL,
+		size_bytes INTEGER NOT NULL,
+		seed       TEXT NOT NULL,
+		count      INTEGER NOT NULL,
+		failed_at  INTEGER NOT NULL,
+		message    TEXT NOT NULL
+	);`,
 }
 
 // DB is an open state database. It is safe for concurrent use.
@@ -383,6 +395,62 @@ func (d *DB) DeletedVolumes(ctx context.Context) (map[string]DeletedVolume, erro
 		}
 		v.DeletedAt = time.UnixMilli(at).UTC()
 		out[v.VolumeID] = v
+	}
+	return out, rows.Err()
+}
+
+// VolumeFailure is the last failed action on a volume: its kind, the size
+// and seed (initialContents digest, "" for none) it asked for, the
+// failures of that same action in a row, when the last one was, and the
+// sentence the report gives it.
+type VolumeFailure struct {
+	VolumeID  string
+	Kind      string
+	SizeBytes uint64
+	Seed      string
+	Count     int
+	At        time.Time
+	Message   string
+}
+
+// PutVolumeFailure records a volume's last failed action, in place of the
+// one before.
+func (d *DB) PutVolumeFailure(ctx context.Context, f VolumeFailure) error {
+	_, err := d.sql.ExecContext(ctx, `INSERT INTO volume_failures (volume_id, kind, size_bytes, seed, count, failed_at, message) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (volume_id) DO UPDATE SET kind = excluded.kind, size_bytes = excluded.size_bytes, seed = excluded.seed,
+		count = excluded.count, failed_at = excluded.failed_at, message = excluded.message`,
+		f.VolumeID, f.Kind, int64(f.SizeBytes), f.Seed, f.Count, f.At.UnixMilli(), f.Message)
+	if err != nil {
+		return fmt.Errorf("record the failure of volume %s: %w", f.VolumeID, err)
+	}
+	return nil
+}
+
+// ClearVolumeFailure forgets a volume's last failure (an action on it
+// succeeded).
+func (d *DB) ClearVolumeFailure(ctx context.Context, volumeID string) error {
+	if _, err := d.sql.ExecContext(ctx, `DELETE FROM volume_failures WHERE volume_id = ?`, volumeID); err != nil {
+		return fmt.Errorf("forget the failure of volume %s: %w", volumeID, err)
+	}
+	return nil
+}
+
+// VolumeFailures returns every volume's last failure by id.
+func (d *DB) VolumeFailures(ctx context.Context) (map[string]VolumeFailure, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT volume_id, kind, size_bytes, seed, count, failed_at, message FROM volume_failures`)
+	if err != nil {
+		return nil, fmt.Errorf("read volume failures: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]VolumeFailure{}
+	for rows.Next() {
+		var f VolumeFailure
+		var at int64
+		if err := rows.Scan(&f.VolumeID, &f.Kind, &f.SizeBytes, &f.Seed, &f.Count, &at, &f.Message); err != nil {
+			return nil, fmt.Errorf("read volume failures: %w", err)
+		}
+		f.At = time.UnixMilli(at).UTC()
+		out[f.VolumeID] = f
 	}
 	return out, rows.Err()
 }

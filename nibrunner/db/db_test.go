@@ -40,6 +40,15 @@ func TestEverythingSurvivesReopening(t *testing.T) {
 	if err := d.MarkVolumeDeleted(ctx, DeletedVolume{VolumeID: "v", AppID: "a", SizeBytes: 512, DeletedAt: at}); err != nil {
 		t.Fatal(err)
 	}
+	failed := VolumeFailure{VolumeID: "w", Kind: "provision", SizeBytes: 4096, Seed: "aa", Count: 3, At: at, Message: "could not be made"}
+	for _, f := range []VolumeFailure{{VolumeID: "w", Kind: "grow", Count: 1, At: at}, failed, {VolumeID: "x", Kind: "grow", Count: 1, At: at}} {
+		if err := d.PutVolumeFailure(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.ClearVolumeFailure(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
 	d.Close()
 
 	d = open(t, path)
@@ -62,6 +71,9 @@ func TestEverythingSurvivesReopening(t *testing.T) {
 	dv, _ := d.DeletedVolumes(ctx)
 	if dv["v"].SizeBytes != 512 {
 		t.Fatalf("deleted volumes = %v", dv)
+	}
+	if fs, err := d.VolumeFailures(ctx); err != nil || len(fs) != 1 || fs["w"] != failed {
+		t.Fatalf("volume failures = %v, %v; want only %+v", fs, err, failed)
 	}
 	if v, _ := d.Version(ctx); v != len(migrations) {
 		t.Fatalf("version = %d", v)
