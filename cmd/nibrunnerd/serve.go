@@ -20,6 +20,7 @@ import (
 
 	"alpnib.dev/internal/version"
 	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/export"
@@ -121,7 +122,16 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if err != nil {
 		return err
 	}
-	cps, exps, err := openBackground(ctx, cfg)
+	// The daemon's one clock: its passes and jobs, and the waits of the
+	// checkpoint and export stores' retries.
+	clk := clock.Real
+	// With [metrics], the families exist before the stores whose counts
+	// they show are opened.
+	var mx *metrics.Metrics
+	if cfg.Metrics != nil {
+		mx = metrics.New()
+	}
+	cps, exps, err := openBackground(ctx, cfg, clk, mx)
 	if err != nil {
 		return err
 	}
@@ -134,10 +144,8 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	}
 	// With [metrics], /metrics is bound now (a port in use stops the
 	// start) and served once everything it reads exists.
-	var mx *metrics.Metrics
 	var mxServer *metrics.Server
-	if cfg.Metrics != nil {
-		mx = metrics.New()
+	if mx != nil {
 		mxServer, err = mx.Listen(ctx, net.JoinHostPort(cfg.Metrics.ListenAddress, strconv.Itoa(cfg.Metrics.Port)))
 		if err != nil {
 			return err
@@ -233,6 +241,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	hostID, _ := os.Hostname()
 	d, err := daemon.Open(ctx, daemon.Config{
 		HostID:            hostID,
+		Clock:             clk,
 		DesiredPath:       desiredFile(cfg),
 		StateDir:          cfg.Paths.StateDir,
 		MaxApps:           cfg.MaxApps,
@@ -343,10 +352,12 @@ func privateFolders(cfg *hostconfig.Config) error {
 
 // openBackground opens the checkpoint store and the export writer the
 // configuration names. Both clean up what a daemon that died left: scratch
-// copies, mounts, and multipart uploads it never completed.
-func openBackground(ctx context.Context, cfg *hostconfig.Config) (*checkpoint.Store, *export.Writer, error) {
+// copies, mounts, and multipart uploads it never completed. An S3 store
+// among them waits on clk between the retries of an upload, and shows
+// its counts in mx (when not nil) as store "checkpoints" or "exports".
+func openBackground(ctx context.Context, cfg *hostconfig.Config, clk clock.Clock, mx *metrics.Metrics) (*checkpoint.Store, *export.Writer, error) {
 	freeze := time.Duration(cfg.Checkpoints.FreezeTimeoutMs) * time.Millisecond
-	cpObjects, err := openStreamer(ctx, "checkpoints.store_url", cfg.Checkpoints.StoreURL)
+	cpObjects, err := openStreamer(ctx, "checkpoints", cfg.Checkpoints.StoreURL, clk, mx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -360,7 +371,7 @@ func openBackground(ctx context.Context, cfg *hostconfig.Config) (*checkpoint.St
 	if err != nil {
 		return nil, nil, err
 	}
-	expObjects, err := openStreamer(ctx, "exports.store_url", cfg.Exports.StoreURL)
+	expObjects, err := openStreamer(ctx, "exports", cfg.Exports.StoreURL, clk, mx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -384,7 +395,11 @@ func checkpointPrefix() string {
 	return "checkpoints/" + host + "/"
 }
 
-func openStreamer(ctx context.Context, key, url string) (store.Streamer, error) {
+// openStreamer opens the store of [section] store_url (checkpoints,
+// exports), which must take streamed uploads. An S3 one retries on clk and
+// is added to mx as store section.
+func openStreamer(ctx context.Context, section, url string, clk clock.Clock, mx *metrics.Metrics) (store.Streamer, error) {
+	key := section + ".store_url"
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
@@ -392,6 +407,12 @@ func openStreamer(ctx context.Context, key, url string) (store.Streamer, error) 
 	s, ok := st.(store.Streamer)
 	if !ok {
 		return nil, fmt.Errorf("open %s: the store %s cannot take streamed uploads", key, url)
+	}
+	if s3, ok := st.(*store.S3); ok {
+		s3.SetClock(clk)
+		if mx != nil {
+			mx.AddStore(section, s3)
+		}
 	}
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -157,15 +158,9 @@ func scrapeMetrics(t *testing.T, url string, want map[string]string) {
 
 // missingSeries scrapes url once and says which of want it lacks.
 func missingSeries(url string, want map[string]string) ([]string, error) {
-	resp, err := http.Get(url)
+	fams, err := scrapeOnce(url)
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s does not parse: %w", url, err)
 	}
 	var missing []string
 	for name, labels := range want {
@@ -176,11 +171,7 @@ func missingSeries(url string, want map[string]string) ([]string, error) {
 		}
 		found := false
 		for _, m := range f.Metric {
-			var parts []string
-			for _, l := range m.Label {
-				parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			if strings.Contains(strings.Join(parts, ","), labels) {
+			if strings.Contains(labelText(m), labels) {
 				found = true
 			}
 		}
@@ -233,4 +224,28 @@ func TestOnTheUserNetworkAMaxAppsReachingTheEphemeralPortsIsWarnedAboutWithFixes
 	if strings.Contains(w, "max_apps to") {
 		t.Fatalf("advice that cannot be taken (max_apps is at least 1): %s", w)
 	}
+}
+
+// scrapeOnce GETs url and parses it as the Prometheus text format.
+func scrapeOnce(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s does not parse: %w", url, err)
+	}
+	return fams, nil
+}
+
+// labelText is a series' labels as written in a query: a="x",b="y".
+func labelText(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.Label {
+		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	return strings.Join(parts, ",")
 }

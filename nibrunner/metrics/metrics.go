@@ -5,7 +5,8 @@
 // (proxy.Recorder), the raw relay of its connections and bytes, a VMM
 // wrapper (Instrument) of starts, restores and sleeps, and the daemon of
 // each pass with the report it wrote and of each document it refused
-// (Recorder). Per-app state, restarts and checkpoint and export outcomes
+// (Recorder); the checkpoint and export stores count their own retries
+// (AddStore). Per-app state, restarts and checkpoint and export outcomes
 // are read from that report, so the daemon needs no metric calls beyond
 // those two. Counters restart from zero with the process, as Prometheus
 // expects.
@@ -64,6 +65,7 @@ type Metrics struct {
 	rawUDPDropped   *prometheus.CounterVec
 	proxyLimits     *prometheus.CounterVec
 	rawLimits       *prometheus.CounterVec
+	stores          *stores
 	mu              sync.Mutex
 	lastRestarts    map[string]uint32 // app → restartCount in the last report
 	lastState       map[string]reported.InstanceState
@@ -88,6 +90,7 @@ func New() *Metrics {
 		lastState:       map[string]reported.InstanceState{},
 		settledCheckpts: map[string]string{},
 		settledExports:  map[string]string{},
+		stores:          newStores(),
 	}
 	m.appState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nibrunner_app_state", Help: "1 for each app's state in the last report (pending, starting, running, unhealthy, stopping, stopped, idle, failed)."}, []string{"app", "state"})
 	m.restarts = counterVec("nibrunner_app_restarts_total", "Restarts of an app's guest after it exited or failed its health check (the report's restartCount, as it grew).", "app")
@@ -116,7 +119,7 @@ func New() *Metrics {
 		m.passSeconds, m.passes, m.refused, m.checkpoints, m.exports,
 		m.requests, m.receivedBytes, m.sentBytes,
 		m.rawConnections, m.rawOpen, m.rawBytes, m.rawUDPDropped,
-		m.proxyLimits, m.rawLimits, m.appMemory, m.hostMemory,
+		m.proxyLimits, m.rawLimits, m.appMemory, m.hostMemory, m.stores,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -215,3 +217,58 @@ type freezerVMM struct{ stubVMM }
 
 func (freezerVMM) FreezeVolume(context.Context, string) error { return nil }
 func (freezerVMM) ThawVolume(context.Context, string) error   { return nil }
+
+// countingStore is a store whose counts the test sets.
+type countingStore struct {
+	mu    sync.Mutex
+	stats store.S3Stats
+}
+
+func (c *countingStore) Stats() store.S3Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+func (c *countingStore) set(s store.S3Stats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stats = s
+}
+
+func TestEachStoresCountsAreReadAtEveryScrapeUnderItsName(t *testing.T) {
+	m := New()
+	if _, ok := scrape(t, m)["nibrunner_store_retries_total"]; ok {
+		t.Fatal("store series with no store added")
+	}
+	exports, checkpoints := &countingStore{}, &countingStore{}
+	m.AddStore("exports", exports)
+	m.AddStore("checkpoints", checkpoints)
+	fams := scrape(t, m)
+	for _, name := range []string{"nibrunner_store_retries_total", "nibrunner_store_giveups_total"} {
+		for _, st := range []string{"exports", "checkpoints"} {
+			if got := value(t, fams, name, "store", st); got != 0 {
+				t.Errorf("%s{store=%q} = %v before any retry", name, st, got)
+			}
+		}
+	}
+	exports.set(store.S3Stats{Retries: 3, GaveUp: 1})
+	checkpoints.set(store.S3Stats{Retries: 2})
+	fams = scrape(t, m)
+	for _, tc := range []struct {
+		name, store string
+		want        float64
+	}{
+		{"nibrunner_store_retries_total", "exports", 3},
+		{"nibrunner_store_giveups_total", "exports", 1},
+		{"nibrunner_store_retries_total", "checkpoints", 2},
+		{"nibrunner_store_giveups_total", "checkpoints", 0},
+	} {
+		if got := value(t, fams, tc.name, "store", tc.store); got != tc.want {
+			t.Errorf("%s{store=%q} = %v, want %v", tc.name, tc.store, got, tc.want)
+		}
+	}
+	if f := fams["nibrunner_store_retries_total"]; f.GetType() != dto.MetricType_COUNTER {
+		t.Errorf("nibrunner_store_retries_total is a %v, not a counter", f.GetType())
+	}
+}
