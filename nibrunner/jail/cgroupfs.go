@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -211,6 +213,15 @@ func (c Cgroups) RemoveParent() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ParentFor is the guests' parent cgroup of a VMM whose runtime folder is
+// runtimeDir (absolute) when the host configuration names none:
+// nibrunner- and 8 hex digits of the folder's SHA-256, so that two VMMs on
+// one host (tests) keep apart.
+func ParentFor(runtimeDir string) string {
+	h := sha256.Sum256([]byte(runtimeDir))
+	return "nibrunner-" + hex.EncodeToString(h[:4])
 }
 
 // Names lists the guests' cgroups under the parent.

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -535,7 +536,10 @@ func (v *VMM) SetHealth(app string, status int) error {
 }
 
 // KillAll ends every guest of runtimeDir, named by a pidfile or not, for
-// test cleanup: guests outlive whoever started them, by design.
+// test cleanup: guests outlive whoever started them, by design. The
+// cgroups a jailed VMM (nibrunner/vmm/qemu) made for them go too: a VMM's
+// Close leaves its guests' parent cgroup while they run, and nothing else
+// would remove it once they are killed.
 func KillAll(runtimeDir string) {
 	pids, _ := vmm.ReadPidfiles(runtimeDir)
 	boot, _ := vmm.BootID()
@@ -547,6 +551,43 @@ func KillAll(runtimeDir string) {
 	for pid := range Processes(runtimeDir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	removeCgroups(runtimeDir)
+}
+
+// removeCgroups removes the guests' cgroups of a VMM on runtimeDir and
+// their parent, where they exist (cgroups named by the host configuration
+// are the host's to keep). A killed process leaves its cgroup a moment
+// after the signal, so each removal is tried for up to 5 s.
+func removeCgroups(runtimeDir string) {
+	abs, err := filepath.Abs(runtimeDir)
+	if err != nil {
+		return
+	}
+	c, err := jail.Detect(jail.DefaultMount, jail.ParentFor(abs))
+	if err != nil {
+		return
+	}
+	if _, err := os.Stat(c.Dir("memory", "")); err != nil {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	try := func(remove func() error) {
+		for remove() != nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, name := range c.Names() {
+		try(func() error { return c.Remove(name) })
+	}
+	try(func() error {
+		if err := c.RemoveParent(); err != nil {
+			return err
+		}
+		if _, err := os.Stat(c.Dir("memory", "")); err == nil {
+			return errors.New("busy") // RemoveParent leaves a busy parent without an error
+		}
+		return nil
+	})
 }
 
 // RunGuestIfAsked runs this process as a fake guest when the fake VMM

@@ -1,8 +1,6 @@
 package qemu
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -72,8 +70,7 @@ func (v *VMM) setupJail() error {
 		j.CgroupMount = jail.DefaultMount
 	}
 	if j.CgroupParent == "" {
-		h := sha256.Sum256([]byte(v.cfg.RuntimeDir))
-		j.CgroupParent = "nibrunner-" + hex.EncodeToString(h[:4])
+		j.CgroupParent = jail.ParentFor(v.cfg.RuntimeDir)
 	}
 	v.ids = jail.Range{UIDBase: j.UIDBase, GIDBase: j.GIDBase, Count: j.Count}
 	passwd, err := os.ReadFile("/etc/passwd")
