@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -199,6 +200,19 @@ func (c Cgroups) Remove(name string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RemoveReaped is Remove for the cgroup of a process just reaped: the
+// kernel takes a moment to let go of it, so a cgroup that still holds one
+// is tried again, every 20 ms for about a second.
+func (c Cgroups) RemoveReaped(name string) error {
+	for i := 0; ; i++ {
+		err := c.Remove(name)
+		if err == nil || i == 50 {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // RemoveParent removes the guests' parent cgroup once no guest's cgroup is

@@ -556,8 +556,7 @@ func KillAll(runtimeDir string) {
 
 // removeCgroups removes the guests' cgroups of a VMM on runtimeDir and
 // their parent, where they exist (cgroups named by the host configuration
-// are the host's to keep). A killed process leaves its cgroup a moment
-// after the signal, so each removal is tried for up to 5 s.
+// are the host's to keep).
 func removeCgroups(runtimeDir string) {
 	abs, err := filepath.Abs(runtimeDir)
 	if err != nil {
@@ -567,27 +566,10 @@ func removeCgroups(runtimeDir string) {
 	if err != nil {
 		return
 	}
-	if _, err := os.Stat(c.Dir("memory", "")); err != nil {
-		return
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	try := func(remove func() error) {
-		for remove() != nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	for _, name := range c.Names() {
-		try(func() error { return c.Remove(name) })
+		_ = c.RemoveReaped(name)
 	}
-	try(func() error {
-		if err := c.RemoveParent(); err != nil {
-			return err
-		}
-		if _, err := os.Stat(c.Dir("memory", "")); err == nil {
-			return errors.New("busy") // RemoveParent leaves a busy parent without an error
-		}
-		return nil
-	})
+	_ = c.RemoveParent()
 }
 
 // RunGuestIfAsked runs this process as a fake guest when the fake VMM

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -231,16 +230,8 @@ func (v *VMM) unjail(app string, rec record, pid int) string {
 	if n := v.cgroups.OOMKilled(app); n > 0 {
 		msg = fmt.Sprintf("its VMM was killed at its memory limit of %d MiB (its cgroup's: the guest's %d MiB and QEMU's own use)", rec.MemoryLimit>>20, rec.MemoryMiB)
 	}
-	// The kernel takes a moment to let go of a reaped process's cgroup.
-	for i := 0; ; i++ {
-		err := v.cgroups.Remove(app)
-		if err == nil || i == 50 {
-			if err != nil {
-				log.Printf("nibrunnerd: %s: %v", app, err)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := v.cgroups.RemoveReaped(app); err != nil {
+		log.Printf("nibrunnerd: %s: %v", app, err)
 	}
 	dir := v.vmDir(app)
 	_ = filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
