@@ -2,8 +2,8 @@
 # Idle guest density (issue 23), as root: 20 idle 256 MiB guests, then an
 # idle 128 MiB and an idle 1024 MiB guest side by side, then the microVM
 # lifecycle (cold boot, sleep, wake, state size), each run for this tree
-# and for BASE_REF (default: the commit before guests reported 128 KiB
-# blocks and booted the ELF kernel; BASE_REF=2773f3d is the one before the
+# and for BASE_REF (default: the commit before the guests booted a kernel
+# of our own, Debian's cloud kernel; BASE_REF=2773f3d is the one before the
 # balloon) in alternation within one run. The base tree gets this tree's
 # density benchmark file, which needs nothing the base lacks.
 # Under the network guard, like the tests; the guests use QEMU's user
@@ -12,7 +12,7 @@
 # sharing (host-wide: it turns ksmd on for the measurement, then back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base_ref=${BASE_REF:-$(git log -1 --format=%H --grep='guests report free memory in 128 KiB blocks')~1}
+base_ref=${BASE_REF:-$(git log -1 --format=%H --grep='a guest kernel of our own')~1}
 work=$(mktemp -d /tmp/nibdensity.XXXXXX)
 trap 'git worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add -q --detach "$work/base" "$base_ref"

@@ -33,7 +33,13 @@ declare -A need=(
   [unshare]=util-linux
   [setsid]=util-linux
   [cpio]=cpio
-  # the guest image: Debian's kernel package
+  # the guest image: Debian's kernel source package, and what building the
+  # guest kernel from it runs (gcc and make are below; Kconfig's parser
+  # needs bison and flex, kernel/time's constants bc, objtool libelf-dev)
+  [bison]=bison
+  [flex]=flex
+  [bc]=bc
+  [xz]=xz-utils
   [apt-get]=apt
   [apt-cache]=apt
   [dpkg]=dpkg
@@ -96,7 +102,6 @@ declare -A need_bench=(
   [wrk]=wrk
   [openssl]=openssl
   [python3]=python3
-  [bc]=bc
 )
 # command -> Debian package, for what setup runs only when the machine has
 # it; never installed
@@ -105,10 +110,12 @@ declare -A optional=(
 )
 # file -> Debian package that provides it, for what is not a command: the C
 # library headers cgo (go test -race) compiles against, and the well-known
-# .proto files protoc imports
+# .proto files protoc imports, and the ELF library the guest kernel's
+# objtool is built with
 declare -A need_file=(
   [/usr/include/stdio.h]=libc6-dev
   [/usr/include/google/protobuf/empty.proto]=libprotobuf-dev
+  [/usr/include/gelf.h]=libelf-dev
 )
 if [ "${1:-}" = --for-bench ]; then
   for cmd in "${!need_bench[@]}"; do need[$cmd]=${need_bench[$cmd]}; done
@@ -153,14 +160,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# The guest image is built from Debian's kernel package (apt-get download),
+# The guest kernel is built from Debian's kernel source package (apt-get download),
 # which needs package lists even when every tool above was already there.
-if ! apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1; then
+if ! apt-cache show linux-source-6.1 >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: reading Debian package lists (apt-get update) for the guest kernel" >&2
     apt-get update -qq
   else
-    echo "setup: apt-cache does not know linux-image-cloud-amd64; the guest image will not build until root runs apt-get update" >&2
+    echo "setup: apt-cache does not know linux-source-6.1; the guest image will not build until root runs apt-get update" >&2
   fi
 fi
 

@@ -1,13 +1,16 @@
-// Package guestimage builds what every nibrunner microVM boots: Debian's
-// cloud kernel, an initramfs holding nibrun-init as /init with the kernel
-// modules it loads, and a small base root filesystem (squashfs) at the
-// bottom of every guest's layer stack.
+// Package guestimage builds what every nibrunner microVM boots: a guest
+// kernel of our own, built from Debian's kernel source package
+// (linux-source-6.1) with a minimal configuration (guest.config) and every
+// driver built in, an initramfs holding nibrun-init as /init, and a small
+// base root filesystem (squashfs) at the bottom of every guest's layer
+// stack.
 //
-// The kernel is fetched with apt-get download and unpacked with dpkg-deb
-// -x into the image folder: nothing is installed on the host, and the host's
-// own kernel is irrelevant. A build is cached: the image's Version is a
-// hash of its inputs (kernel package, init binary, module set, CA bundle,
-// layout), and a second Build with the same inputs only re-hashes them.
+// The source is fetched with apt-get download and unpacked into the image
+// folder: nothing is installed on the host, and the host's own kernel is
+// irrelevant. A build is cached: the kernel by a hash of the source
+// package, the fragment and the compiler's version; the image's Version by
+// a hash of its inputs (that kernel, init binary, CA bundle, layout), and a
+// second Build with the same inputs only re-hashes them.
 package guestimage
 
 import (
@@ -32,25 +35,22 @@ import (
 // image, so that images built by an older nibrunnerd are rebuilt.
 // 2: the base root's folders are 0755 whatever the umask; 3: the balloon
 // module (virtio_balloon) is loaded when the kernel has it as one; 4: QEMU
-// boots the kernel's ELF image (vmlinux) through its PVH entry point.
-const layoutVersion = "guestimage/4"
+// boots the kernel's ELF image (vmlinux) through its PVH entry point; 5:
+// the kernel is built from source, with no modules.
+const layoutVersion = "guestimage/5"
 
 // Image is a built guest image.
 type Image struct {
 	// Version identifies the image (reported as versions.guestImage and
 	// stamped on snapshots): "gi-" and 16 hex digits of the inputs' hash.
 	Version string `json:"version"`
-	// KernelRelease is the guest kernel's release, e.g. 6.1.0-57-cloud-amd64.
+	// KernelRelease is the guest kernel's release, e.g. 6.1.192.
 	KernelRelease string `json:"kernelRelease"`
-	// Kernel is the kernel QEMU boots: the ELF image taken out of the
-	// package's bzImage (see vmlinux.go), or the bzImage itself when
-	// that cannot be done, and BzImage says why.
-	Kernel  string `json:"kernel"`
-	BzImage string `json:"bzImage,omitempty"`
-	Initrd  string `json:"initrd"` // gzip'd newc cpio
-	Base    string `json:"base"`   // base root squashfs
-	// Modules are the module files in the initramfs, in load order.
-	Modules []string `json:"modules"`
+	// Kernel is the kernel QEMU boots through its PVH entry point: the
+	// ELF image (vmlinux) built from SourcePackage.
+	Kernel string `json:"kernel"`
+	Initrd string `json:"initrd"` // gzip'd newc cpio
+	Base   string `json:"base"`   // base root squashfs
 	// NoMemoryReturn, when set, says what the kernel lacks to hand the
 	// memory a guest frees back to the host (free page reporting through
 	// the virtio balloon); the guests run, each holding every page it
@@ -65,9 +65,6 @@ type Options struct {
 	// CABundle is the CA bundle copied into the base root; empty means
 	// /etc/ssl/certs/ca-certificates.crt.
 	CABundle string
-	// KernelPackage pins the versioned kernel package instead of asking apt
-	// what linux-image-cloud-amd64 depends on.
-	KernelPackage string
 }
 
 // Build builds (or finds already built) the guest image in dir.
@@ -101,29 +98,13 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Image{}, fmt.Errorf("make guest image folder: %w", err)
-	}
 	// One builder at a time per folder (tests and install may race).
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockFolder(ctx, dir)
 	if err != nil {
-		return Image{}, err
+		return Image{}, fmt.Errorf("guest image folder: %w", err)
 	}
-	defer lock.Close()
-	if err := waitForLock(ctx, lock); err != nil {
-		return Image{}, err
-	}
+	defer unlock()
 
-	pkg, release := opt.KernelPackage, ""
-	if pkg == "" {
-		if pkg, release, err = resolveKernelPackage(ctx); err != nil {
-			return Image{}, err
-		}
-	} else if m := kernelPackageRE.FindStringSubmatch(pkg); m != nil {
-		release = m[1]
-	} else {
-		return Image{}, fmt.Errorf("%q is not a cloud kernel package name", pkg)
-	}
 	initPath, err := findInit(ctx, opt.Init, filepath.Join(dir, "build"))
 	if err != nil {
 		return Image{}, err
@@ -141,8 +122,12 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 		return Image{}, fmt.Errorf("read the CA bundle for the guest: %w", err)
 	}
 
+	kb, err := kernelBuildOf(ctx, filepath.Join(dir, "kernel", "debs"))
+	if err != nil {
+		return Image{}, err
+	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(layoutVersion), []byte(pkg), []byte(strings.Join(GuestModules, ",")), []byte(fmt.Sprint(baseDirs, baseFiles)), initBin, ca} {
+	for _, part := range [][]byte{[]byte(layoutVersion), []byte(kb.key), []byte(fmt.Sprint(baseDirs, baseFiles)), initBin, ca} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
@@ -151,43 +136,23 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 		return img, nil
 	}
 
-	tree, err := fetchKernel(ctx, filepath.Join(dir, "kernel"), pkg)
+	k, err := findKernel(ctx, filepath.Join(dir, "kernel"), kb)
 	if err != nil {
 		return Image{}, err
 	}
 	img := Image{
 		Version:       version,
-		KernelRelease: release,
-		Kernel:        filepath.Join(tree, "boot", "vmlinuz-"+release),
+		KernelRelease: k.Release,
+		Kernel:        k.Vmlinux,
 		Initrd:        filepath.Join(dir, "initrd-"+version+".cpio.gz"),
 		Base:          filepath.Join(dir, "base-"+version+".squashfs"),
 	}
-	if _, err := os.Stat(img.Kernel); err != nil {
-		return Image{}, fmt.Errorf("kernel package %s holds no kernel: %w", pkg, err)
-	}
-	if elf, err := writeVmlinux(img.Kernel, filepath.Join(tree, "boot", "vmlinux-"+release)); err != nil {
-		img.BzImage = fmt.Sprintf("QEMU boots the bzImage, each guest's QEMU holding a copy of it: %v", err)
-	} else {
-		img.Kernel = elf
-	}
-	kcfg, err := readKernelConfig(filepath.Join(tree, "boot", "config-"+release))
+	kcfg, err := readKernelConfig(k.Config)
 	if err != nil {
 		return Image{}, err
 	}
 	img.NoMemoryReturn = kcfg.memoryReturn()
-	km, err := readKernelModules(filepath.Join(tree, "lib", "modules", release))
-	if err != nil {
-		return Image{}, err
-	}
-	modules := GuestModules
-	if kcfg["CONFIG_VIRTIO_BALLOON"] == "m" {
-		modules = append(modules[:len(modules):len(modules)], balloonModule)
-	}
-	order, err := km.loadOrder(modules)
-	if err != nil {
-		return Image{}, err
-	}
-	initrd, err := buildInitrd(km.root, order, initBin)
+	initrd, err := buildInitrd(initBin)
 	if err != nil {
 		return Image{}, err
 	}
@@ -197,9 +162,6 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 	if err := buildBase(ctx, img.Base, ca); err != nil {
 		return Image{}, err
 	}
-	for _, rel := range order {
-		img.Modules = append(img.Modules, filepath.Base(rel))
-	}
 	b, _ := json.MarshalIndent(img, "", "  ")
 	if err := atomicfile.WriteFile(filepath.Join(dir, "image.json"), append(b, '\n'), 0o644); err != nil {
 		return Image{}, fmt.Errorf("write guest image manifest: %w", err)
@@ -208,10 +170,10 @@ func BuildWith(ctx context.Context, dir string, opt Options) (Image, error) {
 	return img, nil
 }
 
-// buildInitrd makes the gzip'd cpio: /init, the module files and their load
-// order, and the mount points and console node the init needs before it
-// has mounted devtmpfs.
-func buildInitrd(modRoot string, order []string, initBin []byte) ([]byte, error) {
+// buildInitrd makes the gzip'd cpio: /init, the mount points and console
+// node the init needs before it has mounted devtmpfs, and an empty module
+// load order: the kernel has every driver built in.
+func buildInitrd(initBin []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	c := newCpioWriter(gz)
@@ -221,17 +183,7 @@ func buildInitrd(modRoot string, order []string, initBin []byte) ([]byte, error)
 	c.CharDev("dev/console", 0o600, 5, 1)
 	c.CharDev("dev/null", 0o666, 1, 3)
 	c.File("init", 0o755, initBin)
-	var names []string
-	for _, rel := range order {
-		b, err := os.ReadFile(filepath.Join(modRoot, rel))
-		if err != nil {
-			return nil, fmt.Errorf("read kernel module: %w", err)
-		}
-		name := filepath.Base(rel)
-		names = append(names, name)
-		c.File(strings.TrimPrefix(guest.ModulesDir, "/")+"/"+name, 0o644, b)
-	}
-	c.File(strings.TrimPrefix(guest.ModulesOrderFile, "/"), 0o644, []byte(strings.Join(names, "\n")+"\n"))
+	c.File(strings.TrimPrefix(guest.ModulesOrderFile, "/"), 0o644, nil)
 	if err := c.Close(); err != nil {
 		return nil, err
 	}
@@ -239,6 +191,18 @@ func buildInitrd(modRoot string, order []string, initBin []byte) ([]byte, error)
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// findKernel returns kb's kernel from dir, else copies it there from the
+// kernels built ahead of time (KernelPrebuilt), else builds it there.
+func findKernel(ctx context.Context, dir string, kb kernelBuild) (Kernel, error) {
+	if k, err := loadKernel(dir, kb.key); err == nil {
+		return k, nil
+	}
+	if ahead, err := loadKernel(KernelPrebuilt(), kb.key); err == nil {
+		return copyKernel(ahead, dir, kb.key)
+	}
+	return buildKernel(ctx, dir, kb)
 }
 
 // removeOlder deletes initramfs and base files of other versions. A guest
@@ -253,6 +217,23 @@ func removeOlder(dir, version string) {
 			}
 		}
 	}
+}
+
+// lockFolder makes dir if need be and holds its .lock exclusively until
+// the returned func runs.
+func lockFolder(ctx context.Context, dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitForLock(ctx, lock); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return func() { lock.Close() }, nil
 }
 
 // waitForLock takes an exclusive lock on f, giving up when ctx ends.

@@ -11,14 +11,14 @@ import (
 	"alpnib.dev/internal/testenv"
 )
 
-// fakeKernelDeb builds a .deb named like pkg holding one file, in dir.
-func fakeKernelDeb(t *testing.T, dir, pkg string) {
+// fakeDeb builds a .deb named like pkg holding one file, in dir.
+func fakeDeb(t *testing.T, dir, pkg string) {
 	t.Helper()
 	dpkgDeb := testenv.RequireCommand(t, "dpkg-deb")
 	root := t.TempDir()
 	for name, body := range map[string]string{
-		"DEBIAN/control":    "Package: " + pkg + "\nVersion: 1.0-1\nArchitecture: amd64\nMaintainer: test <t@localhost>\nDescription: a stand-in kernel package\n",
-		"boot/vmlinuz-test": "not a kernel\n",
+		"DEBIAN/control":   "Package: " + pkg + "\nVersion: 1.0-1\nArchitecture: all\nMaintainer: test <t@localhost>\nDescription: a stand-in kernel source package\n",
+		"usr/src/x.tar.xz": "not a tarball\n",
 	} {
 		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -31,7 +31,7 @@ func fakeKernelDeb(t *testing.T, dir, pkg string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(dpkgDeb, "--root-owner-group", "--build", root, filepath.Join(dir, pkg+"_1.0-1_amd64.deb")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(dpkgDeb, "--root-owner-group", "--build", root, filepath.Join(dir, pkg+"_1.0-1_all.deb")).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg-deb --build: %v: %s", err, out)
 	}
 }
@@ -44,39 +44,68 @@ func withoutApt(t *testing.T) {
 	if err := os.Symlink(dpkgDeb, filepath.Join(bin, "dpkg-deb")); err != nil {
 		t.Fatal(err)
 	}
-	// dpkg-deb runs tar and a decompressor.
-	for _, tool := range []string{"tar", "xz", "zstd", "gzip"} {
-		if p, err := exec.LookPath(tool); err == nil {
-			_ = os.Symlink(p, filepath.Join(bin, tool))
-		}
-	}
 	t.Setenv("PATH", bin)
 }
 
-func TestAKernelPackageFetchedAheadIsUnpackedWithoutApt(t *testing.T) {
-	const pkg = "linux-image-6.1.0-99-cloud-amd64"
+func TestASourcePackageFetchedAheadIsUsedWithoutApt(t *testing.T) {
 	ahead := filepath.Join(t.TempDir(), "debs")
-	fakeKernelDeb(t, ahead, pkg)
+	fakeDeb(t, ahead, SourcePackage)
 	t.Setenv(KernelDebsEnv, ahead)
 	withoutApt(t)
 
-	tree, err := fetchKernel(context.Background(), t.TempDir(), pkg)
+	deb, err := fetchDeb(context.Background(), t.TempDir(), SourcePackage)
 	if err != nil {
-		t.Fatalf("fetch the kernel fetched ahead: %v", err)
+		t.Fatalf("find the package fetched ahead: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(tree, "boot", "vmlinuz-test")); err != nil || string(b) != "not a kernel\n" {
-		t.Fatalf("the unpacked tree lacks the package's file: %q %v", b, err)
+	if want := filepath.Join(ahead, SourcePackage+"_1.0-1_all.deb"); deb != want {
+		t.Fatalf("got %s, want %s", deb, want)
 	}
 }
 
 func TestWithoutAPackageFetchedAheadTheErrorSaysWhereToPutOne(t *testing.T) {
-	const pkg = "linux-image-6.1.0-99-cloud-amd64"
 	ahead := filepath.Join(t.TempDir(), "empty")
 	t.Setenv(KernelDebsEnv, ahead)
 	withoutApt(t)
 
-	_, err := fetchKernel(context.Background(), t.TempDir(), pkg)
-	if err == nil || !strings.Contains(err.Error(), "apt-get download "+pkg) || !strings.Contains(err.Error(), "fetch "+pkg+"_*.deb ahead into "+ahead) {
+	_, err := fetchDeb(context.Background(), t.TempDir(), SourcePackage)
+	if err == nil || !strings.Contains(err.Error(), "apt-get download "+SourcePackage) || !strings.Contains(err.Error(), "ahead into "+ahead) {
 		t.Fatalf("error: %v", err)
+	}
+}
+
+func TestAFragmentOptionThatDidNotLandIsNamed(t *testing.T) {
+	frag := []byte("# a comment\nCONFIG_A=y\nCONFIG_B=y\nCONFIG_N=64\n# CONFIG_C is not set\n\n")
+	if err := fragmentLanded(frag, kernelConfig{"CONFIG_A": "y", "CONFIG_B": "y", "CONFIG_N": "64", "CONFIG_D": "y"}); err != nil {
+		t.Errorf("every option landed, yet: %v", err)
+	}
+	err := fragmentLanded(frag, kernelConfig{"CONFIG_A": "y", "CONFIG_N": "8", "CONFIG_C": "y"})
+	if err == nil {
+		t.Fatal("three options did not land, and no error")
+	}
+	for _, want := range []string{"3 option(s)", "CONFIG_B=y (the build leaves it unset)", "CONFIG_N=64 (the build has 8)", "CONFIG_C is not set (the build has CONFIG_C=y)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "CONFIG_A") {
+		t.Errorf("error names CONFIG_A, which landed: %v", err)
+	}
+}
+
+func TestTheFragmentInTheRepoParses(t *testing.T) {
+	// Every line is an option, a comment or blank: a typo fails here,
+	// not minutes into a kernel build.
+	full, err := parseKernelConfig("guest.config", guestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fragmentLanded(guestConfig, full); err != nil {
+		t.Fatalf("the fragment against itself: %v", err)
+	}
+	if lack := full.memoryReturn(); lack != "" {
+		t.Errorf("the fragment lacks what hands memory back: %s", lack)
+	}
+	if _, ok := full["CONFIG_MODULES"]; ok {
+		t.Error("the fragment turns modules on")
 	}
 }

@@ -71,7 +71,7 @@ func probeKVM(ctx context.Context, qemuBin string, img guestimage.Image, dir str
 	}
 	defer os.RemoveAll(tmp)
 	console := filepath.Join(tmp, "console")
-	cmd := exec.CommandContext(ctx, qemuBin, "-M", "microvm,rtc=off", "-accel", "kvm", "-m", "128", "-smp", "1",
+	cmd := exec.CommandContext(ctx, qemuBin, "-M", microvmMachine, "-accel", "kvm", "-m", "128", "-smp", "1",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-serial", "file:"+console, "-kernel", img.Kernel, "-initrd", img.Initrd,
 		"-append", "console=ttyS0 reboot=t panic=-1 quiet "+guest.ParamProbe+"=1")

@@ -89,6 +89,13 @@ func (m machine) kernelCmdline() string {
 // where the boot loader puts the compressed kernel, never did.
 const reportingOrder = 5
 
+// microvmMachine is QEMU's machine. acpi=off: with ACPI on (QEMU 7.2's
+// default) microvm describes its virtio-mmio devices only in its ACPI
+// tables, and the guest kernel (nibrunner/guestimage's, built without ACPI)
+// finds them on the command line, where microvm names them with ACPI off,
+// and its CPUs and IOAPIC in the MP table its firmware (qboot) writes.
+const microvmMachine = "microvm,rtc=off,acpi=off"
+
 // tcgCacheMiB bounds TCG's translation cache. QEMU's default for system
 // emulation is 1 GiB, which an idle guest fills with pages the host must
 // keep resident; a microVM running one program needs a fraction of it.
@@ -115,7 +122,7 @@ func (m machine) args(bootTime int64) []string {
 	}
 	a := []string{
 		"-name", "nibrun-" + s.AppID,
-		"-M", "microvm,rtc=off", "-accel", m.accelArg(),
+		"-M", microvmMachine, "-accel", m.accelArg(),
 		"-m", strconv.Itoa(mem), "-smp", strconv.Itoa(cpus),
 	}
 	if m.Accel == "kvm" {

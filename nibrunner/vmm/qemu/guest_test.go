@@ -27,7 +27,7 @@ import (
 	"alpnib.dev/nibrunner/vmm/fake"
 )
 
-// These tests boot real guests: QEMU microvm with Debian's cloud kernel and
+// These tests boot real guests: QEMU microvm with the guest kernel we build and
 // our init, under TCG on the build machines (about 6 s a boot on 2 cores).
 // Most use QEMU's user-mode network with a forward on 127.0.0.1, which needs
 // no root networking; tap_test.go runs one on its slot's tap inside a

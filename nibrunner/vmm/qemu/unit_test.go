@@ -199,7 +199,7 @@ func TestTheCommandLineAttachesDrivesBySerialAndTheTapWithTheSlotsAddress(t *tes
 	m := testMachine()
 	a := strings.Join(m.args(1700000000), " ")
 	for _, want := range []string{
-		"-M microvm,rtc=off", "-accel tcg,tb-size=32", "-m 256", "-smp 2", "-no-reboot",
+		"-M microvm,rtc=off,acpi=off", "-accel tcg,tb-size=32", "-m 256", "-smp 2", "-no-reboot",
 		"id=l0,file=/cache/a.sqfs,format=raw,if=none,readonly=on", "drive=l0,serial=nibrun-layer-0",
 		"id=l1,file=/cache/b.ext4,format=raw,if=none,readonly=on", "drive=l1,serial=nibrun-layer-1",
 		"id=vol,file=/vol/app.ext4,format=raw,if=none,readonly=off", "serial=nibrun-volume", "serial=nibrun-config", "serial=nibrun-base",
