@@ -196,12 +196,12 @@ explain "Pointed the configuration at the demo's artifact folder and the cached 
 grep -E '^(store_url|guest_image_dir|runtime_dir|snapshot_dir) ' "$cfg"
 
 if [ "$mode" = qemu ]; then
-  say "The guest image: Debian's cloud kernel, an initramfs with nibrun-init as PID 1, a squashfs base"
+  say "The guest image: a kernel of our own build, an initramfs with nibrun-init as PID 1, a squashfs base"
   if [ -s "$cache/guest/image.json" ]; then
     explain "Built by an earlier run in $cache/guest; install only re-hashes its inputs."
   else
-    explain "First run: the image is built in $cache/guest from Debian's linux-image-cloud-amd64 kernel
-package, which make demo fetched before (scripts/prefetch.sh, into /var/cache/nibrunner/debs);
+    explain "First run: the image is built in $cache/guest around the guest kernel make demo built
+before from Debian's linux-source-6.1 (scripts/prefetch.sh, into /var/cache/nibrunner/kernel);
 nothing is installed on this host."
   fi
   mkdir -p "$cache"

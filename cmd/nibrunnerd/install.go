@@ -116,8 +116,9 @@ func newInstallCmd() *cobra.Command {
 		Long: `install writes the embedded default configuration when the host has none
 (it never overwrites an existing one), lays out the folders the
 configuration names, writes the systemd unit, builds the guest image QEMU
-guests boot (Debian's cloud kernel, fetched with apt-get download, and an
-initramfs holding nibrun-init) unless --no-guest-image, and prints what is
+guests boot (a kernel built from Debian's linux-source-6.1, fetched with
+apt-get download, unless make setup built it ahead, and an initramfs
+holding nibrun-init) unless --no-guest-image, and prints what is
 left to do. Running it again changes nothing and says so.
 
 With --root every path is taken under that folder instead of /.`,

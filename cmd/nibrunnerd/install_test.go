@@ -96,7 +96,7 @@ func TestInstallWithNoGuestImageLeavesBuildingItToDo(t *testing.T) {
 }
 
 // TestInstallBuildsTheGuestImageAndASecondInstallChangesNothing runs the
-// real build (apt-get download of the cloud kernel, nibrun-init, squashfs)
+// real build (the guest kernel make setup built ahead, nibrun-init, squashfs)
 // into the folder the guestimage tests share, so the kernel is fetched once.
 func TestInstallBuildsTheGuestImageAndASecondInstallChangesNothing(t *testing.T) {
 	testenv.RequireCommand(t, "apt-get", "dpkg-deb", "mksquashfs", "go")

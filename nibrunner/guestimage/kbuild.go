@@ -119,6 +119,39 @@ func BuildKernel(ctx context.Context, dir string) (Kernel, error) {
 	return buildKernel(ctx, dir, kb)
 }
 
+// kernelTools is what a kernel build runs or compiles against, beside the
+// unpack's dpkg-deb, with the Debian package of each: Kconfig's parser
+// needs bison and flex, kernel/time's constants bc, the source tarball xz,
+// objtool libelf's headers.
+var kernelTools = []struct{ cmd, file, pkg string }{
+	{cmd: "make", pkg: "make"},
+	{cmd: "gcc", pkg: "gcc"},
+	{cmd: "bison", pkg: "bison"},
+	{cmd: "flex", pkg: "flex"},
+	{cmd: "bc", pkg: "bc"},
+	{cmd: "xz", pkg: "xz-utils"},
+	{file: "/usr/include/gelf.h", pkg: "libelf-dev"},
+}
+
+// missingKernelTools names, as one error, every tool of kernelTools this
+// host lacks, before a build spends minutes to fail on the first of them.
+func missingKernelTools(lookPath func(string) (string, error), stat func(string) (os.FileInfo, error)) error {
+	var what, pkgs []string
+	for _, t := range kernelTools {
+		if t.cmd != "" {
+			if _, err := lookPath(t.cmd); err != nil {
+				what, pkgs = append(what, t.cmd), append(pkgs, t.pkg)
+			}
+		} else if _, err := stat(t.file); err != nil {
+			what, pkgs = append(what, t.file), append(pkgs, t.pkg)
+		}
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	return fmt.Errorf("building the guest kernel needs %s, which this host lacks (apt-get install %s, or make setup)", strings.Join(what, ", "), strings.Join(pkgs, " "))
+}
+
 // buildKernel builds kb's kernel into dir/linux-<key>: it unpacks the
 // source, configures it with `make allnoconfig` over guestConfig and `make
 // olddefconfig`, checks that every option of guestConfig landed, builds
@@ -127,6 +160,9 @@ func BuildKernel(ctx context.Context, dir string) (Kernel, error) {
 func buildKernel(ctx context.Context, dir string, kb kernelBuild) (Kernel, error) {
 	if k, err := loadKernel(dir, kb.key); err == nil {
 		return k, nil
+	}
+	if err := missingKernelTools(exec.LookPath, os.Stat); err != nil {
+		return Kernel{}, err
 	}
 	out := filepath.Join(dir, "linux-"+kb.key)
 	work := out + ".build"

@@ -109,3 +109,25 @@ func TestTheFragmentInTheRepoParses(t *testing.T) {
 		t.Error("the fragment turns modules on")
 	}
 }
+
+func TestAHostWithoutTheKernelsBuildToolsIsToldAllOfThemAtOnce(t *testing.T) {
+	has := map[string]bool{"make": true, "gcc": true, "bc": true}
+	lookPath := func(c string) (string, error) {
+		if has[c] {
+			return "/usr/bin/" + c, nil
+		}
+		return "", exec.ErrNotFound
+	}
+	noFile := func(string) (os.FileInfo, error) { return nil, os.ErrNotExist }
+	err := missingKernelTools(lookPath, noFile)
+	want := "building the guest kernel needs bison, flex, xz, /usr/include/gelf.h, which this host lacks (apt-get install bison flex xz-utils libelf-dev, or make setup)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	for _, tool := range kernelTools {
+		has[tool.cmd] = true
+	}
+	if err := missingKernelTools(lookPath, func(string) (os.FileInfo, error) { return nil, nil }); err != nil {
+		t.Errorf("with everything there: %v", err)
+	}
+}

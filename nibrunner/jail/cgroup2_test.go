@@ -20,8 +20,8 @@ import (
 )
 
 // This machine's cgroups are v1, so the v2 code is proven inside a
-// microVM of ours: Debian's cloud kernel (the guest image's) boots with
-// this package's test binary as its PID 1, which mounts cgroup2 and runs
+// microVM of ours: the guest image's kernel boots with this package's test
+// binary as its PID 1, which mounts cgroup2 and runs
 // TestCgroupV2HoldsLimitsForReal there.
 
 const (
