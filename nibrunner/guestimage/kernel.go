@@ -20,11 +20,15 @@ const KernelDebsEnv = "NIBRUNNER_KERNEL_DEBS"
 const DefaultKernelDebs = "/var/cache/nibrunner/debs"
 
 // KernelDebs is the folder of packages downloaded ahead of time.
-func KernelDebs() string {
-	if d := os.Getenv(KernelDebsEnv); d != "" {
+func KernelDebs() string { return envOr(KernelDebsEnv, DefaultKernelDebs) }
+
+// envOr is the environment variable name's value, or def when it is unset
+// or empty.
+func envOr(name, def string) string {
+	if d := os.Getenv(name); d != "" {
 		return d
 	}
-	return DefaultKernelDebs
+	return def
 }
 
 // fetchDeb returns the .deb of pkg's candidate version (what apt-cache
