@@ -3,6 +3,7 @@ package decentral
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Row is one attribute's coefficient before and after a membership change,
@@ -56,6 +57,25 @@ func (c Comparison) filter(keep func(Row) bool) []Attribute {
 		}
 	}
 	return out
+}
+
+// String lists each attribute's coefficient before and after, with its
+// minimum: "node_provider 5→5 (minimum 5), data_center 5→4 (minimum 5), ...".
+func (c Comparison) String() string { return sideBySide(c.Before, c.After, c.Minimum) }
+
+// sideBySide is before and after per attribute, with the minimum when set.
+func sideBySide(before, after, minimum Coefficients) string {
+	var b strings.Builder
+	for _, a := range Attributes {
+		if a > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d→%d", a, before[a], after[a])
+		if minimum[a] > 0 {
+			fmt.Fprintf(&b, " (minimum %d)", minimum[a])
+		}
+	}
+	return b.String()
 }
 
 // Compare computes a subnet's coefficients before and after a membership

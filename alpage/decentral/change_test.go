@@ -40,6 +40,9 @@ func TestAChangeIntoAUsedDataCenterIsFlaggedWithBothNumbers(t *testing.T) {
 	if got := c.Breaks(); !slices.Equal(got, []Attribute{DataCenter}) {
 		t.Errorf("breaks %v", got)
 	}
+	if got, want := c.String(), "node_provider 5→5 (minimum 5), data_center 5→4 (minimum 5), data_center_owner 5→5 (minimum 5), country 3→3 (minimum 3)"; got != want {
+		t.Errorf("side by side %q\nwant %q", got, want)
+	}
 	r := c.Rows[DataCenter]
 	if r.Before != 5 || r.After != 4 || r.Minimum != 5 || !r.Decreased() || !r.BelowMinimum() {
 		t.Errorf("data center row %+v", r)

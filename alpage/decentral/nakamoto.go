@@ -69,6 +69,12 @@ type Node struct {
 	Country string
 }
 
+// NewNode is a node from the registry's facts: its provider (from its
+// operator's record), its data center's id, owner and region.
+func NewNode(id, provider, dataCenter, owner, region string) Node {
+	return Node{ID: id, Provider: provider, DataCenter: dataCenter, DataCenterOwner: owner, Country: CountryOfRegion(region)}
+}
+
 // Value is the node's actor for attribute a, Unknown when it is not known.
 func (n Node) Value(a Attribute) string {
 	var v string

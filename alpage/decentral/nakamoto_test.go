@@ -48,8 +48,7 @@ func TestASubnetWhoseEveryNodeSharesACountryHasACountryCoefficientOfOne(t *testi
 	var nodes []Node
 	for i := range 13 {
 		owner := fmt.Sprintf("o%d", i%3) // 5, 4 and 4 nodes
-		nodes = append(nodes, Node{ID: fmt.Sprintf("n%02d", i), Provider: fmt.Sprintf("p%d", i),
-			DataCenter: fmt.Sprintf("d%d", i), DataCenterOwner: owner, Country: CountryOfRegion("Europe,CH,Zurich")})
+		nodes = append(nodes, NewNode(fmt.Sprintf("n%02d", i), fmt.Sprintf("p%d", i), fmt.Sprintf("d%d", i), owner, "Europe,CH,Zurich"))
 	}
 	got := Compute(nodes)
 	want := Coefficients{NodeProvider: 5, DataCenter: 5, DataCenterOwner: 1, Country: 1}

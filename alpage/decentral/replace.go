@@ -41,16 +41,7 @@ type Choice struct {
 // against the minimum, as a proposal's reviewers would read it.
 func (c Choice) Reason(minimum Coefficients) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s replaces %s: ", c.Chosen.ID, c.Replaced)
-	for _, a := range Attributes {
-		if a > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s %d→%d", a, c.Before[a], c.After[a])
-		if minimum[a] > 0 {
-			fmt.Fprintf(&b, " (minimum %d)", minimum[a])
-		}
-	}
+	fmt.Fprintf(&b, "%s replaces %s: %s", c.Chosen.ID, c.Replaced, sideBySide(c.Before, c.After, minimum))
 	if c.RunnerUp == "" {
 		fmt.Fprintf(&b, "; the only candidate")
 	} else {
