@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/slot"
@@ -276,5 +277,83 @@ func TestTheHostMakesATapPerSlotAppliesTheTableAndRemovesStaleTaps(t *testing.T)
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A guest with root can send from any address it likes. Two forged
+// sources — one of nobody's, one of another guest's — must not leave the
+// host's uplink; a datagram from the guest's own address, sent after them,
+// must (it arriving is the signal that the forged ones had their chance).
+func TestAGuestsForgedSourceNeverLeavesTheUplink(t *testing.T) {
+	tp := newTopology(t)
+	tp.apply(t, true)
+	forged := []string{"203.0.113.9", GuestAddr(1).Addr().String()}
+	for _, a := range forged {
+		testenv.IP(t, "-n", tp.g0, "addr", "add", a+"/32", "dev", "lo")
+	}
+	var pc net.PacketConn
+	if err := testenv.InNetns(tp.out, func() (err error) { pc, err = net.ListenPacket("udp", "192.0.2.2:7000"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	type datagram struct{ from, text string }
+	got := make(chan datagram, 64)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			host, _, _ := net.SplitHostPort(from.String())
+			got <- datagram{host, string(buf[:n])}
+		}
+	}()
+	send := func(src, text string) error {
+		return testenv.InNetns(tp.g0, func() error {
+			var laddr *net.UDPAddr
+			if src != "" {
+				laddr = &net.UDPAddr{IP: net.ParseIP(src)}
+			}
+			c, err := net.DialUDP("udp", laddr, &net.UDPAddr{IP: net.ParseIP("192.0.2.2"), Port: 7000})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Write([]byte(text))
+			return err
+		})
+	}
+	for _, a := range forged {
+		if err := send(a, "forged "+a); err != nil {
+			t.Fatalf("send from %s: %v", a, err)
+		}
+	}
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	if err := send("", "own"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case d := <-got:
+			if strings.HasPrefix(d.text, "forged") {
+				t.Fatalf("%q left the uplink, seen from %s", d.text, d.from)
+			}
+			if d.text == "own" {
+				if d.from != "192.0.2.1" {
+					t.Errorf("the guest's own datagram arrived from %s, want the host's 192.0.2.1", d.from)
+				}
+				return
+			}
+		case <-tick.C:
+			if err := send("", "own"); err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			t.Fatal("the guest's datagram from its own address never arrived")
+		}
 	}
 }

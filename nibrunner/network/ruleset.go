@@ -116,6 +116,18 @@ func Render(r Rules) (string, error) {
 	w("\t\telements = { %s }", strings.Join(v6, ", "))
 	w("\t}")
 	w("")
+	if len(apps) > 0 {
+		w("\t# Each tap and the one source address its guest may send from.")
+		w("\tset guest_sources {")
+		w("\t\ttype ifname . ipv4_addr")
+		var el []string
+		for _, a := range apps {
+			el = append(el, fmt.Sprintf("\"%s\" . %s", slot.Tap(a.Slot), GuestAddr(a.Slot).Addr()))
+		}
+		w("\t\telements = { %s }", strings.Join(el, ", "))
+		w("\t}")
+		w("")
+	}
 	dns4, dns6 := dnsSets(r.DNS)
 	if len(dns4) > 0 {
 		w("\t# The name servers guests are given.")
@@ -140,6 +152,19 @@ func Render(r Rules) (string, error) {
 			w("%siifname \"%s\" ip6 daddr @dns_v6 meta l4proto { tcp, udp } th dport 53 accept comment \"name servers\"", indent, tap)
 		}
 	}
+	w("\t# A guest sends from its own address or not at all. Before conntrack")
+	w("\t# (priority raw), so a forged packet makes no connection either, and")
+	w("\t# dropped, the one drop here: any answer would go to the forged")
+	w("\t# address. A tap no app holds sends nothing; the taps are IPv4-only.")
+	w("\tchain antispoof {")
+	w("\t\ttype filter hook prerouting priority raw; policy accept;")
+	w("\t\tiifname != \"%s\" accept", tap)
+	if len(apps) > 0 {
+		w("\t\tiifname . ip saddr @guest_sources accept")
+	}
+	w("\t\tdrop comment \"not the guest's own address\"")
+	w("\t}")
+	w("")
 	w("\t# HTTP host ports of running apps, to their guests, for the host alone:")
 	w("\t# only what the host itself sends to a loopback address is published")
 	w("\t# (the output hook; there is no prerouting DNAT). Nothing arriving from")

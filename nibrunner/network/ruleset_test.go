@@ -99,13 +99,37 @@ func TestGuestsMayReachTheirNameServersAndOnlyOnPort53(t *testing.T) {
 	}
 }
 
-func TestTheRulesetRejectsAndNeverDrops(t *testing.T) {
+func TestTheRulesetRejectsAndDropsOnlyForgedSources(t *testing.T) {
 	got, _ := Render(sampleRules())
-	if strings.Contains(got, "drop") {
-		t.Fatal("the ruleset drops")
+	chain := ""
+	for _, l := range strings.Split(got, "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(l), "chain "); ok {
+			chain = strings.TrimSuffix(c, " {")
+		}
+		if strings.Contains(l, "drop") && !strings.HasPrefix(strings.TrimSpace(l), "#") && chain != "antispoof" {
+			t.Errorf("chain %s drops: %s", chain, l)
+		}
 	}
 	if !strings.Contains(got, "reject") {
 		t.Fatal("the ruleset does not reject")
+	}
+}
+
+func TestEachTapMaySendFromItsGuestsAddressOnly(t *testing.T) {
+	got, _ := Render(sampleRules())
+	if !strings.Contains(got, `elements = { "nbr0" . 10.201.0.2, "nbr1" . 10.201.0.6, "nbr3" . 10.201.0.14 }`) {
+		t.Errorf("the taps' sources are not their guests' addresses:\n%s", got)
+	}
+	if !strings.Contains(got, "type filter hook prerouting priority raw;") {
+		t.Error("forged sources are not dropped before conntrack")
+	}
+	// With no app, every tap is refused everything.
+	none, err := Render(Rules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(none, "@guest_sources") || !strings.Contains(none, `drop comment "not the guest's own address"`) {
+		t.Errorf("without apps:\n%s", none)
 	}
 }
 

@@ -8,8 +8,11 @@
 // run, so the kernel never holds half a ruleset. The rules isolate guests
 // (no host, no other guest, no private or metadata address, no denied
 // CIDR), publish an app's host ports by DNAT only while it runs, masquerade
-// what guests send out, and always reject rather than drop, so a refused
-// connection fails at once instead of hanging until its timeout.
+// what guests send out, and reject rather than drop, so a refused
+// connection fails at once instead of hanging until its timeout. The one
+// drop is a packet from a tap whose source is not that tap's guest's
+// address: forged, it is dropped before conntrack, as any answer would go
+// to the forged address.
 package network
 
 import (
