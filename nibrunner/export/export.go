@@ -162,6 +162,10 @@ func (w *Writer) Write(ctx context.Context, e desired.DesiredExport, vol checkpo
 	return info, nil
 }
 
+// mountOptions are how an export mounts the copy of a tenant's volume
+// (ext4(5): noload skips loading the journal).
+const mountOptions = "ro,noload,nosuid,nodev,noexec"
+
 // upload stages a copy of vol, streams the archive of e from it to the
 // store and removes what it staged; it returns the object's size.
 func (w *Writer) upload(ctx context.Context, e desired.DesiredExport, vol checkpoint.Volume) (int64, error) {
@@ -183,14 +187,19 @@ func (w *Writer) upload(ctx context.Context, e desired.DesiredExport, vol checkp
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		return 0, err
 	}
-	// The loop device is writable and the mount read-only: a copy of a
-	// volume at rest may carry a journal to replay, which ext4 does on
-	// mounting (into the copy, which is ours); the files are not changed.
-	dev, err := run(ctx, "losetup", "--find", "--show", w.image(base))
+	// The filesystem is the tenant's, written by a guest that may have had
+	// root: the host kernel reads it as little as it can. noload: ext4
+	// replays no journal (a volume frozen for the copy, or shut down
+	// cleanly, has none to replay; a guest that crashed leaves its last
+	// transactions there, and the export is of the files without them),
+	// and the loop device is read-only, so nothing writes; nosuid,
+	// nodev, noexec: nothing on it is a device, a privilege or a program
+	// here.
+	dev, err := run(ctx, "losetup", "--find", "--show", "--read-only", w.image(base))
 	if err != nil {
 		return 0, fmt.Errorf("attach the copy of volume %s to a loop device: %w", vol.ID, err)
 	}
-	if _, err := run(ctx, "mount", "-t", "ext4", "-o", "ro", dev, mnt); err != nil {
+	if _, err := run(ctx, "mount", "-t", "ext4", "-o", mountOptions, dev, mnt); err != nil {
 		return 0, fmt.Errorf("mount the copy of volume %s read-only: %w", vol.ID, err)
 	}
 	root := filepath.Join(mnt, guest.VolumeUpperDir)

@@ -5,12 +5,14 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -343,5 +345,58 @@ func TestTheEnvFileGivesEveryValueBackByteForByteToAShellThatSourcesIt(t *testin
 		if string(out) != string(want) {
 			t.Errorf("%s reads back %q, want %q", name, out, want)
 		}
+	}
+}
+
+// A tenant with root in its guest writes its volume's ext4 as it likes,
+// journal included. Here the journal is one the kernel cannot load and the
+// volume says it needs recovery: an export that let the host kernel replay
+// it would fail to mount; one that loads no journal exports the files.
+func TestAnExportNeverHasTheHostKernelReplayTheTenantsJournal(t *testing.T) {
+	needs(t)
+	debugfs := testenv.RequireCommand(t, "debugfs")
+	dir := t.TempDir()
+	img := filepath.Join(dir, "vol.ext4")
+	mkfs(t, appTree(t, dir), img, 64<<20)
+	out, err := exec.Command(debugfs, "-R", "bmap <8> 0", img).Output()
+	if err != nil {
+		t.Fatalf("find the journal's first block: %v", err)
+	}
+	block, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("debugfs bmap said %q", out)
+	}
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := make([]byte, 4)
+	if _, err := f.ReadAt(sb, 1024+24); err != nil { // s_log_block_size
+		t.Fatal(err)
+	}
+	size := int64(1024) << binary.LittleEndian.Uint32(sb)
+	if _, err := f.WriteAt(make([]byte, size), block*size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.Command(debugfs, "-w", "-R", "feature needs_recovery", img).CombinedOutput(); err != nil {
+		t.Fatalf("mark the volume as needing recovery: %v: %s", err, out)
+	}
+	objects, err := store.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, dir, objects)
+	e := desired.DesiredExport{ExportId: "e1", AppId: "a", VolumeId: "v", ObjectKey: "out/a.tar.gz", DesiredState: desired.Present}
+	if _, err := w.Write(context.Background(), e, checkpoint.Volume{ID: "v", Path: img}); err != nil {
+		t.Fatalf("export of a volume whose journal the kernel cannot load: %v", err)
+	}
+	r, _, err := objects.Get(context.Background(), "out/a.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if run := readArchive(t, r)["data/srv/data/deep/run.sh"]; run.typ != tar.TypeReg || run.mode.Perm() != 0o755 {
+		t.Errorf("run.sh is not in the export as it was: %+v", run)
 	}
 }
