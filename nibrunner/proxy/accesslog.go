@@ -37,7 +37,7 @@ type Recorder interface {
 	WakeWaited(via string, d time.Duration, err error)
 	// ProxyLimit is one cap or timeout that tripped: header_timeout,
 	// header_size, body_timeout, send_timeout, connections,
-	// client_connections (limits.go).
+	// client_connections, app_connections (limits.go).
 	ProxyLimit(limit string)
 }
 

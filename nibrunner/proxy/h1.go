@@ -175,7 +175,19 @@ func (h *h1conn) serveOne() bool {
 		h.log(&lg, target)
 		return keep && err == nil && !h.s.closing.Load()
 	}
+	release, ok := p.slots.acquire(h.s.ctx, v.app, p.opts.DialTimeout)
+	if !ok {
+		// No place among the app's connections: answered as the proxy's
+		// own answers are, a body left unread closing the connection.
+		p.noPlace(v.app)
+		writeAnswer(h.w, appBusy, p.retryAt, !keep)
+		err := h.w.Flush()
+		lg.status, lg.bytesOut = appBusy.status, int64(len(appBusy.text)+1)
+		h.log(&lg, target)
+		return keep && err == nil && !h.s.closing.Load()
+	}
 	keep, lg = h.forward(v, target, hostField, lg)
+	release()
 	h.log(&lg, target)
 	return keep && !h.s.closing.Load()
 }
@@ -345,7 +357,7 @@ func (h *h1conn) bodyFailed(lg requestLog, err error) requestLog {
 		h.p.opts.Logf("nibrunnerd: proxy: %s %s: %v", h.req.bytes(h.req.host), h.req.bytes(h.req.first[1]), err)
 		h.refuse(answer{b.status, b.text})
 	case errors.As(err, &re) && isTimeout(err):
-		a := answer{http.StatusRequestTimeout, "This request's body did not go on within " + h.s.cfg.BodyTimeout.String() + "."}
+		a := bodyTimedOut(h.s.cfg.BodyTimeout)
 		lg.status = a.status
 		h.refuse(a)
 	case errors.As(err, &re):

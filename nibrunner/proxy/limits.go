@@ -14,11 +14,15 @@ const (
 	// limitSendTimeout: a client that took nothing of its answer within
 	// ListenConfig.SendTimeout.
 	limitSendTimeout = "send_timeout"
-	// limitConnections: a connection past ListenConfig.MaxConnections.
+	// limitConnections: a connection, or an HTTP/2 stream, past
+	// ListenConfig.MaxConnections.
 	limitConnections = "connections"
-	// limitClientConnections: a connection past
+	// limitClientConnections: a connection, or an HTTP/2 stream, past
 	// ListenConfig.MaxConnectionsPerClient from one address.
 	limitClientConnections = "client_connections"
+	// limitAppConnections: a request that found its app's
+	// Options.MaxBackendConnsPerApp connections in use for DialTimeout.
+	limitAppConnections = "app_connections"
 )
 
 // tripped tells the recorder a limit tripped.

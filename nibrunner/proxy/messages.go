@@ -24,11 +24,24 @@ var (
 
 	tooManyConnections = answer{http.StatusServiceUnavailable, "This host has too many connections open; try again in a moment."}
 	tooManyFromClient  = answer{http.StatusServiceUnavailable, "Your address has too many connections open to this host; close some and try again."}
+	appBusy            = answer{http.StatusServiceUnavailable, "This app has as many requests open as it takes; try again in a moment."}
+
+	noH2C = answer{http.StatusHTTPVersionNotSupported, "This host does not speak HTTP/2 without TLS (h2c); use HTTP/1.1, or HTTP/2 over TLS."}
 )
 
 // statusClientLeft is the status logged for a request whose client went
 // away before it had an answer (nginx's 499); nothing is written.
 const statusClientLeft = 499
+
+// statusNoAnswer is the status logged for an HTTP/2 stream the proxy
+// reset without an answer (nginx's 444, "close the connection without a
+// response"): its connection was stopped.
+const statusNoAnswer = 444
+
+// bodyTimedOut is the 408 for a request body that did not go on within d.
+func bodyTimedOut(d time.Duration) answer {
+	return answer{http.StatusRequestTimeout, "This request's body did not go on within " + d.String() + "."}
+}
 
 // wakeFailed is the 503 for a wake that did not bring the app up.
 func wakeFailed(err error) answer {

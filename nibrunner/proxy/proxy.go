@@ -57,8 +57,14 @@ type Options struct {
 	// BackendHost is the address apps' host ports listen on (default
 	// 127.0.0.1), for a route that names no Addr.
 	BackendHost string
-	// DialTimeout bounds connecting to an app (default 5 s).
+	// DialTimeout bounds connecting to an app (default 5 s), a wait for
+	// a place among its connections included.
 	DialTimeout time.Duration
+	// MaxBackendConnsPerApp bounds the connections to one app in use at
+	// once, over HTTP/1.x and HTTP/2 together (default 512): a request
+	// that finds none free within DialTimeout is answered 503. Idle
+	// kept-alive connections are bounded apart (128 per app address).
+	MaxBackendConnsPerApp int
 	// ResponseHeaderTimeout bounds the wait for an app to begin its
 	// answer once the request (and any body) is sent: past it the client
 	// gets 504 and the app's connection is closed (default 60 s, nginx's
@@ -89,6 +95,7 @@ type Proxy struct {
 	waker   atomic.Pointer[Waker]
 	rp      *httputil.ReverseProxy // the HTTP/2 path
 	pools   pools                  // the HTTP/1.x path's app connections
+	slots   appSlots               // the connections to each app in use
 	meters  meter.Set
 	wakes   activator
 	ctx     context.Context
@@ -125,6 +132,9 @@ func New(opts Options) *Proxy {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if opts.MaxBackendConnsPerApp <= 0 {
+		opts.MaxBackendConnsPerApp = defaultMaxBackendConnsPerApp
+	}
 	if opts.ResponseHeaderTimeout <= 0 {
 		opts.ResponseHeaderTimeout = 60 * time.Second
 	}
@@ -141,6 +151,7 @@ func New(opts Options) *Proxy {
 		p.SetWaker(opts.Waker)
 	}
 	p.wakes.inflight = map[string]*wake{}
+	p.slots.max = opts.MaxBackendConnsPerApp
 	p.pools.dialer = net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -201,6 +212,7 @@ func (p *Proxy) Apply(_ context.Context, routes []route.Route) error {
 		apps[r.AppID] = true
 	}
 	p.meters.Keep(func(app string) bool { return apps[app] })
+	p.slots.keep(func(app string) bool { return apps[app] })
 	return nil
 }
 
@@ -272,14 +284,60 @@ func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade boo
 
 // ServeHTTP routes one request that came through net/http: HTTP/2 (over
 // TLS, or h2c with prior knowledge). HTTP/1.x takes the lean path of
-// h1.go instead.
+// h1.go instead. Served this way, outside a Server, a stream has no
+// timeouts of its own.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := p.opts.Now()
+	p.serveStream(w, r, streamLimits{})
+}
+
+// serveStream routes one HTTP/2 stream under lim. It always answers or
+// resets the stream: a handler that returned having written nothing
+// would have net/http send an empty 200 in its name.
+func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, lim streamLimits) {
+	lg := requestLog{start: p.opts.Now()}
+	sw := &statusWriter{ResponseWriter: w}
+	rc := http.NewResponseController(w)
+	// An answer the client takes nothing of for lim.send resets the
+	// stream.
+	sw.send = newOpWatch(lim.send, func() {
+		p.tripped(limitSendTimeout)
+		_ = rc.SetWriteDeadline(time.Now().Add(-time.Second))
+	})
+	sw.bodyTimeout = lim.body
+	var cb *countingBody
+	defer func() {
+		rec := recover()
+		// Once stopped, the watches touch the stream no more: net/http
+		// forgets it when this handler returns.
+		sw.body.stop()
+		sw.send.stop()
+		lg.status = sw.status
+		if cb != nil {
+			lg.bytesIn = cb.n.Load()
+		}
+		lg.bytesOut = sw.n
+		if lg.status == 0 {
+			// Nothing was answered: the client left, or its connection
+			// was stopped; the stream is reset, and logged as what it was.
+			lg.status = statusClientLeft
+			if lim.conn != nil && lim.conn.stopped.Load() {
+				lg.status = statusNoAnswer
+			}
+			if rec == nil {
+				rec = http.ErrAbortHandler
+			}
+		}
+		p.logH2(r, lg)
+		if rec != nil {
+			panic(rec)
+		}
+	}()
 	sni := ""
 	if r.TLS != nil {
 		sni = sniName(r.TLS.ServerName)
 	}
 	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "")
+	lg.app = v.app
 	if v.m != nil {
 		defer func() { v.m.End(p.opts.Now()) }()
 	}
@@ -288,22 +346,53 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", p.retryAt)
 		}
 		if v.reply.status != statusClientLeft {
-			reply(w, v.reply)
+			reply(sw, v.reply)
 		}
-		p.logH2(r, requestLog{app: v.app, status: v.reply.status, bytesOut: int64(len(v.reply.text) + 1), start: start})
 		return
 	}
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &countingBody{ReadCloser: r.Body, m: v.m, now: p.opts.Now}
+	release, ok := p.slots.acquire(r.Context(), v.app, p.opts.DialTimeout)
+	if !ok {
+		if r.Context().Err() == nil {
+			p.appBusy(sw, v.app)
+		}
+		return
 	}
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	defer release()
+	if r.Body != nil && r.Body != http.NoBody {
+		cb = &countingBody{ReadCloser: r.Body, m: v.m, now: p.opts.Now}
+		// A body that does not go on is cut (its reader fails, so the
+		// app's connection is closed) and answered 408.
+		sw.body = newOpWatch(lim.body, func() {
+			p.tripped(limitBodyTimeout)
+			_ = cb.Close()
+		})
+		cb.watch = sw.body
+		r.Body = cb
+		// So is the body of a stream whose connection was stopped: the
+		// transport gives up on the app only once its read of it ends.
+		defer context.AfterFunc(r.Context(), func() { _ = cb.Close() })()
+	}
 	ctx := context.WithValue(r.Context(), backendKey{}, v.addr)
 	p.rp.ServeHTTP(sw, r.WithContext(ctx))
-	in := int64(0)
-	if cb, ok := r.Body.(*countingBody); ok {
-		in = cb.n
+	// What the answer left in net/http's buffer goes now, while the send
+	// watch times it; the stream's end needs no room from the client.
+	if sw.status != 0 {
+		_ = sw.FlushError()
 	}
-	p.logH2(r, requestLog{app: v.app, status: sw.status, bytesIn: in, bytesOut: sw.n, start: start})
+}
+
+// appBusy answers a request whose app had no connection free.
+func (p *Proxy) appBusy(w http.ResponseWriter, app string) {
+	p.noPlace(app)
+	w.Header().Set("Retry-After", p.retryAt)
+	reply(w, appBusy)
+}
+
+// noPlace counts and logs a request that found no place among its app's
+// connections.
+func (p *Proxy) noPlace(app string) {
+	p.tripped(limitAppConnections)
+	p.opts.Logf("nibrunnerd: proxy: app %s has %d requests open (MaxBackendConnsPerApp) and none ended within %v; answered 503", app, p.opts.MaxBackendConnsPerApp, p.opts.DialTimeout)
 }
 
 // logH2 fills in what r says about itself and logs the request.
@@ -325,11 +414,14 @@ func clientOf(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// statusWriter remembers the status and counts the body bytes written.
+// statusWriter remembers the status (0: none written) and counts the
+// body bytes written; each write and flush is timed by send.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	n      int64
+	status      int
+	n           int64
+	body, send  *opWatch // nil: untimed
+	bodyTimeout time.Duration
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -340,9 +432,24 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	s.send.begin()
 	n, err := s.ResponseWriter.Write(b)
+	s.send.end()
 	s.n += int64(n)
 	return n, err
+}
+
+// FlushError sends what is buffered (ReverseProxy flushes through it).
+func (s *statusWriter) FlushError() error {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	s.send.begin()
+	defer s.send.end()
+	return http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
@@ -351,6 +458,10 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 func (p *Proxy) backendFailed(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		return // the client left; nobody reads an answer
+	}
+	if sw, ok := w.(*statusWriter); ok && sw.body.timedOut() {
+		reply(w, bodyTimedOut(sw.bodyTimeout))
+		return
 	}
 	if headTimedOut(err) {
 		p.opts.Logf("nibrunnerd: proxy: %s %s: the app began no answer within %v (ResponseHeaderTimeout)", r.Host, r.URL.Path, p.opts.ResponseHeaderTimeout)

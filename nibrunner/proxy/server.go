@@ -44,8 +44,14 @@ type ListenConfig struct {
 	// it is read, so the daemon keeps descriptors for its own work.
 	MaxConnections int
 	// MaxConnectionsPerClient bounds those from one IP address (default
-	// 256), so one client cannot take them all.
+	// 256), so one client cannot take them all. Both caps count each
+	// open HTTP/2 stream too, as nginx's limit_conn counts each HTTP/2
+	// request: the connection whose stream goes past a client's cap is
+	// stopped.
 	MaxConnectionsPerClient int
+	// H2C lets a plain (non-TLS) client speak HTTP/2 with prior knowledge
+	// (off by default: one is answered 505). HTTP/2 over TLS is always on.
+	H2C bool
 }
 
 // The connection caps' defaults: nginx has worker_connections 512 per
@@ -58,7 +64,8 @@ const (
 
 // Server is the proxy bound to its address, not yet serving. HTTP/1.x
 // (plain or over TLS) is served by the proxy's own forwarder (h1.go);
-// HTTP/2 over TLS and h2c with prior knowledge are handed to net/http.
+// HTTP/2 over TLS, and h2c with prior knowledge when ListenConfig.H2C
+// allows it, are handed to net/http (h2.go).
 type Server struct {
 	p   *Proxy
 	cfg ListenConfig
@@ -105,16 +112,7 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	}
 	s := &Server{p: p, cfg: cfg, conns: map[net.Conn]*atomic.Bool{}, byClient: map[netip.Addr]int{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.h2 = &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-	}
-	protos := new(http.Protocols)
-	protos.SetHTTP1(true)
-	protos.SetHTTP2(true)
-	protos.SetUnencryptedHTTP2(true)
-	s.h2.Protocols = protos
+	s.h2 = s.newH2Server()
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
 		return nil, errors.New("proxy TLS: give both a certificate and a key, or neither")
 	}
@@ -215,28 +213,37 @@ func (s *Server) accept() error {
 // admit counts c against the connection caps: the connection to serve,
 // which gives its place back when closed, or the cap it is past.
 func (s *Server) admit(c net.Conn) (net.Conn, string) {
-	var addr netip.Addr
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		addr = a.AddrPort().Addr().Unmap()
+	addr := remoteIP(c)
+	if limit := s.take(addr); limit != "" {
+		return nil, limit
 	}
+	return &countedConn{Conn: c, release: func() { s.give(addr) }}, ""
+}
+
+// take counts one connection or HTTP/2 stream from addr against the
+// caps, or returns the cap it is past.
+func (s *Server) take(addr netip.Addr) string {
 	s.capMu.Lock()
 	defer s.capMu.Unlock()
 	switch {
 	case s.open >= s.cfg.MaxConnections:
-		return nil, limitConnections
+		return limitConnections
 	case s.byClient[addr] >= s.cfg.MaxConnectionsPerClient:
-		return nil, limitClientConnections
+		return limitClientConnections
 	}
 	s.open++
 	s.byClient[addr]++
-	return &countedConn{Conn: c, release: func() {
-		s.capMu.Lock()
-		defer s.capMu.Unlock()
-		s.open--
-		if s.byClient[addr]--; s.byClient[addr] <= 0 {
-			delete(s.byClient, addr)
-		}
-	}}, ""
+	return ""
+}
+
+// give gives back a place take gave.
+func (s *Server) give(addr netip.Addr) {
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	s.open--
+	if s.byClient[addr]--; s.byClient[addr] <= 0 {
+		delete(s.byClient, addr)
+	}
 }
 
 // turnAway answers a connection past a cap 503 and closes it, without
@@ -321,6 +328,15 @@ func (s *Server) serveConn(c net.Conn) {
 		if b, err := r.Peek(4); err != nil {
 			return
 		} else if string(b) == "PRI " {
+			if !s.cfg.H2C {
+				// An h2c client with prior knowledge, and h2c is off: it
+				// gets an HTTP/1.1 answer it may not read, and is closed.
+				_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+				w := bufio.NewWriterSize(c, 512)
+				writeAnswer(w, noH2C, "", true)
+				_ = w.Flush()
+				return
+			}
 			_ = c.SetReadDeadline(time.Time{})
 			handedOff = s.h2l.hand(&peekedConn{Conn: c, r: r})
 			if handedOff {

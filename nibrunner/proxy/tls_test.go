@@ -110,9 +110,9 @@ func TestOverTLSTheProxySpeaksH2AndRefusesAHostItsConnectionWasNotFor(t *testing
 	}
 }
 
-func TestWithoutTLSAClientMaySpeakH2WithPriorKnowledge(t *testing.T) {
+func TestWithoutTLSAClientMaySpeakH2WithPriorKnowledgeWhenH2CIsOn(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
-	addr := serve(t, p, ListenConfig{})
+	addr := serve(t, p, ListenConfig{H2C: true})
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
 	protos := new(http.Protocols)
 	protos.SetUnencryptedHTTP2(true)
