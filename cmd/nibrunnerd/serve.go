@@ -158,7 +158,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		// One JSON line per request on stderr, written in batches.
 		accessLog := proxy.NewAccessLogWriter(os.Stderr, 200*time.Millisecond)
 		defer accessLog.Close()
-		opts := proxy.Options{AccessLog: accessLog}
+		opts := proxy.Options{AccessLog: accessLog, MaxBackendConnsPerApp: cfg.Proxy.HTTP.MaxBackendConnectionsPerApp}
 		if mx != nil {
 			opts.Recorder = mx
 		}
@@ -303,6 +303,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 			SendTimeout:             time.Duration(h.SendTimeoutMs) * time.Millisecond,
 			MaxConnections:          h.MaxConnections,
 			MaxConnectionsPerClient: h.MaxConnectionsPerClient,
+			H2C:                     h.H2C,
 		}
 		if h.TLS != nil {
 			lc.CertFile, lc.KeyFile = h.TLS.Certificate, h.TLS.Key

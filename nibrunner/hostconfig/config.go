@@ -240,6 +240,13 @@ type HTTPProxy struct {
 	// proxy's 8192 and 256).
 	MaxConnections          int `toml:"max_connections,omitempty"`
 	MaxConnectionsPerClient int `toml:"max_connections_per_client,omitempty"`
+	// MaxBackendConnectionsPerApp bounds the connections to one app in
+	// use at once (0: the proxy's 512); a request that finds none free
+	// within 5 s is answered 503.
+	MaxBackendConnectionsPerApp int `toml:"max_backend_connections_per_app,omitempty"`
+	// H2C lets plain-HTTP clients speak HTTP/2 with prior knowledge (off
+	// unless true; HTTP/2 over TLS is always offered).
+	H2C bool `toml:"h2c,omitempty"`
 }
 
 // TLS is the proxy's certificate and key, as PEM files.
@@ -454,6 +461,7 @@ func (c *Config) validate(v *validator) {
 		v.optionalRange("proxy.http.send_timeout_ms", h.SendTimeoutMs, 100, 3600000, "")
 		v.optionalRange("proxy.http.max_connections", h.MaxConnections, 1, 1000000, "")
 		v.optionalRange("proxy.http.max_connections_per_client", h.MaxConnectionsPerClient, 1, 1000000, "")
+		v.optionalRange("proxy.http.max_backend_connections_per_app", h.MaxBackendConnectionsPerApp, 1, 1000000, "")
 		if h.MaxConnections > 0 && h.MaxConnectionsPerClient > h.MaxConnections {
 			v.fail("proxy.http.max_connections_per_client is %d, more than proxy.http.max_connections (%d); one client can have at most all of them", h.MaxConnectionsPerClient, h.MaxConnections)
 		}

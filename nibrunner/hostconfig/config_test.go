@@ -78,7 +78,10 @@ func TestThePublishedExampleIsTheTestedOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustParse(t, ex)
+	c := mustParse(t, ex)
+	if h := c.Proxy.HTTP; h.H2C || h.MaxBackendConnectionsPerApp != 512 {
+		t.Errorf("proxy.http: h2c %v, max_backend_connections_per_app %d", h.H2C, h.MaxBackendConnectionsPerApp)
+	}
 }
 
 func TestTheDefaultConfigurationLoadsWithNoProxyAndLocalStores(t *testing.T) {
@@ -241,6 +244,7 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 		{"proxy.http.send_timeout_ms", int64(3600001), "proxy.http.send_timeout_ms is 3600001; it must be 100 to 3600000"},
 		{"proxy.http.max_connections", int64(-1), "proxy.http.max_connections is -1; it must be 1 to 1000000"},
 		{"proxy.http.max_connections_per_client", int64(1000001), "proxy.http.max_connections_per_client is 1000001"},
+		{"proxy.http.max_backend_connections_per_app", int64(-1), "proxy.http.max_backend_connections_per_app is -1; it must be 1 to 1000000"},
 		{"proxy.raw.tcp_idle_timeout_ms", int64(999), "proxy.raw.tcp_idle_timeout_ms is 999; it must be 1000 to 86400000"},
 		{"proxy.raw.max_tcp_connections", int64(-5), "proxy.raw.max_tcp_connections is -5; it must be 1 to 1000000"},
 		{"proxy.raw.udp_queue_bytes_per_port", int64(1024), "proxy.raw.udp_queue_bytes_per_port is 1024; it must be 65536 to 1073741824 (a waking app's queued datagrams"},
@@ -267,6 +271,7 @@ func TestAnOptionalSettingWrittenAsZeroOrEmptyIsRefusedNotTakenAsItsDefault(t *t
 		{"checkpoints.max_concurrent", int64(0), "checkpoints.max_concurrent is 0; leave the key out"},
 		{"proxy.http.body_timeout_ms", int64(0), "proxy.http.body_timeout_ms is 0; leave the key out"},
 		{"proxy.http.max_connections_per_client", int64(0), "proxy.http.max_connections_per_client is 0; leave the key out"},
+		{"proxy.http.max_backend_connections_per_app", int64(0), "proxy.http.max_backend_connections_per_app is 0; leave the key out"},
 		{"proxy.raw.udp_queue_bytes_per_port", int64(0), "proxy.raw.udp_queue_bytes_per_port is 0; leave the key out"},
 	}
 	for _, tc := range cases {
