@@ -14,7 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The modes the daemon makes things with.
@@ -42,60 +43,111 @@ func (t Tightened) String() string {
 // Tighten walks root, which need not exist, and takes away every
 // permission others have on the folders and files under it (root
 // included), and its group's write: a folder or file found readable by
-// anyone is made 0750 or 0640 at most. Symbolic links are not followed,
-// and another filesystem mounted below root (a tenant's volume a killed
-// daemon left mounted for a checkpoint or an export) is not entered: its
-// files are the tenant's, modes included. It returns what it changed.
+// anyone is made 0750 or 0640 at most. It returns what it changed.
+//
+// It goes through descriptors only, as root must where a guest's uid owns
+// a folder (runtime_dir/<app>/vm/) and can swap what is in it for a link
+// between a look and a change: root itself is opened as Open does, each
+// entry with O_PATH|O_NOFOLLOW beneath its folder's descriptor, and modes
+// are changed on those descriptors. Symbolic links are left alone; a
+// folder root does not own (a guest's vm/, already 0700) is neither
+// changed nor entered, and neither is another filesystem mounted below
+// root (a tenant's volume a killed daemon left mounted for a checkpoint or
+// an export): their files are the tenant's, modes included. A root that
+// another user owns is refused with an error.
 func Tighten(root string) ([]Tightened, error) {
-	var done []Tightened
-	var rootDev uint64
-	if st, err := os.Lstat(root); err == nil {
-		rootDev = device(st)
+	f, err := Open(root, unix.O_RDONLY|unix.O_DIRECTORY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == root && errors.Is(err, fs.ErrNotExist) {
-				return filepath.SkipDir
-			}
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // gone while we looked
-			}
-			return err
-		}
-		if d.IsDir() && device(info) != rootDev {
-			return filepath.SkipDir
-		}
-		was := info.Mode().Perm()
-		now := was &^ (0o007 | 0o020)
-		if now == was {
-			return nil
-		}
-		// Set-id and sticky bits are kept as they were.
-		if err := os.Chmod(path, info.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)|now); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return fmt.Errorf("tighten %s: %w", path, err)
-		}
-		done = append(done, Tightened{Path: path, Was: was, Now: now})
-		return nil
-	})
+	if err != nil {
+		return nil, fmt.Errorf("tighten %s: %w", root, err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("tighten %s: %w", root, err)
+	}
+	if st.Uid != 0 {
+		return nil, fmt.Errorf("tighten %s: it is owned by uid %d, not root, and nibrunnerd neither changes nor enters a folder another user owns (that user could plant links in it); give it to root (chown -R root: %s)", root, st.Uid, root)
+	}
+	var done []Tightened
+	err = tightenDir(f, root, st.Dev, &done)
 	return done, err
 }
 
-// device is the filesystem info is on.
-func device(info fs.FileInfo) uint64 {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Dev)
+// tightened is mode (a stat's) with others' permissions and the group's
+// write taken away; set-id and sticky bits are kept as they were.
+func tightened(mode uint32) (was, now fs.FileMode, changed bool) {
+	was = fs.FileMode(mode & 0o777)
+	now = was &^ (0o007 | 0o020)
+	return was, now, now != was
+}
+
+// tightenDir tightens the folder open as dir (at path, on device dev) and
+// what it holds, as Tighten says.
+func tightenDir(dir *os.File, path string, dev uint64, done *[]Tightened) error {
+	dfd := int(dir.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return fmt.Errorf("tighten %s: %w", path, err)
 	}
-	return 0
+	if was, now, ok := tightened(st.Mode); ok {
+		if err := unix.Fchmod(dfd, st.Mode&0o7000|uint32(now)); err != nil {
+			return fmt.Errorf("tighten %s: %w", path, err)
+		}
+		*done = append(*done, Tightened{Path: path, Was: was, Now: now})
+	}
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("tighten %s: %w", path, err)
+	}
+	for _, name := range names {
+		p := filepath.Join(path, name)
+		fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone while we looked
+		}
+		if err != nil {
+			return fmt.Errorf("tighten %s: %w", p, err)
+		}
+		err = tightenEntry(fd, p, dev, done)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tightenEntry tightens the entry open as fd (O_PATH, not followed).
+func tightenEntry(fd int, p string, dev uint64, done *[]Tightened) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("tighten %s: %w", p, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return nil
+	case unix.S_IFDIR:
+		if st.Uid != 0 || st.Dev != dev {
+			return nil
+		}
+		sub, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("tighten %s: %w", p, err)
+		}
+		f := os.NewFile(uintptr(sub), p)
+		defer f.Close()
+		return tightenDir(f, p, dev, done)
+	}
+	if was, now, ok := tightened(st.Mode); ok {
+		if err := unix.Chmod(procPath(fd), st.Mode&0o7000|uint32(now)); err != nil {
+			return fmt.Errorf("tighten %s: %w", p, err)
+		}
+		*done = append(*done, Tightened{Path: p, Was: was, Now: now})
+	}
+	return nil
 }
 
 // MkdirExact makes dir and the folders above it up to root (which holds
