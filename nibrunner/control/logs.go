@@ -7,9 +7,12 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"log"
 	"os"
 	"syscall"
 	"time"
+
+	"alpnib.dev/nibrunner/perm"
 )
 
 // LogFile is one of an app's logs on this host.
@@ -37,10 +40,24 @@ const followEvery = 200 * time.Millisecond
 // maxLine bounds one line; a longer one is cut there.
 const maxLine = 64 << 10
 
+// openLog opens the log at path as perm.OpenRegular does: a log may be in
+// the folder a guest's uid owns (vm/console.log), and root reads there no
+// link, FIFO or file of another owner that the guest could have planted
+// in its place.
+func openLog(path string) (*os.File, error) { return perm.OpenRegular(path) }
+
+// logRefusal logs a refusal of openLog's, for the operator to see that a
+// guest tried.
+func logRefusal(err error) {
+	if errors.Is(err, perm.ErrUnsafe) {
+		log.Printf("nibrunnerd: logs: %v", err)
+	}
+}
+
 // lastLines returns the last n lines of the file at path (all of them when
 // n < 0) and the offset its end was at.
 func lastLines(path string, n int) ([]string, int64, error) {
-	f, err := os.Open(path)
+	f, err := openLog(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -100,6 +117,7 @@ type tail struct {
 	ino     uint64
 	partial []byte
 	seen    []byte // the file's last bytes before off, as read
+	refused bool   // the last open was refused (and logged)
 }
 
 // seenLen is how many bytes before the offset a tail keeps to notice a
@@ -115,9 +133,19 @@ func inode(fi fs.FileInfo) uint64 {
 
 // more returns the lines written since the last look.
 func (t *tail) more() []string {
-	fi, err := os.Stat(t.path)
+	f, err := openLog(t.path)
 	if err != nil {
+		if !t.refused {
+			logRefusal(err)
+		}
+		t.refused = errors.Is(err, perm.ErrUnsafe)
 		return nil // not there (yet, or between a rotate and its new file)
+	}
+	t.refused = false
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
 	}
 	if ino := inode(fi); ino != t.ino || fi.Size() < t.off {
 		t.ino, t.off, t.partial, t.seen = ino, 0, nil, nil
@@ -125,11 +153,6 @@ func (t *tail) more() []string {
 	if fi.Size() == t.off {
 		return nil
 	}
-	f, err := os.Open(t.path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	if len(t.seen) > 0 {
 		now := make([]byte, len(t.seen))
 		if _, err := f.ReadAt(now, t.off-int64(len(t.seen))); err != nil || !bytes.Equal(now, t.seen) {
@@ -176,6 +199,8 @@ func streamLogs(ctx context.Context, files []LogFile, n int, follow bool, send f
 		tails[i] = &tail{path: lf.Path}
 		lines, end, err := lastLines(lf.Path, n)
 		if err != nil {
+			logRefusal(err)
+			tails[i].refused = errors.Is(err, perm.ErrUnsafe)
 			if firstErr == nil || !errors.Is(err, fs.ErrNotExist) {
 				firstErr = err
 			}
@@ -191,11 +216,11 @@ func streamLogs(ctx context.Context, files []LogFile, n int, follow bool, send f
 				lines = append(older, lines...)
 			}
 		}
-		if fi, err := os.Stat(lf.Path); err == nil {
-			tails[i].ino = inode(fi)
-		}
 		tails[i].off = end
-		if f, err := os.Open(lf.Path); err == nil {
+		if f, err := openLog(lf.Path); err == nil {
+			if fi, err := f.Stat(); err == nil {
+				tails[i].ino = inode(fi)
+			}
 			seen := make([]byte, min(end, seenLen))
 			if _, err := f.ReadAt(seen, end-int64(len(seen))); err == nil {
 				tails[i].seen = seen

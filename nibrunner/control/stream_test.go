@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/reported"
 )
 
@@ -217,5 +218,43 @@ func TestAFollowedFileRewrittenPastItsOldEndIsReadFromItsStart(t *testing.T) {
 	os.WriteFile(path, []byte("boot 2 line a\nboot 2 line b\n"), 0o644)
 	if got := strings.Join(tl.more(), ","); got != "boot 2 line a,boot 2 line b" {
 		t.Fatalf("after the rewrite: %q", got)
+	}
+}
+
+// TestLogsReadNoLinkAGuestPlantedInPlaceOfItsConsole: the console is in
+// the folder the guest's uid owns; a link it put there to a root-only file
+// is refused with a sentence, even while the tenant's log is printed.
+func TestLogsReadNoLinkAGuestPlantedInPlaceOfItsConsole(t *testing.T) {
+	testenv.RequireRoot(t)
+	const guest = 900_043
+	var tenant, console, secret string
+	c, _, report := serveWith(t, func(dir string) *Server {
+		vm := filepath.Join(dir, "web", "vm")
+		os.MkdirAll(vm, 0o700)
+		os.Chown(vm, guest, guest)
+		tenant, console, secret = filepath.Join(dir, "web", "tenant.log"), filepath.Join(vm, "console.log"), filepath.Join(dir, "shadow")
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"),
+			Logs: func(app string) []LogFile {
+				return []LogFile{{Source: "console", Path: console}, {Source: "tenant", Path: tenant}}
+			}}
+	})
+	writeReport(t, report, rep("", inst("web", reported.InstanceRunning, "")))
+	os.WriteFile(secret, []byte("root:secret-hash\n"), 0o600)
+	os.Symlink(secret, console)
+	os.Lchown(console, guest, guest)
+
+	var got []string
+	collect := func(l LogLine) error { got = append(got, l.Source+" "+l.Line); return nil }
+	err := c.Logs(context.Background(), "web", -1, false, collect)
+	if err == nil || !strings.Contains(err.Error(), "refused to open "+console+": is a symbolic link that uid 900043 could have planted") {
+		t.Fatalf("logs with only the planted console: %v, %q", err, got)
+	}
+	os.WriteFile(tenant, []byte("t1\n"), 0o640)
+	got = nil
+	if err := c.Logs(context.Background(), "web", -1, false, collect); err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(got, ","); s != "tenant t1" {
+		t.Fatalf("logs printed %q; want the tenant's line only", s)
 	}
 }
