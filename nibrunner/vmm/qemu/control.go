@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/perm"
 )
 
 // control is the host's end of a guest's control channel: QEMU listens on a
@@ -19,6 +21,7 @@ import (
 type control struct {
 	path      string
 	onMessage func(guest.Message)
+	refused   bool // the last dial was refused (and logged); run's own
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -42,8 +45,14 @@ func (c *control) run() {
 			return
 		default:
 		}
-		conn, err := net.DialTimeout("unix", c.path, time.Second)
+		dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := dialSocket(dctx, c.path)
+		cancel()
 		if err != nil {
+			if errors.Is(err, perm.ErrUnsafe) && !c.refused {
+				log.Printf("nibrunnerd: control channel: %v", err)
+			}
+			c.refused = errors.Is(err, perm.ErrUnsafe)
 			select {
 			case <-c.closed:
 				return

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"alpnib.dev/nibrunner/jail"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -233,19 +234,37 @@ func (v *VMM) unjail(app string, rec record, pid int) string {
 	if err := v.cgroups.RemoveReaped(app); err != nil {
 		log.Printf("nibrunnerd: %s: %v", app, err)
 	}
-	dir := v.vmDir(app)
-	_ = filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err == nil {
-			_ = os.Lchown(p, 0, 0)
-		}
-		return nil
-	})
+	v.reclaim(app, rec)
+	return msg
+}
+
+// reclaim gives what app's guest was lent back to root: vm/ and what its
+// QEMU made there (by descriptor, never following a link the guest's uid
+// planted: perm.Reclaim), its volume, and its config drive (its
+// environment and secrets), which the next tenant of the slot, running as
+// the same gid, must not read.
+func (v *VMM) reclaim(app string, rec record) {
+	lent := func(uid, gid uint32) bool {
+		return v.ids.Count > 0 && (int(uid) >= v.ids.UIDBase && int(uid) < v.ids.UIDBase+v.ids.Count ||
+			int(gid) >= v.ids.GIDBase && int(gid) < v.ids.GIDBase+v.ids.Count)
+	}
+	if err := perm.Reclaim(v.vmDir(app), lent); err != nil {
+		log.Printf("nibrunnerd: %s: %v", app, err)
+	}
+	// Both in folders only root writes.
 	if rec.Volume != "" {
-		if err := os.Chown(rec.Volume, 0, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Lchown(rec.Volume, 0, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			log.Printf("nibrunnerd: %s: give its volume back to root: %v", app, err)
 		}
 	}
-	return msg
+	config := filepath.Join(v.appDir(app), configDrive)
+	if err := os.Lchown(config, 0, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Printf("nibrunnerd: %s: give its config drive back to root: %v", app, err)
+	} else if err == nil {
+		if err := os.Chmod(config, perm.Secret); err != nil {
+			log.Printf("nibrunnerd: %s: give its config drive back to root: %v", app, err)
+		}
+	}
 }
 
 // fdArg names the nth file handed to QEMU (ExtraFiles start at fd 3).

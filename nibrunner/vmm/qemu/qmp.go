@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"alpnib.dev/nibrunner/perm"
 )
 
 // qmp is a small client for QEMU's machine protocol over a unix socket:
@@ -51,10 +53,12 @@ func dialQMP(ctx context.Context, path string) (*qmp, error) {
 	var conn net.Conn
 	for {
 		var err error
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, "unix", path)
+		conn, err = dialSocket(ctx, path)
 		if err == nil {
 			break
+		}
+		if errors.Is(err, perm.ErrUnsafe) {
+			return nil, fmt.Errorf("connect to QMP: %w", err)
 		}
 		select {
 		case <-ctx.Done():
