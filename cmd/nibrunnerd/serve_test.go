@@ -28,6 +28,7 @@ import (
 // TestMain lets the fake VMM run its guests as this test binary (serve
 // --vmm fake runs them as nibrunnerd itself).
 func TestMain(m *testing.M) {
+	runFlipperIfAsked()
 	fake.RunGuestIfAsked()
 	os.Exit(m.Run())
 }
