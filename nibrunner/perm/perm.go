@@ -50,8 +50,8 @@ func (t Tightened) String() string {
 // between a look and a change: root itself is opened as Open does, each
 // entry with O_PATH|O_NOFOLLOW beneath its folder's descriptor, and modes
 // are changed on those descriptors. Symbolic links are left alone; a
-// folder root does not own (a guest's vm/, already 0700) is neither
-// changed nor entered, and neither is another filesystem mounted below
+// folder neither root nor the caller owns (a guest's vm/, already 0700)
+// is neither changed nor entered, and neither is another filesystem mounted below
 // root (a tenant's volume a killed daemon left mounted for a checkpoint or
 // an export): their files are the tenant's, modes included. A root that
 // another user owns is refused with an error.
@@ -68,7 +68,7 @@ func Tighten(root string) ([]Tightened, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("tighten %s: %w", root, err)
 	}
-	if st.Uid != 0 {
+	if !trusted(st.Uid) {
 		return nil, fmt.Errorf("tighten %s: it is owned by uid %d, not root, and nibrunnerd neither changes nor enters a folder another user owns (that user could plant links in it); give it to root (chown -R root: %s)", root, st.Uid, root)
 	}
 	var done []Tightened
@@ -130,7 +130,7 @@ func tightenEntry(fd int, p string, dev uint64, done *[]Tightened) error {
 	case unix.S_IFLNK:
 		return nil
 	case unix.S_IFDIR:
-		if st.Uid != 0 || st.Dev != dev {
+		if !trusted(st.Uid) || st.Dev != dev {
 			return nil
 		}
 		sub, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

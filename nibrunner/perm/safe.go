@@ -46,12 +46,16 @@ func (e *UnsafeError) Unwrap() error { return ErrUnsafe }
 // maxLinks bounds the links one Open follows, as the kernel's 40.
 const maxLinks = 40
 
+// trusted says whether uid is root's or the caller's own (the daemon run
+// by a user without root, as the demo does, trusts its own files).
+func trusted(uid uint32) bool { return uid == 0 || uid == uint32(os.Geteuid()) }
+
 // unsafeTransition says whether stepping from a (a folder) to b is unsafe:
 // from a folder a user other than root owns, only to what that same user
 // owns (systemd's uid_unsafe_transition). Anything else there could be
 // something of root's (or another user's) that the folder's owner moved or
 // linked in, to be read or changed as root.
-func unsafeTransition(a, b *unix.Stat_t) bool { return a.Uid != 0 && a.Uid != b.Uid }
+func unsafeTransition(a, b *unix.Stat_t) bool { return !trusted(a.Uid) && a.Uid != b.Uid }
 
 // Open opens the absolute path for root without following anything a user
 // other than root could have planted. It walks the path from / one step at
@@ -172,12 +176,12 @@ func Open(path string, flags int) (*os.File, error) {
 }
 
 // followable returns the target of the link at (open as fd, stat st, in
-// the folder of stat dst) when root may follow it: root owns it and its
-// folder.
+// the folder of stat dst) when root may follow it: root (or the caller)
+// owns it and its folder.
 func followable(path, at string, fd int, dst, st *unix.Stat_t) (string, error) {
-	if dst.Uid != 0 || st.Uid != 0 {
+	if !trusted(dst.Uid) || !trusted(st.Uid) {
 		owner := st.Uid
-		if owner == 0 {
+		if trusted(owner) {
 			owner = dst.Uid
 		}
 		return "", &UnsafeError{Path: path, At: at, Reason: fmt.Sprintf("is a symbolic link that uid %d could have planted", owner)}
