@@ -48,6 +48,8 @@ declare -A need=(
   [update-ca-certificates]=ca-certificates
   # the proxy's differential test parses what it forwards with nginx's parser
   [nginx]=nginx
+  # nibrunner/image's tests pull from the distribution registry on loopback
+  [docker-registry]=docker-registry
   # the demo
   [jq]=jq
   [curl]=curl
@@ -102,6 +104,9 @@ declare -A need_bench=(
   [wrk]=wrk
   [openssl]=openssl
   [python3]=python3
+  # bench/image-pull.sh: the pull-and-convert pipeline ours is measured against
+  [skopeo]=skopeo
+  [umoci]=umoci
 )
 # command -> Debian package, for what setup runs only when the machine has
 # it; never installed

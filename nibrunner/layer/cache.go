@@ -169,7 +169,7 @@ func (c *Cache) packed(ctx context.Context, s Spec, obj string) (Image, error) {
 	if err := Pack(ctx, c.Mksquashfs, obj, s.DestinationPath, filepath.Join(stage, "root"), out); err != nil {
 		return Image{}, err
 	}
-	digest, size, err := hashFile(out)
+	digest, size, err := HashFile(out)
 	if err != nil {
 		return Image{}, err
 	}
@@ -199,15 +199,41 @@ func Pack(ctx context.Context, mksquashfs, program, dest, stage, out string) err
 	if err := copyFile(program, target, 0o755); err != nil {
 		return fmt.Errorf("pack the executable: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, mksquashfs, stage, out,
-		"-noappend", "-all-root", "-no-xattrs", "-comp", "gzip",
-		"-mkfs-time", "0", "-all-time", "0", "-quiet", "-no-progress")
+	if err := runMksquashfs(ctx, mksquashfs, stage, out, "-all-root"); err != nil {
+		return fmt.Errorf("pack the executable with %w", err)
+	}
+	return nil
+}
+
+// PackTree writes a squashfs at out holding the folder tree as it is:
+// owners, modes, links and hardlinks kept, every timestamp 0, no extended
+// attributes, with the same compression as Pack. The same tree always gives
+// the same bytes.
+func PackTree(ctx context.Context, mksquashfs, tree, out string) error {
+	if mksquashfs == "" {
+		p, err := lookPath("mksquashfs")
+		if err != nil {
+			return fmt.Errorf("pack %s: mksquashfs is not installed (Debian squashfs-tools): %w", tree, err)
+		}
+		mksquashfs = p
+	}
+	if err := runMksquashfs(ctx, mksquashfs, tree, out); err != nil {
+		return fmt.Errorf("pack %s with %w", tree, err)
+	}
+	return nil
+}
+
+func runMksquashfs(ctx context.Context, mksquashfs, stage, out string, extra ...string) error {
+	args := append([]string{stage, out,
+		"-noappend", "-no-xattrs", "-comp", "gzip",
+		"-mkfs-time", "0", "-all-time", "0", "-quiet", "-no-progress"}, extra...)
+	cmd := exec.CommandContext(ctx, mksquashfs, args...)
 	// mksquashfs refuses SOURCE_DATE_EPOCH beside -all-time; the flags win.
 	cmd.Env = withoutEnv(os.Environ(), "SOURCE_DATE_EPOCH")
 	var msg bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &msg, &msg
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("pack the executable with mksquashfs: %w: %s", err, strings.TrimSpace(msg.String()))
+		return fmt.Errorf("mksquashfs: %w: %s", err, strings.TrimSpace(msg.String()))
 	}
 	return nil
 }
@@ -273,7 +299,7 @@ func (c *Cache) trusted(path, digest string) (int64, bool) {
 	if rec, err := readRecord(path); err == nil && rec.digest == digest && rec.size == st.Size() && rec.mtime == st.ModTime().UnixNano() {
 		return st.Size(), true
 	}
-	got, size, err := hashFile(path)
+	got, size, err := HashFile(path)
 	if err != nil || got != digest {
 		_ = os.Remove(recordPath(path))
 		_ = os.Remove(path)
@@ -330,7 +356,8 @@ func readRecord(path string) (record, error) {
 	return record{digest: f[0], size: size, mtime: mtime}, nil
 }
 
-func hashFile(path string) (string, int64, error) {
+// HashFile is the file's sha256 (hex) and size.
+func HashFile(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err
