@@ -107,6 +107,7 @@ declare -A need_bench=(
   # bench/image-pull.sh: the pull-and-convert pipeline ours is measured against
   [skopeo]=skopeo
   [umoci]=umoci
+  [time]=time
 )
 # command -> Debian package, for what setup runs only when the machine has
 # it; never installed
