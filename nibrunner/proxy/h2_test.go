@@ -461,3 +461,28 @@ func TestAnAppsConnectionsAreBoundedOverBothPathsTogether(t *testing.T) {
 		t.Fatalf("the app has %d connections open, want 2", n)
 	}
 }
+
+func TestAStreamPastTheHostsCapIs503AloneAndItsConnectionGoesOn(t *testing.T) {
+	app := newHoldingApp(t)
+	// Three places on each listener: the connection and two streams.
+	f := newH2Front(t, Options{}, ListenConfig{MaxConnections: 3, BodyTimeout: time.Minute}, app.port)
+	t.Cleanup(app.hangUp)
+	c := dialH2(t, f.h2c, nil)
+	held := []uint32{c.open("POST", "/", true), c.open("POST", "/", true)}
+	await(t, "the app's two connections", app.opened, 2)
+	past := c.open("GET", "/", false)
+	if h := c.awaitOn("headers", past); h.status != http.StatusServiceUnavailable {
+		t.Fatalf("the stream past the host's cap was answered %d, want 503", h.status)
+	}
+	f.rec.await(t, limitConnections)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.seen {
+		if e.kind == "goaway" || e.kind == "eof" || e.stream == held[0] || e.stream == held[1] {
+			t.Fatalf("the connection was stopped: saw %+v", c.seen)
+		}
+	}
+	if n := app.open.Load(); n != 2 {
+		t.Fatalf("the app has %d connections open, want the 2 held", n)
+	}
+}
