@@ -114,7 +114,7 @@ func (l *loader) decodeProposal(b *hcl.Block, ctx *hcl.EvalContext) (*Proposal, 
 	}
 	content, more := b.Body.Content(schema)
 	diags = append(diags, more...)
-	bodies := map[Kind]kinds.Kind{}
+	bodies := map[Kind]kinds.Body{}
 	first := map[string]*hcl.Block{}
 	for _, nb := range content.Blocks {
 		if prev, dup := first[nb.Type]; dup {

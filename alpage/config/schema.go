@@ -112,7 +112,7 @@ type Proposal struct {
 
 	// Body is the proposal's nested block, of its kind's type
 	// (alpage/kinds): what the kind decodes, checks and builds.
-	Body kinds.Kind
+	Body kinds.Body
 
 	Range hcl.Range
 	// Places says where the body of the proposal's kind writes what: by
@@ -123,7 +123,7 @@ type Proposal struct {
 
 	// bodies is every kind block the proposal holds, by kind, as decoded:
 	// more than Body when blocks of other kinds are (wrongly) there.
-	bodies map[Kind]kinds.Kind
+	bodies map[Kind]kinds.Body
 }
 
 // Where is the place key (a field path or a value) is written in p's body,

@@ -20,11 +20,11 @@ func PayloadJSON(fn nns.NnsFunction, payload []byte) any {
 	if k == nil {
 		return nil
 	}
-	v := k.NewPayload()
-	if err := candid.Unmarshal(payload, v); err != nil {
+	c, _ := k.Claim(&nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(fn), Payload: payload}})
+	if c == nil {
 		return nil
 	}
-	return candidJSON(reflect.ValueOf(v).Elem())
+	return candidJSON(reflect.ValueOf(c.Value))
 }
 
 var (

@@ -61,14 +61,11 @@ func TestTheExampleProposalsExecuteOnTheDevnetAsTheRulesSay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := g.ManageNeuron(ctx, *p.MakeProposal(*cfg.Provider.Neuron))
+		pid, err := g.MakeProposal(ctx, *cfg.Provider.Neuron, p.Request())
 		if err != nil {
 			t.Fatalf("%s: %v", p.Name, err)
 		}
-		if resp.Command == nil || resp.Command.MakeProposal == nil {
-			t.Fatalf("%s: governance answered %+v", p.Name, resp.Command)
-		}
-		info, err := g.GetProposalInfo(ctx, resp.Command.MakeProposal.ProposalID.ID)
+		info, err := g.GetProposalInfo(ctx, pid)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"alpnib.dev/alpage/config"
-	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/localnet/registry"
@@ -96,7 +95,7 @@ func registryProposal(t testing.TB, kind config.Kind, fn nns.NnsFunction, payloa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &proposal.Proposal{Name: "test", Kind: kind, Title: "a dry run test", Function: fn, Payload: b, Value: payload, Body: kinds.Of(string(kind)),
+	return &proposal.Proposal{Name: "test", Kind: kind, Title: "a dry run test", Function: fn, Payload: b,
 		Action: &nns.ProposalActionRequest{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(fn), Payload: b}}}
 }
 
@@ -248,7 +247,7 @@ func TestWithoutAnOperatorNodeListTheSeedSaysWhatItCouldNotCheck(t *testing.T) {
 func providerProposal(id principal.Principal) *proposal.Proposal {
 	action := nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &nns.NodeProvider{ID: &id}}}
 	b, _ := candid.Marshal(action)
-	return &proposal.Proposal{Name: "test", Kind: config.KindRemoveNodeProvider, Title: "remove a provider", Payload: b, Value: action, Body: kinds.Of("remove_node_provider"),
+	return &proposal.Proposal{Name: "test", Kind: config.KindRemoveNodeProvider, Title: "remove a provider", Payload: b,
 		Action: &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &action}}
 }
 

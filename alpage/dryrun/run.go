@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/agent"
 	"alpnib.dev/ic/identity"
@@ -125,8 +124,7 @@ func Run(ctx context.Context, seed *Seed, p *proposal.Proposal, neuron uint64) (
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	gc := nns.GovernanceClient{Caller: ag}
-	req := p.MakeProposal(neuron).Command.MakeProposal
-	id, err := gc.MakeProposal(ctx, neuron, *req)
+	id, err := gc.MakeProposal(ctx, neuron, p.Request())
 	if err != nil {
 		// governance refused the proposal itself (title, action shape):
 		// mainnet would refuse it the same way
@@ -184,11 +182,10 @@ func changes(reg *registry.Registry, since uint64, seeded map[string][]byte) []C
 
 // effects checks what the registry did against what the proposal asked
 // for, for a kind whose execution may do less without failing
-// (kinds.Effecter: remove_node_operators skips an operator that still
-// owns nodes).
+// (remove_node_operators skips an operator that still owns nodes).
 func effects(p *proposal.Proposal, reg *registry.Registry) []string {
-	if e, ok := p.Body.(kinds.Effecter); ok {
-		return e.Effects(p.Value, reg)
+	if c, err := claimed(p); err == nil {
+		return c.Effects(reg)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sync"
 
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -72,17 +73,32 @@ const parallel = 8
 // Gather reads the live records p touches.
 func Gather(ctx context.Context, live Live, p *proposal.Proposal) (*Seed, error) {
 	g := &gatherer{live: live, seed: &Seed{Records: map[string][]byte{}, RegistryVersion: live.Version}, read: map[string]bool{}}
-	var err error
-	if p.Body == nil {
-		err = fmt.Errorf("proposal %q has no kind to seed", p.Name)
-	} else {
-		err = p.Body.Seed(ctx, g, p.Value)
+	c, err := claimed(p)
+	if err == nil {
+		err = c.Seed(ctx, g)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dry run: seed from live state: %w", err)
 	}
 	slices.Sort(g.seed.Absent)
 	return g.seed, nil
+}
+
+// claimed is p's action as its kind claims it: the dry run seeds from,
+// and checks the effects of, what will be sent.
+func claimed(p *proposal.Proposal) (*kinds.Claimed, error) {
+	k := kinds.Of(string(p.Kind))
+	if k == nil {
+		return nil, fmt.Errorf("proposal %q has no kind to seed", p.Name)
+	}
+	c, mine := k.Claim(p.Action)
+	switch {
+	case !mine:
+		return nil, fmt.Errorf("proposal %q makes a %s action, which is not a %s proposal's (%s)", p.Name, kinds.ShapeOf(p.Action), p.Kind, k.Shape())
+	case c == nil:
+		return nil, fmt.Errorf("proposal %q: its %s payload does not decode", p.Name, p.Kind)
+	}
+	return c, nil
 }
 
 type gatherer struct {

@@ -80,7 +80,7 @@ func Generate(in Input) Result {
 		gs, ns := k.Generate(d)
 		notes = append(notes, ns...)
 		for _, g := range gs {
-			p := &Proposal{Name: g.Name, Kind: config.Kind(g.Body.Name()), Title: g.Title, Summary: g.Summary,
+			p := &Proposal{Name: g.Name, Kind: config.Kind(k.Name()), Title: g.Title, Summary: g.Summary,
 				Closes: g.Body.Closes(), Body: g.Body, ref: d.Ref, waits: g.After}
 			if len(p.Closes) > 0 && allPending(p.Closes, d.Pending) {
 				continue

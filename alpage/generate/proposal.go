@@ -22,7 +22,7 @@ type Proposal struct {
 	Closes []Change
 
 	// Body is the proposal's block, of its kind's type.
-	Body kinds.Kind
+	Body kinds.Body
 
 	// ref writes an id as the block writes it; quoted when nil.
 	ref func(id string) string

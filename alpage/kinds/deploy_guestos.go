@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
 	"strings"
 
 	"alpnib.dev/ic/nns"
-	"alpnib.dev/ic/principal"
 )
 
 // DeployGuestOS is a "deploy_guestos" proposal's block:
@@ -19,18 +17,25 @@ type DeployGuestOS struct {
 	ReplicaVersionID string `hcl:"replica_version_id" since:"v0.1.0" doc:"Replica version to deploy to every node in the subnet (guestos_version.<name>.id, or the hash itself). Must be elected by the NNS: preflight checks the registry for a replica_version_<id> record (read via the registry explorer) and refuses an unelected version, since the NNS would reject the proposal. --force submits anyway, and also lets apply proceed when that lookup fails (downgraded to a warning); plan always degrades that way. Preflight additionally resolves the version's release name and election proposal from the public dashboard, which is display-only and degrades to a note when unavailable."`
 }
 
-func (*DeployGuestOS) Name() string { return "deploy_guestos" }
+// deployGuestOS is the kind: deploy_guestos_to_all_subnet_nodes.
+var deployGuestOS = Define(Def[DeployGuestOS, nns.DeployGuestosToAllSubnetNodesPayload, DeployGuestOSFacts]{
+	Name: "deploy_guestos", Since: "v0.1.0",
+	Doc:     "Nested in a proposal of kind \"deploy_guestos\": deploy_guestos_to_all_subnet_nodes.",
+	OnChain: Execute[nns.DeployGuestosToAllSubnetNodesPayload](nns.FunctionDeployGuestosToAllSubnetNodes),
+	Changes: func(p nns.DeployGuestosToAllSubnetNodesPayload) []Change {
+		return []Change{{OpDeploy, p.SubnetID.String(), p.ReplicaVersionID}}
+	},
+	Seed:     seedDeployGuestOS,
+	Generate: generateDeployGuestOS,
+})
 
-func (*DeployGuestOS) Docs() []BlockDoc {
-	return []BlockDoc{{Header: `deploy_guestos { }`, Since: "v0.1.0", Type: reflect.TypeFor[DeployGuestOS](),
-		Doc: "Nested in a proposal of kind \"deploy_guestos\": deploy_guestos_to_all_subnet_nodes."}}
+// DeployGuestOSFacts is what a deploy_guestos proposal's preflight reads.
+type DeployGuestOSFacts struct {
+	// Subnet is the target's record; nil when the registry has none.
+	Subnet *nns.SubnetRecord
+	// Version describes the target version.
+	Version VersionFacts
 }
-
-func (*DeployGuestOS) New() Kind { return &DeployGuestOS{} }
-
-func (*DeployGuestOS) Function() nns.NnsFunction { return nns.FunctionDeployGuestosToAllSubnetNodes }
-
-func (*DeployGuestOS) NewPayload() any { return &nns.DeployGuestosToAllSubnetNodesPayload{} }
 
 func (d *DeployGuestOS) Validate(c Checker) {
 	c.Principal("subnet_id", d.SubnetID, c.At("", 0, "subnet_id"))
@@ -45,43 +50,34 @@ func (d *DeployGuestOS) Validate(c Checker) {
 
 func (d *DeployGuestOS) IDs(visit func(*string)) { visit(&d.SubnetID) }
 
-func (*DeployGuestOS) LiveSubnet() string { return "" }
-
-func (d *DeployGuestOS) Build(Live) (Built, error) {
+func (d *DeployGuestOS) Build(Live) (Payload[nns.DeployGuestosToAllSubnetNodesPayload], error) {
 	subnet, err := onePrincipal("subnet_id", d.SubnetID)
 	if err != nil {
-		return nil, err
+		return Payload[nns.DeployGuestosToAllSubnetNodesPayload]{}, err
 	}
-	return &deployPayload{subnet: subnet, version: d.ReplicaVersionID}, nil
-}
-
-type deployPayload struct {
-	subnet  principal.Principal
-	version string
-}
-
-func (d *deployPayload) Payload() any {
-	return nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: d.subnet, ReplicaVersionID: d.version}
-}
-
-func (d *deployPayload) Render(w io.Writer) {
-	fmt.Fprintf(w, "  subnet:   %s\n", d.subnet)
-	fmt.Fprintf(w, "  version:  %s\n", d.version)
+	version := d.ReplicaVersionID
+	return Payload[nns.DeployGuestosToAllSubnetNodesPayload]{
+		Value: nns.DeployGuestosToAllSubnetNodesPayload{SubnetID: subnet, ReplicaVersionID: version},
+		Render: func(w io.Writer) {
+			fmt.Fprintf(w, "  subnet:   %s\n", subnet)
+			fmt.Fprintf(w, "  version:  %s\n", version)
+		},
+	}, nil
 }
 
 // Fetch reads the subnet and whether the version is elected.
-func (d *DeployGuestOS) Fetch(ctx context.Context, r Reader, s *Snapshot) (err error) {
-	if s.Subnet, err = r.Subnet(ctx, d.SubnetID); err != nil {
-		return err
+func (d *DeployGuestOS) Fetch(ctx context.Context, r Reader) (f DeployGuestOSFacts, err error) {
+	if f.Subnet, err = r.Subnet(ctx, d.SubnetID); err != nil {
+		return f, err
 	}
-	s.Version = r.Version(ctx, d.ReplicaVersionID)
-	return nil
+	f.Version = r.Version(ctx, d.ReplicaVersionID)
+	return f, nil
 }
 
 // Check checks the subnet's current version against the target,
 // and whether the target is elected; the second needs no subnet, so it is
 // checked without one too.
-func (d *DeployGuestOS) Check(live *Snapshot, opts Options) ([]Check, bool) {
+func (d *DeployGuestOS) Check(live DeployGuestOSFacts, opts Options) ([]Check, bool) {
 	var checks []Check
 	v := live.Version
 	noop := false
@@ -130,15 +126,6 @@ func (d *DeployGuestOS) Closes() []Change {
 	return []Change{{OpDeploy, d.SubnetID, d.ReplicaVersionID}}
 }
 
-func (*DeployGuestOS) Changes(a *nns.Action) ([]Change, bool) {
-	var p nns.DeployGuestosToAllSubnetNodesPayload
-	mine, ok := executePayload(a, nns.FunctionDeployGuestosToAllSubnetNodes, &p)
-	if !ok {
-		return nil, mine
-	}
-	return []Change{{OpDeploy, p.SubnetID.String(), p.ReplicaVersionID}}, true
-}
-
 // HCL writes the block as alp plan --generate does.
 func (d *DeployGuestOS) HCL(b *strings.Builder, ref func(id string) string) {
 	fmt.Fprintf(b, "  deploy_guestos {\n    subnet_id          = %s\n    replica_version_id = %s\n  }\n", ref(d.SubnetID), ref(d.ReplicaVersionID))
@@ -146,11 +133,7 @@ func (d *DeployGuestOS) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds the target version's record, the subnet with its members,
 // and the version the subnet runs.
-func (d *DeployGuestOS) Seed(ctx context.Context, s Seeder, payload any) error {
-	pl, err := payloadAs[nns.DeployGuestosToAllSubnetNodesPayload](d.Name(), payload)
-	if err != nil {
-		return err
-	}
+func seedDeployGuestOS(ctx context.Context, s Seeder, pl nns.DeployGuestosToAllSubnetNodesPayload) error {
 	if err := s.Records(ctx, nns.ReplicaVersionRecordKey(pl.ReplicaVersionID)); err != nil {
 		return err
 	}
@@ -169,7 +152,7 @@ func (d *DeployGuestOS) Seed(ctx context.Context, s Seeder, payload any) error {
 
 // Generate proposes, per declared subnet, the deploy_guestos that makes it
 // run the elected version its nodes are declared to run.
-func (*DeployGuestOS) Generate(d *Drift) (out []Generated, notes []string) {
+func generateDeployGuestOS(d *Drift) (out []Generated, notes []string) {
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	live := d.Chain
 	for _, s := range d.Fleet.Subnets {

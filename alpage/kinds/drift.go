@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"alpnib.dev/ic/candid"
-	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 )
 
@@ -34,32 +32,6 @@ type Change struct {
 	Op      Op
 	Subject string
 	Target  string
-}
-
-// ChangesOfAction is what an on-chain action changes: the changes of the
-// kind whose proposals make it; nil for an action no kind makes, or a
-// payload that does not decode.
-func ChangesOfAction(a *nns.Action) []Change {
-	if a == nil {
-		return nil
-	}
-	for _, k := range All {
-		if cs, mine := k.Changes(a); mine {
-			return cs
-		}
-	}
-	return nil
-}
-
-// executePayload decodes into the payload of a's ExecuteNnsFunction when
-// it runs fn; mine is false for another action, ok false for a payload
-// that does not decode.
-func executePayload(a *nns.Action, fn nns.NnsFunction, into any) (mine, ok bool) {
-	e := a.ExecuteNnsFunction
-	if e == nil || nns.NnsFunction(e.NnsFunction) != fn {
-		return false, false
-	}
-	return true, candid.Unmarshal(e.Payload, into) == nil
 }
 
 // joinSorted is ids sorted, each once, comma-joined (an OpAdmins Target).

@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"context"
-	"fmt"
 
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -39,21 +38,4 @@ type Seeder interface {
 type LocalRegistry interface {
 	NodeOperator(id principal.Principal) (nns.NodeOperatorRecordPB, bool, error)
 	NodesOfOperator(operator principal.Principal) ([]principal.Principal, error)
-}
-
-// Effecter is a kind whose execution may succeed having done less than
-// asked: Effects says what, from the local registry after it.
-type Effecter interface {
-	Effects(payload any, reg LocalRegistry) []string
-}
-
-// payloadAs is payload, the Go value a kind's Build made, as the kind's
-// payload type P.
-func payloadAs[P any](kind string, payload any) (P, error) {
-	p, ok := payload.(P)
-	if !ok {
-		var want P
-		return want, fmt.Errorf("the %s payload is a %T, not a %T", kind, payload, want)
-	}
-	return p, nil
 }

@@ -167,7 +167,7 @@ type Generated struct {
 	// Name says what it does; alpage/generate suffixes it when taken.
 	Name, Title, Summary string
 	// Body is the proposal's block, of the generating kind's type.
-	Body Kind
+	Body Body
 	// After is the changes that must have executed first: alpage/generate
 	// orders the proposal after those that make them (a change no
 	// generated proposal makes is already so, or under way).

@@ -1,46 +1,173 @@
 package kinds
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"alpnib.dev/ic/nns"
 )
 
-// What the engines rely on of every entry in All: a name of its own that
-// is its block's, a New of its own type, a documented block of that type,
-// and a function no other kind runs (or a native action).
-func TestEveryKindInTheTableIsWhatTheEnginesTakeItFor(t *testing.T) {
-	names, functions := map[string]bool{}, map[nns.NnsFunction]string{}
-	for _, k := range All {
+// TableProblems is what the engines cannot rely on in table: each kind
+// must have a name of its own that is its block's, a New of the block its
+// docs document, and an on-chain action shape of its own, which it claims
+// and no other kind does, over every shape an action can take.
+func TableProblems(table []Kind) []string {
+	var out []string
+	problem := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	names, shapes := map[string]bool{}, map[Shape]string{}
+	for _, k := range table {
 		name := k.Name()
 		if names[name] {
-			t.Errorf("two kinds are named %s", name)
+			problem("two kinds are named %s", name)
 		}
 		names[name] = true
-		if Of(name) != k {
-			t.Errorf("Of(%q) is not the table's entry", name)
-		}
-		if reflect.TypeOf(k.New()) != reflect.TypeOf(k) {
-			t.Errorf("%s: New makes a %T, the table holds a %T", name, k.New(), k)
-		}
 		docs := k.Docs()
-		if len(docs) == 0 || docs[0].Header != name+" { }" || docs[0].Type != reflect.TypeOf(k).Elem() || docs[0].Since == "" || docs[0].Doc == "" {
-			t.Errorf("%s: its first doc is %+v, want its own block, typed, with a since and a doc", name, docs)
+		if len(docs) == 0 || docs[0].Header != name+" { }" || reflect.PointerTo(docs[0].Type) != reflect.TypeOf(k.New()) || docs[0].Since == "" || docs[0].Doc == "" {
+			problem("%s: its first doc is %+v, want its own block, of New's type (%T), with a since and a doc", name, docs, k.New())
 		}
-		if reflect.TypeOf(k.NewPayload()).Kind() != reflect.Pointer {
-			t.Errorf("%s: NewPayload is a %T, not a pointer to decode into", name, k.NewPayload())
+		if other, ok := shapes[k.Shape()]; ok {
+			problem("%s and %s both make %s actions: an on-chain proposal would match both", other, name, k.Shape())
 		}
-		fn := k.Function()
-		if fn == nns.FunctionUnspecified {
+		shapes[k.Shape()] = name
+	}
+	claimed := map[string]bool{}
+	for _, a := range EveryActionShape() {
+		var by []string
+		for _, k := range table {
+			if _, mine := k.Claim(a); mine {
+				by = append(by, k.Name())
+				claimed[k.Name()] = true
+				if k.Shape() != ShapeOf(a) {
+					problem("%s claims a %s action, which is not its own %s", k.Name(), ShapeOf(a), k.Shape())
+				}
+			}
+		}
+		if len(by) > 1 {
+			problem("a %s action is claimed by %s: exactly one kind may claim it", ShapeOf(a), strings.Join(by, " and "))
+		}
+	}
+	for _, k := range table {
+		if !claimed[k.Name()] {
+			problem("%s claims no action shape there is (its own is %s)", k.Name(), k.Shape())
+		}
+	}
+	return out
+}
+
+// EveryActionShape is an action of every shape nns.Action can take: each
+// case of each variant in it (a record's variant fields also unset), and
+// an ExecuteNnsFunction of every function up to 64.
+func EveryActionShape() []*nns.Action {
+	var out []*nns.Action
+	at := reflect.TypeFor[nns.Action]()
+	for i := 0; i < at.NumField(); i++ {
+		f := at.Field(i)
+		if f.Type == oneOfType || !f.IsExported() {
 			continue
 		}
-		if other, ok := functions[fn]; ok {
-			t.Errorf("%s and %s both run %s: an on-chain proposal would match both", other, name, fn)
+		if f.Type == reflect.TypeFor[*nns.ExecuteNnsFunction]() {
+			for fn := int32(0); fn <= 64; fn++ {
+				out = append(out, &nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: fn}})
+			}
+			continue
 		}
-		functions[fn] = name
-		if OfFunction(fn) != k {
-			t.Errorf("OfFunction(%s) is not %s", fn, name)
+		for _, v := range valuesOf(f.Type) {
+			a := &nns.Action{}
+			reflect.ValueOf(a).Elem().Field(i).Set(v)
+			out = append(out, a)
 		}
+	}
+	return out
+}
+
+// valuesOf is a value of t for each shape it can take.
+func valuesOf(t reflect.Type) []reflect.Value {
+	if t.Kind() == reflect.Pointer {
+		var out []reflect.Value
+		for _, v := range valuesOf(t.Elem()) {
+			p := reflect.New(t.Elem())
+			p.Elem().Set(v)
+			out = append(out, p)
+		}
+		return out
+	}
+	if t.Kind() != reflect.Struct {
+		return []reflect.Value{reflect.Zero(t)}
+	}
+	if t.NumField() > 0 && t.Field(0).Type == oneOfType {
+		var out []reflect.Value
+		for i := 1; i < t.NumField(); i++ {
+			if f := t.Field(i); f.IsExported() && f.Type.Kind() == reflect.Pointer {
+				for _, v := range valuesOf(f.Type) {
+					s := reflect.New(t).Elem()
+					s.Field(i).Set(v)
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	out := []reflect.Value{reflect.New(t).Elem()}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() || f.Type.Kind() != reflect.Pointer || !holdsVariant(f.Type) {
+			continue
+		}
+		next := append([]reflect.Value(nil), out...) // the field unset
+		for _, base := range out {
+			for _, v := range valuesOf(f.Type) {
+				c := reflect.New(t).Elem()
+				c.Set(base)
+				c.Field(i).Set(v)
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// What the engines rely on of every entry in All; and Of and OfFunction
+// find each.
+func TestEveryKindInTheTableIsWhatTheEnginesTakeItFor(t *testing.T) {
+	for _, p := range TableProblems(All) {
+		t.Error(p)
+	}
+	for _, k := range All {
+		if Of(k.Name()) != k {
+			t.Errorf("Of(%q) is not the table's entry", k.Name())
+		}
+		if fn := k.Shape().Function; fn != nns.FunctionUnspecified && OfFunction(fn) != k {
+			t.Errorf("OfFunction(%s) is not %s", fn, k.Name())
+		}
+	}
+}
+
+// A kind claims only the actions of its own shape: remove_node_provider
+// claims AddOrRemoveNodeProvider's ToRemove and not its ToAdd, which no
+// kind makes, and a kind that would make another's shape is refused by
+// the table's check, naming both.
+func TestAKindClaimsOnlyItsOwnActions(t *testing.T) {
+	id := nns.NodeProvider{}
+	add := &nns.Action{AddOrRemoveNodeProvider: &nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToAdd: &id}}}
+	if k := Claimant(add); k != nil {
+		t.Errorf("an AddOrRemoveNodeProvider ToAdd is claimed by %s", k.Name())
+	}
+	remove := &nns.Action{AddOrRemoveNodeProvider: &nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &id}}}
+	if k := Claimant(remove); k == nil || k.Name() != "remove_node_provider" {
+		t.Errorf("an AddOrRemoveNodeProvider ToRemove is claimed by %v", k)
+	}
+	shadow := Define(Def[RemoveNodes, nns.RemoveNodesPayload, map[string]NodeFacts]{
+		Name: "shadow", Since: "v0.6.0", Doc: "Makes update_subnet's action.",
+		OnChain: Execute[nns.RemoveNodesPayload](nns.FunctionUpdateConfigOfSubnet),
+	})
+	problems := strings.Join(TableProblems(append(append([]Kind(nil), All...), shadow)), "\n")
+	if !strings.Contains(problems, "update_subnet and shadow both make") || !strings.Contains(problems, "claimed by update_subnet and shadow") {
+		t.Errorf("a kind making another's action is not refused:\n%s", problems)
+	}
+	if Claimant(&nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(nns.FunctionUpdateConfigOfSubnet)}}) == nil {
+		t.Error("update_subnet's action has no claimant")
 	}
 }

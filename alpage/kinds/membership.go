@@ -20,22 +20,28 @@ type Membership struct {
 	Remove   []NodeRef `hcl:"remove,block" since:"v0.3.0" doc:"A node to remove from the subnet; repeatable. See the add / remove block."`
 }
 
-func (*Membership) Name() string { return "membership" }
+// membership is the kind: change_subnet_membership.
+var membership = Define(Def[Membership, nns.ChangeSubnetMembershipPayload, MembershipFacts]{
+	Name: "membership", Since: "v0.3.0", Formerly: "resize",
+	Doc: "Nested in a proposal of kind \"membership\": change_subnet_membership. Holds add/remove node blocks. Renamed from resize in v0.3.0; a config written for v0.2.0 or earlier must rename the block and its kind.",
+	Nested: []BlockDoc{{Header: `add / remove { }`, Since: "v0.1.0", Type: reflect.TypeFor[NodeRef](),
+		Doc: "Inside a membership block: a node to add to or remove from the subnet."}},
+	OnChain:  Execute[nns.ChangeSubnetMembershipPayload](nns.FunctionChangeSubnetMembership),
+	Changes:  membershipChanges,
+	Seed:     seedMembership,
+	Generate: generateMembership,
+	Labels: func(m *Membership) []NodeRef {
+		return append(append([]NodeRef(nil), m.Add...), m.Remove...)
+	},
+})
 
-func (*Membership) Docs() []BlockDoc {
-	return []BlockDoc{
-		{Header: `membership { }`, Since: "v0.3.0", Type: reflect.TypeFor[Membership](), Formerly: "resize",
-			Doc: "Nested in a proposal of kind \"membership\": change_subnet_membership. Holds add/remove node blocks. Renamed from resize in v0.3.0; a config written for v0.2.0 or earlier must rename the block and its kind."},
-		{Header: `add / remove { }`, Since: "v0.1.0", Type: reflect.TypeFor[NodeRef](),
-			Doc: "Inside a membership block: a node to add to or remove from the subnet."},
-	}
+// MembershipFacts is what a membership proposal's preflight reads.
+type MembershipFacts struct {
+	// Subnet is the target's record; nil when the registry has none.
+	Subnet *nns.SubnetRecord
+	// Nodes holds what is known of each node added.
+	Nodes map[string]NodeFacts
 }
-
-func (*Membership) New() Kind { return &Membership{} }
-
-func (*Membership) Function() nns.NnsFunction { return nns.FunctionChangeSubnetMembership }
-
-func (*Membership) NewPayload() any { return &nns.ChangeSubnetMembershipPayload{} }
 
 func (m *Membership) Validate(c Checker) {
 	c.Principal("subnet_id", m.SubnetID, c.At("", 0, "subnet_id"))
@@ -58,55 +64,40 @@ func (m *Membership) IDs(visit func(*string)) {
 	refIDs(m.Remove, visit)
 }
 
-func (*Membership) LiveSubnet() string { return "" }
-
-func (m *Membership) Build(Live) (Built, error) {
+func (m *Membership) Build(Live) (Payload[nns.ChangeSubnetMembershipPayload], error) {
+	var out Payload[nns.ChangeSubnetMembershipPayload]
 	subnet, err := onePrincipal("subnet_id", m.SubnetID)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	add, err := principals("add.id", nodeIDs(m.Add))
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	remove, err := principals("remove.id", nodeIDs(m.Remove))
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	return &membershipPayload{subnet: subnet, add: add, remove: remove}, nil
-}
-
-type membershipPayload struct {
-	subnet      principal.Principal
-	add, remove []principal.Principal
-}
-
-func (m *membershipPayload) Payload() any {
-	return nns.ChangeSubnetMembershipPayload{SubnetID: m.subnet, NodeIDsAdd: m.add, NodeIDsRemove: m.remove}
-}
-
-func (m *membershipPayload) Render(w io.Writer) {
-	fmt.Fprintf(w, "  subnet:   %s\n", m.subnet)
-	writeList(w, "add", m.add)
-	writeList(w, "remove", m.remove)
+	out.Value = nns.ChangeSubnetMembershipPayload{SubnetID: subnet, NodeIDsAdd: add, NodeIDsRemove: remove}
+	out.Render = func(w io.Writer) {
+		fmt.Fprintf(w, "  subnet:   %s\n", subnet)
+		writeList(w, "add", add)
+		writeList(w, "remove", remove)
+	}
+	return out, nil
 }
 
 // Fetch reads the subnet and the nodes added; the nodes are read without
 // the subnet too: what is wrong with each is told beside the missing
 // subnet.
-func (m *Membership) Fetch(ctx context.Context, r Reader, s *Snapshot) (err error) {
-	if s.Subnet, err = r.Subnet(ctx, m.SubnetID); err != nil {
-		return err
+func (m *Membership) Fetch(ctx context.Context, r Reader) (f MembershipFacts, err error) {
+	if f.Subnet, err = r.Subnet(ctx, m.SubnetID); err != nil {
+		return f, err
 	}
 	if len(m.Add) > 0 {
-		s.Nodes, err = r.Nodes(ctx, nodeIDs(m.Add))
+		f.Nodes, err = r.Nodes(ctx, nodeIDs(m.Add))
 	}
-	return err
-}
-
-// Labeled is every add and remove block.
-func (m *Membership) Labeled() []NodeRef {
-	return append(append([]NodeRef(nil), m.Add...), m.Remove...)
+	return f, err
 }
 
 // Check checks each node added and removed. Without the subnet's
@@ -114,7 +105,7 @@ func (m *Membership) Labeled() []NodeRef {
 // or a member elsewhere); whether one is a member already or needs a chip
 // cannot be told, and no node can leave a subnet the registry does not
 // have, which the refusal already says.
-func (m *Membership) Check(live *Snapshot, _ Options) ([]Check, bool) {
+func (m *Membership) Check(live MembershipFacts, _ Options) ([]Check, bool) {
 	if live.Subnet == nil {
 		checks := missingSubnet(m.SubnetID)
 		for _, n := range m.Add {
@@ -229,12 +220,7 @@ func (m *Membership) Closes() []Change {
 	return out
 }
 
-func (*Membership) Changes(a *nns.Action) ([]Change, bool) {
-	var p nns.ChangeSubnetMembershipPayload
-	mine, ok := executePayload(a, nns.FunctionChangeSubnetMembership, &p)
-	if !ok {
-		return nil, mine
-	}
+func membershipChanges(p nns.ChangeSubnetMembershipPayload) []Change {
 	var out []Change
 	for _, n := range p.NodeIDsAdd {
 		out = append(out, Change{OpAdd, n.String(), p.SubnetID.String()})
@@ -242,7 +228,7 @@ func (*Membership) Changes(a *nns.Action) ([]Change, bool) {
 	for _, n := range p.NodeIDsRemove {
 		out = append(out, Change{OpRemove, n.String(), p.SubnetID.String()})
 	}
-	return out, true
+	return out
 }
 
 // HCL writes the block as alp plan --generate does.
@@ -259,11 +245,7 @@ func (m *Membership) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds every subnet (a node added may be a member of any), the
 // target, and the nodes added, removed and already members.
-func (m *Membership) Seed(ctx context.Context, s Seeder, payload any) error {
-	pl, err := payloadAs[nns.ChangeSubnetMembershipPayload](m.Name(), payload)
-	if err != nil {
-		return err
-	}
+func seedMembership(ctx context.Context, s Seeder, pl nns.ChangeSubnetMembershipPayload) error {
 	if err := s.AllSubnets(ctx); err != nil {
 		return err
 	}
@@ -290,7 +272,7 @@ func (m *Membership) Seed(ctx context.Context, s Seeder, payload any) error {
 // additions of nodes that are free, then the additions of nodes that the
 // first proposals free from another subnet, each after the removal it
 // waits on.
-func (*Membership) Generate(d *Drift) (out []Generated, notes []string) {
+func generateMembership(d *Drift) (out []Generated, notes []string) {
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	live := d.Chain
 	if live.SubnetListErr != "" {

@@ -44,10 +44,6 @@ type Options struct {
 	ForApply bool
 }
 
-// Labeled is a kind whose node blocks carry labels, shown beside the ids
-// no resource block names.
-type Labeled interface{ Labeled() []NodeRef }
-
 // Severity is how much a single check matters.
 type Severity string
 
@@ -77,28 +73,6 @@ type Check struct {
 	// the configuration (file:line; the proposal's block when the check
 	// is about none).
 	At string `json:"at,omitempty"`
-}
-
-// Snapshot is the live state one proposal's preflight reads, already
-// fetched. Fields a kind does not need stay zero.
-type Snapshot struct {
-	// RegistryVersion is the registry's latest version when reading began.
-	RegistryVersion uint64
-	// Subnet is the record of the subnet the proposal targets (membership,
-	// deploy_guestos, update_subnet); nil when the registry has none.
-	Subnet *nns.SubnetRecord
-	// SubnetPB is the same record as the registry stores it (update_subnet
-	// reads it: the payload inherits from it, and it shows the fields alp
-	// does not model); nil when not read or absent.
-	SubnetPB *nns.SubnetRecordPB
-	// Nodes holds what is known of each node the proposal names.
-	Nodes map[string]NodeFacts
-	// Version describes deploy_guestos's target version.
-	Version VersionFacts
-	// Operators holds each operator remove_node_operators names.
-	Operators map[string]OperatorFacts
-	// Provider describes remove_node_provider's provider.
-	Provider ProviderFacts
 }
 
 // NodeFacts is what the registry says of a node. Err is set (and the rest

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -18,18 +17,16 @@ type RemoveNodeOperators struct {
 	Operators []string `hcl:"operators" since:"v0.5.0" doc:"Ids of the node operators whose records to delete (node_operator.<name>.id)."`
 }
 
-func (*RemoveNodeOperators) Name() string { return "remove_node_operators" }
-
-func (*RemoveNodeOperators) Docs() []BlockDoc {
-	return []BlockDoc{{Header: `remove_node_operators { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeOperators](),
-		Doc: "Nested in a proposal of kind \"remove_node_operators\": deletes node operator records. The registry silently skips an operator that still owns nodes, so deregister its nodes first; preflight checks this."}}
-}
-
-func (*RemoveNodeOperators) New() Kind { return &RemoveNodeOperators{} }
-
-func (*RemoveNodeOperators) Function() nns.NnsFunction { return nns.FunctionRemoveNodeOperators }
-
-func (*RemoveNodeOperators) NewPayload() any { return &nns.RemoveNodeOperatorsPayload{} }
+// removeNodeOperators is the kind: remove_node_operators.
+var removeNodeOperators = Define(Def[RemoveNodeOperators, nns.RemoveNodeOperatorsPayload, map[string]OperatorFacts]{
+	Name: "remove_node_operators", Since: "v0.5.0",
+	Doc:      "Nested in a proposal of kind \"remove_node_operators\": deletes node operator records. The registry silently skips an operator that still owns nodes, so deregister its nodes first; preflight checks this.",
+	OnChain:  Execute[nns.RemoveNodeOperatorsPayload](nns.FunctionRemoveNodeOperators),
+	Changes:  removeOperatorsChanges,
+	Seed:     seedRemoveNodeOperators,
+	Generate: generateRemoveNodeOperators,
+	Effects:  removeOperatorsEffects,
+})
 
 func (r *RemoveNodeOperators) Validate(c Checker) {
 	at := c.At("", 0, "operators")
@@ -48,42 +45,34 @@ func (r *RemoveNodeOperators) IDs(visit func(*string)) {
 	}
 }
 
-func (*RemoveNodeOperators) LiveSubnet() string { return "" }
-
 // Build names the operators by principal
 // (node_operator_principals_to_remove); the older byte-string list stays
 // empty.
-func (r *RemoveNodeOperators) Build(Live) (Built, error) {
+func (r *RemoveNodeOperators) Build(Live) (Payload[nns.RemoveNodeOperatorsPayload], error) {
 	ops, err := principals("operators", r.Operators)
 	if err != nil {
-		return nil, err
+		return Payload[nns.RemoveNodeOperatorsPayload]{}, err
 	}
-	return &removeOperatorsPayload{operators: ops}, nil
+	return Payload[nns.RemoveNodeOperatorsPayload]{
+		Value: nns.RemoveNodeOperatorsPayload{
+			NodeOperatorsToRemove:          [][]byte{},
+			NodeOperatorPrincipalsToRemove: &nns.NodeOperatorPrincipals{Principals: ops},
+		},
+		Render: func(w io.Writer) { writeList(w, "operator", ops) },
+	}, nil
 }
-
-type removeOperatorsPayload struct{ operators []principal.Principal }
-
-func (r *removeOperatorsPayload) Payload() any {
-	return nns.RemoveNodeOperatorsPayload{
-		NodeOperatorsToRemove:          [][]byte{},
-		NodeOperatorPrincipalsToRemove: &nns.NodeOperatorPrincipals{Principals: r.operators},
-	}
-}
-
-func (r *removeOperatorsPayload) Render(w io.Writer) { writeList(w, "operator", r.operators) }
 
 // Fetch reads each operator's record and nodes.
-func (r *RemoveNodeOperators) Fetch(ctx context.Context, rd Reader, s *Snapshot) error {
-	s.Operators = rd.Operators(ctx, r.Operators)
-	return nil
+func (r *RemoveNodeOperators) Fetch(ctx context.Context, rd Reader) (map[string]OperatorFacts, error) {
+	return rd.Operators(ctx, r.Operators), nil
 }
 
 // Check checks that each operator has a record and owns no node.
-func (r *RemoveNodeOperators) Check(live *Snapshot, _ Options) ([]Check, bool) {
+func (r *RemoveNodeOperators) Check(live map[string]OperatorFacts, _ Options) ([]Check, bool) {
 	var checks []Check
 	changes := 0
 	for _, op := range r.Operators {
-		f := live.Operators[op]
+		f := live[op]
 		switch {
 		case f.RegisteredErr != "":
 			// Whether it owns nodes is the explorer's to say: asked below.
@@ -117,19 +106,14 @@ func (r *RemoveNodeOperators) Closes() []Change {
 	return out
 }
 
-func (*RemoveNodeOperators) Changes(a *nns.Action) ([]Change, bool) {
-	var p nns.RemoveNodeOperatorsPayload
-	mine, ok := executePayload(a, nns.FunctionRemoveNodeOperators, &p)
-	if !ok {
-		return nil, mine
-	}
+func removeOperatorsChanges(p nns.RemoveNodeOperatorsPayload) []Change {
 	ops := texts(operatorsOf(p))
 	slices.Sort(ops)
 	var out []Change
 	for _, o := range slices.Compact(ops) {
 		out = append(out, Change{OpRemoveOperator, o, ""})
 	}
-	return out, true
+	return out
 }
 
 // operatorsOf is every operator a payload names, in either of its lists.
@@ -156,11 +140,7 @@ func (r *RemoveNodeOperators) HCL(b *strings.Builder, ref func(id string) string
 }
 
 // Seed seeds the operators' records and the nodes they own.
-func (r *RemoveNodeOperators) Seed(ctx context.Context, s Seeder, payload any) error {
-	pl, err := payloadAs[nns.RemoveNodeOperatorsPayload](r.Name(), payload)
-	if err != nil {
-		return err
-	}
+func seedRemoveNodeOperators(ctx context.Context, s Seeder, pl nns.RemoveNodeOperatorsPayload) error {
 	ops := operatorsOf(pl)
 	var keys []string
 	for _, op := range ops {
@@ -174,11 +154,7 @@ func (r *RemoveNodeOperators) Seed(ctx context.Context, s Seeder, payload any) e
 
 // Effects warns of each operator the registry skipped: it removes no
 // operator that still owns nodes, and does not fail for it.
-func (r *RemoveNodeOperators) Effects(payload any, reg LocalRegistry) []string {
-	pl, err := payloadAs[nns.RemoveNodeOperatorsPayload](r.Name(), payload)
-	if err != nil {
-		return nil
-	}
+func removeOperatorsEffects(pl nns.RemoveNodeOperatorsPayload, reg LocalRegistry) []string {
 	var out []string
 	for _, op := range operatorsOf(pl) {
 		if _, ok, _ := reg.NodeOperator(op); ok {
@@ -193,7 +169,7 @@ func (r *RemoveNodeOperators) Effects(payload any, reg LocalRegistry) []string {
 // decommissioned operators that will own no node once the declared
 // decommissioned nodes are removed, after the remove_nodes that removes
 // them; an operator that keeps nodes is a note.
-func (*RemoveNodeOperators) Generate(d *Drift) ([]Generated, []string) {
+func generateRemoveNodeOperators(d *Drift) ([]Generated, []string) {
 	var ops []ref
 	var after []Change
 	var notes []string

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
 	"strings"
 
 	"alpnib.dev/ic/nns"
-	"alpnib.dev/ic/principal"
 )
 
 // RemoveNodeProvider is a "remove_node_provider" proposal's block: the
@@ -18,18 +16,28 @@ type RemoveNodeProvider struct {
 	NodeProviderID string `hcl:"node_provider_id" since:"v0.5.0" doc:"Principal of the node provider to remove (node_provider.<name>.id)."`
 }
 
-func (*RemoveNodeProvider) Name() string { return "remove_node_provider" }
-
-func (*RemoveNodeProvider) Docs() []BlockDoc {
-	return []BlockDoc{{Header: `remove_node_provider { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodeProvider](),
-		Doc: "Nested in a proposal of kind \"remove_node_provider\": removes a node provider. Unlike the other kinds this is a native governance action rather than an ExecuteNnsFunction. Governance rejects a provider it does not know, and removing one that still has operators orphans them; preflight checks both."}}
-}
-
-func (*RemoveNodeProvider) New() Kind { return &RemoveNodeProvider{} }
-
-func (*RemoveNodeProvider) Function() nns.NnsFunction { return nns.FunctionUnspecified }
-
-func (*RemoveNodeProvider) NewPayload() any { return &nns.AddOrRemoveNodeProvider{} }
+// removeNodeProvider is the kind: the native action AddOrRemoveNodeProvider
+// with change ToRemove, and no other change.
+var removeNodeProvider = Define(Def[RemoveNodeProvider, nns.AddOrRemoveNodeProvider, ProviderFacts]{
+	Name: "remove_node_provider", Since: "v0.5.0",
+	Doc: "Nested in a proposal of kind \"remove_node_provider\": removes a node provider. Unlike the other kinds this is a native governance action rather than an ExecuteNnsFunction. Governance rejects a provider it does not know, and removing one that still has operators orphans them; preflight checks both.",
+	OnChain: Native(nns.TopicParticipantManagement,
+		nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &nns.NodeProvider{}}},
+		func(p nns.AddOrRemoveNodeProvider) *nns.ProposalActionRequest {
+			return &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &p}
+		},
+		func(a *nns.Action) (nns.AddOrRemoveNodeProvider, bool) {
+			return *a.AddOrRemoveNodeProvider, a.AddOrRemoveNodeProvider.Change.ToRemove.ID != nil
+		}),
+	Changes: func(p nns.AddOrRemoveNodeProvider) []Change {
+		return []Change{{OpRemoveProvider, p.Change.ToRemove.ID.String(), ""}}
+	},
+	Seed: func(ctx context.Context, s Seeder, _ nns.AddOrRemoveNodeProvider) error {
+		// governance refuses to remove a provider it does not know
+		return s.Providers(ctx)
+	},
+	Generate: generateRemoveNodeProvider,
+})
 
 func (r *RemoveNodeProvider) Validate(c Checker) {
 	c.Principal("node_provider_id", r.NodeProviderID, c.At("", 0, "node_provider_id"))
@@ -37,45 +45,27 @@ func (r *RemoveNodeProvider) Validate(c Checker) {
 
 func (r *RemoveNodeProvider) IDs(visit func(*string)) { visit(&r.NodeProviderID) }
 
-func (*RemoveNodeProvider) LiveSubnet() string { return "" }
-
-func (r *RemoveNodeProvider) Build(Live) (Built, error) {
+func (r *RemoveNodeProvider) Build(Live) (Payload[nns.AddOrRemoveNodeProvider], error) {
 	p, err := onePrincipal("node_provider_id", r.NodeProviderID)
 	if err != nil {
-		return nil, err
+		return Payload[nns.AddOrRemoveNodeProvider]{}, err
 	}
-	return &removeProviderPayload{provider: p}, nil
-}
-
-type removeProviderPayload struct{ provider principal.Principal }
-
-func (r *removeProviderPayload) Payload() any {
-	id := r.provider
-	return nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &nns.NodeProvider{ID: &id}}}
-}
-
-func (r *removeProviderPayload) Action() *nns.ProposalActionRequest {
-	a := r.Payload().(nns.AddOrRemoveNodeProvider)
-	return &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &a}
-}
-
-func (*removeProviderPayload) Topic() nns.Topic { return nns.TopicParticipantManagement }
-
-func (r *removeProviderPayload) Render(w io.Writer) {
-	fmt.Fprintf(w, "  provider: %s\n", r.provider)
+	return Payload[nns.AddOrRemoveNodeProvider]{
+		Value:  nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &nns.NodeProvider{ID: &p}}},
+		Render: func(w io.Writer) { fmt.Fprintf(w, "  provider: %s\n", p) },
+	}, nil
 }
 
 // Fetch reads what governance and the registry know of the provider.
-func (r *RemoveNodeProvider) Fetch(ctx context.Context, rd Reader, s *Snapshot) (err error) {
-	s.Provider, err = rd.Provider(ctx, r.NodeProviderID)
-	return err
+func (r *RemoveNodeProvider) Fetch(ctx context.Context, rd Reader) (ProviderFacts, error) {
+	return rd.Provider(ctx, r.NodeProviderID)
 }
 
 // Check checks that governance knows the provider and, as
 // the registry says whether it does or not, that it has no operators (an
 // unknown one is told only when it has some).
-func (r *RemoveNodeProvider) Check(live *Snapshot, _ Options) ([]Check, bool) {
-	id, f := r.NodeProviderID, live.Provider
+func (r *RemoveNodeProvider) Check(f ProviderFacts, _ Options) ([]Check, bool) {
+	id := r.NodeProviderID
 	checks := []Check{{Severity: OK, Subject: id, Message: fmt.Sprintf("governance knows node provider %s", id)}}
 	if !f.Known {
 		checks[0] = Check{Severity: Refused, Subject: id, Message: fmt.Sprintf("governance does not know node provider %s; it rejects removing an unknown provider, so check node_provider_id", id)}
@@ -93,32 +83,16 @@ func (r *RemoveNodeProvider) Closes() []Change {
 	return []Change{{OpRemoveProvider, r.NodeProviderID, ""}}
 }
 
-func (*RemoveNodeProvider) Changes(a *nns.Action) ([]Change, bool) {
-	if a.AddOrRemoveNodeProvider == nil {
-		return nil, false
-	}
-	if c := a.AddOrRemoveNodeProvider.Change; c != nil && c.ToRemove != nil && c.ToRemove.ID != nil {
-		return []Change{{OpRemoveProvider, c.ToRemove.ID.String(), ""}}, true
-	}
-	return nil, true
-}
-
 // HCL writes the block as alp plan --generate does.
 func (r *RemoveNodeProvider) HCL(b *strings.Builder, ref func(id string) string) {
 	fmt.Fprintf(b, "  remove_node_provider {\n    node_provider_id = %s\n  }\n", ref(r.NodeProviderID))
-}
-
-// Seed seeds the providers governance knows: governance refuses to
-// remove one it does not.
-func (r *RemoveNodeProvider) Seed(ctx context.Context, s Seeder, _ any) error {
-	return s.Providers(ctx)
 }
 
 // Generate proposes a remove_node_provider for each declared
 // decommissioned provider that will have no operator left, after the
 // remove_node_operators that removes them; one that keeps operators is a
 // note.
-func (*RemoveNodeProvider) Generate(d *Drift) (out []Generated, notes []string) {
+func generateRemoveNodeProvider(d *Drift) (out []Generated, notes []string) {
 	removed := map[string]bool{}
 	for _, o := range operatorsGone(d) {
 		removed[o.id] = o.gone

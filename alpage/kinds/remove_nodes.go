@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
 	"strings"
 
 	"alpnib.dev/ic/nns"
-	"alpnib.dev/ic/principal"
 )
 
 // RemoveNodes is a "remove_nodes" proposal's block: deregister nodes.
@@ -17,18 +15,22 @@ type RemoveNodes struct {
 	Nodes []NodeRef `hcl:"node,block" since:"v0.5.0" doc:"A node to deregister. Repeat the block for each one."`
 }
 
-func (*RemoveNodes) Name() string { return "remove_nodes" }
-
-func (*RemoveNodes) Docs() []BlockDoc {
-	return []BlockDoc{{Header: `remove_nodes { }`, Since: "v0.5.0", Type: reflect.TypeFor[RemoveNodes](),
-		Doc: "Nested in a proposal of kind \"remove_nodes\": deregisters nodes, freeing their operators' allowance. Holds one node block per node. The registry rejects a node that is still a subnet member, so remove it from its subnet first; preflight checks this before the proposal is cut."}}
-}
-
-func (*RemoveNodes) New() Kind { return &RemoveNodes{} }
-
-func (*RemoveNodes) Function() nns.NnsFunction { return nns.FunctionRemoveNodes }
-
-func (*RemoveNodes) NewPayload() any { return &nns.RemoveNodesPayload{} }
+// removeNodes is the kind: remove_nodes.
+var removeNodes = Define(Def[RemoveNodes, nns.RemoveNodesPayload, map[string]NodeFacts]{
+	Name: "remove_nodes", Since: "v0.5.0",
+	Doc:     "Nested in a proposal of kind \"remove_nodes\": deregisters nodes, freeing their operators' allowance. Holds one node block per node. The registry rejects a node that is still a subnet member, so remove it from its subnet first; preflight checks this before the proposal is cut.",
+	OnChain: Execute[nns.RemoveNodesPayload](nns.FunctionRemoveNodes),
+	Changes: func(p nns.RemoveNodesPayload) []Change {
+		var out []Change
+		for _, n := range p.NodeIDs {
+			out = append(out, Change{OpRemoveNode, n.String(), ""})
+		}
+		return out
+	},
+	Seed:     seedRemoveNodes,
+	Generate: generateRemoveNodes,
+	Labels:   func(r *RemoveNodes) []NodeRef { return r.Nodes },
+})
 
 func (r *RemoveNodes) Validate(c Checker) {
 	if len(r.Nodes) == 0 {
@@ -42,37 +44,25 @@ func (r *RemoveNodes) Validate(c Checker) {
 
 func (r *RemoveNodes) IDs(visit func(*string)) { refIDs(r.Nodes, visit) }
 
-func (*RemoveNodes) LiveSubnet() string { return "" }
-
-func (r *RemoveNodes) Build(Live) (Built, error) {
+func (r *RemoveNodes) Build(Live) (Payload[nns.RemoveNodesPayload], error) {
 	nodes, err := principals("node.id", nodeIDs(r.Nodes))
 	if err != nil {
-		return nil, err
+		return Payload[nns.RemoveNodesPayload]{}, err
 	}
-	return &removeNodesPayload{nodes: nodes}, nil
+	return Payload[nns.RemoveNodesPayload]{Value: nns.RemoveNodesPayload{NodeIDs: nodes}, Render: func(w io.Writer) { writeList(w, "node", nodes) }}, nil
 }
-
-type removeNodesPayload struct{ nodes []principal.Principal }
-
-func (r *removeNodesPayload) Payload() any { return nns.RemoveNodesPayload{NodeIDs: r.nodes} }
-
-func (r *removeNodesPayload) Render(w io.Writer) { writeList(w, "node", r.nodes) }
 
 // Fetch reads the nodes.
-func (r *RemoveNodes) Fetch(ctx context.Context, rd Reader, s *Snapshot) (err error) {
-	s.Nodes, err = rd.Nodes(ctx, nodeIDs(r.Nodes))
-	return err
+func (r *RemoveNodes) Fetch(ctx context.Context, rd Reader) (map[string]NodeFacts, error) {
+	return rd.Nodes(ctx, nodeIDs(r.Nodes))
 }
 
-// Labeled is every node block.
-func (r *RemoveNodes) Labeled() []NodeRef { return r.Nodes }
-
 // Check checks that each node is registered and in no subnet.
-func (r *RemoveNodes) Check(live *Snapshot, _ Options) ([]Check, bool) {
+func (r *RemoveNodes) Check(live map[string]NodeFacts, _ Options) ([]Check, bool) {
 	var checks []Check
 	changes := 0
 	for _, n := range r.Nodes {
-		f := live.Nodes[n.ID]
+		f := live[n.ID]
 		switch {
 		case f.Err != "":
 			checks = append(checks, Check{Severity: Warning, Subject: n.ID, Message: fmt.Sprintf("could not read node %s from the registry (%s); check it is registered and in no subnet", n.ID, f.Err)})
@@ -102,19 +92,6 @@ func (r *RemoveNodes) Closes() []Change {
 	return out
 }
 
-func (*RemoveNodes) Changes(a *nns.Action) ([]Change, bool) {
-	var p nns.RemoveNodesPayload
-	mine, ok := executePayload(a, nns.FunctionRemoveNodes, &p)
-	if !ok {
-		return nil, mine
-	}
-	var out []Change
-	for _, n := range p.NodeIDs {
-		out = append(out, Change{OpRemoveNode, n.String(), ""})
-	}
-	return out, true
-}
-
 // HCL writes the block as alp plan --generate does.
 func (r *RemoveNodes) HCL(b *strings.Builder, ref func(id string) string) {
 	b.WriteString("  remove_nodes {\n")
@@ -126,11 +103,7 @@ func (r *RemoveNodes) HCL(b *strings.Builder, ref func(id string) string) {
 
 // Seed seeds every subnet (a node removed must be a member of none) and
 // the nodes.
-func (r *RemoveNodes) Seed(ctx context.Context, s Seeder, payload any) error {
-	pl, err := payloadAs[nns.RemoveNodesPayload](r.Name(), payload)
-	if err != nil {
-		return err
-	}
+func seedRemoveNodes(ctx context.Context, s Seeder, pl nns.RemoveNodesPayload) error {
 	if err := s.AllSubnets(ctx); err != nil {
 		return err
 	}
@@ -140,7 +113,7 @@ func (r *RemoveNodes) Seed(ctx context.Context, s Seeder, payload any) error {
 // Generate proposes one remove_nodes for the declared decommissioned
 // nodes still registered, after the membership proposals that take them
 // out of their subnets.
-func (*RemoveNodes) Generate(d *Drift) ([]Generated, []string) {
+func generateRemoveNodes(d *Drift) ([]Generated, []string) {
 	memberOf := d.memberOf()
 	var nodes []ref
 	var after []Change

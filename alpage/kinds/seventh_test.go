@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -27,130 +25,111 @@ import (
 	"alpnib.dev/ic/principal"
 )
 
-// haltSubnet is a seventh kind, written here as a new kind is written: one
-// type in one file, and one line (the append to kinds.All below). It halts
-// a subnet with update_subnet's function, so the local NNS can execute it:
-// a kind of a function alp does not run yet also needs that function's
-// Candid type (ic/nns) and its execution by the local registry
-// (ic/localnet), which are the canister's side. Sharing a function with a
-// shipped kind is what TestEveryKindInTheTableIsWhatTheEnginesTakeItFor
-// refuses of the table itself (an on-chain proposal would match both);
-// this kind lives only for the test.
-type haltSubnet struct {
-	SubnetID string `hcl:"subnet_id" since:"v0.6.0" doc:"Subnet to halt (subnet.<name>.id)."`
+// addNodeProvider is a seventh kind, written here as a new kind is
+// written: one type and its Def in one file, and one row (the append to
+// kinds.All below). It adds a node provider: the native governance action
+// AddOrRemoveNodeProvider with change ToAdd, the other half of the action
+// remove_node_provider makes, so the local NNS executes it and only the
+// kinds' exclusive claims keep the two apart. A kind of a function alp
+// does not run yet also needs that function's Candid type (ic/nns) and its
+// execution by the local registry (ic/localnet), which are the canister's
+// side.
+type addNodeProvider struct {
+	NodeProviderID string `hcl:"node_provider_id" since:"v0.6.0" doc:"Principal of the node provider to add (node_provider.<name>.id)."`
 }
 
-func (*haltSubnet) Name() string { return "halt_subnet" }
+// opAddProvider is the change an addition makes: provider Subject is added.
+const opAddProvider kinds.Op = "add_provider"
 
-func (*haltSubnet) Docs() []kinds.BlockDoc {
-	return []kinds.BlockDoc{{Header: `halt_subnet { }`, Since: "v0.6.0", Type: reflect.TypeFor[haltSubnet](), Doc: "Halts a subnet."}}
-}
-
-func (*haltSubnet) New() kinds.Kind           { return &haltSubnet{} }
-func (*haltSubnet) Function() nns.NnsFunction { return nns.FunctionUpdateConfigOfSubnet }
-func (*haltSubnet) NewPayload() any           { return &nns.UpdateSubnetPayload{} }
-func (*haltSubnet) LiveSubnet() string        { return "" }
-
-// opHalt is the change a halt makes: subnet Subject halts.
-const opHalt kinds.Op = "halt"
-
-func (h *haltSubnet) Closes() []kinds.Change {
-	return []kinds.Change{{Op: opHalt, Subject: h.SubnetID}}
-}
-
-// Generate halts each declared subnet all of whose declared nodes are
-// decommissioned, once its members have left it: it waits on their
-// removal, whichever kind generates that.
-func (*haltSubnet) Generate(d *kinds.Drift) (out []kinds.Generated, _ []string) {
-	for _, s := range d.Fleet.Subnets {
-		declared, decommissioned := 0, 0
-		for _, n := range d.Fleet.Nodes {
-			if n.Subnet == s.ID {
-				declared++
-				if n.Decommissioned {
-					decommissioned++
-				}
+var addNodeProviderKind = kinds.Define(kinds.Def[addNodeProvider, nns.AddOrRemoveNodeProvider, kinds.ProviderFacts]{
+	Name: "add_node_provider", Since: "v0.6.0", Doc: "Adds a node provider.",
+	OnChain: kinds.Native(nns.TopicParticipantManagement,
+		nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToAdd: &nns.NodeProvider{}}},
+		func(p nns.AddOrRemoveNodeProvider) *nns.ProposalActionRequest {
+			return &nns.ProposalActionRequest{AddOrRemoveNodeProvider: &p}
+		},
+		func(a *nns.Action) (nns.AddOrRemoveNodeProvider, bool) {
+			return *a.AddOrRemoveNodeProvider, a.AddOrRemoveNodeProvider.Change.ToAdd.ID != nil
+		}),
+	Changes: func(p nns.AddOrRemoveNodeProvider) []kinds.Change {
+		return []kinds.Change{{Op: opAddProvider, Subject: p.Change.ToAdd.ID.String()}}
+	},
+	Seed: func(ctx context.Context, s kinds.Seeder, _ nns.AddOrRemoveNodeProvider) error {
+		return s.Providers(ctx)
+	},
+	// Generate adds each declared provider, not decommissioned, that
+	// governance does not know.
+	Generate: func(d *kinds.Drift) (out []kinds.Generated, _ []string) {
+		for _, np := range d.Fleet.Providers {
+			f, read := d.Chain.Providers[np.ID]
+			if np.Decommissioned || !read || f.Err != "" || f.Known {
+				continue
 			}
+			out = append(out, kinds.Generated{Name: "add-provider-" + np.Name, Title: "Add node provider " + kinds.Short(np.ID), Body: &addNodeProvider{NodeProviderID: np.ID},
+				Summary: "Add node provider " + np.ID + ".\n\nMotivation: it is declared, and governance does not know it.\n"})
 		}
-		live := d.Chain.Subnets[s.ID]
-		if !live.Found || declared == 0 || decommissioned < declared {
-			continue
-		}
-		g := kinds.Generated{Name: "halt-" + s.Name, Title: "Halt subnet " + kinds.Short(s.ID), Body: &haltSubnet{SubnetID: s.ID},
-			Summary: "Halt subnet " + s.ID + ".\n\nMotivation: every node declared in it is decommissioned.\n"}
-		for _, m := range live.Members {
-			g.After = append(g.After, kinds.Change{Op: kinds.OpRemove, Subject: m, Target: s.ID})
-		}
-		out = append(out, g)
-	}
-	return out, nil
+		return out, nil
+	},
+})
+
+func (a *addNodeProvider) Validate(c kinds.Checker) {
+	c.Principal("node_provider_id", a.NodeProviderID, c.At("", 0, "node_provider_id"))
 }
 
-func (h *haltSubnet) Validate(c kinds.Checker) {
-	c.Principal("subnet_id", h.SubnetID, c.At("", 0, "subnet_id"))
+func (a *addNodeProvider) IDs(visit func(*string)) { visit(&a.NodeProviderID) }
+
+func (a *addNodeProvider) Closes() []kinds.Change {
+	return []kinds.Change{{Op: opAddProvider, Subject: a.NodeProviderID}}
 }
 
-func (h *haltSubnet) IDs(visit func(*string)) { visit(&h.SubnetID) }
+func (a *addNodeProvider) HCL(b *strings.Builder, ref func(string) string) {
+	fmt.Fprintf(b, "  add_node_provider {\n    node_provider_id = %s\n  }\n", ref(a.NodeProviderID))
+}
 
-func (h *haltSubnet) Build(kinds.Live) (kinds.Built, error) {
-	p, err := principal.Decode(h.SubnetID)
+func (a *addNodeProvider) Build(kinds.Live) (kinds.Payload[nns.AddOrRemoveNodeProvider], error) {
+	p, err := principal.Decode(a.NodeProviderID)
 	if err != nil {
-		return nil, fmt.Errorf("subnet_id %q: %w", h.SubnetID, err)
+		return kinds.Payload[nns.AddOrRemoveNodeProvider]{}, fmt.Errorf("node_provider_id %q: %w", a.NodeProviderID, err)
 	}
-	return haltPayload{p}, nil
+	return kinds.Payload[nns.AddOrRemoveNodeProvider]{
+		Value:  nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToAdd: &nns.NodeProvider{ID: &p}}},
+		Render: func(w io.Writer) { fmt.Fprintf(w, "  adds:     %s\n", p) },
+	}, nil
 }
 
-type haltPayload struct{ subnet principal.Principal }
-
-func (h haltPayload) Payload() any {
-	halt := true
-	return nns.UpdateSubnetPayload{SubnetID: h.subnet, IsHalted: &halt}
+func (a *addNodeProvider) Fetch(ctx context.Context, r kinds.Reader) (kinds.ProviderFacts, error) {
+	return r.Provider(ctx, a.NodeProviderID)
 }
 
-func (h haltPayload) Render(w io.Writer) { fmt.Fprintf(w, "  halts:    %s\n", h.subnet) }
-
-func (h *haltSubnet) Fetch(ctx context.Context, r kinds.Reader, s *kinds.Snapshot) (err error) {
-	s.Subnet, err = r.Subnet(ctx, h.SubnetID)
-	return err
-}
-
-func (h *haltSubnet) Check(s *kinds.Snapshot, _ kinds.Options) ([]kinds.Check, bool) {
-	switch {
-	case s.Subnet == nil:
-		return []kinds.Check{{Severity: kinds.Refused, Subject: h.SubnetID, Message: "subnet " + h.SubnetID + " is not in the registry"}}, false
-	case s.Subnet.IsHalted:
-		return []kinds.Check{{Severity: kinds.Note, Subject: h.SubnetID, Message: "subnet " + h.SubnetID + " is halted already"}}, true
+func (a *addNodeProvider) Check(f kinds.ProviderFacts, _ kinds.Options) ([]kinds.Check, bool) {
+	if f.Known {
+		return []kinds.Check{{Severity: kinds.Refused, Subject: a.NodeProviderID, Message: "governance knows node provider " + a.NodeProviderID + " already, and refuses to add it again"}}, false
 	}
-	return []kinds.Check{{Severity: kinds.OK, Subject: h.SubnetID, Message: "subnet " + h.SubnetID + " runs; it halts"}}, false
+	return []kinds.Check{{Severity: kinds.OK, Subject: a.NodeProviderID, Message: "governance does not know node provider " + a.NodeProviderID + "; it is added"}}, false
 }
 
-func (h *haltSubnet) Seed(ctx context.Context, s kinds.Seeder, payload any) error {
-	return s.SubnetWithMembers(ctx, payload.(nns.UpdateSubnetPayload).SubnetID)
-}
-
-func (*haltSubnet) Changes(*nns.Action) ([]kinds.Change, bool) { return nil, false }
-
-func (h *haltSubnet) HCL(b *strings.Builder, ref func(string) string) {
-	fmt.Fprintf(b, "  halt_subnet {\n    subnet_id = %s\n  }\n", ref(h.SubnetID))
-}
-
-// A kind added as one type and one line in the table goes through every
-// engine: the loader decodes and checks its block, the payload is built
-// and made into an ExecuteNnsFunction, preflight fetches and checks it
-// against a devnet, the dry run seeds and executes it on a local NNS, and
-// --generate calls its Generate on drift, orders what it proposes after
-// what it waits on and writes a block that loads back: nothing outside
+// A kind added as one file and one row in the table goes through every
+// engine: the table's check finds its action its own, the loader decodes
+// and checks its block, the payload is built and made into its native
+// action (which its kind alone claims back, as import and --generate's
+// pending read it), preflight fetches and checks it against a devnet, the
+// dry run seeds and executes it on a local NNS, and --generate calls its
+// Generate on drift, beside what the other kinds generate, whatever its
+// place in the table, and writes a block that loads back: nothing outside
 // this file says when drift produces it.
-func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
+func TestASeventhKindIsOneFileAndOneRowInTheTable(t *testing.T) {
 	saved := kinds.All
-	kinds.All = append(slices.Clone(kinds.All), &haltSubnet{}) // the one line
+	kinds.All = append(slices.Clone(kinds.All), addNodeProviderKind) // the one row
 	t.Cleanup(func() { kinds.All = saved })
+	for _, p := range kinds.TableProblems(kinds.All) {
+		t.Error(p)
+	}
 
 	fleet, err := devnet.ParseFleet(devnet.DefaultFleet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subnet := fleet.Subnets[0].ID
+	fresh := principal.SelfAuthenticating([]byte("a fresh provider")).String()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		path := filepath.Join(dir, name)
@@ -161,40 +140,46 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 	}
 
 	// load → validate
-	bad := write("bad.hcl", "proposal \"h\" {\n  kind  = \"halt_subnet\"\n  title = \"Halt it\"\n  halt_subnet {\n    subnet_id = \"not-a-principal\"\n  }\n}\n")
-	if _, err := config.Load(bad); err == nil || !strings.Contains(err.Error(), "subnet_id") || !strings.Contains(err.Error(), "bad.hcl:5") {
-		t.Fatalf("a bad subnet_id in the seventh kind's block: %v", err)
+	bad := write("bad.hcl", "proposal \"a\" {\n  kind  = \"add_node_provider\"\n  title = \"Add it\"\n  add_node_provider {\n    node_provider_id = \"not-a-principal\"\n  }\n}\n")
+	if _, err := config.Load(bad); err == nil || !strings.Contains(err.Error(), "node_provider_id") || !strings.Contains(err.Error(), "bad.hcl:5") {
+		t.Fatalf("a bad node_provider_id in the seventh kind's block: %v", err)
 	}
-	unknown := write("unknown.hcl", "proposal \"h\" {\n  kind  = \"halt\"\n  title = \"Halt it\"\n}\n")
-	if _, err := config.Load(unknown); err == nil || !strings.Contains(err.Error(), "remove_node_provider, halt_subnet") {
+	unknown := write("unknown.hcl", "proposal \"a\" {\n  kind  = \"add\"\n  title = \"Add it\"\n}\n")
+	if _, err := config.Load(unknown); err == nil || !strings.Contains(err.Error(), "remove_node_provider, add_node_provider") {
 		t.Fatalf("an unknown kind's message does not list the seventh: %v", err)
 	}
-	good := write("proposals.hcl", "proposal \"halt-app\" {\n  kind  = \"halt_subnet\"\n  title = \"Halt the app subnet\"\n  halt_subnet {\n    subnet_id = \""+strings.ToUpper(subnet)+"\"\n  }\n}\n")
+	good := write("proposals.hcl", "proposal \"add-fresh\" {\n  kind  = \"add_node_provider\"\n  title = \"Add the fresh provider\"\n  add_node_provider {\n    node_provider_id = \""+strings.ToUpper(fresh)+"\"\n  }\n}\n")
 	cfg, err := config.Load(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	decl := cfg.Proposal("halt-app")
-	if h, ok := decl.Body.(*haltSubnet); !ok || h.SubnetID != subnet {
+	decl := cfg.Proposal("add-fresh")
+	if a, ok := decl.Body.(*addNodeProvider); !ok || a.NodeProviderID != fresh {
 		t.Fatalf("decoded %#v, want the seventh kind's block with its id canonical", decl.Body)
 	}
 
-	// payload
+	// payload, and the action claimed back by its kind alone
 	p, err := proposal.Build(decl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pl nns.UpdateSubnetPayload
-	if err := candid.Unmarshal(p.Payload, &pl); err != nil || pl.SubnetID.String() != subnet || pl.IsHalted == nil || !*pl.IsHalted {
+	var pl nns.AddOrRemoveNodeProvider
+	if err := candid.Unmarshal(p.Payload, &pl); err != nil || pl.Change == nil || pl.Change.ToAdd == nil || pl.Change.ToAdd.ID.String() != fresh {
 		t.Fatalf("payload %+v (%v)", pl, err)
 	}
-	if p.Action.ExecuteNnsFunction == nil || p.Action.ExecuteNnsFunction.NnsFunction != int32(nns.FunctionUpdateConfigOfSubnet) || p.Topic != nns.FunctionUpdateConfigOfSubnet.Topic() {
+	if a := p.Action.AddOrRemoveNodeProvider; a == nil || a.Change.ToAdd == nil || p.Topic != nns.TopicParticipantManagement || p.Function != nns.FunctionUnspecified {
 		t.Fatalf("action %+v topic %v", p.Action, p.Topic)
+	}
+	if k := kinds.Claimant(p.Action); k != addNodeProviderKind {
+		t.Fatalf("the seventh kind's action is claimed by %v", k)
+	}
+	if got := kinds.ChangesOfAction(p.Action); !slices.Equal(got, []kinds.Change{{Op: opAddProvider, Subject: fresh}}) {
+		t.Fatalf("the seventh kind's action on-chain changes %v", got)
 	}
 	var summary strings.Builder
 	p.Render(&summary)
-	if !strings.Contains(summary.String(), "halts:    "+subnet) {
-		t.Errorf("summary lacks the kind's line:\n%s", summary.String())
+	if !strings.Contains(summary.String(), "adds:     "+fresh) || !strings.Contains(summary.String(), "action:   AddOrRemoveNodeProvider") {
+		t.Errorf("summary lacks the kind's lines:\n%s", summary.String())
 	}
 
 	// preflight, against a devnet
@@ -214,7 +199,7 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verdict != preflight.VerdictReady || len(r.Checks) != 1 || !strings.Contains(r.Checks[0].Message, "runs; it halts") || r.PayloadSHA256 != p.PayloadSHA256 {
+	if r.Verdict != preflight.VerdictReady || len(r.Checks) != 1 || !strings.Contains(r.Checks[0].Message, "it is added") || r.PayloadSHA256 != p.PayloadSHA256 {
 		t.Fatalf("preflight %+v", r)
 	}
 
@@ -227,29 +212,30 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := seed.Records[nns.SubnetRecordKey(subnet)]; !ok {
-		t.Fatalf("the seed lacks the subnet's record: %v", slices.Collect(maps.Keys(seed.Records)))
+	if len(seed.Providers) == 0 {
+		t.Fatalf("the seed lacks the providers governance knows: %+v", seed)
 	}
 	res, err := dryrun.Run(ctx, seed, p, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Failed() || !slices.Contains(res.Changes, dryrun.Change{Key: nns.SubnetRecordKey(subnet)}) {
+	if res.Failed() {
 		t.Fatalf("dry run: %+v", res)
 	}
+	known := seed.Providers[0].String()
+	seed.Providers = append(seed.Providers, principal.MustDecode(fresh))
+	if res, err := dryrun.Run(ctx, seed, p, 1); err != nil || !res.Failed() || !strings.Contains(res.FailureReason, "already exists") {
+		t.Fatalf("adding a provider governance knows: %+v (%v)", res, err)
+	}
 
-	// --generate: drift produces the kind, after what it waits on, whatever
-	// its place in the table; what is pending is not generated again; and
-	// the blocks written load back
+	// --generate: drift produces the kind, beside what the other kinds
+	// generate, wherever its row is; what is pending is not generated
+	// again; and the blocks written load back
 	gen := filepath.Join(dir, "generate")
 	if err := os.Mkdir(gen, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	na, nb := principal.SelfAuthenticating([]byte("halt-a")).String(), principal.SelfAuthenticating([]byte("halt-b")).String()
-	resources := fmt.Sprintf("subnet \"app\" {\n  id = %q\n}\n", subnet)
-	for i, n := range []string{na, nb} {
-		resources += fmt.Sprintf("node \"node_%d\" {\n  id             = %q\n  subnet         = subnet.app.id\n  decommissioned = true\n}\n", i, n)
-	}
+	resources := fmt.Sprintf("node_provider \"fresh\" {\n  id = %q\n}\nnode_provider \"gone\" {\n  id             = %q\n  decommissioned = true\n}\n", fresh, known)
 	if err := os.WriteFile(filepath.Join(gen, "resources.hcl"), []byte(resources), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -257,18 +243,14 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := &reconcile.Live{
-		Subnets: map[string]reconcile.SubnetFacts{subnet: {Found: true, Members: []string{na, nb}, Type: "application"}},
-		Nodes:   map[string]reconcile.NodeFacts{na: {Found: true}, nb: {Found: true}},
-	}
-	const leave = "remove-2-nodes-from-app"
+	chain := &reconcile.Live{Providers: map[string]reconcile.ProviderFacts{fresh: {}, known: {Known: true}}}
+	const add, remove = "add-provider-fresh", "remove-provider-gone"
 	for _, c := range []struct {
 		table []kinds.Kind
 		want  []string
 	}{
-		{kinds.All, []string{leave, "remove-2-nodes", "halt-app"}},
-		// first in the table, it still comes after what it waits on
-		{append([]kinds.Kind{&haltSubnet{}}, saved...), []string{leave, "halt-app", "remove-2-nodes"}},
+		{kinds.All, []string{remove, add}},
+		{append([]kinds.Kind{addNodeProviderKind}, saved...), []string{add, remove}},
 	} {
 		kinds.All = c.table
 		g := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain})
@@ -279,22 +261,22 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 		if !slices.Equal(names, c.want) || len(g.Notes) != 0 {
 			t.Fatalf("with %s first in the table: generated %v, want %v; notes %v", c.table[0].Name(), names, c.want, g.Notes)
 		}
-		halt := g.Proposals[slices.Index(names, "halt-app")]
-		if h, ok := halt.Body.(*haltSubnet); !ok || h.SubnetID != subnet || halt.Kind != "halt_subnet" || !slices.Equal(halt.After, []string{leave}) || halt.Title != "Halt subnet "+kinds.Short(subnet) {
-			t.Fatalf("with %s first in the table: generated %+v", c.table[0].Name(), halt)
+		added := g.Proposals[slices.Index(names, add)]
+		if b, ok := added.Body.(*addNodeProvider); !ok || b.NodeProviderID != fresh || added.Kind != "add_node_provider" || len(added.After) != 0 || added.Title != "Add node provider "+kinds.Short(fresh) {
+			t.Fatalf("with %s first in the table: generated %+v", c.table[0].Name(), added)
 		}
 	}
-	pending := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain, Pending: []generate.Change{{Op: opHalt, Subject: subnet}}})
-	if len(pending.Proposals) != 2 || slices.ContainsFunc(pending.Proposals, func(p *generate.Proposal) bool { return p.Kind == "halt_subnet" }) {
-		t.Fatalf("a halt already under way is generated again: %v", pending.Proposals)
+	pending := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain, Pending: kinds.ChangesOfAction(p.Action)})
+	if len(pending.Proposals) != 1 || pending.Proposals[0].Name != remove {
+		t.Fatalf("an addition already under way is generated again: %v", pending.Proposals)
 	}
 	generated := generate.Generate(generate.Input{Res: &declared.Resources, Live: chain})
 	var hcl strings.Builder
 	if err := generate.WriteHCL(&hcl, generated.Proposals); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hcl.String(), "# apply once "+leave+" has executed\nproposal \"halt-app\" {") || !strings.Contains(hcl.String(), "subnet_id = subnet.app.id") {
-		t.Errorf("the halt's block:\n%s", hcl.String())
+	if !strings.Contains(hcl.String(), "proposal \"add-provider-fresh\" {") || !strings.Contains(hcl.String(), "node_provider_id = node_provider.fresh.id") {
+		t.Errorf("the addition's block:\n%s", hcl.String())
 	}
 	proposals := filepath.Join(gen, "proposals.hcl")
 	if err := os.WriteFile(proposals, []byte(hcl.String()), 0o644); err != nil {
@@ -304,7 +286,7 @@ func TestASeventhKindIsOneTypeAndOneLineInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the generated blocks do not load: %v\n%s", err, hcl.String())
 	}
-	if h, ok := again.Proposal("halt-app").Body.(*haltSubnet); !ok || h.SubnetID != subnet {
-		t.Fatalf("loaded back %#v", again.Proposal("halt-app").Body)
+	if b, ok := again.Proposal("add-provider-fresh").Body.(*addNodeProvider); !ok || b.NodeProviderID != fresh {
+		t.Fatalf("loaded back %#v", again.Proposal("add-provider-fresh").Body)
 	}
 }

@@ -48,24 +48,47 @@ type ResourceLimits struct {
 	MaximumStateDelta uint64 `hcl:"maximum_state_delta" since:"v0.5.0" doc:"Maximum subnet state delta in bytes."`
 }
 
-func (*UpdateSubnet) Name() string { return "update_subnet" }
-
-func (*UpdateSubnet) Docs() []BlockDoc {
-	return []BlockDoc{
-		{Header: `update_subnet { }`, Since: "v0.5.0", Type: reflect.TypeFor[UpdateSubnet](),
-			Doc: "Nested in a proposal of kind \"update_subnet\": update_subnet (UPDATE_CONFIG_OF_SUBNET). Changes a subnet's configuration record. Every field is optional and an omitted one is left untouched on-chain, so a proposal changes exactly what it declares. Preflight diffs every declared field against the current record. Two payload fields are not settings here: subnet_type, which the registry asserts is unchanged, and a sev_enabled change, which it rejects outright."},
+// updateSubnet is the kind: update_subnet (UPDATE_CONFIG_OF_SUBNET).
+var updateSubnet = Define(Def[UpdateSubnet, nns.UpdateSubnetPayload, UpdateSubnetFacts]{
+	Name: "update_subnet", Since: "v0.5.0",
+	Doc: "Nested in a proposal of kind \"update_subnet\": update_subnet (UPDATE_CONFIG_OF_SUBNET). Changes a subnet's configuration record. Every field is optional and an omitted one is left untouched on-chain, so a proposal changes exactly what it declares. Preflight diffs every declared field against the current record. Two payload fields are not settings here: subnet_type, which the registry asserts is unchanged, and a sev_enabled change, which it rejects outright.",
+	Nested: []BlockDoc{
 		{Header: `features { }`, Since: "v0.5.0", Type: reflect.TypeFor[Features](),
 			Doc: "Inside an update_subnet block: the subnet's feature flags. Sending it replaces the whole features record rather than merging, so all three fields are required: an omitted one would be written as false. sev_enabled must therefore restate what the subnet already has; the registry rejects a change to it."},
 		{Header: `resource_limits { }`, Since: "v0.5.0", Type: reflect.TypeFor[ResourceLimits](),
 			Doc: "Inside an update_subnet block: the subnet's state-size limits. Replaced wholesale like features, so both fields are required."},
-	}
+	},
+	OnChain: Execute[nns.UpdateSubnetPayload](nns.FunctionUpdateConfigOfSubnet),
+	Changes: func(p nns.UpdateSubnetPayload) []Change {
+		if p.SubnetAdmins == nil {
+			return nil
+		}
+		return []Change{{OpAdmins, p.SubnetID.String(), joinSorted(texts(*p.SubnetAdmins))}}
+	},
+	// the registry checks its invariants on the record written, and
+	// those read the members
+	Seed: func(ctx context.Context, s Seeder, p nns.UpdateSubnetPayload) error {
+		return s.SubnetWithMembers(ctx, p.SubnetID)
+	},
+	Generate: generateUpdateSubnet,
+	// The target: the registry replaces features and resource_limits
+	// whole, so the parts of them the block cannot name (the query
+	// limits) are sent as the target's record has them, as ic-admin's
+	// ResourceLimits::inherit_from does; without the record they would
+	// be reset.
+	LiveSubnet: func(u *UpdateSubnet) string { return u.SubnetID },
+})
+
+// UpdateSubnetFacts is what an update_subnet proposal's preflight reads.
+type UpdateSubnetFacts struct {
+	// Subnet is the target's record as get_subnet renders it; nil when
+	// the registry has none.
+	Subnet *nns.SubnetRecord
+	// SubnetPB is the same record as the registry stores it: the payload
+	// inherits from it, and it shows the fields alp does not model; nil
+	// when not read or absent.
+	SubnetPB *nns.SubnetRecordPB
 }
-
-func (*UpdateSubnet) New() Kind { return &UpdateSubnet{} }
-
-func (*UpdateSubnet) Function() nns.NnsFunction { return nns.FunctionUpdateConfigOfSubnet }
-
-func (*UpdateSubnet) NewPayload() any { return &nns.UpdateSubnetPayload{} }
 
 func (u *UpdateSubnet) Validate(c Checker) {
 	c.Principal("subnet_id", u.SubnetID, c.At("", 0, "subnet_id"))
@@ -90,34 +113,28 @@ func (u *UpdateSubnet) IDs(visit func(*string)) {
 	}
 }
 
-// LiveSubnet is the target: the registry replaces features and
-// resource_limits whole, so the parts of them the block cannot name (the
-// query limits) are sent as the target's record has them, as ic-admin's
-// ResourceLimits::inherit_from does; without the record they would be
-// reset.
-func (u *UpdateSubnet) LiveSubnet() string { return u.SubnetID }
-
-func (u *UpdateSubnet) Build(live Live) (Built, error) {
+func (u *UpdateSubnet) Build(live Live) (Payload[nns.UpdateSubnetPayload], error) {
 	subnet, err := onePrincipal("subnet_id", u.SubnetID)
 	if err != nil {
-		return nil, err
+		return Payload[nns.UpdateSubnetPayload]{}, err
 	}
-	out := &updateSubnet{decl: u, subnet: subnet, live: live.Subnet}
+	b := &updateSubnetBuild{decl: u, subnet: subnet, live: live.Subnet}
 	if u.SubnetAdmins != nil {
 		admins, err := principals("subnet_admins", *u.SubnetAdmins)
 		if err != nil {
-			return nil, err
+			return Payload[nns.UpdateSubnetPayload]{}, err
 		}
-		out.admins = &admins
+		b.admins = &admins
 	}
-	return out, nil
+	declared := b.build(nil)
+	return Payload[nns.UpdateSubnetPayload]{Value: b.build(b.live), Render: b.Render, Declared: &declared, Former: b.Former(), Parts: b.Parts()}, nil
 }
 
-// updateSubnet is update_subnet: every declared setting, every other one
+// updateSubnetBuild is update_subnet: every declared setting, every other one
 // null (left untouched on-chain). subnet_type is never sent. The registry
 // replaces features and resource_limits whole, so a part of them the
 // declaration cannot name is sent with its live value (inherited).
-type updateSubnet struct {
+type updateSubnetBuild struct {
 	decl   *UpdateSubnet
 	subnet principal.Principal
 	admins *[]principal.Principal
@@ -125,16 +142,10 @@ type updateSubnet struct {
 	live *nns.SubnetRecordPB
 }
 
-func (u *updateSubnet) Payload() any { return u.build(u.live) }
-
-// Declared is the payload without the live record: what the declaration
-// alone makes.
-func (u *updateSubnet) Declared() any { return u.build(nil) }
-
 // Former is the declaration alone as alp encoded it before v0.5.x
 // inherited the query limits (1b4df7c): resource_limits then had only
 // the two state fields, and a record of that release pins that encoding.
-func (u *updateSubnet) Former() []any {
+func (u *updateSubnetBuild) Former() []any {
 	cur := u.build(nil)
 	var old formerUpdateSubnetPayload
 	from, to := reflect.ValueOf(cur), reflect.ValueOf(&old).Elem()
@@ -189,7 +200,7 @@ type formerUpdateSubnetPayload struct {
 	ResourceLimits             *formerResourceLimits  `candid:"resource_limits"`
 }
 
-func (u *updateSubnet) build(live *nns.SubnetRecordPB) nns.UpdateSubnetPayload {
+func (u *updateSubnetBuild) build(live *nns.SubnetRecordPB) nns.UpdateSubnetPayload {
 	d := u.decl
 	p := nns.UpdateSubnetPayload{
 		SubnetID:                   u.subnet,
@@ -226,7 +237,7 @@ func (u *updateSubnet) build(live *nns.SubnetRecordPB) nns.UpdateSubnetPayload {
 
 // Settings lists the declared settings as name → rendered value, in schema
 // order; preflight diffs these against the live record.
-func (u *updateSubnet) settings() []setting {
+func (u *updateSubnetBuild) settings() []setting {
 	d := u.decl
 	var out []setting
 	add := func(name string, present bool, value func() string) {
@@ -268,7 +279,7 @@ func list(xs []string) string {
 	return "[" + strings.Join(xs, ", ") + "]"
 }
 
-func (u *updateSubnet) Render(w io.Writer) {
+func (u *updateSubnetBuild) Render(w io.Writer) {
 	fmt.Fprintf(w, "  subnet:   %s\n", u.subnet)
 	for _, s := range u.settings() {
 		fmt.Fprintf(w, "  set:      %s = %s\n", s.name, s.value)
@@ -316,7 +327,7 @@ type Part struct {
 // block, then what the live record carries beyond alp's view (inside
 // those blocks: reset when the block is sent; elsewhere: untouched). With
 // no live record the live column reads "unknown".
-func (u *updateSubnet) Parts() []Part {
+func (u *updateSubnetBuild) Parts() []Part {
 	var out []Part
 	live := u.live
 	declared := func(field, liveV, sends string) {
@@ -406,12 +417,12 @@ func optText(v *uint64) string {
 // Fetch reads the subnet's record, rendered and as stored: the payload
 // inherits from the stored one, which also shows the fields alp does not
 // model.
-func (u *UpdateSubnet) Fetch(ctx context.Context, r Reader, s *Snapshot) (err error) {
-	if s.Subnet, err = r.Subnet(ctx, u.SubnetID); err != nil || s.Subnet == nil {
-		return err
+func (u *UpdateSubnet) Fetch(ctx context.Context, r Reader) (f UpdateSubnetFacts, err error) {
+	if f.Subnet, err = r.Subnet(ctx, u.SubnetID); err != nil || f.Subnet == nil {
+		return f, err
 	}
-	s.SubnetPB, err = r.SubnetRecord(ctx, u.SubnetID)
-	return err
+	f.SubnetPB, err = r.SubnetRecord(ctx, u.SubnetID)
+	return f, err
 }
 
 // Check diffs every declared setting against the live record: a
@@ -422,7 +433,7 @@ func (u *UpdateSubnet) Fetch(ctx context.Context, r Reader, s *Snapshot) (err er
 // invariants refuse after the update: an SSH list of more than 50 keys, and
 // subnet admins on a subnet that is neither rented (application on the
 // free cost schedule) nor a cloud engine. Nothing different → no-op.
-func (u *UpdateSubnet) Check(live *Snapshot, _ Options) ([]Check, bool) {
+func (u *UpdateSubnet) Check(live UpdateSubnetFacts, _ Options) ([]Check, bool) {
 	rec := live.Subnet
 	if rec == nil {
 		return missingSubnet(u.SubnetID), false
@@ -543,7 +554,7 @@ func missingFrom(declared, live []string) []string {
 // value: the declaration cannot name them, and the registry replaces
 // resource_limits whole, so they are inherited (ic-admin's
 // ResourceLimits::inherit_from).
-func inheritedLimits(live *Snapshot) []Check {
+func inheritedLimits(live UpdateSubnetFacts) []Check {
 	var q, w *uint64
 	switch {
 	case live.SubnetPB != nil && live.SubnetPB.ResourceLimits != nil:
@@ -566,7 +577,7 @@ func inheritedLimits(live *Snapshot) []Check {
 // resets refuses a declared features or resource_limits block when the
 // live one carries a field alp cannot send: the registry replaces the
 // block whole, so adopting the proposal would reset that field.
-func resets(u *UpdateSubnet, live *Snapshot) []Check {
+func resets(u *UpdateSubnet, live UpdateSubnetFacts) []Check {
 	if live.SubnetPB == nil {
 		return nil
 	}
@@ -630,15 +641,6 @@ func (u *UpdateSubnet) Closes() []Change {
 	return []Change{{OpAdmins, u.SubnetID, joinSorted(*u.SubnetAdmins)}}
 }
 
-func (*UpdateSubnet) Changes(a *nns.Action) ([]Change, bool) {
-	var p nns.UpdateSubnetPayload
-	mine, ok := executePayload(a, nns.FunctionUpdateConfigOfSubnet, &p)
-	if !ok || p.SubnetAdmins == nil {
-		return nil, mine
-	}
-	return []Change{{OpAdmins, p.SubnetID.String(), joinSorted(texts(*p.SubnetAdmins))}}, true
-}
-
 // HCL writes the block as alp plan --generate does: the subnet and its
 // admins, the one setting drift generates (admins are principals of
 // people, not blocks, so they are written as they are).
@@ -652,22 +654,12 @@ func (u *UpdateSubnet) HCL(b *strings.Builder, ref func(id string) string) {
 	fmt.Fprintf(b, "  update_subnet {\n    subnet_id     = %s\n    subnet_admins = [%s]\n  }\n", ref(u.SubnetID), strings.Join(as, ", "))
 }
 
-// Seed seeds the subnet with its members: the registry checks its
-// invariants on the record written, and those read the members.
-func (u *UpdateSubnet) Seed(ctx context.Context, s Seeder, payload any) error {
-	pl, err := payloadAs[nns.UpdateSubnetPayload](u.Name(), payload)
-	if err != nil {
-		return err
-	}
-	return s.SubnetWithMembers(ctx, pl.SubnetID)
-}
-
 // Generate proposes, per declared subnet whose on-chain admins differ
 // from the declared ones, the update_subnet that sets subnet_admins to
 // them. Only the admins: of a subnet block's fields they are the one an
 // update_subnet carries (type, cost schedule and sev_enabled are
 // Unclosable).
-func (*UpdateSubnet) Generate(d *Drift) (out []Generated, _ []string) {
+func generateUpdateSubnet(d *Drift) (out []Generated, _ []string) {
 	for _, s := range d.Fleet.Subnets {
 		facts := d.Chain.Subnets[s.ID]
 		if !facts.Found {

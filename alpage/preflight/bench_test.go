@@ -42,7 +42,7 @@ func BenchmarkEvaluateUpdateSubnet(b *testing.B) {
 		DKGDealingsPerBlock: ptr(uint64(1)), MaxIngressBytesPerMessage: ptr(uint64(1)), MaxIngressBytesPerBlock: ptr(uint64(1)),
 		MaxIngressMessagesPerBlock: ptr(uint64(1)), MaxBlockPayloadSize: ptr(uint64(1))}
 	p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: u}
-	live := &Snapshot{Subnet: subnetWith("v1", n1, n2)}
+	live := factsOf(kinds.UpdateSubnetFacts{Subnet: subnetWith("v1", n1, n2)})
 	names := map[string]string{n1: "n1", subnet: "app"}
 	for b.Loop() {
 		Evaluate(p, live, Options{Names: names})

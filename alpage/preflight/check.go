@@ -24,13 +24,13 @@ type Options struct {
 
 // Evaluate runs the preflight of p over live state. It is pure: everything it
 // reads is in live. PayloadSHA256 is left for the caller to fill in.
-func Evaluate(p *config.Proposal, live *Snapshot, opts Options) Report {
+func Evaluate(p *config.Proposal, live Live, opts Options) Report {
 	var (
 		checks []Check
 		noop   bool
 	)
-	if p.Body != nil {
-		checks, noop = p.Body.Check(live, kinds.Options{Force: opts.Force, ForApply: opts.ForApply})
+	if k := kinds.Of(string(p.Kind)); k != nil && p.Body != nil {
+		checks, noop = k.Check(p.Body, live.Facts, kinds.Options{Force: opts.Force, ForApply: opts.ForApply})
 	} else {
 		checks = []Check{{Severity: Refused, Message: fmt.Sprintf("kind %q has no preflight", p.Kind)}}
 	}
@@ -85,8 +85,8 @@ func NamesOf(r *config.Resources) map[string]string {
 // human-readable name"); a block name wins over a label.
 func withLabels(names map[string]string, p *config.Proposal) map[string]string {
 	var refs []kinds.NodeRef
-	if l, ok := p.Body.(kinds.Labeled); ok {
-		refs = l.Labeled()
+	if k := kinds.Of(string(p.Kind)); k != nil && p.Body != nil {
+		refs = k.Labels(p.Body)
 	}
 	out, cloned := names, false
 	for _, r := range refs {

@@ -32,6 +32,9 @@ func subnetWith(version string, nodes ...string) *nns.SubnetRecord {
 	return rec
 }
 
+// factsOf is what a preflight read: f, the facts of the proposal's kind.
+func factsOf(f kinds.Facts) Live { return Live{Facts: f} }
+
 func refs(ids ...string) []kinds.NodeRef {
 	out := make([]kinds.NodeRef, len(ids))
 	for i, n := range ids {
@@ -77,21 +80,21 @@ func dump(r Report) string {
 
 func TestMembershipRules(t *testing.T) {
 	type4 := int32(7)
-	live := func() *Snapshot {
-		return &Snapshot{Subnet: subnetWith("v1", n1, n2), Nodes: map[string]NodeFacts{
+	live := func() kinds.MembershipFacts {
+		return kinds.MembershipFacts{Subnet: subnetWith("v1", n1, n2), Nodes: map[string]NodeFacts{
 			n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {},
 			id("unread"): {Err: "timeout"}, id("engine-node"): {Registered: true, RewardType: &type4},
 		}}
 	}
 	type11 := int32(6)
-	engineLive := func() *Snapshot {
+	engineLive := func() kinds.MembershipFacts {
 		s := live()
 		s.Subnet.SubnetType, _ = nns.SubnetTypeNamed("cloud_engine")
 		s.Nodes[n3] = NodeFacts{Registered: true, RewardType: &type11}
 		s.Nodes[id("engine-node")] = NodeFacts{Registered: true, RewardType: &type4}
 		return s
 	}
-	sevLive := func(chip bool) *Snapshot {
+	sevLive := func(chip bool) kinds.MembershipFacts {
 		s := live()
 		on := true
 		s.Subnet.Features = &nns.SubnetFeatures{SevEnabled: &on}
@@ -101,7 +104,7 @@ func TestMembershipRules(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		add, remove []string
-		live        *Snapshot
+		live        kinds.MembershipFacts
 		want        expect
 	}{
 		{"adding a free node and removing a member is ready", []string{n3}, []string{n1}, live(),
@@ -134,11 +137,11 @@ func TestMembershipRules(t *testing.T) {
 			expect{VerdictReady, map[Severity][]string{OK: {"node " + n3 + " is registered and in no subnet"}}}},
 		{"an unreadable node is a warning", []string{id("unread")}, nil, live(),
 			expect{VerdictReady, map[Severity][]string{Warning: {"timeout"}}}},
-		{"an unknown subnet is refused", []string{n3}, nil, &Snapshot{},
+		{"an unknown subnet is refused", []string{n3}, nil, kinds.MembershipFacts{},
 			expect{VerdictRefused, map[Severity][]string{Refused: {"not in the registry"}}}},
 	} {
 		p := &config.Proposal{Name: "m", Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(tc.add...), Remove: refs(tc.remove...)}}
-		tc.want.assert(t, tc.name, Evaluate(p, tc.live, Options{}))
+		tc.want.assert(t, tc.name, Evaluate(p, factsOf(tc.live), Options{}))
 	}
 }
 
@@ -168,7 +171,7 @@ func TestDeployGuestOSRules(t *testing.T) {
 			expect{VerdictReady, map[Severity][]string{Note: {"release name unavailable (dashboard down)"}}}},
 	} {
 		p := &config.Proposal{Name: "d", Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: tc.target}}
-		tc.want.assert(t, tc.name, Evaluate(p, &Snapshot{Subnet: subnetWith("v1"), Version: tc.version}, tc.opts))
+		tc.want.assert(t, tc.name, Evaluate(p, factsOf(kinds.DeployGuestOSFacts{Subnet: subnetWith("v1"), Version: tc.version}), tc.opts))
 	}
 }
 
@@ -180,13 +183,13 @@ func TestUpdateSubnetRules(t *testing.T) {
 	for i := range fiftyOne {
 		fiftyOne[i] = fmt.Sprintf("key-%d", i)
 	}
-	live := func() *Snapshot {
+	live := func() kinds.UpdateSubnetFacts {
 		rec := subnetWith("v1", n1)
 		rec.MaxNumberOfCanisters = 100
 		rec.SSHReadonlyAccess = []string{"key-a", "key-b"}
 		rec.Features = &nns.SubnetFeatures{HTTPRequests: true, SevEnabled: &off}
 		rec.SubnetType, _ = nns.SubnetTypeNamed("application")
-		return &Snapshot{Subnet: rec}
+		return kinds.UpdateSubnetFacts{Subnet: rec}
 	}
 	for _, tc := range []struct {
 		name string
@@ -217,7 +220,7 @@ func TestUpdateSubnetRules(t *testing.T) {
 		u := tc.u
 		u.SubnetID = subnet
 		p := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &u}
-		tc.want.assert(t, tc.name, Evaluate(p, live(), Options{}))
+		tc.want.assert(t, tc.name, Evaluate(p, factsOf(live()), Options{}))
 	}
 	// The stored record carries query limits and fields alp does not
 	// model: the limits are inherited (noted), a field inside a declared
@@ -232,26 +235,26 @@ func TestUpdateSubnetRules(t *testing.T) {
 		Note:    {"resource_limits.maximum_query_instructions is inherited: the payload sends its live value (20000000000)", "resource_limits.maximum_query_walltime_seconds is inherited: the payload sends its live value (40)"},
 		Refused: {"the live resource_limits carries field 5, which alp does not model and cannot send", "would reset it"},
 	}}.assert(t, "an unmodelled part of resource_limits is refused",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &limits}, stored, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &limits}, factsOf(stored), Options{}))
 	halt := kinds.UpdateSubnet{SubnetID: subnet, IsHalted: ptr(true)}
 	expect{VerdictReady, map[Severity][]string{OK: {"is_halted: false → true"}}}.assert(t, "unmodelled fields of blocks not sent are untouched",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &halt}, stored, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &halt}, factsOf(stored), Options{}))
 	withAdmin := live()
 	withAdmin.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
 	withAdmin.Subnet.SubnetAdmins = []principal.Principal{principal.MustDecode(n1)}
 	drop := kinds.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
 	expect{VerdictFlagged, map[Severity][]string{Flagged: {"subnet_admins drops 1 existing admin(s) (" + n1 + ")"}}}.assert(t, "dropping an admin is flagged",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &drop}, withAdmin, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &drop}, factsOf(withAdmin), Options{}))
 
 	rented := live()
 	rented.Subnet.CanisterCyclesCostSchedule = nns.CostSchedule{Free: &struct{}{}}
 	u := kinds.UpdateSubnet{SubnetID: subnet, SubnetAdmins: &[]string{n2}}
 	expect{VerdictReady, map[Severity][]string{OK: {"subnet_admins: [] → [" + n2 + "]"}}}.assert(t, "admins on a rented subnet are ready",
-		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &u}, rented, Options{}))
+		Evaluate(&config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Body: &u}, factsOf(rented), Options{}))
 }
 
 func TestRemoveNodesRules(t *testing.T) {
-	live := &Snapshot{Nodes: map[string]NodeFacts{n1: {Registered: true, MemberOf: subnet}, n2: {Registered: true}, n3: {}}}
+	live := factsOf(map[string]NodeFacts{n1: {Registered: true, MemberOf: subnet}, n2: {Registered: true}, n3: {}})
 	for _, tc := range []struct {
 		name  string
 		nodes []string
@@ -268,9 +271,9 @@ func TestRemoveNodesRules(t *testing.T) {
 
 func TestRemoveNodeOperatorsRules(t *testing.T) {
 	busy, idle, gone, blind := id("busy"), id("idle"), id("gone"), id("blind")
-	live := &Snapshot{Operators: map[string]OperatorFacts{
+	live := factsOf(map[string]OperatorFacts{
 		busy: {Registered: true, Nodes: []string{n1, n2}}, idle: {Registered: true}, gone: {}, blind: {Registered: true, NodesErr: "explorer down"},
-	}}
+	})
 	for _, tc := range []struct {
 		name string
 		ops  []string
@@ -298,7 +301,7 @@ func TestRemoveNodeProviderRules(t *testing.T) {
 		{"a provider with operators is flagged", ProviderFacts{Known: true, Operators: []string{id("op")}}, expect{VerdictFlagged, map[Severity][]string{Flagged: {"still has 1 operator(s)"}}}},
 	} {
 		p := &config.Proposal{Name: "p", Kind: config.KindRemoveNodeProvider, Body: &kinds.RemoveNodeProvider{NodeProviderID: np}}
-		tc.want.assert(t, tc.name, Evaluate(p, &Snapshot{Provider: tc.live}, Options{}))
+		tc.want.assert(t, tc.name, Evaluate(p, factsOf(tc.live), Options{}))
 	}
 }
 
@@ -336,14 +339,14 @@ func TestMessagesNameTheIdsTheConfigNames(t *testing.T) {
 }
 
 func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
-	live := &Snapshot{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}}}
+	live := kinds.MembershipFacts{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}}}
 	p := &config.Proposal{Name: "p", Kind: config.KindMembership, Body: &kinds.Membership{
 		SubnetID: subnet,
 		Add:      []kinds.NodeRef{{ID: n3, Label: "the Geneva spare"}},
 		Remove:   []kinds.NodeRef{{ID: n1, Label: "ignored: a block names it"}},
 	}}
 	names := map[string]string{n1: "node_01"}
-	r := Evaluate(p, live, Options{Names: names})
+	r := Evaluate(p, factsOf(live), Options{Names: names})
 	out := dump(r)
 	if !strings.Contains(out, "node the Geneva spare ("+n3+")") || !strings.Contains(out, "node node_01 ("+n1+")") {
 		t.Fatalf("labels not used as names:\n%s", out)
@@ -351,7 +354,7 @@ func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
 	if len(names) != 1 {
 		t.Fatalf("the caller's names were changed: %v", names)
 	}
-	r = Evaluate(&config.Proposal{Name: "r", Kind: config.KindRemoveNodes, Body: &kinds.RemoveNodes{Nodes: []kinds.NodeRef{{ID: n3, Label: "spare"}}}}, live, Options{})
+	r = Evaluate(&config.Proposal{Name: "r", Kind: config.KindRemoveNodes, Body: &kinds.RemoveNodes{Nodes: []kinds.NodeRef{{ID: n3, Label: "spare"}}}}, factsOf(live.Nodes), Options{})
 	if out := dump(r); !strings.Contains(out, "node spare ("+n3+")") {
 		t.Fatalf("a remove_nodes label with no names at all:\n%s", out)
 	}
@@ -377,32 +380,32 @@ func TestEveryFailingCheckOfAProposalIsReportedNotOnlyTheFirst(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    *config.Proposal
-		live *Snapshot
+		live kinds.Facts
 		want []string // one fragment per failing check, in order
 	}{
 		{"a membership change of a subnet the registry lacks still judges the nodes it adds",
 			&config.Proposal{Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n4, id("gone")), Remove: refs(n1)}},
-			&Snapshot{Nodes: elsewhere},
+			kinds.MembershipFacts{Nodes: elsewhere},
 			[]string{"subnet " + subnet + " is not in the registry", n4 + " is a member of another subnet", id("gone") + " is not registered"}},
 		{"a node that sits in another subnet and has no chip is told both",
 			&config.Proposal{Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n4)}},
-			&Snapshot{Subnet: sev, Nodes: elsewhere},
+			kinds.MembershipFacts{Subnet: sev, Nodes: elsewhere},
 			[]string{n4 + " is a member of another subnet", n4 + " has no chip id"}},
 		{"a deploy to a subnet the registry lacks still says the version is not elected",
 			&config.Proposal{Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: "v3"}},
-			&Snapshot{},
+			kinds.DeployGuestOSFacts{},
 			[]string{"subnet " + subnet + " is not in the registry", "version v3 is not elected"}},
 		{"an operator whose record could not be read is still asked about its nodes",
 			&config.Proposal{Kind: config.KindRemoveNodeOperators, Body: &kinds.RemoveNodeOperators{Operators: []string{busy}}},
-			&Snapshot{Operators: map[string]OperatorFacts{busy: {RegisteredErr: "timeout", Nodes: []string{n1}}}},
+			map[string]OperatorFacts{busy: {RegisteredErr: "timeout", Nodes: []string{n1}}},
 			[]string{"operator " + busy + " still owns 1 node(s)"}},
 		{"a provider governance does not know is still checked for operators",
 			&config.Proposal{Kind: config.KindRemoveNodeProvider, Body: &kinds.RemoveNodeProvider{NodeProviderID: id("provider")}},
-			&Snapshot{Provider: ProviderFacts{Operators: []string{id("op")}}},
+			ProviderFacts{Operators: []string{id("op")}},
 			[]string{"does not know node provider", "still has 1 operator(s)"}},
 	} {
 		tc.p.Name = "p"
-		got := failing(Evaluate(tc.p, tc.live, Options{}))
+		got := failing(Evaluate(tc.p, factsOf(tc.live), Options{}))
 		ok := len(got) == len(tc.want)
 		for i := 0; ok && i < len(got); i++ {
 			ok = strings.Contains(got[i], tc.want[i])
@@ -420,7 +423,7 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 	p := &config.Proposal{Name: "m", Kind: config.KindMembership, Range: at(3),
 		Body:   &kinds.Membership{SubnetID: subnet, Add: refs(n3, n4, id("gone"))},
 		Places: map[string]hcl.Range{"subnet_id": at(5), subnet: at(5), n3: at(6), n4: at(7), id("gone"): at(8)}}
-	live := &Snapshot{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {Err: "timeout"}}}
+	live := factsOf(kinds.MembershipFacts{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {Err: "timeout"}}})
 	r := Evaluate(p, live, Options{})
 	want := map[string]string{n3: "", n4: "proposals.hcl:7", id("gone"): ""} // ok and a warning name no place
 	for _, c := range r.Checks {
@@ -433,14 +436,14 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 	if !strings.Contains(b.String(), "refused  proposals.hcl:7: node "+n4+" is a member of another subnet") {
 		t.Errorf("the rendering does not lead the refused check with its place:\n%s", b.String())
 	}
-	r = Evaluate(p, &Snapshot{}, Options{})
+	r = Evaluate(p, factsOf(kinds.MembershipFacts{}), Options{})
 	if r.Checks[0].At != "proposals.hcl:5" {
 		t.Errorf("the missing subnet's check at %q, want its subnet_id's place", r.Checks[0].At)
 	}
 	u := &config.Proposal{Name: "u", Kind: config.KindUpdateSubnet, Range: at(3),
 		Body:   &kinds.UpdateSubnet{SubnetID: subnet, Features: &kinds.Features{SevEnabled: true}},
 		Places: map[string]hcl.Range{"features.sev_enabled": at(9)}}
-	for _, c := range Evaluate(u, &Snapshot{Subnet: subnetWith("v1")}, Options{}).Checks {
+	for _, c := range Evaluate(u, factsOf(kinds.UpdateSubnetFacts{Subnet: subnetWith("v1")}), Options{}).Checks {
 		if c.Severity == Refused && c.At != "proposals.hcl:9" {
 			t.Errorf("the sev_enabled refusal at %q, want the field's place", c.At)
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/ic/nns"
@@ -64,51 +65,87 @@ type operatorLister interface {
 // parallel bounds concurrent reads of subnet records.
 const parallel = 8
 
-// Run fetches what p needs, evaluates it and fills in the payload hash.
-func (f *Fetcher) Run(ctx context.Context, p *config.Proposal, opts Options) (Report, error) {
-	if _, err := proposal.Build(p); err != nil {
-		return Report{}, err
+// Run builds decl's payload against the live state read at one registry
+// version (its kind's LiveSubnet's record), checks it there, and reports
+// (alp plan).
+func (f *Fetcher) Run(ctx context.Context, decl *config.Proposal, opts Options) (Report, error) {
+	k := kinds.Of(string(decl.Kind))
+	if decl.Body == nil || k == nil {
+		return Report{}, fmt.Errorf("proposal %q: kind %q has no block to check", decl.Name, decl.Kind)
 	}
-	live, err := f.Fetch(ctx, p)
+	pf, v, err := f.pin(ctx)
 	if err != nil {
-		return Report{}, fmt.Errorf("preflight %s: %w", p.Name, err)
+		return Report{}, fmt.Errorf("preflight %s: %w", decl.Name, err)
 	}
 	// The payload planned is the one built against the records read, at
 	// the version the report pins.
-	built, err := proposal.BuildLive(p, proposal.Live{Subnet: live.SubnetPB})
+	var live proposal.Live
+	if subnet := k.LiveSubnet(decl.Body); subnet != "" {
+		if live.Subnet, err = SubnetRecord(ctx, pf.Registry, subnet, 0); err != nil {
+			return Report{}, fmt.Errorf("preflight %s: read subnet %s, which the payload inherits from: %w", decl.Name, subnet, err)
+		}
+	}
+	p, err := proposal.BuildLive(decl, live)
 	if err != nil {
 		return Report{}, err
 	}
-	r := Evaluate(p, live, opts)
-	r.PayloadSHA256 = built.PayloadSHA256
-	r.Parts = built.Parts()
+	return pf.check(ctx, p, decl, v, opts)
+}
+
+// Check checks p, the proposal as built (alp apply's, against the
+// version it pinned), against the live state read at one registry
+// version; decl is its declaration, which says where each finding is
+// written.
+func (f *Fetcher) Check(ctx context.Context, p *proposal.Proposal, decl *config.Proposal, opts Options) (Report, error) {
+	pf, v, err := f.pin(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("preflight %s: %w", p.Name, err)
+	}
+	return pf.check(ctx, p, decl, v, opts)
+}
+
+// check fetches what p's kind reads, evaluates it, and fills in the
+// payload p carries.
+func (f *Fetcher) check(ctx context.Context, p *proposal.Proposal, decl *config.Proposal, version uint64, opts Options) (Report, error) {
+	k := kinds.Of(string(p.Kind))
+	if k == nil {
+		return Report{}, fmt.Errorf("proposal %q: kind %q has no preflight", p.Name, p.Kind)
+	}
+	facts, err := k.Fetch(ctx, p.Body, reader{f})
+	if err != nil {
+		return Report{}, fmt.Errorf("preflight %s: %w", p.Name, err)
+	}
+	r := Evaluate(decl, Live{RegistryVersion: version, Facts: facts}, opts)
+	r.PayloadSHA256 = p.PayloadSHA256
+	r.Parts = p.Parts()
 	return r, nil
 }
 
-// Fetch reads the live state p's preflight needs. The registry version is
-// read first, so a plan pins a version no newer than what it checked.
-func (f *Fetcher) Fetch(ctx context.Context, p *config.Proposal) (*Snapshot, error) {
+// Live is what one proposal's preflight read: the registry's latest
+// version when reading began, and the facts its kind fetched (of the
+// kind's own type).
+type Live struct {
+	RegistryVersion uint64
+	Facts           kinds.Facts
+}
+
+// pin reads the registry's latest version first, so a plan pins a version
+// no newer than what it checked, and is f reading every record at it: the
+// subnet record too, when the registry client can render it at a version
+// as get_subnet would (nns.RegistryClient.At).
+// get_node_operators_and_dcs_of_node_provider and list_node_providers are
+// Candid methods without a version: they read the latest.
+func (f *Fetcher) pin(ctx context.Context) (*Fetcher, uint64, error) {
 	v, err := f.Registry.GetLatestVersion(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	live := &Snapshot{RegistryVersion: v}
-	// Every record is read at v, the version the report prints and a plan
-	// file pins: the subnet record too, when the registry client can render
-	// it at a version as get_subnet would (nns.RegistryClient.At).
-	// get_node_operators_and_dcs_of_node_provider and list_node_providers
-	// are Candid methods without a version: they read the latest.
 	var reg Registry = registryAt{f.Registry, v}
 	if p, ok := f.Registry.(pinner); ok {
 		reg = p.At(v)
 	}
 	lister, _ := f.Registry.(operatorLister)
-	f = &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, nodesOf: lister}
-	if p.Body == nil {
-		return live, fmt.Errorf("proposal %q: kind %q has no block to check", p.Name, p.Kind)
-	}
-	err = p.Body.Fetch(ctx, reader{f}, live)
-	return live, err
+	return &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, nodesOf: lister}, v, nil
 }
 
 // reader is what a kind's Fetch reads through: the fetcher, pinned.

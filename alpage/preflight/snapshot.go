@@ -2,10 +2,9 @@ package preflight
 
 import "alpnib.dev/alpage/kinds"
 
-// The live state a preflight reads; a kind's Fetch fills in what its
-// Check needs (alpage/kinds).
+// What a kind's Fetch reads, by thing read; each kind's facts are of its
+// own type (alpage/kinds: MembershipFacts, DeployGuestOSFacts, …).
 type (
-	Snapshot      = kinds.Snapshot
 	NodeFacts     = kinds.NodeFacts
 	VersionFacts  = kinds.VersionFacts
 	OperatorFacts = kinds.OperatorFacts

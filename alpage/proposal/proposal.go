@@ -12,11 +12,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/state"
-	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 )
 
@@ -27,16 +27,15 @@ type Proposal struct {
 	Title   string
 	Summary string
 	URL     string
-	// Function is the NNS function an ExecuteNnsFunction proposal runs; zero
-	// for remove_node_provider, which is a native governance action.
+	// Shape is the shape of the action its kind makes; Function is the
+	// NNS function an ExecuteNnsFunction proposal runs, zero for a native
+	// governance action (remove_node_provider's).
+	Shape    kinds.Shape
 	Function nns.NnsFunction
 	Topic    nns.Topic
 	// Payload is the Candid encoding of the payload: the registry method's
-	// argument, or for remove_node_provider the AddOrRemoveNodeProvider record.
+	// argument, or a native action's record (AddOrRemoveNodeProvider).
 	Payload []byte
-	// Value is the payload's Go value: what Payload is the Candid
-	// encoding of (what the dry run seeds from, without decoding it).
-	Value any
 	// PayloadSHA256 is lowercase hex sha256 of Payload, what state.json pins.
 	PayloadSHA256 string
 	// DeclaredSHA256 is the sha256 of the payload the declaration alone
@@ -50,10 +49,17 @@ type Proposal struct {
 	// Action is the MakeProposal action carrying the payload.
 	Action *nns.ProposalActionRequest
 	// Body is the declared block of the proposal's kind.
-	Body kinds.Kind
+	Body kinds.Body
 	// built is the kind's payload, for rendering.
-	built kinds.Built
+	built *kinds.Built
 }
+
+// builds counts the payloads built in this process (Builds).
+var builds atomic.Uint64
+
+// Builds is how many payloads this process has built: a command builds
+// each proposal's once (a test reads it).
+func Builds() uint64 { return builds.Load() }
 
 // Live is what a payload inherits from the live registry: the record of
 // the subnet the kind names (kinds.Kind.LiveSubnet).
@@ -65,46 +71,23 @@ func Build(p *config.Proposal) (*Proposal, error) { return BuildLive(p, Live{}) 
 
 // BuildLive is Build with the payload built against live.
 func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
-	if p.Body == nil {
+	k := kinds.Of(string(p.Kind))
+	if p.Body == nil || k == nil {
 		return nil, fmt.Errorf("proposal %q: kind %q has no block to build", p.Name, p.Kind)
 	}
-	built, err := p.Body.Build(live)
+	builds.Add(1)
+	built, err := k.Build(p.Body, live)
 	if err != nil {
 		return nil, fmt.Errorf("proposal %q: %w", p.Name, err)
 	}
-	value := built.Payload()
-	payload, err := candid.Marshal(value)
-	if err != nil {
-		return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
-	}
-	fn := p.Body.Function()
 	out := &Proposal{
 		Name: p.Name, Kind: p.Kind, Title: p.Title, Summary: p.Summary, URL: p.URL,
-		Function: fn, Payload: payload, Value: value, PayloadSHA256: sha256Hex(payload), Body: p.Body, built: built,
+		Shape: k.Shape(), Function: k.Shape().Function, Topic: built.Topic, Action: built.Action,
+		Payload: built.Payload, PayloadSHA256: sha256Hex(built.Payload), DeclaredSHA256: sha256Hex(built.Declared),
+		Body: p.Body, built: built,
 	}
-	out.DeclaredSHA256 = out.PayloadSHA256
-	if i, ok := built.(kinds.Inheritor); ok {
-		if out.DeclaredSHA256, err = hashOf(i.Declared()); err != nil {
-			return nil, fmt.Errorf("proposal %q: encode payload: %w", p.Name, err)
-		}
-	}
-	if f, ok := built.(kinds.FormerEncoder); ok {
-		for _, v := range f.Former() {
-			sum, err := hashOf(v)
-			if err != nil {
-				return nil, fmt.Errorf("proposal %q: encode payload as an earlier release did: %w", p.Name, err)
-			}
-			out.FormerSHA256 = append(out.FormerSHA256, sum)
-		}
-	}
-	switch native, ok := built.(kinds.NativeAction); {
-	case fn != nns.FunctionUnspecified:
-		out.Topic = fn.Topic()
-		out.Action = &nns.ProposalActionRequest{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(fn), Payload: payload}}
-	case ok:
-		out.Topic, out.Action = native.Topic(), native.Action()
-	default:
-		return nil, fmt.Errorf("proposal %q: kind %q runs no NNS function and makes no native action", p.Name, p.Kind)
+	for _, f := range built.Former {
+		out.FormerSHA256 = append(out.FormerSHA256, sha256Hex(f))
 	}
 	return out, nil
 }
@@ -112,15 +95,6 @@ func BuildLive(p *config.Proposal, live Live) (*Proposal, error) {
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// hashOf is the sha256 of v's Candid encoding.
-func hashOf(v any) (string, error) {
-	b, err := candid.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return sha256Hex(b), nil
 }
 
 // Pins reports whether sum is the hash of this declaration's payload:
@@ -161,21 +135,18 @@ func (p *Proposal) DeclaredToRecord() string {
 // the registry replaces whole and what the live record carries beyond
 // the payload; nil for other kinds.
 func (p *Proposal) Parts() []Part {
-	if l, ok := p.built.(kinds.PartLister); ok {
-		return l.Parts()
+	if p.built == nil {
+		return nil
 	}
-	return nil
+	return p.built.Parts
 }
 
-// MakeProposal is the manage_neuron command that submits p from neuron.
-func (p *Proposal) MakeProposal(neuron uint64) *nns.ManageNeuronRequest {
+// Request is the MakeProposal command that submits p: the one request
+// both the dry run and the submission send (governance's manage_neuron
+// wraps it with the neuron).
+func (p *Proposal) Request() nns.MakeProposalRequest {
 	title := p.Title
-	return &nns.ManageNeuronRequest{
-		ID: &nns.NeuronID{ID: neuron},
-		Command: &nns.ManageNeuronCommandRequest{MakeProposal: &nns.MakeProposalRequest{
-			URL: p.URL, Title: &title, Summary: p.Summary, Action: p.Action,
-		}},
-	}
+	return nns.MakeProposalRequest{URL: p.URL, Title: &title, Summary: p.Summary, Action: p.Action}
 }
 
 // Render writes what a person reviews before submitting p.
@@ -185,11 +156,14 @@ func (p *Proposal) Render(w io.Writer) {
 	if p.Function != nns.FunctionUnspecified {
 		fmt.Fprintf(w, "  action:   ExecuteNnsFunction %s (%d)\n", p.Function, int32(p.Function))
 	} else {
-		fmt.Fprintf(w, "  action:   AddOrRemoveNodeProvider\n")
+		action, _, _ := strings.Cut(p.Shape.Path, ".")
+		fmt.Fprintf(w, "  action:   %s\n", action)
 	}
 	fmt.Fprintf(w, "  topic:    %s (%d)\n", p.Topic, int32(p.Topic))
 	fmt.Fprintf(w, "  payload:  sha256 %s (%d bytes)\n", p.PayloadSHA256, len(p.Payload))
-	p.built.Render(w)
+	if p.built != nil {
+		p.built.Render(w)
+	}
 	if p.URL != "" {
 		fmt.Fprintf(w, "  url:      %s\n", p.URL)
 	}

@@ -121,13 +121,16 @@ func TestTheSamePayloadAlwaysHashesTheSame(t *testing.T) {
 	}
 }
 
-func TestMakeProposalCarriesTitleSummaryURLAndNeuron(t *testing.T) {
+// The request is the one both the dry run and the submission send
+// (governance's client wraps it in manage_neuron with the neuron).
+func TestTheRequestCarriesTitleSummaryURLAndTheAction(t *testing.T) {
 	p := build(t, loadFixture(t), "add-n2")
-	req := p.MakeProposal(42)
-	mp := req.Command.MakeProposal
-	if req.ID.ID != 42 || *mp.Title != "Add n2 to app1" || mp.Action != p.Action {
-		t.Fatalf("request = %+v", req)
+	p.URL, p.Summary = "https://forum.example/t/1", "Why."
+	mp := p.Request()
+	if *mp.Title != "Add n2 to app1" || mp.Action != p.Action || mp.URL != p.URL || mp.Summary != p.Summary {
+		t.Fatalf("request = %+v", mp)
 	}
+	req := nns.ManageNeuronRequest{NeuronIDOrSubaccount: &nns.NeuronIDOrSubaccount{NeuronID: &nns.NeuronID{ID: 42}}, Command: &nns.ManageNeuronCommandRequest{MakeProposal: &mp}}
 	if _, err := candid.Marshal(req); err != nil {
 		t.Fatalf("manage_neuron request does not encode: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/dryrun"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/planfile"
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/proposal"
@@ -157,10 +158,6 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if decl == nil {
 		return fmt.Errorf("proposal %q is not declared in %s", name, g.configPath)
 	}
-	p, err := proposal.Build(decl)
-	if err != nil {
-		return err
-	}
 	host, _ := g.resolveHost(cfg)
 	neuron, ok, err := g.resolveNeuron(cfg)
 	if err != nil {
@@ -178,7 +175,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if o.json {
 		summary = stderr
 	}
-	report := applyJSON{Name: p.Name, Kind: string(p.Kind), PayloadSHA256: p.PayloadSHA256,
+	report := applyJSON{Name: decl.Name, Kind: string(decl.Kind),
 		Principal: id.Sender().String(), Neuron: neuron, Host: host}
 	// stop ends an apply a check stopped: exit 2, and the JSON says why.
 	stop := func(err error) error {
@@ -216,7 +213,11 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		return err
 	}
 	gov := nns.GovernanceClient{Caller: ag}
-	if p, err = buildAgainstLive(ctx, reg, decl, plan); err != nil {
+	// The payload is built once, against the pinned version (the plan's
+	// when there is one), and that proposal is what the dry run, preflight
+	// and the submission are handed.
+	p, err := buildAgainstLive(ctx, reg, decl, plan)
+	if err != nil {
 		return err
 	}
 	report.PayloadSHA256 = p.PayloadSHA256
@@ -289,8 +290,8 @@ func pinLatest(ctx context.Context, reg nns.RegistryClient) (pinnedRegistry, err
 // refuses unless that is reg's), else at reg's.
 func buildAgainstLive(ctx context.Context, reg pinnedRegistry, decl *config.Proposal, plan *planfile.Entry) (*proposal.Proposal, error) {
 	subnet := ""
-	if decl.Body != nil {
-		subnet = decl.Body.LiveSubnet()
+	if k := kinds.Of(string(decl.Kind)); k != nil && decl.Body != nil {
+		subnet = k.LiveSubnet(decl.Body)
 	}
 	if subnet == "" {
 		return proposal.Build(decl)
@@ -409,10 +410,12 @@ type applyPreflight struct {
 	f     *preflight.Fetcher
 }
 
-func (a applyPreflight) Preflight(ctx context.Context, _ *proposal.Proposal) (*submit.Preflight, error) {
+// Preflight checks p, the proposal apply built and submits, against live
+// state at the pinned version.
+func (a applyPreflight) Preflight(ctx context.Context, p *proposal.Proposal) (*submit.Preflight, error) {
 	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
 	defer cancel()
-	r, err := a.f.Run(ctx, a.decl, preflight.Options{ForApply: true, Force: a.force, Names: a.names})
+	r, err := a.f.Check(ctx, p, a.decl, preflight.Options{ForApply: true, Force: a.force, Names: a.names})
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +431,7 @@ type applySubmit struct{ gov nns.GovernanceClient }
 func (s applySubmit) Submit(ctx context.Context, p *proposal.Proposal, neuron uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, applySubmitTimeout)
 	defer cancel()
-	id, err := s.gov.MakeProposal(ctx, neuron, *p.MakeProposal(neuron).Command.MakeProposal)
+	id, err := s.gov.MakeProposal(ctx, neuron, p.Request())
 	if err == nil {
 		applyAfterSubmit()
 	}

@@ -17,6 +17,7 @@ import (
 	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/devnet"
 	"alpnib.dev/alpage/kinds"
+	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/localnet"
 	"alpnib.dev/ic/localnet/governance"
 	"alpnib.dev/ic/localnet/registry"
@@ -160,5 +161,32 @@ func TestImportReadsTheInheritedRecordAtTheVersionItRead(t *testing.T) {
 	}
 	if got := loadStateFile(t, imported).Proposals["grow-app1"]; got == nil || got.PayloadSHA256 != applied.PayloadSHA256 || strings.Contains(errOut, "differs") {
 		t.Errorf("import recorded %+v (%s), apply %+v: want the payload apply submitted, built at the version import read", got, errOut, applied)
+	}
+}
+
+// apply builds each payload once, against the registry version it pinned,
+// and hands that one proposal to the dry run, preflight and the
+// submission (it built it four times: offline first, then against the
+// live record, and twice more inside preflight).
+func TestApplyBuildsThePayloadOnce(t *testing.T) {
+	startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"halt-app1", "submit\n", []string{"--yes"}}, // update_subnet: inherits from the live record
+		{"add-node-08", "submit\n", []string{"--yes"}},
+		{"drop-node-12", "", nil}, // dry run only
+	} {
+		before := proposal.Builds()
+		args := append([]string{"apply", tc.name, "--config", applyConfig, "--state", statePath}, tc.args...)
+		if out, errOut, err := runAlp(t, tc.stdin, args...); err != nil {
+			t.Fatalf("apply %s: %v\n%s%s", tc.name, err, out, errOut)
+		}
+		if n := proposal.Builds() - before; n != 1 {
+			t.Errorf("apply %s %v built the payload %d times, want once", tc.name, tc.args, n)
+		}
 	}
 }
