@@ -29,6 +29,9 @@ func main() {
 		fmt.Println("nibrun-init", version.String())
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == enterTenantArg {
+		enterTenant(os.Args[2:])
+	}
 	if os.Getpid() != 1 {
 		fmt.Fprintln(os.Stderr, "nibrun-init: this is the init of a nibrunner guest and runs only as PID 1 inside a microVM; run `nibrun-init version` to see its version")
 		os.Exit(2)

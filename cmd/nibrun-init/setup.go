@@ -173,7 +173,11 @@ func stackRoot(cfg guest.Config) (string, error) {
 	}
 	_ = os.MkdirAll(newRoot, 0o755)
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(lowers, ":"), upper, work)
-	if err := unix.Mount("overlay", newRoot, "overlay", 0, opts); err != nil {
+	// nosuid: a set-user-ID bit or a file capability in the tenant's own
+	// layers or volume gives nothing (the tenant runs as 65534 and keeps
+	// to it); nodev: a device node there opens nothing (/dev is the
+	// kernel's devtmpfs, mounted on its own below).
+	if err := unix.Mount("overlay", newRoot, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return "", fmt.Errorf("mount overlay (%s): %w", opts, err)
 	}
 	for _, m := range []struct{ src, dst, fs string }{
@@ -209,7 +213,9 @@ func mountImage(dev, dst string, readOnly bool) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	var flags uintptr = unix.MS_NODEV
+	// The images are the tenant's: what they carry is never a device nor
+	// a set-user-ID program here, whatever their modes say.
+	var flags uintptr = unix.MS_NODEV | unix.MS_NOSUID
 	if readOnly {
 		flags |= unix.MS_RDONLY
 	}

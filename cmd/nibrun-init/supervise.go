@@ -80,8 +80,9 @@ func exitCode(ws unix.WaitStatus) int {
 	return ws.ExitStatus()
 }
 
-// start launches the tenant chrooted into the stacked root as 65534:65534 in
-// its own session, with its output piped to the host.
+// start launches the tenant in its own session, with its output piped to
+// the host, through the init's own binary (enterTenant): chrooted into the
+// stacked root as 65534:65534 with no_new_privs and an empty bounding set.
 func (s *supervisor) start() (int, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -99,19 +100,14 @@ func (s *supervisor) start() (int, error) {
 		wd = "/"
 	}
 	attr := &os.ProcAttr{
-		Dir:   wd,
 		Env:   s.cfg.Environ(),
 		Files: []*os.File{null, outW, errW},
-		Sys: &syscall.SysProcAttr{
-			Chroot:     s.root,
-			Credential: &syscall.Credential{Uid: guest.TenantUID, Gid: guest.TenantGID, Groups: []uint32{}},
-			Setsid:     true,
-		},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
 	}
-	argv := append([]string{s.cfg.Program}, s.cfg.Args...)
+	argv := append([]string{os.Args[0], enterTenantArg, s.root, wd, filepath.Clean(s.cfg.Program)}, s.cfg.Args...)
 	s.mirrored.Store(0)
 	s.mu.Lock()
-	p, err := os.StartProcess(filepath.Clean(s.cfg.Program), argv, attr)
+	p, err := os.StartProcess("/proc/self/exe", argv, attr)
 	if err == nil {
 		s.pid = p.Pid
 	}
