@@ -70,7 +70,7 @@ and are adopted by the next serve.
 	cmd.Flags().StringVar(&configPath, "config", "", "host configuration file (default $NIBRUNNER_CONFIG or /etc/nibrunner/config.toml)")
 	cmd.Flags().StringVar(&vmmKind, "vmm", "qemu", "what runs guests: qemu (microVMs) or fake (local processes)")
 	cmd.Flags().Uint64Var(&reserveMiB, "reserve-mib", 1024, "memory kept back for the host itself when admitting guests")
-	cmd.Flags().BoolVar(&userNetwork, "user-network", false, "give QEMU guests user-mode networking with their host ports on loopback instead of taps and nftables (hosts without root networking)")
+	cmd.Flags().BoolVar(&userNetwork, "user-network", false, "for development and tests on hosts without root networking: QEMU guests get user-mode networking (restricted) instead of taps and nftables; their host ports are forwarded on 127.0.0.1 and they reach nothing else, neither the host nor the Internet")
 	return cmd
 }
 

@@ -165,7 +165,10 @@ func (m machine) args(bootTime int64) []string {
 		}
 		a = append(a, "-netdev", nd, "-device", "virtio-net-device,netdev=n0,mac="+mac)
 	case m.UserNet:
-		fwd := []string{"user", "id=n0"}
+		// restrict=on: slirp routes nothing the guest sends to the host
+		// or beyond (10.0.2.2 is not the host's loopback any more); the
+		// hostfwd forwards, the platform's own, still reach the guest.
+		fwd := []string{"user", "id=n0", "restrict=on"}
 		if s.Network.HostPort > 0 && s.HTTPPort > 0 {
 			fwd = append(fwd, fmt.Sprintf("hostfwd=tcp:127.0.0.1:%d-:%d", s.Network.HostPort, s.HTTPPort))
 			for i, p := range s.Ports {

@@ -227,6 +227,11 @@ func TestAGuestWithoutATapHasNoNetworkUnlessUserNetworkingIsOn(t *testing.T) {
 	if !strings.Contains(a, "hostfwd=tcp:127.0.0.1:21016-:3000") || m.endpoint() != "127.0.0.1:21016" {
 		t.Errorf("user networking: %s, endpoint %s", a, m.endpoint())
 	}
+	// Restricted: the guest reaches neither the host (10.0.2.2) nor
+	// beyond; the forwards still reach it.
+	if !strings.Contains(a, "-netdev user,id=n0,restrict=on,hostfwd=") {
+		t.Errorf("user networking is not restricted: %s", a)
+	}
 }
 
 func TestTheMachineHashChangesWithTheMemorySizeAndTheAccelerator(t *testing.T) {

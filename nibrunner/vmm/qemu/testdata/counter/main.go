@@ -6,13 +6,16 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -20,6 +23,16 @@ func main() {
 		fmt.Println("counter exits with", code)
 		c, _ := strconv.Atoi(code)
 		os.Exit(c)
+	}
+	if os.Getenv("PRINT_STATUS") == "1" {
+		// Run by /exec as a set-user-ID copy of itself: who it became.
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Printf("euid=%d\n%s", os.Geteuid(), b)
+		return
 	}
 	if os.Getenv("SPIN") == "1" {
 		// The CPU benchmark's tenant: a vCPU that never idles.
@@ -128,6 +141,28 @@ func main() {
 			return
 		}
 		_, _ = w.Write(b)
+	})
+	// /exec?path=P runs P with PRINT_STATUS=1 and answers its output.
+	http.HandleFunc("/exec", func(w http.ResponseWriter, r *http.Request) {
+		cmd := exec.Command(r.URL.Query().Get("path"))
+		cmd.Env = append(os.Environ(), "PRINT_STATUS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			http.Error(w, fmt.Sprintf("%v: %s", err, out), 500)
+			return
+		}
+		_, _ = w.Write(out)
+	})
+	// /dial?addr=A opens a TCP connection to A (3 s at most) and says
+	// "connected" or why not.
+	http.HandleFunc("/dial", func(w http.ResponseWriter, r *http.Request) {
+		c, err := net.DialTimeout("tcp", r.URL.Query().Get("addr"), 3*time.Second)
+		if err != nil {
+			fmt.Fprint(w, err)
+			return
+		}
+		c.Close()
+		fmt.Fprint(w, "connected")
 	})
 	fmt.Println("counter listening on", os.Getenv("PORT"))
 	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {
