@@ -150,7 +150,7 @@ func Markdown() []byte {
 // fileNotes is a paragraph under a file's heading.
 var fileNotes = map[string]string{
 	"proposals.hcl": "`alp plan --generate --out FILE` writes the proposal blocks that close the drift between the declared resources and the live registry " +
-		"(membership, deploy_guestos, update_subnet for subnet admins, remove_nodes, remove_node_operators, remove_node_provider), in the order they must execute, " +
+		"(" + generatedKinds() + "), in the order they must execute, " +
 		"each with its title and summary written and its `url` left empty for the forum thread. Review them, append them to proposals.hcl, and `alp apply` each in order; " +
 		"drift no proposal closes (a region, a chip id, a subnet type) is a note instead, and drift a declared proposal not yet executed, or an open one, already closes is not generated again.",
 }
@@ -168,4 +168,16 @@ func releaseIndex(r string) int {
 		}
 	}
 	return len(Releases)
+}
+
+// generatedKinds names, from the table of kinds, each kind --generate
+// proposes.
+func generatedKinds() string {
+	var out []string
+	for _, k := range kinds.All {
+		if k.Docs()[0].Generates != "" {
+			out = append(out, k.Name())
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -140,7 +140,7 @@ type defined[B any, P any, F any, PB interface {
 func (k *defined[B, P, F, PB]) Name() string { return k.d.Name }
 
 func (k *defined[B, P, F, PB]) Docs() []BlockDoc {
-	first := BlockDoc{Header: k.d.Name + " { }", Since: k.d.Since, Doc: k.d.Doc, Formerly: k.d.Formerly, Type: reflect.TypeFor[B]()}
+	first := BlockDoc{Header: k.d.Name + " { }", Since: k.d.Since, Doc: k.d.Doc, Formerly: k.d.Formerly, Type: reflect.TypeFor[B](), Generates: k.d.Generates}
 	return append([]BlockDoc{first}, k.d.Nested...)
 }
 

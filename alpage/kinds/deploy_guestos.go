@@ -19,7 +19,7 @@ type DeployGuestOS struct {
 
 // deployGuestOS is the kind: deploy_guestos_to_all_subnet_nodes.
 var deployGuestOS = Define(Def[DeployGuestOS, nns.DeployGuestosToAllSubnetNodesPayload, DeployGuestOSFacts]{
-	Name: "deploy_guestos", Since: "v0.1.0",
+	Name: "deploy_guestos", Generates: "for a subnet whose nodes are declared to run an elected version it does not", Since: "v0.1.0",
 	Doc:     "Nested in a proposal of kind \"deploy_guestos\": deploy_guestos_to_all_subnet_nodes.",
 	OnChain: Execute[nns.DeployGuestosToAllSubnetNodesPayload](nns.FunctionDeployGuestosToAllSubnetNodes),
 	Changes: func(p nns.DeployGuestosToAllSubnetNodesPayload) []Change {

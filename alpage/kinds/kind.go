@@ -171,6 +171,9 @@ type Def[B any, P any, F any] struct {
 	// nested in it.
 	Since, Doc, Formerly string
 	Nested               []BlockDoc
+	// Generates says what drift `alp plan --generate` proposes the kind
+	// for ("for declared subnet admins"), as its help lists the kinds.
+	Generates string
 	// OnChain is how a payload travels on-chain (Execute or Native).
 	OnChain OnChain[P]
 	// Changes is what an on-chain payload of the kind changes.
@@ -285,6 +288,8 @@ type BlockDoc struct {
 	// Formerly notes an earlier name of the block.
 	Formerly string
 	Type     reflect.Type
+	// Generates (a kind's block) says what drift --generate proposes it for.
+	Generates string
 }
 
 // NodeRef is an add, remove (membership) or node (remove_nodes) block.

@@ -22,7 +22,7 @@ type Membership struct {
 
 // membership is the kind: change_subnet_membership.
 var membership = Define(Def[Membership, nns.ChangeSubnetMembershipPayload, MembershipFacts]{
-	Name: "membership", Since: "v0.3.0", Formerly: "resize",
+	Name: "membership", Generates: "for nodes declared in a subnet they are not in, or out of one they are in", Since: "v0.3.0", Formerly: "resize",
 	Doc: "Nested in a proposal of kind \"membership\": change_subnet_membership. Holds add/remove node blocks. Renamed from resize in v0.3.0; a config written for v0.2.0 or earlier must rename the block and its kind.",
 	Nested: []BlockDoc{{Header: `add / remove { }`, Since: "v0.1.0", Type: reflect.TypeFor[NodeRef](),
 		Doc: "Inside a membership block: a node to add to or remove from the subnet."}},

@@ -19,7 +19,7 @@ type RemoveNodeOperators struct {
 
 // removeNodeOperators is the kind: remove_node_operators.
 var removeNodeOperators = Define(Def[RemoveNodeOperators, nns.RemoveNodeOperatorsPayload, map[string]OperatorFacts]{
-	Name: "remove_node_operators", Since: "v0.5.0",
+	Name: "remove_node_operators", Generates: "for node operators declared decommissioned", Since: "v0.5.0",
 	Doc:      "Nested in a proposal of kind \"remove_node_operators\": deletes node operator records. The registry silently skips an operator that still owns nodes, so deregister its nodes first; preflight checks this.",
 	OnChain:  Execute[nns.RemoveNodeOperatorsPayload](nns.FunctionRemoveNodeOperators),
 	Changes:  removeOperatorsChanges,

@@ -19,7 +19,7 @@ type RemoveNodeProvider struct {
 // removeNodeProvider is the kind: the native action AddOrRemoveNodeProvider
 // with change ToRemove, and no other change.
 var removeNodeProvider = Define(Def[RemoveNodeProvider, nns.AddOrRemoveNodeProvider, ProviderFacts]{
-	Name: "remove_node_provider", Since: "v0.5.0",
+	Name: "remove_node_provider", Generates: "for a node provider declared decommissioned", Since: "v0.5.0",
 	Doc: "Nested in a proposal of kind \"remove_node_provider\": removes a node provider. Unlike the other kinds this is a native governance action rather than an ExecuteNnsFunction. Governance rejects a provider it does not know, and removing one that still has operators orphans them; preflight checks both.",
 	OnChain: Native(nns.TopicParticipantManagement,
 		nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToRemove: &nns.NodeProvider{}}},

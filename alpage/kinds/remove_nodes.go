@@ -17,7 +17,7 @@ type RemoveNodes struct {
 
 // removeNodes is the kind: remove_nodes.
 var removeNodes = Define(Def[RemoveNodes, nns.RemoveNodesPayload, map[string]NodeFacts]{
-	Name: "remove_nodes", Since: "v0.5.0",
+	Name: "remove_nodes", Generates: "for nodes declared decommissioned", Since: "v0.5.0",
 	Doc:     "Nested in a proposal of kind \"remove_nodes\": deregisters nodes, freeing their operators' allowance. Holds one node block per node. The registry rejects a node that is still a subnet member, so remove it from its subnet first; preflight checks this before the proposal is cut.",
 	OnChain: Execute[nns.RemoveNodesPayload](nns.FunctionRemoveNodes),
 	Changes: func(p nns.RemoveNodesPayload) []Change {

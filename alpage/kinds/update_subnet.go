@@ -50,7 +50,7 @@ type ResourceLimits struct {
 
 // updateSubnet is the kind: update_subnet (UPDATE_CONFIG_OF_SUBNET).
 var updateSubnet = Define(Def[UpdateSubnet, nns.UpdateSubnetPayload, UpdateSubnetFacts]{
-	Name: "update_subnet", Since: "v0.5.0",
+	Name: "update_subnet", Generates: "for declared subnet admins", Since: "v0.5.0",
 	Doc: "Nested in a proposal of kind \"update_subnet\": update_subnet (UPDATE_CONFIG_OF_SUBNET). Changes a subnet's configuration record. Every field is optional and an omitted one is left untouched on-chain, so a proposal changes exactly what it declares. Preflight diffs every declared field against the current record. Two payload fields are not settings here: subnet_type, which the registry asserts is unchanged, and a sev_enabled change, which it rejects outright.",
 	Nested: []BlockDoc{
 		{Header: `features { }`, Since: "v0.5.0", Type: reflect.TypeFor[Features](),

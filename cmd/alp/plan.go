@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/planfile"
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/alpage/state"
@@ -40,20 +41,7 @@ explorer and the dashboard are labelled as such.
 sha256 and the registry version it was checked against; alp apply FILE
 refuses when either has moved since.
 
---generate writes the proposals that close the drift between the declared
-resources and the live registry, as proposal blocks, to --out FILE (else
-stdout): membership for nodes declared in a subnet they are not in, or out of
-one they are in; deploy_guestos for a subnet whose nodes are declared to run an
-elected version it does not; update_subnet for declared subnet admins;
-remove_nodes, remove_node_operators and remove_node_provider for what is
-declared decommissioned. They come in the order they must execute (a comment
-names what each waits on), titled and summarized as DFINITY's operators write
-them, with url left for the forum thread. Each one that waits on none is
-preflighted: one preflight refuses, or a no-op, is left out with a note, and so
-is what waits on it. Drift no proposal closes (a region,
-a chip id, a subnet type) is a note on stderr. Drift a declared proposal not
-yet executed, or an open one in governance, already closes is not generated
-again. Review the blocks, append them to proposals.hcl, and alp apply each.
+` + wrap(`--generate writes the proposals that close the drift between the declared resources and the live registry, as proposal blocks, to --out FILE (else stdout): `+generatedKinds()+`. They come in the order they must execute (a comment names what each waits on), titled and summarized as DFINITY's operators write them, with url left for the forum thread. Each one that waits on none is preflighted: one preflight refuses, or a no-op, is left out with a note, and so is what waits on it. Drift no proposal closes (a region, a chip id, a subnet type) is a note on stderr. Drift a declared proposal not yet executed, or an open one in governance, already closes is not generated again. Review the blocks, append them to proposals.hcl, and alp apply each.`, 78) + `
 
 Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 1 on error; with --generate, 0 unless it failed.`,
@@ -229,4 +217,36 @@ func renderPlan(w io.Writer, paint term.Painter, reports []preflight.Report) err
 	}
 	_, err := fmt.Fprintf(w, "\nplan: %d proposal(s): %s\n", len(reports), strings.Join(parts, ", "))
 	return err
+}
+
+// generatedKinds lists, from the table of kinds, each kind --generate
+// proposes and for what drift.
+func generatedKinds() string {
+	var out []string
+	for _, k := range kinds.All {
+		if g := k.Docs()[0].Generates; g != "" {
+			out = append(out, k.Name()+" "+g)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// wrap breaks text into lines of at most width columns, at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(text) {
+		switch {
+		case i == 0:
+		case line+1+len([]rune(w)) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len([]rune(w))
+	}
+	return b.String()
 }
