@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/ic/nns"
 )
@@ -37,6 +38,11 @@ func Compare(p *proposal.Proposal, o Observation) Comparison {
 			return c
 		case fn != p.Function:
 			c.KindMismatch = fmt.Sprintf("proposal %d runs %s, but %q is a %s proposal (%s)", o.ProposalID, got, p.Name, p.Kind, functionName(p.Function))
+			return c
+		case kinds.ShapeOf(o.Action) != p.Shape:
+			// the same function, or the same native action, with another
+			// change: AddOrRemoveNodeProvider's ToAdd is not a removal
+			c.KindMismatch = fmt.Sprintf("proposal %d makes the action %s, but %q is a %s proposal (%s)", o.ProposalID, kinds.ShapeOf(o.Action), p.Name, p.Kind, p.Shape)
 			return c
 		}
 		// Import reads the live record, so the payload it holds against

@@ -95,3 +95,22 @@ func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// A native action is compared by its shape: adding the provider a
+// remove_node_provider declares is another kind's proposal, though both
+// are AddOrRemoveNodeProvider.
+func TestImportTellsAnAdditionFromTheRemovalOfAProvider(t *testing.T) {
+	id := principal.SelfAuthenticating([]byte("np"))
+	p, err := proposal.Build(&config.Proposal{Name: "drop-np", Kind: config.KindRemoveNodeProvider, Title: "t",
+		Body: &kinds.RemoveNodeProvider{NodeProviderID: id.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := &nns.Action{AddOrRemoveNodeProvider: &nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToAdd: &nns.NodeProvider{ID: &id}}}}
+	if got := Compare(p, Observation{ProposalID: 9, Source: FromGovernance, Action: add}); !strings.Contains(got.KindMismatch, "makes the action AddOrRemoveNodeProvider.Change.ToAdd, but \"drop-np\" is a remove_node_provider proposal") {
+		t.Errorf("an addition imported as a removal: %+v", got)
+	}
+	if got := Compare(p, Observation{ProposalID: 9, Source: FromGovernance, Action: p.Action}); got.KindMismatch != "" || got.PayloadDiffers != "" || got.Uncompared != "" {
+		t.Errorf("the removal itself: %+v", got)
+	}
+}
