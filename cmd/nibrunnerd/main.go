@@ -10,9 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"alpnib.dev/internal/version"
+	"alpnib.dev/nibrunner/jail"
 )
 
 func main() {
+	// The daemon starts each jailed program by running this binary again
+	// as its launcher (nibrunner/jail), before anything else.
+	if jail.IsLauncher(os.Args) {
+		os.Exit(jail.RunLauncher(os.Args))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

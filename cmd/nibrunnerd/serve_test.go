@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/slot"
@@ -28,6 +29,10 @@ import (
 // TestMain lets the fake VMM run its guests as this test binary (serve
 // --vmm fake runs them as nibrunnerd itself).
 func TestMain(m *testing.M) {
+	// This binary is the jail's launcher too, as nibrunnerd's main is.
+	if jail.IsLauncher(os.Args) {
+		os.Exit(jail.RunLauncher(os.Args))
+	}
 	runFlipperIfAsked()
 	fake.RunGuestIfAsked()
 	os.Exit(m.Run())

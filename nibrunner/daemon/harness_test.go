@@ -26,6 +26,7 @@ import (
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/export"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/store"
@@ -35,6 +36,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// This binary is the jail's launcher too, as nibrunnerd's main is.
+	if jail.IsLauncher(os.Args) {
+		os.Exit(jail.RunLauncher(os.Args))
+	}
 	fake.RunGuestIfAsked()
 	if dir := os.Getenv("NIBRUN_TEST_DAEMON_DIR"); dir != "" {
 		os.Exit(runDaemonProcess(dir))

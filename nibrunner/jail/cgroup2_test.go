@@ -32,6 +32,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// Before the PID 1 case: the launcher's program is PID 1 of its own
+	// namespace.
+	if jail := launcherTestMain(); jail >= 0 {
+		os.Exit(jail)
+	}
 	switch {
 	case os.Getpid() == 1:
 		os.Exit(guestInit(m))

@@ -15,8 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LauncherArg is the hidden first argument that makes a binary importing
-// this package the launcher of one jailed VMM instead of itself.
+// LauncherArg is the hidden first argument that asks a binary calling
+// IsLauncher and RunLauncher from its main (nibrunnerd; a test binary's
+// TestMain) to be the launcher of one jailed program instead of itself.
 const LauncherArg = "__nibrunner-jail"
 
 // Plan is everything the launcher needs, handed over as JSON on its
@@ -34,9 +35,21 @@ type Plan struct {
 	Identity    Identity `json:"identity"`
 	// Groups are the supplementary groups (the shared one; kvm's).
 	Groups []int `json:"groups"`
-	// Program and Args are the VMM's command line, Args without argv[0].
+	// Program and Args are the VMM's command line, Args without argv[0];
+	// Env its whole environment (none of the daemon's).
 	Program string   `json:"program"`
 	Args    []string `json:"args"`
+	Env     []string `json:"env,omitempty"`
+	// Handed is how many files the caller hands over from fd 3 on
+	// (exec.Cmd's ExtraFiles); every descriptor above them is closed at
+	// the exec, whatever the daemon inherited.
+	Handed int `json:"handed"`
+	// Rlimits are the program's RLIMIT_NOFILE and RLIMIT_FSIZE, soft and
+	// hard alike; both must be finite.
+	Rlimits Rlimits `json:"rlimits"`
+	// OOMScoreAdj is written to the program's oom_score_adj (OOMScoreAdj
+	// gives the VMM's).
+	OOMScoreAdj int `json:"oomScoreAdj"`
 }
 
 // Namespaces are the namespaces every jailed VMM runs in; a VMM handed its
@@ -55,6 +68,12 @@ const NetNS = unix.CLONE_NEWNET
 func Command(p Plan, newNet bool) (*exec.Cmd, error) {
 	if p.Identity.UID <= 0 || p.Identity.GID <= 0 {
 		return nil, fmt.Errorf("jail: refusing to run a VMM as uid %d gid %d", p.Identity.UID, p.Identity.GID)
+	}
+	if err := p.Rlimits.check(); err != nil {
+		return nil, err
+	}
+	if p.OOMScoreAdj < -1000 || p.OOMScoreAdj > 1000 {
+		return nil, fmt.Errorf("jail: oom_score_adj %d is outside -1000…1000", p.OOMScoreAdj)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -76,21 +95,32 @@ func Command(p Plan, newNet bool) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-func init() {
-	if len(os.Args) < 3 || os.Args[1] != LauncherArg {
-		return
+// IsLauncher reports whether args (os.Args) ask this process to be a
+// launcher: its main then calls RunLauncher before anything else.
+func IsLauncher(args []string) bool {
+	return len(args) >= 3 && args[1] == LauncherArg
+}
+
+// RunLauncher is the launcher's entry point, called from a main (or a
+// TestMain) with os.Args when IsLauncher says so: it builds the jail the
+// plan in args[2] describes and execs its program, so it returns only
+// the exit code of a failure, which it has told on stderr.
+func RunLauncher(args []string) int {
+	if !IsLauncher(args) {
+		fmt.Fprintf(os.Stderr, "jail: the launcher runs as %s %s PLAN\n", args[0], LauncherArg)
+		return 127
 	}
-	// Capability bounding sets and the like are per thread: everything
-	// below runs on the thread that execs.
+	// Capability bounding sets, no_new_privs and seccomp filters are per
+	// thread: everything below runs on the thread that execs.
 	runtime.LockOSThread()
 	var p Plan
-	if err := json.Unmarshal([]byte(os.Args[2]), &p); err != nil {
+	if err := json.Unmarshal([]byte(args[2]), &p); err != nil {
 		fmt.Fprintf(os.Stderr, "jail: decode the plan: %v\n", err)
-		os.Exit(127)
+		return 127
 	}
 	err := launch(p)
 	fmt.Fprintf(os.Stderr, "jail: %v\n", err)
-	os.Exit(127)
+	return 127
 }
 
 // launch builds the jail p describes and execs its VMM; it returns only on
@@ -100,9 +130,28 @@ func launch(p Plan) error {
 	// 027 would shut the guest's uid out of the paths to its own files);
 	// what QEMU then makes is its uid's alone.
 	unix.Umask(0)
+	if err := p.Rlimits.check(); err != nil {
+		return err
+	}
+	filter, err := Filter()
+	if err != nil {
+		return err
+	}
 	// Read while the host's /proc is still there.
 	last, err := lastCap()
 	if err != nil {
+		return err
+	}
+	// Nothing the daemon inherited reaches the program: every descriptor
+	// past the handed ones is closed at the exec (close-on-exec now, so
+	// the Go runtime's own keep working until then).
+	if err := unix.CloseRange(uint(3+p.Handed), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("mark the inherited descriptors close-on-exec: %w", err)
+	}
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(p.OOMScoreAdj)), 0); err != nil {
+		return fmt.Errorf("set oom_score_adj %d: %w", p.OOMScoreAdj, err)
+	}
+	if err := p.Rlimits.set(); err != nil {
 		return err
 	}
 	for _, f := range p.CgroupProcs {
@@ -119,7 +168,15 @@ func launch(p Plan) error {
 	}
 	unix.Umask(0o077)
 	argv := append([]string{p.Program}, p.Args...)
-	return fmt.Errorf("exec %s: %w", p.Program, unix.Exec(p.Program, argv, []string{}))
+	env := p.Env
+	if env == nil {
+		env = []string{}
+	}
+	// The filter goes last: from here on this thread makes only the exec.
+	if err := installFilter(filter); err != nil {
+		return err
+	}
+	return fmt.Errorf("exec %s: %w", p.Program, unix.Exec(p.Program, argv, env))
 }
 
 // buildRoot mounts a tmpfs over p.Root, binds p's paths into it at their

@@ -145,6 +145,14 @@ func (v *VMM) prepareJail(m machine, restoring bool) (jailed, error) {
 		// cgroup beside the RAM it fills: lowered once the guest runs.
 		l = l.WhileSnapshotting(m.memMiB())
 	}
+	vol, err := os.Stat(m.Volume)
+	if err != nil {
+		return jailed{}, fmt.Errorf("jail %s: %w", m.Spec.AppID, err)
+	}
+	daemonAdj, err := jail.SelfOOMScoreAdj()
+	if err != nil {
+		return jailed{}, err
+	}
 	procs, err := v.cgroups.Create(m.Spec.AppID, l)
 	if err != nil {
 		return jailed{}, err
@@ -152,6 +160,10 @@ func (v *VMM) prepareJail(m machine, restoring bool) (jailed, error) {
 	return jailed{id: id, net: m.Spec.Network.Tap != "", plan: jail.Plan{
 		Root: filepath.Join(v.cfg.RuntimeDir, jailRootDir), Binds: binds, CgroupProcs: procs,
 		Identity: id, Groups: groups, Program: v.cfg.QEMU,
+		// QEMU writes the volume in place and a sleep's state; the
+		// console is not a file it writes.
+		Rlimits:     jail.Rlimits{NoFile: jail.NoFile, FileSize: jail.FileSizeFor(int64(m.memMiB())<<20, vol.Size())},
+		OOMScoreAdj: jail.OOMScoreAdjAbove(daemonAdj),
 	}}, nil
 }
 

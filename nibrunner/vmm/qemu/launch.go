@@ -119,7 +119,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 		return nil, fmt.Errorf("open QEMU's log for %s: %w", spec.AppID, err)
 	}
 	defer logf.Close()
-	cmd, err := v.command(m, args, incoming != "")
+	cmd, err := v.command(m, args, incoming != "", len(files))
 	if err != nil {
 		v.unjail(spec.AppID, rec, 0)
 		return nil, err
@@ -176,8 +176,9 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	return g, nil
 }
 
-// command is the jailed QEMU of m with args.
-func (v *VMM) command(m machine, args []string, restoring bool) (*exec.Cmd, error) {
+// command is the jailed QEMU of m with args, handed files open from fd 3
+// on.
+func (v *VMM) command(m machine, args []string, restoring bool, handed int) (*exec.Cmd, error) {
 	if v.unjailed {
 		// The benchmark's peer: the launch of the builds before the jail.
 		cmd := exec.Command(v.cfg.QEMU, args...)
@@ -188,7 +189,7 @@ func (v *VMM) command(m machine, args []string, restoring bool) (*exec.Cmd, erro
 	if err != nil {
 		return nil, err
 	}
-	j.plan.Args = args
+	j.plan.Args, j.plan.Handed = args, handed
 	return jail.Command(j.plan, j.net)
 }
 
