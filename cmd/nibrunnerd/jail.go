@@ -39,7 +39,7 @@ func jailRangeStep(_ context.Context, in *hostconfig.Install) error {
 		return err
 	}
 	r := in.Config.JailRange()
-	in.Kept = append(in.Kept, fmt.Sprintf("the jail's uids %d…%d and gids %d…%d are no account's or group's", r.UIDBase, r.UIDBase+r.Count-1, r.GIDBase, r.SharedGID()))
+	in.Kept = append(in.Kept, fmt.Sprintf("the jail's uids %d…%d and gids %d…%d are no account's or group's", r.UIDBase, r.ToolID().UID, r.GIDBase, r.ToolID().GID))
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
@@ -214,6 +215,8 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		if err != nil {
 			return err
 		}
+		// What parses a tenant's ext4 on a grow runs jailed, as its guest.
+		local.Jail = &jail.Tool{Root: filepath.Join(cfg.Paths.RuntimeDir, ".jail"), ID: cfg.JailRange().ToolID()}
 		v, err := qemu.New(ctx, qemu.Config{Image: img, RuntimeDir: cfg.Paths.RuntimeDir, SnapshotDir: cfg.Paths.SnapshotDir, UserNetwork: userNetwork, Jail: jc})
 		if err != nil {
 			return err

@@ -18,7 +18,7 @@ type Identity struct {
 // uid UIDBase+n and gid GIDBase+n, for n below Count. SharedGID, one past
 // the per-slot gids, is the group that may read the files every guest
 // reads (the guest kernel, initrd, base image and layers); each guest's VMM
-// holds it as its one supplementary group.
+// holds it as its one supplementary group. ToolID follows both.
 type Range struct {
 	UIDBase int
 	GIDBase int
@@ -44,6 +44,12 @@ func (r Range) For(slot int) (Identity, error) {
 // SharedGID is the group of the files every guest reads.
 func (r Range) SharedGID() int { return r.GIDBase + r.Count }
 
+// ToolID is the uid and gid of the confined tools (Tool): one past the
+// slots' uids, and one past the shared gid. No guest runs as it.
+func (r Range) ToolID() Identity {
+	return Identity{UID: r.UIDBase + r.Count, GID: r.SharedGID() + 1}
+}
+
 // maxID is the largest id the range may reach: 2^32-1 is (uid_t)-1,
 // which means "unchanged" to setresuid, and ids from 2^31 trip tools that
 // hold them signed.
@@ -63,20 +69,21 @@ func (r Range) Check(passwd, group []byte) error {
 	if r.GIDBase <= 0 {
 		return fmt.Errorf("jail.gid_base %d: guests never run as gid 0, nor below; pick a free range such as %d", r.GIDBase, DefaultGIDBase)
 	}
-	if last := r.UIDBase + r.Count - 1; last > maxID {
+	tool := r.ToolID()
+	if last := tool.UID; last > maxID {
 		return fmt.Errorf("jail.uid_base %d: the last uid, %d, passes %d", r.UIDBase, last, maxID)
 	}
-	if last := r.SharedGID(); last > maxID {
+	if last := tool.GID; last > maxID {
 		return fmt.Errorf("jail.gid_base %d: the last gid, %d, passes %d", r.GIDBase, last, maxID)
 	}
-	if err := overlap("/etc/passwd", passwd, 2, r.UIDBase, r.UIDBase+r.Count-1, "jail.uid_base"); err != nil {
+	if err := overlap("/etc/passwd", passwd, 2, r.UIDBase, tool.UID, "jail.uid_base"); err != nil {
 		return err
 	}
 	// A passwd entry's primary group counts too: its files carry that gid.
-	if err := overlap("/etc/passwd", passwd, 3, r.GIDBase, r.SharedGID(), "jail.gid_base"); err != nil {
+	if err := overlap("/etc/passwd", passwd, 3, r.GIDBase, tool.GID, "jail.gid_base"); err != nil {
 		return err
 	}
-	return overlap("/etc/group", group, 2, r.GIDBase, r.SharedGID(), "jail.gid_base")
+	return overlap("/etc/group", group, 2, r.GIDBase, tool.GID, "jail.gid_base")
 }
 
 // overlap refuses an entry of file whose field (0-based) falls in lo…hi.

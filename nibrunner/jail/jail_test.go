@@ -29,7 +29,9 @@ func TestARangeIsRefusedWhenItHoldsZeroOrAHostAccountOrGroup(t *testing.T) {
 		{"gid zero", Range{UIDBase: 800000, GIDBase: 0, Count: 10}, "never run as gid 0"},
 		{"empty", Range{UIDBase: 800000, GIDBase: 800000, Count: 0}, "holds no id"},
 		{"an account's uid", Range{UIDBase: 900000, GIDBase: 800000, Count: 11}, `/etc/passwd line 4: "odd" has id 900010`},
-		{"just below an account", Range{UIDBase: 900000, GIDBase: 800000, Count: 10}, ""},
+		{"just below an account", Range{UIDBase: 900000, GIDBase: 800000, Count: 9}, ""},
+		{"the tools' uid is an account's", Range{UIDBase: 900000, GIDBase: 800000, Count: 10}, `"odd" has id 900010`},
+		{"the tools' gid is a group", Range{UIDBase: 800000, GIDBase: 900000, Count: 2}, `"clash" has id 900003`},
 		{"an account's primary group", Range{UIDBase: 800000, GIDBase: 900500, Count: 1}, `/etc/passwd line 5: "grouped" has id 900500`},
 		{"a group", Range{UIDBase: 800000, GIDBase: 900000, Count: 4}, `/etc/group line 3: "clash" has id 900003`},
 		{"the shared group is a group", Range{UIDBase: 800000, GIDBase: 900000, Count: 3}, `"clash" has id 900003`},
@@ -55,6 +57,9 @@ func TestEachSlotHasItsOwnIdentityInsideTheRange(t *testing.T) {
 	}
 	if r.SharedGID() != 700004 {
 		t.Fatalf("shared gid %d", r.SharedGID())
+	}
+	if tool := r.ToolID(); tool != (Identity{UID: 900004, GID: 700005}) {
+		t.Fatalf("the tools' identity %+v shares an id with a slot or the shared group", tool)
 	}
 	for _, s := range []int{-1, 4} {
 		if _, err := r.For(s); err == nil {

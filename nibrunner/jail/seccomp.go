@@ -89,7 +89,7 @@ var allowed = []uint32{
 	unix.SYS_CLOCK_GETTIME, unix.SYS_CLOCK_GETRES, unix.SYS_GETTIMEOFDAY, unix.SYS_TIMER_CREATE, unix.SYS_TIMER_SETTIME,
 	unix.SYS_TIMER_GETTIME, unix.SYS_TIMER_DELETE, unix.SYS_GETITIMER, unix.SYS_SETITIMER, unix.SYS_TIMES,
 	unix.SYS_GETRANDOM, unix.SYS_UNAME, unix.SYS_SYSINFO, unix.SYS_GETRUSAGE, unix.SYS_GETRLIMIT, unix.SYS_PRLIMIT64,
-	unix.SYS_GETCPU,
+	unix.SYS_GETCPU, unix.SYS_CAPGET,
 	// the launcher's exec, and QEMU's own -sandbox, which only narrows
 	unix.SYS_EXECVE, unix.SYS_PRCTL, unix.SYS_SECCOMP,
 }

@@ -27,6 +27,7 @@ import (
 
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/jail"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
 )
@@ -112,6 +113,11 @@ type Local struct {
 	Store store.Store // where initialContents archives are fetched from
 	// Tools: empty means look the program up on PATH, /usr/sbin and /sbin.
 	Mke2fs, Resize2fs, E2fsck string
+	// Jail, when set, confines the tools that parse what a tenant wrote
+	// (e2fsck and resize2fs on a grow): a guest with root in its microVM
+	// writes the volume's ext4 as it likes. nibrunnerd always sets it;
+	// nil runs them as this process.
+	Jail *jail.Tool
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -388,7 +394,7 @@ func (l *Local) grow(ctx context.Context, path string, size int64) error {
 	}
 	// resize2fs insists on a freshly checked filesystem. -p repairs only
 	// what is safe unattended; exit 1 means it fixed something, which is fine.
-	if out, err := run(ctx, e2fsck, "-f", "-p", path); err != nil {
+	if out, err := l.runOn(ctx, path, e2fsck, "-f", "-p", path); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			return fmt.Errorf("grow: check the filesystem first with e2fsck: %w: %s", err, out)
@@ -397,7 +403,7 @@ func (l *Local) grow(ctx context.Context, path string, size int64) error {
 	if err := os.Truncate(path, size); err != nil {
 		return fmt.Errorf("grow: %w", err)
 	}
-	if out, err := run(ctx, resize2fs, path); err != nil {
+	if out, err := l.runOn(ctx, path, resize2fs, path); err != nil {
 		return fmt.Errorf("grow: resize2fs: %w: %s", err, out)
 	}
 	return nil
@@ -408,6 +414,19 @@ func label(id string) string {
 		return id[:16]
 	}
 	return id
+}
+
+// runOn runs a tool that reads and writes the volume at path: in l's jail
+// when it has one. In the jail neither /proc/mounts nor /etc/mtab exists,
+// and EXT2FS_NO_MTAB_OK tells e2fsprogs that this means "not mounted"
+// (lib/ext2fs/ismounted.c), which holds: a volume is grown offline.
+func (l *Local) runOn(ctx context.Context, path, name string, args ...string) (string, error) {
+	if l.Jail == nil {
+		return run(ctx, name, args...)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	return l.Jail.Run(ctx, []string{path}, []string{"EXT2FS_NO_MTAB_OK=1"}, name, args...)
 }
 
 func run(ctx context.Context, name string, args ...string) (string, error) {
