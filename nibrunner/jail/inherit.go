@@ -36,9 +36,9 @@ const FileSizeMargin = 64 << 20
 //   - a volume, written in place at offsets below its size (it grows only
 //     while no VMM runs).
 //
-// FileSizeMargin is added on top. The bound is not the console's: a guest
-// could still write that much to its serial port, which is why QEMU does
-// not write the console to a file (it is a ring the daemon reads).
+// FileSizeMargin is added on top. The same bound holds QEMU's console
+// file (-serial file:), which is all it bounds there: a guest's root can
+// still write that much to its serial port.
 func FileSizeFor(memBytes int64, disks ...int64) uint64 {
 	largest := max(memBytes, 0) + max(memBytes, 0)/256
 	for _, d := range disks {

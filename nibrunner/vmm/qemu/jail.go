@@ -160,8 +160,8 @@ func (v *VMM) prepareJail(m machine, restoring bool) (jailed, error) {
 	return jailed{id: id, net: m.Spec.Network.Tap != "", plan: jail.Plan{
 		Root: filepath.Join(v.cfg.RuntimeDir, jailRootDir), Binds: binds, CgroupProcs: procs,
 		Identity: id, Groups: groups, Program: v.cfg.QEMU,
-		// QEMU writes the volume in place and a sleep's state; the
-		// console is not a file it writes.
+		// QEMU writes the volume in place, a sleep's state, and its
+		// console, which this bounds too.
 		Rlimits:     jail.Rlimits{NoFile: jail.NoFile, FileSize: jail.FileSizeFor(int64(m.memMiB())<<20, vol.Size())},
 		OOMScoreAdj: jail.OOMScoreAdjAbove(daemonAdj),
 	}}, nil

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/jail"
@@ -89,6 +92,25 @@ func newTwoGuests(t *testing.T) *twoGuests {
 func TestEachGuestRunsInAJailOfItsOwnAndCannotReachAnothersFiles(t *testing.T) {
 	testenv.RequireRoot(t)
 	nsenter := testenv.RequireCommand(t, "nsenter")
+	// A descriptor the daemon inherited from its parent (a script's pipe),
+	// open and not close-on-exec: no QEMU may hold it.
+	stray, strayW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stray.Close()
+	defer strayW.Close()
+	if _, err := unix.FcntlInt(stray.Fd(), unix.F_SETFD, 0); err != nil {
+		t.Fatal(err)
+	}
+	strayPipe, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", stray.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemonAdj, err := jail.SelfOOMScoreAdj()
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := newTwoGuests(t)
 	fa, fb, v, sa, sb, logs := w.fa, w.fb, w.v, w.sa, w.sb, &w.logs
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -133,6 +155,34 @@ func TestEachGuestRunsInAJailOfItsOwnAndCannotReachAnothersFiles(t *testing.T) {
 		}
 		if st["NoNewPrivs"] != "1" || st["Seccomp"] != "2" {
 			t.Errorf("%s's QEMU has NoNewPrivs %s and Seccomp %s, want 1 and 2", g.AppID, st["NoNewPrivs"], st["Seccomp"])
+		}
+		// Two filters: the launcher's allowlist, and QEMU's -sandbox.
+		if st["Seccomp_filters"] != "" && st["Seccomp_filters"] < "2" {
+			t.Errorf("%s's QEMU runs %s seccomp filters, want the launcher's and its own", g.AppID, st["Seccomp_filters"])
+		}
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", g.PID)); strings.TrimSpace(string(b)) != strconv.Itoa(jail.OOMScoreAdjAbove(daemonAdj)) || jail.OOMScoreAdjAbove(daemonAdj) <= daemonAdj {
+			t.Errorf("%s's QEMU has oom_score_adj %q, want %d, above the daemon's %d", g.AppID, strings.TrimSpace(string(b)), jail.OOMScoreAdjAbove(daemonAdj), daemonAdj)
+		}
+		limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", g.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			fmt.Sprintf(`Max open files\s+%d\s+%d\s`, jail.NoFile, jail.NoFile),
+			`Max file size\s+[0-9]+\s+[0-9]+\s+bytes`,
+		} {
+			if !regexp.MustCompile(want).Match(limits) {
+				t.Errorf("%s's QEMU's limits have no %q:\n%s", g.AppID, want, limits)
+			}
+		}
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", g.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", g.PID, f.Name())); l == strayPipe {
+				t.Errorf("%s's QEMU holds the daemon's inherited %s at fd %s", g.AppID, l, f.Name())
+			}
 		}
 		var host, its syscall.Stat_t
 		_ = syscall.Stat("/", &host)
