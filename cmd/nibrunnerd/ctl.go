@@ -50,15 +50,16 @@ func listenControl(path string) (l net.Listener, err error) {
 	return l, nil
 }
 
-// logFiles names an app's logs for the VMM that runs its guest: the
-// tenant's output, and the serial console of a VMM that has one.
+// logFiles names an app's logs for the VMM that runs its guest (looked up
+// through any wrapper, as [metrics] adds one): the tenant's output, and
+// the serial console of a VMM that has one.
 func logFiles(v vmm.VMM) func(app string) []control.LogFile {
 	return func(app string) []control.LogFile {
 		var files []control.LogFile
-		if c, ok := v.(interface{ ConsolePath(string) string }); ok {
+		if c, ok := vmm.As[vmm.ConsoleLogger](v); ok {
 			files = append(files, control.LogFile{Source: "console", Path: c.ConsolePath(app)})
 		}
-		if t, ok := v.(interface{ TenantLogPath(string) string }); ok {
+		if t, ok := vmm.As[vmm.TenantLogger](v); ok {
 			// The QEMU VMM rotates the tenant's log to .1 (vmm/qemu).
 			p := t.TenantLogPath(app)
 			files = append(files, control.LogFile{Source: "tenant", Path: p, Rotated: p + ".1"})

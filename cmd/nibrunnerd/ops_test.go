@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,6 +179,44 @@ func TestTheOperatorsCommandsRefuseAnUnknownOutputFormat(t *testing.T) {
 		cmd.SetArgs(append(args, "--output", "yaml", "--socket", "/nonexistent"))
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `--output "yaml": choose text or json`) {
 			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// With [metrics] on, serve wraps the VMM to count its starts; the logs are
+// still found through the wrapper (they were not: "keeps no logs").
+func TestLogsPrintTheAppsOutputWithMetricsOn(t *testing.T) {
+	_, cfgPath, _, _, app := fakeHost(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "[metrics]\nlisten_address = \"127.0.0.1\"\nport = %d\n", port)
+	f.Close()
+	serveInBackground(t, cfgPath, "fake")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := ctl("ps", "--config", cfgPath); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("ps never reached serve: %v", err)
+		}
+	}
+	evs := followEvents(t, cfgPath)
+	waitEvent(t, evs, app, control.VerbStarted, 30*time.Second)
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, err = ctl("logs", app, "--tail", "1", "--config", cfgPath)
+		if err == nil && strings.HasPrefix(out, "tenant  | fake guest "+app+" ") {
+			break
+		}
+		if err != nil && strings.Contains(err.Error(), "keeps no logs") || time.Now().After(deadline) {
+			t.Fatalf("logs --tail 1 with [metrics] on: %v\n%q", err, out)
 		}
 	}
 }

@@ -426,10 +426,14 @@ func openStreamer(ctx context.Context, section, url string, clk clock.Clock, mx 
 // waiting at most 10 s for a guest's answer (one that never answers thaws
 // by itself at its freeze's bound).
 func thawFrozen(ctx context.Context, v vmm.VMM) {
-	g, ok := v.(checkpoint.Guests)
+	f, ok := vmm.As[vmm.Freezer](v)
 	if !ok {
 		return
 	}
+	g := struct {
+		vmm.VMM
+		vmm.Freezer
+	}{v, f}
 	for app, err := range checkpoint.ThawRunning(ctx, g, 10*time.Second) {
 		log.Printf("nibrunnerd: thaw the volume of %s as the daemon starts: %v", app, err)
 	}

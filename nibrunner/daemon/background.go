@@ -124,7 +124,7 @@ func (d *Daemon) volumeToRead(ctx context.Context, id, app string) checkpoint.Vo
 		return false, nil
 	}
 	up, err := running(ctx)
-	f, can := d.deps.VMM.(vmm.Freezer)
+	f, can := vmm.As[vmm.Freezer](d.deps.VMM)
 	switch {
 	case (up || err != nil) && can:
 		// Unknown is treated as running: a freeze of a guest that is not

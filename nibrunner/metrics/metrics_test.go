@@ -205,11 +205,14 @@ func TestAnAppNoLongerReportedLosesItsSeries(t *testing.T) {
 }
 
 func TestInstrumentKeepsWhatTheVMMCanAlsoDo(t *testing.T) {
-	if _, ok := Instrument(freezerVMM{}, New()).(vmm.Freezer); !ok {
+	if _, ok := vmm.As[vmm.Freezer](Instrument(freezerVMM{}, New())); !ok {
 		t.Fatal("a VMM that can freeze volumes lost that when instrumented")
 	}
-	if _, ok := Instrument(stubVMM{}, New()).(vmm.Freezer); ok {
+	if _, ok := vmm.As[vmm.Freezer](Instrument(stubVMM{}, New())); ok {
 		t.Fatal("a VMM that cannot freeze gained it")
+	}
+	if _, ok := vmm.As[vmm.TenantLogger](Instrument(freezerVMM{}, New())); !ok {
+		t.Fatal("a VMM that keeps the tenant's log lost it when instrumented")
 	}
 }
 
@@ -217,6 +220,7 @@ type freezerVMM struct{ stubVMM }
 
 func (freezerVMM) FreezeVolume(context.Context, string) error { return nil }
 func (freezerVMM) ThawVolume(context.Context, string) error   { return nil }
+func (freezerVMM) TenantLogPath(app string) string            { return "/logs/" + app }
 
 // countingStore is a store whose counts the test sets.
 type countingStore struct {

@@ -10,13 +10,9 @@ import (
 // Instrument wraps v so that its starts, wakes and sleeps are counted and
 // timed: nibrunner_vm_start_duration_seconds (cold, restore),
 // nibrunner_wakes_total and nibrunner_sleeps_total. What v may also do
-// (vmm.Freezer) the wrapper does too.
+// (vmm.Freezer, its logs) is found through the wrapper with vmm.As.
 func Instrument(v vmm.VMM, m *Metrics) vmm.VMM {
-	i := &instrumented{VMM: v, m: m, now: time.Now}
-	if f, ok := v.(vmm.Freezer); ok {
-		return instrumentedFreezer{i, f}
-	}
-	return i
+	return &instrumented{VMM: v, m: m, now: time.Now}
 }
 
 type instrumented struct {
@@ -25,10 +21,8 @@ type instrumented struct {
 	now func() time.Time
 }
 
-type instrumentedFreezer struct {
-	*instrumented
-	vmm.Freezer
-}
+// Unwrap returns the VMM that i counts (vmm.Wrapper).
+func (i *instrumented) Unwrap() vmm.VMM { return i.VMM }
 
 func (i *instrumented) Start(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 	began := i.now()

@@ -217,3 +217,43 @@ type Freezer interface {
 // ErrFreezeRefused is wrapped by a FreezeVolume that froze nothing (see
 // Freezer).
 var ErrFreezeRefused = errors.New("the volume was not frozen")
+
+// ConsoleLogger is what a VMM with a serial console may also do: name the
+// file the app's guest console is written to.
+type ConsoleLogger interface {
+	ConsolePath(appID string) string
+}
+
+// TenantLogger is what a VMM may also do: name the file the app's own
+// stdout and stderr are written to.
+type TenantLogger interface {
+	TenantLogPath(appID string) string
+}
+
+// Wrapper is a VMM that adds to another (metrics.Instrument counts its
+// starts and sleeps). Unwrap returns the VMM it wraps.
+type Wrapper interface {
+	VMM
+	Unwrap() VMM
+}
+
+// As finds what v can also do (Freezer, ConsoleLogger, TenantLogger): v
+// itself when it is a T, else the first VMM down its chain of wrappers
+// that is one, as errors.As looks through wrapped errors. A capability
+// found under a wrapper runs without the wrapper; wrappers add only to the
+// methods of VMM itself. Look capabilities up with As, never with a type
+// assertion on a VMM that may be wrapped.
+func As[T any](v VMM) (T, bool) {
+	for v != nil {
+		if t, ok := v.(T); ok {
+			return t, true
+		}
+		w, ok := v.(Wrapper)
+		if !ok {
+			break
+		}
+		v = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
