@@ -62,10 +62,10 @@ func runFlipper() {
 	pairs = append(pairs, [2]string{"console.log", "console.alt"})
 	for {
 		for _, p := range pairs {
-			if err := unix.Renameat2(vm, p[0], vm, p[1], unix.RENAME_EXCHANGE); err != nil {
-				fmt.Fprintln(os.Stderr, "flipper:", err)
-				os.Exit(2)
-			}
+			// A pair that cannot be swapped now (an entry the daemon
+			// removed or replaced) is tried again on the next round: the
+			// flipper keeps on until it is killed.
+			unix.Renameat2(vm, p[0], vm, p[1], unix.RENAME_EXCHANGE)
 		}
 	}
 }
@@ -202,11 +202,14 @@ func TestAGuestsPlantedLinksAreNeverFollowedByServeOrLogs(t *testing.T) {
 	if err := flipper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	flipped := make(chan error, 1)
-	go func() { flipped <- flipper.Wait() }()
+	// flipDone closes once the flipper has ended (flipWaitErr says how),
+	// so both the check below and the cleanup may wait on it.
+	flipDone := make(chan struct{})
+	var flipWaitErr error
+	go func() { flipWaitErr = flipper.Wait(); close(flipDone) }()
 	defer func() {
 		flipper.Process.Kill()
-		<-flipped
+		<-flipDone
 	}()
 
 	daemonLog := &testenv.SyncBuffer{}
@@ -243,8 +246,8 @@ func TestAGuestsPlantedLinksAreNeverFollowedByServeOrLogs(t *testing.T) {
 			t.Fatalf("start %d: serve: %v", start, err)
 		}
 		select {
-		case err := <-flipped:
-			t.Fatalf("the flipper stopped: %v: %s", err, flipErr.String())
+		case <-flipDone:
+			t.Fatalf("the flipper stopped: %v: %s", flipWaitErr, flipErr.String())
 		default:
 		}
 	}
