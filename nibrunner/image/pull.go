@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,6 +29,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/internal/keylock"
 	"alpnib.dev/nibrunner/image/flatten"
 	"alpnib.dev/nibrunner/layer"
 )
@@ -109,8 +111,7 @@ type Puller struct {
 	transport http.RoundTripper
 	plain     map[string]bool
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks keylock.Map // per digest: one pull of an image at a time
 }
 
 // New checks the settings (credentials file, CA file, plain-HTTP
@@ -125,7 +126,7 @@ func New(opts Options) (*Puller, error) {
 	if opts.MaxUnpackedBytes == 0 {
 		opts.MaxUnpackedBytes = DefaultMaxUnpackedBytes
 	}
-	p := &Puller{opts: opts, plain: map[string]bool{}, locks: map[string]*sync.Mutex{}}
+	p := &Puller{opts: opts, plain: map[string]bool{}}
 	for _, r := range opts.PlainHTTP {
 		if !loopback(r) {
 			return nil, &Error{Reason: ReasonConfig, Sentence: fmt.Sprintf("plain HTTP is allowed only to a registry on this machine's loopback, not %q; give that registry TLS (and its CA in the CA file)", r)}
@@ -209,17 +210,7 @@ func (p *Puller) imageDir(digest string) string {
 	return filepath.Join(p.opts.CacheDir, "images", strings.Replace(digest, ":", "-", 1))
 }
 
-func (p *Puller) lock(digest string) func() {
-	p.mu.Lock()
-	l := p.locks[digest]
-	if l == nil {
-		l = &sync.Mutex{}
-		p.locks[digest] = l
-	}
-	p.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
+func (p *Puller) lock(digest string) func() { return p.locks.Lock(digest) }
 
 // Pull makes ref's linux/amd64 image ready as one squashfs, from the cache
 // when it was pulled before. progress, when set, is called from Pull's
@@ -336,7 +327,7 @@ func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress))
 		path string
 		err  error
 	}
-	var fetchedBytes sync.Map // not contended: one writer, read for progress
+	fetchedBytes := make([]atomic.Int64, len(manifest.Layers)) // per blob, so far; read for progress
 	results := make([]chan fetched, len(manifest.Layers))
 	for i := range results {
 		results[i] = make(chan fetched, 1)
@@ -351,7 +342,7 @@ func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress))
 		defer wg.Done()
 		for i, l := range manifest.Layers {
 			path := filepath.Join(stage, "blob-"+l.Digest.Hex)
-			err := fetchBlob(fctx, img, l, path, func(n int64) { fetchedBytes.Store(i, n) })
+			err := fetchBlob(fctx, img, l, path, fetchedBytes[i].Store)
 			results[i] <- fetched{path: path, err: err}
 			if err != nil {
 				return
@@ -360,7 +351,9 @@ func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress))
 	}()
 	fetchedSum := func() int64 {
 		var s int64
-		fetchedBytes.Range(func(_, v any) bool { s += v.(int64); return true })
+		for i := range fetchedBytes {
+			s += fetchedBytes[i].Load()
+		}
 		return s
 	}
 	prog.Phase = "layers"

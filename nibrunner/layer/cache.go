@@ -14,8 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
+	"alpnib.dev/internal/keylock"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
 )
@@ -29,8 +29,7 @@ type Cache struct {
 	// Mksquashfs is the packer's path; empty means look it up on PATH.
 	Mksquashfs string
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks keylock.Map // per object and per packed image
 }
 
 // NewCache keeps its files under dir (created if missing): objects/ holds
@@ -47,7 +46,7 @@ func NewCache(dir string, st store.Store) (*Cache, error) {
 	for _, e := range tmps {
 		_ = os.RemoveAll(filepath.Join(dir, "tmp", e.Name()))
 	}
-	return &Cache{dir: dir, store: st, locks: map[string]*sync.Mutex{}}, nil
+	return &Cache{dir: dir, store: st}, nil
 }
 
 // Prepare makes one layer ready to attach: fetched, verified, checked or
@@ -101,17 +100,7 @@ func (c *Cache) prepare(ctx context.Context, s Spec) (Image, error) {
 	return c.packed(ctx, s, obj)
 }
 
-func (c *Cache) lock(key string) func() {
-	c.mu.Lock()
-	m := c.locks[key]
-	if m == nil {
-		m = &sync.Mutex{}
-		c.locks[key] = m
-	}
-	c.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
+func (c *Cache) lock(key string) func() { return c.locks.Lock(key) }
 
 // object returns the path of the verified object for s, fetching it when the
 // cache does not hold a trustworthy copy.

@@ -22,9 +22,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
+	"alpnib.dev/internal/keylock"
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/jail"
@@ -119,8 +119,7 @@ type Local struct {
 	// nil runs them as this process.
 	Jail *jail.Tool
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks keylock.Map // per volume
 }
 
 // NewLocal opens the backend on dir, making it if missing and clearing
@@ -138,7 +137,7 @@ func NewLocal(dir string, st store.Store) (*Local, error) {
 			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	l := &Local{Dir: dir, Store: st, locks: map[string]*sync.Mutex{}}
+	l := &Local{Dir: dir, Store: st}
 	l.dropFinishedSeeds()
 	return l, nil
 }
@@ -160,20 +159,7 @@ func (l *Local) Converge(ctx context.Context, spec Spec) (Volume, error) {
 
 // lock serialises work on one volume; different volumes proceed in
 // parallel.
-func (l *Local) lock(id string) func() {
-	l.mu.Lock()
-	if l.locks == nil {
-		l.locks = map[string]*sync.Mutex{}
-	}
-	m := l.locks[id]
-	if m == nil {
-		m = &sync.Mutex{}
-		l.locks[id] = m
-	}
-	l.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
+func (l *Local) lock(id string) func() { return l.locks.Lock(id) }
 
 func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 	if !idPattern.MatchString(spec.VolumeID) {
