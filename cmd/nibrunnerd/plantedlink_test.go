@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -62,10 +63,17 @@ func runFlipper() {
 	pairs = append(pairs, [2]string{"console.log", "console.alt"})
 	for {
 		for _, p := range pairs {
-			// A pair that cannot be swapped now (an entry the daemon
-			// removed or replaced) is tried again on the next round: the
-			// flipper keeps on until it is killed.
-			unix.Renameat2(vm, p[0], vm, p[1], unix.RENAME_EXCHANGE)
+			// A pair that cannot be swapped now is tried again on the
+			// next round: the flipper keeps on until it is killed. A
+			// start of the app removes the console for QEMU to make anew;
+			// the guest's uid makes it again, as its QEMU would.
+			err := unix.Renameat2(vm, p[0], vm, p[1], unix.RENAME_EXCHANGE)
+			if errors.Is(err, unix.ENOENT) && p[0] == "console.log" {
+				if fd, err := unix.Openat(vm, p[0], unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600); err == nil {
+					unix.Write(fd, []byte("guest's own line\n"))
+					unix.Close(fd)
+				}
+			}
 		}
 	}
 }

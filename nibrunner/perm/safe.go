@@ -271,9 +271,11 @@ func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 // and what that user made in it back to root, without following anything
 // in it: the folder becomes root's first, so that nothing in it can be
 // swapped any more, then each entry lent says is the user's (by its uid
-// and gid), through a descriptor; a link is given back itself, not what it
-// names. Set-id bits go, and so do the group's write and others'
-// permissions. A missing dir is no error.
+// and gid), through a descriptor. A link the user made is removed, never
+// given to root: a root-owned link in a root-owned folder is one Open
+// follows, so the user's link would become a path root trusts. Set-id
+// bits go, and so do the group's write and others' permissions. A missing
+// dir is no error.
 func Reclaim(dir string, lent func(uid, gid uint32) bool) error {
 	f, err := Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -316,7 +318,7 @@ func reclaim(dir *os.File, path string, lent func(uid, gid uint32) bool) error {
 			}
 			continue
 		}
-		err = reclaimEntry(fd, p, lent)
+		err = reclaimEntry(dfd, name, fd, p, lent)
 		unix.Close(fd)
 		if err != nil {
 			errs = append(errs, err)
@@ -325,9 +327,9 @@ func reclaim(dir *os.File, path string, lent func(uid, gid uint32) bool) error {
 	return errors.Join(errs...)
 }
 
-// reclaimEntry gives the entry open as fd (O_PATH) back to root, as
-// Reclaim says.
-func reclaimEntry(fd int, p string, lent func(uid, gid uint32) bool) error {
+// reclaimEntry gives the entry name of the folder dfd, open as fd
+// (O_PATH), back to root, as Reclaim says.
+func reclaimEntry(dfd int, name string, fd int, p string, lent func(uid, gid uint32) bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("give %s back to root: %w", p, err)
@@ -345,8 +347,10 @@ func reclaimEntry(fd int, p string, lent func(uid, gid uint32) bool) error {
 		defer f.Close()
 		return reclaim(f, p, lent)
 	case unix.S_IFLNK:
-		if err := unix.Fchownat(fd, "", 0, 0, unix.AT_EMPTY_PATH); err != nil {
-			return fmt.Errorf("give %s back to root: %w", p, err)
+		// The folder is root's already, so the user cannot swap name
+		// between the Fstat and this unlink, which never follows it.
+		if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("remove %s, a link the guest left: %w", p, err)
 		}
 		return nil
 	}
