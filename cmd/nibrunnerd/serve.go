@@ -173,10 +173,12 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if cfg.Proxy.Raw != nil {
 		rc := cfg.Proxy.Raw
 		ro := raw.Options{
-			ListenAddress:     rc.ListenAddress,
-			TCPIdleTimeout:    time.Duration(rc.TCPIdleTimeoutMs) * time.Millisecond,
-			MaxTCPConnections: rc.MaxTCPConnections,
-			PortQueueBytes:    rc.UDPQueueBytesPerPort,
+			ListenAddress:              rc.ListenAddress,
+			TCPIdleTimeout:             time.Duration(rc.TCPIdleTimeoutMs) * time.Millisecond,
+			MaxTCPConnections:          rc.MaxTCPConnections,
+			PortQueueBytes:             rc.UDPQueueBytesPerPort,
+			MaxTCPConnectionsPerClient: rc.MaxTCPConnectionsPerClient,
+			MaxTCPConnectionsPerApp:    rc.MaxTCPConnectionsPerApp,
 		}
 		if mx != nil {
 			ro.Recorder = mx

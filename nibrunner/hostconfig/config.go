@@ -264,6 +264,13 @@ type RawProxy struct {
 	// bounds those open across every raw port (0: 4096).
 	TCPIdleTimeoutMs  int `toml:"tcp_idle_timeout_ms,omitempty"`
 	MaxTCPConnections int `toml:"max_tcp_connections,omitempty"`
+	// MaxTCPConnectionsPerClient bounds those from one IP address (0:
+	// 256, as [proxy.http] max_connections_per_client);
+	// MaxTCPConnectionsPerApp bounds those to one app, all its ports
+	// together (0: a quarter of max_tcp_connections), so an app held at
+	// its share leaves room to the others.
+	MaxTCPConnectionsPerClient int `toml:"max_tcp_connections_per_client,omitempty"`
+	MaxTCPConnectionsPerApp    int `toml:"max_tcp_connections_per_app,omitempty"`
 	// UDPQueueBytesPerPort bounds what the UDP flows of one port queue
 	// together while its app wakes (0: 4 MiB).
 	UDPQueueBytesPerPort int `toml:"udp_queue_bytes_per_port,omitempty"`
@@ -473,6 +480,18 @@ func (c *Config) validate(v *validator) {
 		}
 		v.optionalRange("proxy.raw.tcp_idle_timeout_ms", r.TCPIdleTimeoutMs, 1000, 86400000, "")
 		v.optionalRange("proxy.raw.max_tcp_connections", r.MaxTCPConnections, 1, 1000000, "")
+		v.optionalRange("proxy.raw.max_tcp_connections_per_client", r.MaxTCPConnectionsPerClient, 1, 1000000, "")
+		v.optionalRange("proxy.raw.max_tcp_connections_per_app", r.MaxTCPConnectionsPerApp, 1, 1000000, "")
+		all := r.MaxTCPConnections
+		if all == 0 {
+			all = 4096 // the relay's default
+		}
+		if r.MaxTCPConnectionsPerClient > all {
+			v.fail("proxy.raw.max_tcp_connections_per_client is %d, more than proxy.raw.max_tcp_connections (%d); one client can have at most all of them", r.MaxTCPConnectionsPerClient, all)
+		}
+		if r.MaxTCPConnectionsPerApp > all {
+			v.fail("proxy.raw.max_tcp_connections_per_app is %d, more than proxy.raw.max_tcp_connections (%d); one app can have at most all of them", r.MaxTCPConnectionsPerApp, all)
+		}
 		v.optionalRange("proxy.raw.udp_queue_bytes_per_port", r.UDPQueueBytesPerPort, 65536, 1<<30, " (a waking app's queued datagrams, all its flows together)")
 	}
 	if m := c.Metrics; m != nil {

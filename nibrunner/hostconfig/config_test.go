@@ -247,6 +247,9 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 		{"proxy.http.max_backend_connections_per_app", int64(-1), "proxy.http.max_backend_connections_per_app is -1; it must be 1 to 1000000"},
 		{"proxy.raw.tcp_idle_timeout_ms", int64(999), "proxy.raw.tcp_idle_timeout_ms is 999; it must be 1000 to 86400000"},
 		{"proxy.raw.max_tcp_connections", int64(-5), "proxy.raw.max_tcp_connections is -5; it must be 1 to 1000000"},
+		{"proxy.raw.max_tcp_connections_per_client", int64(-1), "proxy.raw.max_tcp_connections_per_client is -1; it must be 1 to 1000000"},
+		{"proxy.raw.max_tcp_connections_per_client", int64(5000), "proxy.raw.max_tcp_connections_per_client is 5000, more than proxy.raw.max_tcp_connections (4096)"},
+		{"proxy.raw.max_tcp_connections_per_app", int64(4097), "proxy.raw.max_tcp_connections_per_app is 4097, more than proxy.raw.max_tcp_connections (4096)"},
 		{"proxy.raw.udp_queue_bytes_per_port", int64(1024), "proxy.raw.udp_queue_bytes_per_port is 1024; it must be 65536 to 1073741824 (a waking app's queued datagrams"},
 		{"metrics.port", int64(70000), "metrics.port is 70000"},
 		{"metrics.port", int64(443), "metrics.port 443 is also proxy.http.port"},
@@ -273,6 +276,7 @@ func TestAnOptionalSettingWrittenAsZeroOrEmptyIsRefusedNotTakenAsItsDefault(t *t
 		{"proxy.http.max_connections_per_client", int64(0), "proxy.http.max_connections_per_client is 0; leave the key out"},
 		{"proxy.http.max_backend_connections_per_app", int64(0), "proxy.http.max_backend_connections_per_app is 0; leave the key out"},
 		{"proxy.raw.udp_queue_bytes_per_port", int64(0), "proxy.raw.udp_queue_bytes_per_port is 0; leave the key out"},
+		{"proxy.raw.max_tcp_connections_per_app", int64(0), "proxy.raw.max_tcp_connections_per_app is 0; leave the key out"},
 	}
 	for _, tc := range cases {
 		wantReason(t, render(t, withValue(t, tc.key, tc.val)), tc.want)

@@ -1,10 +1,13 @@
 package raw
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -141,7 +144,9 @@ func TestAnIdleRawTCPConnectionIsClosedAndABusyOneIsNot(t *testing.T) {
 func TestRawTCPConnectionsPastTheCapAreResetAndCounted(t *testing.T) {
 	g := listenEcho(t, "127.0.0.1:0")
 	rec := &countingRecorder{changed: newBell()}
-	r := newRelay(t, Options{MaxTCPConnections: 2, Recorder: rec})
+	// The app's share is the whole cap here (its default, a quarter,
+	// would trip first), so the host-wide cap is what ends the third.
+	r := newRelay(t, Options{MaxTCPConnections: 2, MaxTCPConnectionsPerApp: 2, Recorder: rec})
 	addr := applyPort(t, r, route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: g.addr, State: route.Up})
 	var open []net.Conn
 	for range 2 {
@@ -173,7 +178,7 @@ func TestRawTCPConnectionsPastTheCapAreResetAndCounted(t *testing.T) {
 	}
 	waitUntil(t, "the refusal is counted", rec.changed, func() bool { return rec.limit(limitTCPConnections) == 1 })
 	open[0].Close()
-	waitUntil(t, "the closed connection gives its place back", rec.changed, func() bool { return r.tcpOpen.Load() == 1 })
+	waitUntil(t, "the closed connection gives its place back", rec.changed, func() bool { all, _, _ := r.openTCP(netip.Addr{}, ""); return all == 1 })
 	echoOverTCP(t, addr, "again\n")
 }
 
@@ -187,5 +192,143 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// One client holding its cap of idle connections is reset past it on
+// any app's port, while another client's connection to another app
+// still echoes: with the host-wide cap alone, one client could take
+// every place.
+func TestOneClientHoldingItsCapOfIdleRawConnectionsLeavesAnotherClientsAppEchoing(t *testing.T) {
+	game, chat := listenEcho(t, "127.0.0.1:0"), listenEcho(t, "127.0.0.1:0")
+	rec := &countingRecorder{changed: newBell()}
+	// The host-wide cap and each app's share have room past the
+	// client's cap, so only the client's can stop it.
+	r := newRelay(t, Options{MaxTCPConnections: 8, MaxTCPConnectionsPerApp: 8, MaxTCPConnectionsPerClient: 3, Recorder: rec})
+	addrs := applyPorts(t, r,
+		route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: game.addr, State: route.Up},
+		route.Port{AppID: "chat", Index: 1, HostPort: freePort(t), Addr: chat.addr, State: route.Up})
+	hog, other := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	var held []net.Conn
+	for range 3 {
+		c := dialFrom(t, hog, addrs[0])
+		echoOn(t, c, "held\n") // carried, then left idle
+		held = append(held, c)
+	}
+	wantReset(t, hog, addrs[0])
+	wantReset(t, hog, addrs[1]) // the cap is the client's, on every app's port
+	waitUntil(t, "both refusals are counted", rec.changed, func() bool { return rec.limit(limitTCPClientConnections) == 2 })
+
+	echoOn(t, dialFrom(t, other, addrs[1]), "another client, another app\n")
+	echoOn(t, held[0], "still held\n")
+	if all, fromHog, _ := r.openTCP(hog, "game"); fromHog != 3 || all != 4 {
+		t.Fatalf("%d connections open, %d of them from the client at its cap; want 4 and 3", all, fromHog)
+	}
+	if n := rec.limit(limitTCPConnections) + rec.limit(limitTCPAppConnections); n != 0 {
+		t.Fatalf("%d trips of the host's or an app's cap, want none", n)
+	}
+}
+
+// An app at its share of the host-wide cap, across its ports, is reset
+// past it, and another app's connections are not: those open go on and
+// a new one is carried. Before, one app's port could hold the whole cap
+// and every other app's connections were reset.
+func TestOneAppAtItsShareOfRawConnectionsDoesNotResetAnotherApps(t *testing.T) {
+	game, chat := listenEcho(t, "127.0.0.1:0"), listenEcho(t, "127.0.0.1:0")
+	rec := &countingRecorder{changed: newBell()}
+	r := newRelay(t, Options{MaxTCPConnections: 4, MaxTCPConnectionsPerApp: 2, MaxTCPConnectionsPerClient: 16, Recorder: rec})
+	addrs := applyPorts(t, r,
+		route.Port{AppID: "game", Index: 1, HostPort: freePort(t), Addr: game.addr, State: route.Up},
+		route.Port{AppID: "game", Index: 2, HostPort: freePort(t), Addr: game.addr, State: route.Up},
+		route.Port{AppID: "chat", Index: 1, HostPort: freePort(t), Addr: chat.addr, State: route.Up})
+	client := netip.MustParseAddr("127.0.0.1")
+	before := dialFrom(t, client, addrs[2])
+	echoOn(t, before, "chat before\n")
+	// The game's share is taken through both of its ports.
+	echoOn(t, dialFrom(t, client, addrs[0]), "game 1\n")
+	echoOn(t, dialFrom(t, client, addrs[1]), "game 2\n")
+	wantReset(t, client, addrs[0])
+	wantReset(t, client, addrs[1])
+	waitUntil(t, "both refusals are counted", rec.changed, func() bool { return rec.limit(limitTCPAppConnections) == 2 })
+
+	echoOn(t, before, "chat still open\n")
+	echoOn(t, dialFrom(t, client, addrs[2]), "chat after\n")
+	if all, _, toGame := r.openTCP(client, "game"); all != 4 || toGame != 2 {
+		t.Fatalf("%d connections open, %d of them to the game; want 4 and 2", all, toGame)
+	}
+	if n := rec.limit(limitTCPConnections) + rec.limit(limitTCPClientConnections); n != 0 {
+		t.Fatalf("%d trips of the host's or a client's cap, want none", n)
+	}
+}
+
+func TestARelaysPerClientCapIsTheHTTPProxysAndAnAppsShareAQuarterOfTheHosts(t *testing.T) {
+	for _, tc := range []struct{ all, client, app int }{{0, 256, 1024}, {100, 256, 25}, {3, 256, 1}} {
+		o := New(Options{MaxTCPConnections: tc.all}).opts
+		if o.MaxTCPConnectionsPerClient != tc.client || o.MaxTCPConnectionsPerApp != tc.app {
+			t.Errorf("with MaxTCPConnections %d: %d per client and %d per app, want %d and %d", tc.all, o.MaxTCPConnectionsPerClient, o.MaxTCPConnectionsPerApp, tc.client, tc.app)
+		}
+	}
+}
+
+// applyPorts gives r the table ports and returns their addresses, in
+// order.
+func applyPorts(t *testing.T, r *Relay, ports ...route.Port) []string {
+	t.Helper()
+	if err := r.ApplyPorts(context.Background(), ports); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, p := range ports {
+		addrs = append(addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p.HostPort)))
+	}
+	return addrs
+}
+
+// dialFrom connects to addr from the loopback address from (any of
+// 127.0.0.0/8 is this host's), closed when the test ends.
+func dialFrom(t *testing.T, from netip.Addr, addr string) net.Conn {
+	t.Helper()
+	c, err := fromDialer(from).Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, from, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func fromDialer(from netip.Addr) *net.Dialer {
+	return &net.Dialer{Timeout: 5 * time.Second, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}
+}
+
+// echoOn sends line on c and wants it back.
+func echoOn(t *testing.T, c net.Conn, line string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(c, line); err != nil {
+		t.Fatalf("send %q: %v", line, err)
+	}
+	got := make([]byte, len(line))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != line {
+		t.Fatalf("echo %q, %v; want %q", got, err, line)
+	}
+}
+
+// wantReset wants a connection from from to addr ended unanswered. The
+// reset can arrive before the dial has read back its socket's error, so
+// the dial itself may fail with it.
+func wantReset(t *testing.T, from netip.Addr, addr string) {
+	t.Helper()
+	c, err := fromDialer(from).Dial("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return
+	case err != nil:
+		t.Fatalf("dial %s from %s: %v", addr, from, err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 16)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection from %s to %s past a cap was not ended: read %d bytes, %v", from, addr, n, err)
 	}
 }

@@ -79,6 +79,14 @@ type Options struct {
 	// MaxTCPConnections bounds the TCP connections open across every
 	// port (default 4096); one past it is reset at once.
 	MaxTCPConnections int
+	// MaxTCPConnectionsPerClient bounds those from one IP address, across
+	// every port (default 256, as the HTTP proxy's
+	// MaxConnectionsPerClient), so one client cannot take them all.
+	MaxTCPConnectionsPerClient int
+	// MaxTCPConnectionsPerApp bounds those to one app, across its ports
+	// (default a quarter of MaxTCPConnections), so an app held at its
+	// share leaves the rest to the others.
+	MaxTCPConnectionsPerApp int
 	// FlowIdle ends a UDP flow nothing crossed for this long (default
 	// 2 min, about conntrack's stream timeout).
 	FlowIdle time.Duration
@@ -107,7 +115,7 @@ type Relay struct {
 	meters meter.Set
 	closed bool
 
-	tcpOpen atomic.Int64 // TCP connections open, against MaxTCPConnections
+	tcp tcpCount // TCP connections open, against the caps (limits.go)
 }
 
 // generation is what the relay knows of one table: which of its sleeping
@@ -144,6 +152,12 @@ func New(opts Options) *Relay {
 	}
 	if opts.MaxTCPConnections <= 0 {
 		opts.MaxTCPConnections = 4096
+	}
+	if opts.MaxTCPConnectionsPerClient <= 0 {
+		opts.MaxTCPConnectionsPerClient = defaultMaxTCPConnectionsPerClient
+	}
+	if opts.MaxTCPConnectionsPerApp <= 0 {
+		opts.MaxTCPConnectionsPerApp = max(1, opts.MaxTCPConnections/4)
 	}
 	if opts.MaxFlows <= 0 {
 		opts.MaxFlows = 4096

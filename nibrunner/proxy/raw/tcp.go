@@ -27,12 +27,15 @@ func (pt *port) acceptTCP() {
 			continue
 		}
 		delay = 0
-		if !pt.r.admitTCP() {
-			// Past MaxTCPConnections: reset at once, as a full backlog
-			// would, so the daemon keeps descriptors for its own work.
+		release, limit := pt.r.admitTCP(clientAddr(c), pt.route().AppID)
+		if limit != "" {
+			// Past a cap: reset at once, as a full backlog would, so the
+			// daemon keeps descriptors for its own work and a client
+			// retries later rather than waits on a connection that will
+			// never be carried.
 			_ = c.SetLinger(0)
 			c.Close()
-			pt.r.limit(limitTCPConnections, 1)
+			pt.r.limit(limit, 1)
 			continue
 		}
 		_ = c.SetNoDelay(true)
@@ -43,13 +46,14 @@ func (pt *port) acceptTCP() {
 		pt.conns[c] = struct{}{}
 		pt.mu.Unlock()
 		pt.r.wg.Add(1)
-		go pt.serveTCP(c)
+		go pt.serveTCP(c, release)
 	}
 }
 
 // serveTCP carries one connection: held while its app wakes, then
-// spliced to the guest both ways until both sides are done.
-func (pt *port) serveTCP(c *net.TCPConn) {
+// spliced to the guest both ways until both sides are done; release
+// gives its place under the caps back.
+func (pt *port) serveTCP(c *net.TCPConn, release func()) {
 	r := pt.r
 	defer r.wg.Done()
 	defer func() {
@@ -70,7 +74,7 @@ func (pt *port) serveTCP(c *net.TCPConn) {
 	}
 	defer func() {
 		m.End(r.opts.Now())
-		r.tcpOpen.Add(-1)
+		release()
 		if rec != nil {
 			rec.RawOpen(p.AppID, "tcp", -1)
 		}
@@ -149,14 +153,4 @@ func splice(client, guest *net.TCPConn) (in, out int64) {
 	}
 	wg.Wait()
 	return in, out
-}
-
-// admitTCP counts one more connection against MaxTCPConnections, or
-// says it is past it.
-func (r *Relay) admitTCP() bool {
-	if r.tcpOpen.Add(1) > int64(r.opts.MaxTCPConnections) {
-		r.tcpOpen.Add(-1)
-		return false
-	}
-	return true
 }
