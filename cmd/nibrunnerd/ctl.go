@@ -57,7 +57,9 @@ func logFiles(v vmm.VMM) func(app string) []control.LogFile {
 	return func(app string) []control.LogFile {
 		var files []control.LogFile
 		if c, ok := vmm.As[vmm.ConsoleLogger](v); ok {
-			files = append(files, control.LogFile{Source: "console", Path: c.ConsolePath(app)})
+			// The QEMU VMM rotates the console to .1 too (vmm/qemu).
+			p := c.ConsolePath(app)
+			files = append(files, control.LogFile{Source: "console", Path: p, Rotated: p + ".1"})
 		}
 		if t, ok := vmm.As[vmm.TenantLogger](v); ok {
 			// The QEMU VMM rotates the tenant's log to .1 (vmm/qemu).

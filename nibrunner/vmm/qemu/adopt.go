@@ -41,6 +41,7 @@ func (v *VMM) adopt(ctx context.Context) error {
 			g.ctl = newControl(filepath.Join(v.vmDir(pf.AppID), controlSocket), v.onMessage(g))
 			go g.ctl.run()
 			go v.watch(g)
+			go keepConsole(v.ConsolePath(pf.AppID), g.done)
 			if !v.attachQMP(ctx, g, 3*time.Second) {
 				go v.keepAttaching(g)
 			}

@@ -131,7 +131,9 @@ func (m machine) args(bootTime int64) []string {
 	}
 	a = append(a,
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-		"-serial", "file:"+m.Dir+"/"+consoleFile,
+	)
+	a = append(a, consoleArgs()...)
+	a = append(a,
 		"-kernel", m.Kernel, "-initrd", m.Initrd,
 		"-append", m.kernelCmdline()+" "+guest.ParamTime+"="+strconv.FormatInt(bootTime, 10),
 		"-qmp", "unix:"+m.Dir+"/"+qmpSocket+",server=on,wait=off",

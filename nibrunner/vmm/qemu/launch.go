@@ -67,8 +67,9 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 			return nil, fmt.Errorf("make runtime folder of %s: %w", spec.AppID, err)
 		}
 	}
-	// The console is new at each start, and made by QEMU as the guest's
-	// uid (the last one's was given back to root).
+	// The sockets are new at each start, made by QEMU as the guest's uid
+	// (the last one's were given back to root); a console in vm/ is an
+	// older release's.
 	for _, s := range []string{qmpSocket, controlSocket, consoleFile} {
 		_ = os.Remove(filepath.Join(m.Dir, s))
 	}
@@ -93,7 +94,12 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 		}
 		files = append(files, f)
 	}
-	args := m.args(time.Now().Unix())
+	console, err := openConsole(v.ConsolePath(spec.AppID))
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.AppID, err)
+	}
+	files = append(files, console)
+	args := append(m.args(time.Now().Unix()), addFdArgs(len(files)-1)...)
 	if incoming != "" {
 		// spawn=deny rules out exec: URIs; the state is read from a file
 		// root opened.
@@ -151,6 +157,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 		_ = cmd.Wait()
 		v.ended(g)
 	}()
+	go keepConsole(v.ConsolePath(spec.AppID), g.done)
 	fail := func(err error) (*vmGuest, error) {
 		_ = cmd.Process.Kill()
 		<-g.done

@@ -465,9 +465,9 @@ func (v *VMM) TenantLogPath(appID string) string {
 }
 
 // ConsolePath is the file holding the app's serial console since its last
-// start.
+// start (rotated at 8 MiB to ConsolePath+".1"; see console.go).
 func (v *VMM) ConsolePath(appID string) string {
-	return filepath.Join(v.vmDir(appID), consoleFile)
+	return filepath.Join(v.appDir(appID), consoleFile)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -205,7 +205,7 @@ func TestTheCommandLineAttachesDrivesBySerialAndTheTapWithTheSlotsAddress(t *tes
 		"id=vol,file=/vol/app.ext4,format=raw,if=none,readonly=off", "serial=nibrun-volume", "serial=nibrun-config", "serial=nibrun-base",
 		"tap,id=n0,ifname=nbr2,script=no,downscript=no", "virtio-net-device,netdev=n0,mac=52:54:00:6e:00:02",
 		"nibrun.ip=10.201.0.10/30 nibrun.gw=10.201.0.9", "nibrun.time=1700000000",
-		"virtserialport,chardev=ctl,name=nibrun.control", "-serial file:/run/app/console.log",
+		"virtserialport,chardev=ctl,name=nibrun.control", "-chardev file,id=con,path=/dev/fdset/1,append=on -serial chardev:con",
 	} {
 		if !strings.Contains(a, want) {
 			t.Errorf("command line lacks %q:\n%s", want, a)

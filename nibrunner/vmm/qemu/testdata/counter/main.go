@@ -153,6 +153,11 @@ func main() {
 		}
 		_, _ = w.Write(out)
 	})
+	// /say?text=T prints T on stdout, which the init mirrors to the
+	// console.
+	http.HandleFunc("/say", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println(r.URL.Query().Get("text"))
+	})
 	// /dial?addr=A opens a TCP connection to A (3 s at most) and says
 	// "connected" or why not.
 	http.HandleFunc("/dial", func(w http.ResponseWriter, r *http.Request) {
