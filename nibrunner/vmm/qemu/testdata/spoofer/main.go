@@ -30,56 +30,12 @@ func say(format string, args ...any) {
 }
 
 func main() {
-	if err := run(); err != nil {
+	forged, dst, err := setup()
+	if err != nil {
 		say("%v", err)
-	}
-	for {
-		time.Sleep(time.Hour) // PID 1 never ends
-	}
-}
-
-func run() error {
-	if err := unix.Mount("proc", "/proc", "proc", 0, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
-	}
-	b, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		return err
-	}
-	var ip, gw string
-	for _, f := range strings.Fields(string(b)) {
-		if v, ok := strings.CutPrefix(f, guest.ParamIP+"="); ok {
-			ip = v
+		for {
+			time.Sleep(time.Hour) // PID 1 never ends
 		}
-		if v, ok := strings.CutPrefix(f, guest.ParamGateway+"="); ok {
-			gw = v
-		}
-	}
-	link, err := netlink.LinkByName("eth0")
-	if err != nil {
-		return fmt.Errorf("eth0: %w", err)
-	}
-	addr, err := netlink.ParseAddr(ip)
-	if err != nil {
-		return fmt.Errorf("%s=%q: %w", guest.ParamIP, ip, err)
-	}
-	if err := netlink.AddrAdd(link, addr); err != nil {
-		return fmt.Errorf("address eth0: %w", err)
-	}
-	if err := netlink.LinkSetUp(link); err != nil {
-		return fmt.Errorf("eth0 up: %w", err)
-	}
-	if err := netlink.RouteAdd(&netlink.Route{Gw: net.ParseIP(gw)}); err != nil {
-		return fmt.Errorf("default route via %q: %w", gw, err)
-	}
-	say("eth0 %s via %s", ip, gw)
-	dst, err := net.ResolveUDPAddr("udp4", Target)
-	if err != nil {
-		return err
-	}
-	forged, err := bound(Forged)
-	if err != nil {
-		return err
 	}
 	for n := 0; ; n++ {
 		if own, err := net.DialUDP("udp4", nil, dst); err == nil {
@@ -94,6 +50,51 @@ func run() error {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// setup configures eth0 and returns the socket bound to the forged
+// address and where to send.
+func setup() (int, *net.UDPAddr, error) {
+	if err := unix.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+		return -1, nil, fmt.Errorf("mount /proc: %w", err)
+	}
+	b, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return -1, nil, err
+	}
+	var ip, gw string
+	for _, f := range strings.Fields(string(b)) {
+		if v, ok := strings.CutPrefix(f, guest.ParamIP+"="); ok {
+			ip = v
+		}
+		if v, ok := strings.CutPrefix(f, guest.ParamGateway+"="); ok {
+			gw = v
+		}
+	}
+	link, err := netlink.LinkByName("eth0")
+	if err != nil {
+		return -1, nil, fmt.Errorf("eth0: %w", err)
+	}
+	addr, err := netlink.ParseAddr(ip)
+	if err != nil {
+		return -1, nil, fmt.Errorf("%s=%q: %w", guest.ParamIP, ip, err)
+	}
+	if err := netlink.AddrAdd(link, addr); err != nil {
+		return -1, nil, fmt.Errorf("address eth0: %w", err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return -1, nil, fmt.Errorf("eth0 up: %w", err)
+	}
+	if err := netlink.RouteAdd(&netlink.Route{Gw: net.ParseIP(gw)}); err != nil {
+		return -1, nil, fmt.Errorf("default route via %q: %w", gw, err)
+	}
+	say("eth0 %s via %s", ip, gw)
+	dst, err := net.ResolveUDPAddr("udp4", Target)
+	if err != nil {
+		return -1, nil, err
+	}
+	forged, err := bound(Forged)
+	return forged, dst, err
 }
 
 // bound is a UDP socket bound to addr, which is not this guest's: it is
