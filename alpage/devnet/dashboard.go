@@ -46,16 +46,25 @@ type dashboardError struct {
 	ErrorType    int32  `json:"error_type"`
 }
 
-// DashboardNode is one node as the dashboard's /api/v3/nodes/<id> renders it.
+// DashboardNode is one node as the dashboard's /api/v3/nodes/<id> renders
+// it, and as each entry of /api/v3/nodes does: every key a recorded reply
+// carries (docs/decisions.md, alpage/devnet), subnet_id null for a node in
+// no subnet, alertname "" for a node no alert is about.
 type DashboardNode struct {
-	NodeID         string `json:"node_id"`
-	NodeOperatorID string `json:"node_operator_id"`
-	NodeProviderID string `json:"node_provider_id"`
-	SubnetID       string `json:"subnet_id,omitempty"`
-	DcID           string `json:"dc_id"`
-	IPAddress      string `json:"ip_address"`
-	GuestosVersion string `json:"guestos_version"`
-	Status         string `json:"status"`
+	Alertname        string  `json:"alertname"`
+	DcID             string  `json:"dc_id"`
+	DcName           string  `json:"dc_name"`
+	GuestosVersion   string  `json:"guestos_version"`
+	IPAddress        string  `json:"ip_address"`
+	NodeID           string  `json:"node_id"`
+	NodeOperatorID   string  `json:"node_operator_id"`
+	NodeProviderID   string  `json:"node_provider_id"`
+	NodeProviderName string  `json:"node_provider_name"`
+	NodeType         string  `json:"node_type"`
+	Owner            string  `json:"owner"`
+	Region           string  `json:"region"`
+	Status           string  `json:"status"`
+	SubnetID         *string `json:"subnet_id"`
 }
 
 // Dashboard serves the ICP dashboard API the way alp reads it:

@@ -178,7 +178,7 @@ func Start(ctx context.Context, opts Options) (d *Devnet, err error) {
 			d.NodeStatusURLs[n.ID] = "https://" + addr.String()
 			id, version := n.ID, n.Version
 			d.serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}),
-				WithLatency(opts.Latency, &NodeStatus{Version: func() string { return d.running(id, version, seeded) }}))
+				WithLatency(opts.Latency, &NodeStatus{Version: func() string { return d.running(id, version, seeded) }, Health: n.replicaHealth}))
 		} else if addr, err = d.listenOutage(n.Outage()); err != nil {
 			return nil, fmt.Errorf("devnet: endpoint of unreachable node %s: %w", n.ID, err)
 		}
@@ -452,16 +452,20 @@ func (d *Devnet) dashboardNodeOf(id string, n *FleetNode, seeded seed) (Dashboar
 	if err != nil || !ok {
 		return DashboardNode{}, false
 	}
-	out := DashboardNode{NodeID: id, Status: "UNASSIGNED"}
+	out := DashboardNode{NodeID: id, Status: "UNASSIGNED", NodeType: "REPLICA"}
 	if op, err := principal.FromBytes(rec.NodeOperatorID); err == nil {
 		out.NodeOperatorID = op.String()
 		if o, ok, _ := d.Registry.NodeOperator(op); ok {
 			out.DcID = o.DcID
 			out.NodeProviderID = principalText(o.NodeProviderPrincipalID)
+			if dc, ok, _ := d.Registry.DataCenter(o.DcID); ok {
+				out.DcName, out.Owner, out.Region = dc.ID, dc.Owner, dc.Region
+			}
 		}
 	}
 	if s, in, _ := d.Registry.SubnetOf(p); in {
-		out.SubnetID, out.Status = s.String(), "UP"
+		sub := s.String()
+		out.SubnetID, out.Status = &sub, "UP"
 	}
 	if rec.HTTP != nil {
 		out.IPAddress = rec.HTTP.IPAddr
@@ -470,8 +474,11 @@ func (d *Devnet) dashboardNodeOf(id string, n *FleetNode, seeded seed) (Dashboar
 		return out, true
 	}
 	out.GuestosVersion = d.running(id, orDefault(n.DashboardVersion, n.Version), seeded)
-	if !n.IsReachable() {
+	switch {
+	case !n.IsReachable():
 		out.Status = "DOWN" // what the dashboard says of a node that does not answer
+	case n.Health == Lagging:
+		out.Status = "DEGRADED"
 	}
 	return out, true
 }

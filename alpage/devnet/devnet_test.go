@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -240,4 +242,77 @@ func TestAFleetKeepsType4NodesAndCloudEnginesTogether(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
 	}
+}
+
+// The devnet's dashboard lists each node with every key, and each key's
+// JSON type, of a recorded reply of the real GET /api/v3/nodes (the shape
+// alpage/source/testdata/dashboard_nodes.json keeps; docs/decisions.md):
+// the fake is held to the real API, not to its own encoder.
+func TestTheDashboardsNodeListHasTheShapeOfARecordedReply(t *testing.T) {
+	recorded, err := os.ReadFile("../source/testdata/dashboard_nodes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := func(body []byte) (assigned, free map[string]string) {
+		t.Helper()
+		var list struct {
+			Nodes []map[string]any `json:"nodes"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range list.Nodes {
+			kinds := map[string]string{}
+			for k, v := range n {
+				kinds[k] = fmt.Sprintf("%T", v)
+			}
+			if n["subnet_id"] == nil {
+				free = kinds
+			} else {
+				assigned = kinds
+			}
+		}
+		return assigned, free
+	}
+	wantIn, wantFree := shape(recorded)
+
+	d, _ := startDefaultFleet(t)
+	resp, err := http.Get(d.DashboardURL + "/api/v3/nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotIn, gotFree := shape(body)
+	for _, c := range []struct {
+		what      string
+		got, want map[string]string
+	}{{"a member", gotIn, wantIn}, {"an unassigned node", gotFree, wantFree}} {
+		if c.got == nil {
+			t.Fatalf("the devnet lists no %s", c.what)
+		}
+		for k, typ := range c.want {
+			if c.got[k] != typ {
+				t.Errorf("%s: key %q is %q, a recorded reply has %q", c.what, k, c.got[k], typ)
+			}
+		}
+	}
+}
+
+// startDefaultFleet runs the devnet on the default fleet for the test.
+func startDefaultFleet(t *testing.T) (*Devnet, *Fleet) {
+	t.Helper()
+	f, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(context.Background(), Options{Fleet: f, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d, f
 }

@@ -142,6 +142,21 @@ type FleetNode struct {
 	// when empty), so readers fall back to the dashboard.
 	Reachable   *bool  `json:"reachable,omitempty"`
 	Unreachable Outage `json:"unreachable,omitempty"`
+	// Health is "lagging" for a reachable node whose replica lags: its
+	// status endpoint says certified_state_behind and the dashboard lists
+	// it DEGRADED. Omitted: healthy.
+	Health string `json:"health,omitempty"`
+}
+
+// Lagging is FleetNode.Health for a node that answers but lags.
+const Lagging = "lagging"
+
+// replicaHealth is the replica_health_status the node's endpoint reports.
+func (n FleetNode) replicaHealth() string {
+	if n.Health == Lagging {
+		return "certified_state_behind"
+	}
+	return "healthy"
 }
 
 // IsReachable reports whether the node serves /api/v2/status.
@@ -253,6 +268,10 @@ func (f *Fleet) check() error {
 		switch {
 		case n.Unreachable != "" && n.IsReachable():
 			bad("node %s: unreachable is %q but the node is reachable (set \"reachable\": false)", n.ID, n.Unreachable)
+		case n.Health != "" && n.Health != Lagging:
+			bad("node %s: health must be %q or omitted, not %q", n.ID, Lagging, n.Health)
+		case n.Health != "" && !n.IsReachable():
+			bad("node %s: health %q is for a reachable node; an unreachable one is down", n.ID, n.Health)
 		case n.Unreachable != "" && !slices.Contains(Outages, n.Unreachable):
 			bad("node %s: unreachable must be %q or %q, not %q", n.ID, Refuse, Blackhole, n.Unreachable)
 		}

@@ -24,6 +24,8 @@ type NodeStatus struct {
 	// Version returns the version the node reports; a func so a node can be
 	// "upgraded" while serving.
 	Version func() string
+	// Health returns the replica_health_status it reports; nil: healthy.
+	Health func() string
 }
 
 type statusReply struct {
@@ -46,7 +48,7 @@ func (n *NodeStatus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := cbor.Marshal(cbor.Tag{Number: 55799, Content: statusReply{
 		ImplVersion:         n.Version(),
 		ImplHash:            "",
-		ReplicaHealthStatus: "healthy",
+		ReplicaHealthStatus: n.health(),
 		CertifiedHeight:     1,
 	}})
 	if err != nil {
@@ -55,6 +57,13 @@ func (n *NodeStatus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/cbor")
 	_, _ = w.Write(body)
+}
+
+func (n *NodeStatus) health() string {
+	if n.Health == nil {
+		return "healthy"
+	}
+	return n.Health()
 }
 
 // SelfSignedCert makes a TLS certificate for 127.0.0.1, ::1 and localhost,

@@ -52,15 +52,7 @@ func recordedEndpoint(t *testing.T, d *Devnet, node string) string {
 }
 
 func TestEveryNodeOfEveryFleetIsRecordedOnLoopback(t *testing.T) {
-	f, err := ParseFleet(DefaultFleet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := Start(context.Background(), Options{Fleet: f, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, f := startDefaultFleet(t)
 	for _, n := range f.Nodes {
 		recordedEndpoint(t, d, n.ID)
 	}

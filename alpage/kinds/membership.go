@@ -41,6 +41,8 @@ type MembershipFacts struct {
 	Subnet *nns.SubnetRecord
 	// Nodes holds what is known of each node added.
 	Nodes map[string]NodeFacts
+	// Health holds the health of each node added and of each member.
+	Health map[string]HealthFacts
 }
 
 func (m *Membership) Validate(c Checker) {
@@ -95,17 +97,28 @@ func (m *Membership) Fetch(ctx context.Context, r Reader) (f MembershipFacts, er
 		return f, err
 	}
 	if len(m.Add) > 0 {
-		f.Nodes, err = r.Nodes(ctx, nodeIDs(m.Add))
+		if f.Nodes, err = r.Nodes(ctx, nodeIDs(m.Add)); err != nil {
+			return f, err
+		}
 	}
-	return f, err
+	ids := nodeIDs(m.Add)
+	if f.Subnet != nil {
+		ids = append(ids, members(f.Subnet)...)
+	}
+	if len(ids) > 0 {
+		f.Health = r.Health(ctx, slices.Compact(slices.Sorted(slices.Values(ids))))
+	}
+	return f, nil
 }
 
 // Check checks each node added and removed. Without the subnet's
 // record it still says what is wrong with each node added (unregistered,
 // or a member elsewhere); whether one is a member already or needs a chip
 // cannot be told, and no node can leave a subnet the registry does not
-// have, which the refusal already says.
-func (m *Membership) Check(live MembershipFacts, _ Options) ([]Check, bool) {
+// have, which the refusal already says. A node added that is not known
+// healthy is refused (with Force, a warning); a removal that leaves the
+// subnet too few healthy members to make progress is a warning.
+func (m *Membership) Check(live MembershipFacts, o Options) ([]Check, bool) {
 	if live.Subnet == nil {
 		checks := missingSubnet(m.SubnetID)
 		for _, n := range m.Add {
@@ -132,6 +145,9 @@ func (m *Membership) Check(live MembershipFacts, _ Options) ([]Check, bool) {
 			continue
 		}
 		checks = append(checks, nodeJoins(n.ID, live.Nodes[n.ID], m.SubnetID, sev, live.Subnet.SubnetType.Name() == "cloud_engine")...)
+		if live.Nodes[n.ID].Registered {
+			checks = append(checks, joinHealth(n.ID, live.Health[n.ID], o.Force))
+		}
 		changes++
 	}
 	for _, n := range m.Remove {
@@ -144,6 +160,10 @@ func (m *Membership) Check(live MembershipFacts, _ Options) ([]Check, bool) {
 	}
 	if changes == 0 {
 		checks = append(checks, Check{Severity: Note, Message: "every add and remove is a no-op, so the whole proposal changes nothing"})
+	} else if len(m.Remove) > 0 {
+		if c, stalls := progressAfter(m.SubnetID, after, live.Health); stalls {
+			checks = append(checks, c)
+		}
 	}
 	return checks, changes == 0
 }

@@ -32,6 +32,9 @@ type Reader interface {
 	// Provider says whether governance knows a node provider and which
 	// operators it has.
 	Provider(ctx context.Context, id string) (ProviderFacts, error)
+	// Health says how healthy each node is, from the ICP dashboard and
+	// the node's own status endpoint; every id has an entry.
+	Health(ctx context.Context, ids []string) map[string]HealthFacts
 }
 
 // Options change how strict the checks are.

@@ -70,6 +70,15 @@ func (e expect) assert(t *testing.T, name string, r Report) {
 	}
 }
 
+// healthy is every node of ids known healthy.
+func healthy(ids ...string) map[string]kinds.HealthFacts {
+	out := map[string]kinds.HealthFacts{}
+	for _, id := range ids {
+		out[id] = kinds.HealthFacts{Health: kinds.HealthHealthy, Why: "its own status endpoint says healthy"}
+	}
+	return out
+}
+
 func dump(r Report) string {
 	var b strings.Builder
 	for _, c := range r.Checks {
@@ -84,7 +93,7 @@ func TestMembershipRules(t *testing.T) {
 		return kinds.MembershipFacts{Subnet: subnetWith("v1", n1, n2), Nodes: map[string]NodeFacts{
 			n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {},
 			id("unread"): {Err: "timeout"}, id("engine-node"): {Registered: true, RewardType: &type4},
-		}}
+		}, Health: healthy(n1, n2, n3, n4, id("engine-node"))}
 	}
 	type11 := int32(6)
 	engineLive := func() kinds.MembershipFacts {
@@ -339,7 +348,7 @@ func TestMessagesNameTheIdsTheConfigNames(t *testing.T) {
 }
 
 func TestANodeNoBlockNamesIsNamedByItsAddRemoveOrNodeLabel(t *testing.T) {
-	live := kinds.MembershipFacts{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}}}
+	live := kinds.MembershipFacts{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}}, Health: healthy(n1, n3)}
 	p := &config.Proposal{Name: "p", Kind: config.KindMembership, Body: &kinds.Membership{
 		SubnetID: subnet,
 		Add:      []kinds.NodeRef{{ID: n3, Label: "the Geneva spare"}},
@@ -389,7 +398,7 @@ func TestEveryFailingCheckOfAProposalIsReportedNotOnlyTheFirst(t *testing.T) {
 			[]string{"subnet " + subnet + " is not in the registry", n4 + " is a member of another subnet", id("gone") + " is not registered"}},
 		{"a node that sits in another subnet and has no chip is told both",
 			&config.Proposal{Kind: config.KindMembership, Body: &kinds.Membership{SubnetID: subnet, Add: refs(n4)}},
-			kinds.MembershipFacts{Subnet: sev, Nodes: elsewhere},
+			kinds.MembershipFacts{Subnet: sev, Nodes: elsewhere, Health: healthy(n1, n4)},
 			[]string{n4 + " is a member of another subnet", n4 + " has no chip id"}},
 		{"a deploy to a subnet the registry lacks still says the version is not elected",
 			&config.Proposal{Kind: config.KindDeployGuestOS, Body: &kinds.DeployGuestOS{SubnetID: subnet, ReplicaVersionID: "v3"}},
@@ -423,7 +432,7 @@ func TestAFailingCheckNamesTheFileAndLineOfWhatItIsAbout(t *testing.T) {
 	p := &config.Proposal{Name: "m", Kind: config.KindMembership, Range: at(3),
 		Body:   &kinds.Membership{SubnetID: subnet, Add: refs(n3, n4, id("gone"))},
 		Places: map[string]hcl.Range{"subnet_id": at(5), subnet: at(5), n3: at(6), n4: at(7), id("gone"): at(8)}}
-	live := factsOf(kinds.MembershipFacts{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {Err: "timeout"}}})
+	live := factsOf(kinds.MembershipFacts{Subnet: subnetWith("v1", n1), Nodes: map[string]NodeFacts{n3: {Registered: true}, n4: {Registered: true, MemberOf: other}, id("gone"): {Err: "timeout"}}, Health: healthy(n1, n3)})
 	r := Evaluate(p, live, Options{})
 	want := map[string]string{n3: "", n4: "proposals.hcl:7", id("gone"): ""} // ok and a warning name no place
 	for _, c := range r.Checks {

@@ -50,6 +50,9 @@ type Fetcher struct {
 	Governance Governance
 	Explorer   Explorer
 	Dashboard  Dashboard
+	// NodeStatus reads a node's own health; nil: only the dashboard's
+	// list tells it (Dashboard, when it is a NodeLister).
+	NodeStatus NodeHealth
 
 	// nodesOf lists an operator's nodes from the node records, when the
 	// registry read is a certified copy that can (registrycopy.View).
@@ -145,7 +148,7 @@ func (f *Fetcher) pin(ctx context.Context) (*Fetcher, uint64, error) {
 		reg = p.At(v)
 	}
 	lister, _ := f.Registry.(operatorLister)
-	return &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, nodesOf: lister}, v, nil
+	return &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, NodeStatus: f.NodeStatus, nodesOf: lister}, v, nil
 }
 
 // reader is what a kind's Fetch reads through: the fetcher, pinned.
@@ -171,6 +174,10 @@ func (r reader) Operators(ctx context.Context, ids []string) map[string]Operator
 
 func (r reader) Provider(ctx context.Context, id string) (ProviderFacts, error) {
 	return r.f.provider(ctx, id)
+}
+
+func (r reader) Health(ctx context.Context, ids []string) map[string]kinds.HealthFacts {
+	return r.f.health(ctx, ids)
 }
 
 // pinner is a registry client that reads everything at one version;

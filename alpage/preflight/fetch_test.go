@@ -18,18 +18,22 @@ import (
 	"alpnib.dev/ic/principal"
 )
 
-// fleet: subnet app (n1) on v1; n2 free; operator op owns both; v2 elected, v3 not.
+// fleet: subnet app (n1, unreachable) on v1; n2 free and healthy, "down"
+// free and unreachable, "lagging" free and behind; operator op owns them
+// all; v2 elected, v3 not.
 func testFleet() *devnet.Fleet {
 	no := false
 	return &devnet.Fleet{
 		DataCenters:   []devnet.FleetDataCenter{{ID: "dc"}},
 		NodeProviders: []devnet.FleetProvider{{ID: id("provider")}},
-		NodeOperators: []devnet.FleetOperator{{ID: id("op"), Provider: id("provider"), DC: "dc", Allowance: 2}},
+		NodeOperators: []devnet.FleetOperator{{ID: id("op"), Provider: id("provider"), DC: "dc", Allowance: 4}},
 		Versions:      []devnet.FleetVersion{{ID: "v1", Release: "rel-1"}, {ID: "v2", Release: "rel-2"}, {ID: "v3", Elected: &no}},
 		Subnets:       []devnet.FleetSubnet{{ID: subnet, Version: "v1", Members: []string{n1}}},
 		Nodes: []devnet.FleetNode{
 			{ID: n1, Operator: id("op"), Version: "v1", Reachable: &no},
-			{ID: n2, Operator: id("op"), Version: "v1", Reachable: &no},
+			{ID: n2, Operator: id("op"), Version: "v1"},
+			{ID: id("down"), Operator: id("op"), Version: "v1", Reachable: &no},
+			{ID: id("lagging"), Operator: id("op"), Version: "v1", Health: devnet.Lagging},
 		},
 	}
 }
@@ -51,11 +55,16 @@ func startFleet(t testing.TB, fleet *devnet.Fleet) (*devnet.Devnet, *Fetcher) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ns, err := source.NewNodeStatus(d.NodeCAPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return d, &Fetcher{
 		Registry:   nns.RegistryClient{Caller: a},
 		Governance: nns.GovernanceClient{Caller: a},
 		Explorer:   source.NewExplorer(d.ExplorerURL, nil),
 		Dashboard:  source.NewDashboard(d.DashboardURL, nil),
+		NodeStatus: ns,
 	}
 }
 

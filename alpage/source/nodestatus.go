@@ -6,15 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"time"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // NodeStatusCAEnv names a PEM file of certificates a node's status endpoint
@@ -95,27 +92,9 @@ func NodeStatusURL(ip string, port uint32) string {
 
 // Version reads impl_version from the node at ip:port.
 func (n *NodeStatus) Version(ctx context.Context, ip string, port uint32) (string, error) {
-	if ip == "" {
-		return "", errors.New("the node record has no http address")
-	}
-	u := NodeStatusURL(ip, port)
-	ctx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, u, err := n.status(ctx, ip, port)
 	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", u, err)
-	}
-	resp, err := n.http.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("GET %s: read body: %w", u, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", u, resp.Status)
+		return "", err
 	}
 	v, err := ImplVersion(body)
 	if err != nil {
@@ -126,29 +105,7 @@ func (n *NodeStatus) Version(ctx context.Context, ip string, port uint32) (strin
 
 // ImplVersion reads impl_version from a status reply: a CBOR map, usually
 // under the self-describe tag 55799.
-func ImplVersion(body []byte) (string, error) {
-	var raw any
-	if err := cbor.Unmarshal(body, &raw); err != nil {
-		return "", fmt.Errorf("decode status: %w", err)
-	}
-	if t, ok := raw.(cbor.Tag); ok && t.Number == 55799 {
-		raw = t.Content
-	}
-	var v any
-	switch m := raw.(type) {
-	case map[any]any:
-		v = m["impl_version"]
-	case map[string]any:
-		v = m["impl_version"]
-	default:
-		return "", errors.New("status is not a CBOR map")
-	}
-	s, ok := v.(string)
-	if !ok || s == "" {
-		return "", errors.New("status has no impl_version")
-	}
-	return s, nil
-}
+func ImplVersion(body []byte) (string, error) { return statusField(body, "impl_version") }
 
 // NodeVersion reads the GuestOS version the dashboard reports for a node
 // (GET /api/v3/nodes/<node>). It may lag what the node runs; label it
@@ -159,9 +116,13 @@ func (d *Dashboard) NodeVersion(ctx context.Context, node string) (version strin
 }
 
 // DashboardNode is what the dashboard says of a node: the GuestOS version
-// it reports and its status ("UP", "DOWN", "DEGRADED", "UNASSIGNED").
+// it reports, its status ("UP", "DOWN", "DEGRADED", "UNASSIGNED") and the
+// alert behind it.
 type DashboardNode struct {
-	NodeID         string `json:"node_id"`
+	NodeID string `json:"node_id"`
+	// Alertname is the alert behind a DEGRADED or DOWN status ("" when
+	// none); dre counts IC_PrometheusTargetMissing as healthy (Health).
+	Alertname      string `json:"alertname"`
 	GuestOSVersion string `json:"guestos_version"`
 	Status         string `json:"status"`
 }

@@ -222,10 +222,14 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	}
 	report.PayloadSHA256 = p.PayloadSHA256
 	explorer := o.live.explorer()
+	ns, err := nodeHealthClient()
+	if err != nil {
+		return err
+	}
 	steps := submit.Steps{
 		DryRun:          applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
 		Neuron:          applyNeuron{gov: gov, caller: id.Sender()},
-		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard()}},
+		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
 		Confirm:         stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:          applySubmit{gov},
 		Store:           fileStore{g.statePath},

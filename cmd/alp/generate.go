@@ -103,7 +103,7 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	if len(res.Proposals) > 0 {
 		// Preflight reads what the drift was read from: the copy at its
 		// version (or the canister), not a copy brought up to date again.
-		pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard()}
+		pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard(), NodeStatus: ns}
 		if r, ok := reg.(preflight.Registry); ok {
 			pf.Registry = r
 		}

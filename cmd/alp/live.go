@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -72,9 +73,14 @@ func (g *globals) newAgent(cfg *config.Config, id identity.Identity, progress io
 
 // preflightFetcher wires the preflight's reads to the live services: the
 // registry and governance through an anonymous agent, the explorer and
-// dashboard through their HTTP clients.
+// dashboard through their HTTP clients, each node's own status endpoint
+// through a node status client.
 func (g *globals) preflightFetcher(cfg *config.Config, l liveFlags, progress io.Writer) (*preflight.Fetcher, string, error) {
 	a, host, err := g.readAgent(cfg, progress)
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := nodeHealthClient()
 	if err != nil {
 		return nil, "", err
 	}
@@ -83,5 +89,12 @@ func (g *globals) preflightFetcher(cfg *config.Config, l liveFlags, progress io.
 		Governance: nns.GovernanceClient{Caller: a},
 		Explorer:   l.explorer(),
 		Dashboard:  l.dashboard(),
+		NodeStatus: ns,
 	}, host, nil
+}
+
+// nodeHealthClient reads a node's own health for preflight, its
+// certificate checked against $ALP_NODE_STATUS_CA when set.
+func nodeHealthClient() (*source.NodeStatus, error) {
+	return source.NewNodeStatusTimeout(os.Getenv(source.NodeStatusCAEnv), 0)
 }
