@@ -361,6 +361,24 @@ func RegistryExecutor(reg *registry.Registry) governance.Executor {
 				return err
 			}
 			return reg.RemoveNodeOperators(p)
+		case nns.FunctionAssignNoid:
+			var p nns.AddNodeOperatorPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.AssignNoid(p)
+		case nns.FunctionUpdateNodeOperatorConfig:
+			var p nns.UpdateNodeOperatorConfigPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.UpdateNodeOperatorConfig(p)
+		case nns.FunctionDeployHostosToSomeNodes:
+			var p nns.DeployHostosToSomeNodesPayload
+			if err := decode(&p); err != nil {
+				return err
+			}
+			return reg.DeployHostosToSomeNodes(p)
 		}
 		return fmt.Errorf("%s is not supported by the local network", fn)
 	})

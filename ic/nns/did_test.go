@@ -35,7 +35,7 @@ func TestEveryDidTypeHasACandidMapping(t *testing.T) {
 		RemoveNodesPayload{}, RemoveNodeOperatorsPayload{}, GetSubnetRequest{}, GetSubnetResponse{},
 		GetNodeOperatorsAndDcsOfNodeProviderResponse{}, ManageNeuronRequest{}, ManageNeuronResponse{},
 		ProposalInfo{}, GetFullNeuronResponse{}, ListNodeProvidersResponse{}, ListProposalInfo{},
-		ListProposalInfoResponse{},
+		ListProposalInfoResponse{}, AddNodeOperatorPayload{}, UpdateNodeOperatorConfigPayload{}, DeployHostosToSomeNodesPayload{},
 	} {
 		if _, err := candid.TypeOf(reflect.TypeOf(v)); err != nil {
 			t.Errorf("%T: %v", v, err)
@@ -65,6 +65,9 @@ func TestThePayloadTypesMatchTheRegistryDid(t *testing.T) {
 		"remove_nodes":                       RemoveNodesPayload{},
 		"remove_node_operators":              RemoveNodeOperatorsPayload{},
 		"update_subnet":                      UpdateSubnetPayload{},
+		"add_node_operator":                  AddNodeOperatorPayload{},
+		"update_node_operator_config":        UpdateNodeOperatorConfigPayload{},
+		"deploy_hostos_to_some_nodes":        DeployHostosToSomeNodesPayload{},
 	} {
 		if err := prog.CheckMethod(method, []*candid.Type{typeOf(arg)}, nil); err != nil {
 			t.Errorf("%T: %v", arg, err)

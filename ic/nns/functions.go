@@ -20,16 +20,22 @@ type NnsFunction int32
 const (
 	FunctionUnspecified                   NnsFunction = 0
 	FunctionUpdateConfigOfSubnet          NnsFunction = 7
+	FunctionAssignNoid                    NnsFunction = 8
 	FunctionDeployGuestosToAllSubnetNodes NnsFunction = 11
+	FunctionUpdateNodeOperatorConfig      NnsFunction = 16
 	FunctionRemoveNodes                   NnsFunction = 18
 	FunctionRemoveNodeOperators           NnsFunction = 23
 	FunctionChangeSubnetMembership        NnsFunction = 31
 	FunctionReviseElectedGuestosVersions  NnsFunction = 38
+	FunctionDeployHostosToSomeNodes       NnsFunction = 51
 )
 
 var functionNames = map[NnsFunction]string{
 	FunctionUnspecified:                   "NNS_FUNCTION_UNSPECIFIED",
 	FunctionUpdateConfigOfSubnet:          "NNS_FUNCTION_UPDATE_CONFIG_OF_SUBNET",
+	FunctionAssignNoid:                    "NNS_FUNCTION_ASSIGN_NOID",
+	FunctionUpdateNodeOperatorConfig:      "NNS_FUNCTION_UPDATE_NODE_OPERATOR_CONFIG",
+	FunctionDeployHostosToSomeNodes:       "NNS_FUNCTION_DEPLOY_HOSTOS_TO_SOME_NODES",
 	FunctionDeployGuestosToAllSubnetNodes: "NNS_FUNCTION_DEPLOY_GUESTOS_TO_ALL_SUBNET_NODES",
 	FunctionRemoveNodes:                   "NNS_FUNCTION_REMOVE_NODES",
 	FunctionRemoveNodeOperators:           "NNS_FUNCTION_REMOVE_NODE_OPERATORS",
@@ -39,6 +45,9 @@ var functionNames = map[NnsFunction]string{
 
 var functionMethods = map[NnsFunction]string{
 	FunctionUpdateConfigOfSubnet:          "update_subnet",
+	FunctionAssignNoid:                    "add_node_operator",
+	FunctionUpdateNodeOperatorConfig:      "update_node_operator_config",
+	FunctionDeployHostosToSomeNodes:       "deploy_hostos_to_some_nodes",
 	FunctionDeployGuestosToAllSubnetNodes: "deploy_guestos_to_all_subnet_nodes",
 	FunctionRemoveNodes:                   "remove_nodes",
 	FunctionRemoveNodeOperators:           "remove_node_operators",
@@ -48,6 +57,9 @@ var functionMethods = map[NnsFunction]string{
 
 var functionTopics = map[NnsFunction]Topic{
 	FunctionUpdateConfigOfSubnet:          TopicSubnetManagement,
+	FunctionAssignNoid:                    TopicNodeAdmin,
+	FunctionUpdateNodeOperatorConfig:      TopicNodeAdmin,
+	FunctionDeployHostosToSomeNodes:       TopicIcOsVersionDeployment,
 	FunctionDeployGuestosToAllSubnetNodes: TopicIcOsVersionDeployment,
 	FunctionRemoveNodes:                   TopicNodeAdmin,
 	FunctionRemoveNodeOperators:           TopicNodeAdmin,

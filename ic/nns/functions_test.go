@@ -20,6 +20,9 @@ func TestEveryNnsFunctionAlpProposesHasItsGovernanceNumberMethodAndTopic(t *test
 		{FunctionRemoveNodes, 18, "remove_nodes", TopicNodeAdmin, 5},
 		{FunctionRemoveNodeOperators, 23, "remove_node_operators", TopicNodeAdmin, 5},
 		{FunctionReviseElectedGuestosVersions, 38, "revise_elected_guestos_versions", TopicIcOsVersionElection, 13},
+		{FunctionAssignNoid, 8, "add_node_operator", TopicNodeAdmin, 5},
+		{FunctionUpdateNodeOperatorConfig, 16, "update_node_operator_config", TopicNodeAdmin, 5},
+		{FunctionDeployHostosToSomeNodes, 51, "deploy_hostos_to_some_nodes", TopicIcOsVersionDeployment, 12},
 	}
 	for _, c := range cases {
 		if int32(c.fn) != c.number {

@@ -32,6 +32,10 @@ func DataCenterRecordKey(dcID string) string { return dataCenterRecordPrefix + d
 // elected.
 func ReplicaVersionRecordKey(versionID string) string { return replicaVersionRecordPrefix + versionID }
 
+// HostosVersionRecordKey is the key whose presence means a HostOS version
+// is elected (HOSTOS_VERSION_KEY_PREFIX, docs/decisions.md).
+func HostosVersionRecordKey(versionID string) string { return "hostos_version_" + versionID }
+
 // Record subnet types (registry SubnetType enum).
 const (
 	SubnetTypeUnspecified         int32 = 0
@@ -93,11 +97,12 @@ type SubnetRecordPB struct {
 
 // NodeRecordPB is the registry's NodeRecord protobuf (the fields used here).
 type NodeRecordPB struct {
-	Xnet           *ConnectionEndpoint // 5
-	HTTP           *ConnectionEndpoint // 6
-	NodeOperatorID []byte              // 15
-	ChipID         []byte              // 16 (optional: nil when absent)
-	RewardType     *int32              // 20 node_reward_type (optional; NodeRewardType)
+	Xnet            *ConnectionEndpoint // 5
+	HTTP            *ConnectionEndpoint // 6
+	NodeOperatorID  []byte              // 15
+	ChipID          []byte              // 16 (optional: nil when absent)
+	HostosVersionID *string             // 17 hostos_version_id (optional)
+	RewardType      *int32              // 20 node_reward_type (optional; NodeRewardType)
 
 	rest []byte // the fields not named above
 }

@@ -189,6 +189,7 @@ func (r *NodeRecordPB) Marshal() []byte {
 		m.Xnet, m.Http = endpointPB(m.Xnet, r.Xnet), endpointPB(m.Http, r.HTTP)
 		m.NodeOperatorId = r.NodeOperatorID
 		m.ChipId = r.ChipID
+		m.HostosVersionId = r.HostosVersionID
 		m.NodeRewardType = (*registrypb.NodeRewardType)(r.RewardType)
 	})
 }
@@ -201,8 +202,8 @@ func (r *NodeRecordPB) Unmarshal(b []byte) error {
 		return err
 	}
 	*r = NodeRecordPB{Xnet: endpointOf(m.Xnet), HTTP: endpointOf(m.Http), NodeOperatorID: m.NodeOperatorId, ChipID: m.ChipId,
-		RewardType: (*int32)(m.NodeRewardType)}
-	m.Xnet, m.Http, m.NodeOperatorId, m.ChipId, m.NodeRewardType = unknownOnly(m.Xnet), unknownOnly(m.Http), nil, nil, nil
+		HostosVersionID: m.HostosVersionId, RewardType: (*int32)(m.NodeRewardType)}
+	m.Xnet, m.Http, m.NodeOperatorId, m.ChipId, m.HostosVersionId, m.NodeRewardType = unknownOnly(m.Xnet), unknownOnly(m.Http), nil, nil, nil, nil
 	r.rest = restOf(&m)
 	return nil
 }

@@ -1,6 +1,10 @@
 package nns
 
 import (
+	"slices"
+	"strconv"
+	"strings"
+
 	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/principal"
 )
@@ -274,4 +278,75 @@ type GetChunkResponse struct {
 	candid.OneOf
 	Ok  *Chunk  `candid:"Ok"`
 	Err *string `candid:"Err"`
+}
+
+// AddNodeOperatorPayload is add_node_operator's argument (NNS function 8,
+// NNS_FUNCTION_ASSIGN_NOID), field for field as registry.did declares it
+// (docs/decisions.md). rewardable_nodes and max_rewardable_nodes are Rust
+// BTreeMaps: Candid `vec record { text; nat32 }`, in key order.
+type AddNodeOperatorPayload struct {
+	NodeOperatorPrincipalID *principal.Principal `candid:"node_operator_principal_id"`
+	NodeProviderPrincipalID *principal.Principal `candid:"node_provider_principal_id"`
+	NodeAllowance           uint64               `candid:"node_allowance"`
+	DcID                    string               `candid:"dc_id"`
+	RewardableNodes         []NodeTypeCount      `candid:"rewardable_nodes"`
+	IPv6                    *string              `candid:"ipv6"`
+	MaxRewardableNodes      *[]NodeTypeCount     `candid:"max_rewardable_nodes"`
+}
+
+// UpdateNodeOperatorConfigPayload is update_node_operator_config's argument
+// (NNS function 16). Every field but rewardable_nodes is opt, and null
+// leaves the record's value; rewardable_nodes and max_rewardable_nodes
+// replace the record's map whole, and an empty one leaves it.
+type UpdateNodeOperatorConfigPayload struct {
+	NodeOperatorID     *principal.Principal `candid:"node_operator_id"`
+	NodeAllowance      *uint64              `candid:"node_allowance"`
+	DcID               *string              `candid:"dc_id"`
+	RewardableNodes    []NodeTypeCount      `candid:"rewardable_nodes"`
+	NodeProviderID     *principal.Principal `candid:"node_provider_id"`
+	IPv6               *string              `candid:"ipv6"`
+	SetIPv6ToNone      *bool                `candid:"set_ipv6_to_none"`
+	MaxRewardableNodes *[]NodeTypeCount     `candid:"max_rewardable_nodes"`
+}
+
+// DeployHostosToSomeNodesPayload is deploy_hostos_to_some_nodes' argument
+// (NNS function 51): the nodes, and the HostOS version they run (null
+// clears it).
+type DeployHostosToSomeNodesPayload struct {
+	NodeIDs         []principal.Principal `candid:"node_ids"`
+	HostosVersionID *string               `candid:"hostos_version_id"`
+}
+
+// NodeTypeCounts is m as a Rust BTreeMap<String, u32> travels: its entries
+// in key order.
+func NodeTypeCounts(m map[string]uint32) []NodeTypeCount {
+	out := make([]NodeTypeCount, 0, len(m))
+	for k, v := range m {
+		out = append(out, NodeTypeCount{NodeType: k, Count: v})
+	}
+	slices.SortFunc(out, func(a, b NodeTypeCount) int { return strings.Compare(a.NodeType, b.NodeType) })
+	return out
+}
+
+// CountsMap is the map a vec record { text; nat32 } holds.
+func CountsMap(c []NodeTypeCount) map[string]uint32 {
+	out := make(map[string]uint32, len(c))
+	for _, e := range c {
+		out[e.NodeType] = e.Count
+	}
+	return out
+}
+
+// IPv6FormatOK is the registry's check_ipv6_format: eight colon-separated
+// hexadecimal numbers below 65536, each parsed as a Rust i32 in base 16
+// would be (a sign is accepted; "::" shorthand is not).
+func IPv6FormatOK(s string) bool {
+	parts := strings.Split(s, ":")
+	for _, p := range parts {
+		n, err := strconv.ParseInt(p, 16, 32)
+		if err != nil || n >= 65536 {
+			return false
+		}
+	}
+	return len(parts) == 8
 }

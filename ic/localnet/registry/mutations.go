@@ -336,3 +336,114 @@ func sortedOps(m map[principal.Principal]*nns.NodeOperatorRecordPB) []principal.
 	slices.SortFunc(out, principal.Principal.Compare)
 	return out
 }
+
+// AssignNoid runs add_node_operator (NNS_FUNCTION_ASSIGN_NOID): the record is inserted with the
+// payload's fields, dc_id lower-cased and max_rewardable_nodes empty when
+// null (AddNodeOperatorPayload's Into<NodeOperatorRecord>; not stored here); an operator
+// that has a record already refuses the insert. Governance, not the
+// registry, refuses a provider it does not know, before the proposal is
+// made.
+func (r *Registry) AssignNoid(p nns.AddNodeOperatorPayload) error {
+	return r.mutate(func(v view) ([]Mutation, error) {
+		if p.NodeOperatorPrincipalID == nil || p.NodeProviderPrincipalID == nil {
+			return nil, refuse("called `Option::unwrap()` on a `None` value")
+		}
+		op := *p.NodeOperatorPrincipalID
+		if _, ok := v.get(nns.NodeOperatorRecordKey(op.String())); ok {
+			return nil, refuse("Key already present: %s", nns.NodeOperatorRecordKey(op.String()))
+		}
+		rec := nns.NodeOperatorRecordPB{
+			NodeOperatorPrincipalID: op.Bytes(),
+			NodeAllowance:           p.NodeAllowance,
+			NodeProviderPrincipalID: p.NodeProviderPrincipalID.Bytes(),
+			DcID:                    strings.ToLower(p.DcID),
+			RewardableNodes:         nns.CountsMap(p.RewardableNodes),
+			IPv6:                    p.IPv6,
+		}
+		// max_rewardable_nodes is not stored: its field number in
+		// NodeOperatorRecord is in no revision alp has read
+		// (docs/decisions.md), so the local record cannot carry it.
+		return []Mutation{{Key: nns.NodeOperatorRecordKey(op.String()), Value: rec.Marshal()}}, nil
+	})
+}
+
+// UpdateNodeOperatorConfig runs update_node_operator_config in the
+// canister's order: the record must exist; then each field the payload
+// sets replaces the record's and a null one leaves it (rewardable_nodes
+// and max_rewardable_nodes: an empty map leaves it, a non-empty one
+// replaces the whole map); a provider equal to the operator traps, an
+// ipv6 not of check_ipv6_format traps, and set_ipv6_to_none clears ipv6
+// after it is set.
+func (r *Registry) UpdateNodeOperatorConfig(p nns.UpdateNodeOperatorConfigPayload) error {
+	return r.mutate(func(v view) ([]Mutation, error) {
+		if p.NodeOperatorID == nil {
+			return nil, refuse("called `Option::unwrap()` on a `None` value")
+		}
+		op := *p.NodeOperatorID
+		rec, ok, err := v.operator(op)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, refuse("Node Operator record with ID %s not found in the registry.", op)
+		}
+		if p.NodeAllowance != nil {
+			rec.NodeAllowance = *p.NodeAllowance
+		}
+		if p.DcID != nil {
+			rec.DcID = *p.DcID
+		}
+		if len(p.RewardableNodes) > 0 {
+			rec.RewardableNodes = nns.CountsMap(p.RewardableNodes)
+		}
+		if p.NodeProviderID != nil {
+			if *p.NodeProviderID == op {
+				return nil, refuse("The Node Operator ID cannot be the same as the Node Provider ID: %s", op)
+			}
+			rec.NodeProviderPrincipalID = p.NodeProviderID.Bytes()
+		}
+		if p.IPv6 != nil {
+			if !nns.IPv6FormatOK(*p.IPv6) {
+				return nil, refuse("New Ipv6 field %s does not conform to the required format", *p.IPv6)
+			}
+			ip := *p.IPv6
+			rec.IPv6 = &ip
+		}
+		if p.SetIPv6ToNone != nil && *p.SetIPv6ToNone {
+			rec.IPv6 = nil
+		}
+		return []Mutation{{Key: nns.NodeOperatorRecordKey(op.String()), Value: rec.Marshal()}}, nil
+	})
+}
+
+// DeployHostosToSomeNodes runs deploy_hostos_to_some_nodes: each node,
+// in the payload's order, must have a record, whose hostos_version_id
+// becomes the payload's (null clears it); then the HostOS invariant holds:
+// every version a node names has its hostos_version_<id> record.
+func (r *Registry) DeployHostosToSomeNodes(p nns.DeployHostosToSomeNodesPayload) error {
+	return r.mutate(func(v view) ([]Mutation, error) {
+		var muts []Mutation
+		for _, n := range p.NodeIDs {
+			rec, ok, err := v.node(n)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, refuse("node record for %s not found in the registry.", n)
+			}
+			if p.HostosVersionID != nil {
+				id := *p.HostosVersionID
+				rec.HostosVersionID = &id
+			} else {
+				rec.HostosVersionID = nil
+			}
+			muts = append(muts, Mutation{Key: nns.NodeRecordKey(n.String()), Value: rec.Marshal()})
+		}
+		if id := p.HostosVersionID; id != nil && len(muts) > 0 {
+			if _, ok := v.get(nns.HostosVersionRecordKey(*id)); !ok {
+				return nil, refuse("Could not find HostOS version: %s", *id)
+			}
+		}
+		return muts, nil
+	})
+}

@@ -34,6 +34,8 @@ type Node struct {
 	ChipID       []byte
 	// RewardType is the record's node_reward_type; nil: absent.
 	RewardType *int32
+	// HostOS is the record's hostos_version_id; "": unset.
+	HostOS string
 }
 
 // Subnet is a subnet to seed.
@@ -90,6 +92,10 @@ func (r *Registry) AddNode(n Node) (uint64, error) {
 			NodeOperatorID: n.Operator.Bytes(),
 			ChipID:         n.ChipID,
 			RewardType:     n.RewardType,
+		}
+		if n.HostOS != "" {
+			h := n.HostOS
+			rec.HostosVersionID = &h
 		}
 		version = v.r.version + 1
 		return []Mutation{{Key: nns.NodeRecordKey(n.ID.String()), Value: rec.Marshal()}}, nil
