@@ -65,7 +65,7 @@ func blockDoc(d kinds.BlockDoc) BlockDoc {
 
 // Releases are the schema's releases, oldest first; the last is the
 // development schema documented ahead of its release.
-var Releases = []string{"v0.1.0", "v0.1.1", "v0.2.0", "v0.3.0", "v0.4.0", "v0.5.0"}
+var Releases = []string{"v0.1.0", "v0.1.1", "v0.2.0", "v0.3.0", "v0.4.0", "v0.5.0", "v0.6.0"}
 
 // FieldDoc is one documented field of a block.
 type FieldDoc struct {

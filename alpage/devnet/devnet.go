@@ -339,7 +339,7 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 	}
 	for _, n := range f.Nodes {
 		a := ports[n.ID]
-		node := registry.Node{ID: ref(n.ID), Operator: ref(n.Operator), IPv6: a.ip, HTTPPort: a.port}
+		node := registry.Node{ID: ref(n.ID), Operator: ref(n.Operator), IPv6: a.ip, HTTPPort: a.port, HostOS: n.HostOS}
 		if n.ChipID != "" {
 			node.ChipID, _ = hex.DecodeString(n.ChipID)
 		}
@@ -349,6 +349,10 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 		if _, err := d.Registry.AddNode(node); err != nil {
 			return nil, fmt.Errorf("devnet: seed: %w", err)
 		}
+	}
+	for _, v := range f.HostOSVersions {
+		// its presence elects it; the record's fields are not read
+		d.Registry.Apply([]registry.Mutation{{Key: nns.HostosVersionRecordKey(v), Value: []byte{}}})
 	}
 	for _, p := range f.PurgedProposals {
 		d.Governance.SkipIDs(p.ID + 1)

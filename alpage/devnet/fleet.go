@@ -34,8 +34,11 @@ type Fleet struct {
 	NodeProviders []FleetProvider   `json:"node_providers"`
 	NodeOperators []FleetOperator   `json:"node_operators"`
 	Versions      []FleetVersion    `json:"versions"`
-	Subnets       []FleetSubnet     `json:"subnets"`
-	Nodes         []FleetNode       `json:"nodes"`
+	// HostOSVersions are the elected HostOS versions: each gets its
+	// hostos_version_<id> record.
+	HostOSVersions []string      `json:"hostos_versions,omitempty"`
+	Subnets        []FleetSubnet `json:"subnets"`
+	Nodes          []FleetNode   `json:"nodes"`
 	// UnassignedVersion is what a node runs once it leaves its subnet
 	// (mainnet's unassigned_nodes_config); empty: it keeps the fleet's
 	// version.
@@ -126,6 +129,8 @@ type FleetNode struct {
 	// reports instead (the dashboard lags).
 	Version          string `json:"version"`
 	DashboardVersion string `json:"dashboard_version,omitempty"`
+	// HostOS is the node record's hostos_version_id; omitted: unset.
+	HostOS string `json:"hostos,omitempty"`
 	// ChipID is the node record's chip_id in hex; ChipProduct is the product
 	// AMD KDS vouches for it under ("Milan-B0"), empty when KDS does not know
 	// the chip; ChipRateLimited makes KDS answer 429 for it.

@@ -169,7 +169,7 @@ func drift(in Input) *kinds.Drift {
 		f.Providers = append(f.Providers, kinds.FleetProvider{ID: p.ID, Name: p.Name, Label: p.Label, Decommissioned: p.Decommissioned})
 	}
 	for _, o := range res.NodeOperators {
-		f.Operators = append(f.Operators, kinds.FleetOperator{ID: o.ID, Name: o.Name, Decommissioned: o.Decommissioned})
+		f.Operators = append(f.Operators, kinds.FleetOperator{ID: o.ID, Name: o.Name, Decommissioned: o.Decommissioned, Provider: o.Provider, DC: o.DC})
 	}
 	for _, v := range res.GuestOSVersions {
 		f.Versions = append(f.Versions, kinds.FleetVersion{ID: v.ID, Name: v.Name, Label: v.Label})

@@ -55,19 +55,28 @@ type FleetProvider struct {
 }
 
 // FleetOperator is a node_operator block (Decommissioned also when its
-// provider is).
+// provider is). Provider and DC are "" when omitted; NodeAllowance,
+// RewardableNodes, MaxRewardableNodes and IPv6 are nil when omitted (not
+// declared, so not checked).
 type FleetOperator struct {
-	ID, Name       string
-	Decommissioned bool
+	ID, Name           string
+	Decommissioned     bool
+	Provider, DC       string
+	NodeAllowance      *uint64
+	RewardableNodes    map[string]uint32
+	MaxRewardableNodes map[string]uint32
+	IPv6               *string
 }
 
 // FleetVersion is a guestos_version block.
 type FleetVersion struct{ ID, Name, Label string }
 
 // FleetNode is a node block; Version is the effective GuestOS version ("":
-// unchecked), Chip the decoded chip id (nil when omitted).
+// unchecked), HostOS the effective HostOS version ("": unchecked), Chip
+// the decoded chip id (nil when omitted).
 type FleetNode struct {
 	ID, Name, Subnet, Operator, Version string
+	HostOS                              string
 	Decommissioned                      bool
 	Chip                                []byte
 }
@@ -89,6 +98,11 @@ type Chain struct {
 	// ElectedErr is set when that could not be read.
 	Elected    map[string]bool
 	ElectedErr string
+	// HostOSElected says, per declared HostOS version id, whether its
+	// hostos_version_<id> record exists; HostOSElectedErr is set when that
+	// could not be read.
+	HostOSElected    map[string]bool
+	HostOSElectedErr string
 }
 
 // ChainSubnet is a subnet record: Type and CostSchedule in the schema's
@@ -126,14 +140,22 @@ type ChainOperator struct {
 	NodesListed bool
 	Nodes       []string
 	NodesErr    string
+	// The record's fields, when Found: its provider, dc_id, allowance,
+	// rewardable nodes and ipv6 (nil when unset).
+	Provider, DC    string
+	NodeAllowance   uint64
+	RewardableNodes map[string]uint32
+	IPv6            *string
 }
 
-// ChainNode is a node record.
+// ChainNode is a node record; HostOS is its hostos_version_id ("" when
+// unset).
 type ChainNode struct {
 	Found    bool
 	Err      string
 	Operator string
 	Chip     []byte
+	HostOS   string
 }
 
 // NewDrift is the Drift of fleet, chain and the pending changes, indexed.

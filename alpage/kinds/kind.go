@@ -51,6 +51,9 @@ var All = []Kind{
 	removeNodes,
 	removeNodeOperators,
 	removeNodeProvider,
+	addNodeOperator,
+	updateNodeOperatorConfig,
+	deployHostOS,
 }
 
 // Of is the kind named name, or nil.

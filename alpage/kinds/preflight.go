@@ -35,6 +35,9 @@ type Reader interface {
 	// Health says how healthy each node is, from the ICP dashboard and
 	// the node's own status endpoint; every id has an entry.
 	Health(ctx context.Context, ids []string) map[string]HealthFacts
+	// Record is the value of a registry key at the version read; found
+	// is false when the key has none.
+	Record(ctx context.Context, key string) (value []byte, found bool, err error)
 }
 
 // Options change how strict the checks are.
@@ -87,7 +90,9 @@ type NodeFacts struct {
 	HasChip bool `json:"has_chip,omitempty"`
 	// RewardType is the record's node_reward_type; nil when absent.
 	RewardType *int32 `json:"node_reward_type,omitempty"`
-	Err        string `json:"error,omitempty"`
+	// HostOS is the record's hostos_version_id; "" when absent.
+	HostOS string `json:"hostos_version_id,omitempty"`
+	Err    string `json:"error,omitempty"`
 }
 
 // VersionFacts is what is known of a replica version: whether it is elected
@@ -111,6 +116,9 @@ type VersionFacts struct {
 type OperatorFacts struct {
 	Registered    bool
 	RegisteredErr string
+	// Record is the operator's record as stored; nil when it has none or
+	// it could not be read.
+	Record *nns.NodeOperatorRecordPB
 	// Nodes are the ids of the nodes it owns: from the node records of the
 	// certified registry copy when the fetcher reads one (NodesSource ""),
 	// else per the registry explorer (NodesSource the explorer's label).

@@ -180,6 +180,11 @@ func (r reader) Health(ctx context.Context, ids []string) map[string]kinds.Healt
 	return r.f.health(ctx, ids)
 }
 
+func (r reader) Record(ctx context.Context, key string) ([]byte, bool, error) {
+	v, _, found, err := r.f.Registry.GetValue(ctx, key, 0)
+	return v, found, err
+}
+
 // pinner is a registry client that reads everything at one version;
 // nns.RegistryClient is one.
 type pinner interface {
@@ -255,6 +260,11 @@ func (f *Fetcher) nodes(ctx context.Context, ids []string) (map[string]NodeFacts
 			}
 		}
 		out[id] = NodeFacts{Registered: found, MemberOf: memberOf[id], HasChip: rec.ChipID != nil, RewardType: rec.RewardType}
+		if rec.HostosVersionID != nil {
+			f := out[id]
+			f.HostOS = *rec.HostosVersionID
+			out[id] = f
+		}
 	}
 	return out, nil
 }
@@ -353,11 +363,19 @@ func (f *Fetcher) operators(ctx context.Context, ids []string) map[string]Operat
 	out := map[string]OperatorFacts{}
 	for _, id := range ids {
 		var o OperatorFacts
-		_, _, found, err := f.Registry.GetValue(ctx, nns.NodeOperatorRecordKey(id), 0)
+		raw, _, found, err := f.Registry.GetValue(ctx, nns.NodeOperatorRecordKey(id), 0)
 		if err != nil {
 			o.RegisteredErr = err.Error()
 		}
 		o.Registered = found
+		if found {
+			var rec nns.NodeOperatorRecordPB
+			if err := rec.Unmarshal(raw); err != nil {
+				o.RegisteredErr = fmt.Sprintf("decode %s: %v", nns.NodeOperatorRecordKey(id), err)
+			} else {
+				o.Record = &rec
+			}
+		}
 		switch {
 		case f.nodesOf != nil:
 			if o.Nodes, err = f.nodesOf.OperatorNodes(ctx, id); err != nil {

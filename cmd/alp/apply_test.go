@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,7 +126,8 @@ func declaredIn(t *testing.T, path, name string) *proposal.Proposal {
 	return p
 }
 
-var everyKind = []string{"add-node-08", "downgrade-app1", "halt-app1", "drop-node-12", "drop-empty-operator", "drop-gone-provider"}
+var everyKind = []string{"add-node-08", "downgrade-app1", "halt-app1", "drop-node-12", "drop-empty-operator", "drop-gone-provider",
+	"add-new-operator", "raise-ge1-allowance", "hostos-node-08"}
 
 func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) {
 	d := startApplyDevnet(t)
@@ -160,7 +162,7 @@ func TestEveryKindIsAppliedEndToEndAndStatusReadsItBackAsExecuted(t *testing.T) 
 	if err != nil {
 		t.Fatalf("status: %v\n%s%s", err, out, errOut)
 	}
-	if !strings.Contains(out, "6 proposal(s): 6 executed") {
+	if want := fmt.Sprintf("%d proposal(s): %d executed", len(everyKind), len(everyKind)); !strings.Contains(out, want) {
 		t.Fatalf("status:\n%s", out)
 	}
 	st := loadStateFile(t, statePath)

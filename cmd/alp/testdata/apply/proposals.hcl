@@ -65,6 +65,39 @@ proposal "drop-gone-provider" {
   }
 }
 
+proposal "add-new-operator" {
+  kind  = "add_node_operator"
+  title = "Add a second Zurich operator"
+
+  add_node_operator {
+    node_operator_id = "e3zag-db5kj-jrtlj-co2j7-eczxr-5urje-gcynm-k27pg-4jmoq-d52pb-kae"
+    node_provider_id = node_provider.example.id
+    dc_id            = "zh1"
+    node_allowance   = 2
+    rewardable_nodes = { "type3.1" = 2 }
+  }
+}
+
+proposal "raise-ge1-allowance" {
+  kind  = "update_node_operator_config"
+  title = "Raise the Geneva operator's allowance"
+
+  update_node_operator_config {
+    node_operator_id = node_operator.ge1_ops.id
+    node_allowance   = 5
+  }
+}
+
+proposal "hostos-node-08" {
+  kind  = "deploy_hostos"
+  title = "Move node_08 to the newer HostOS"
+
+  deploy_hostos {
+    hostos_version_id = "4f3c2a1b0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b"
+    node { id = node.node_08.id }
+  }
+}
+
 proposal "sev-on-app1" {
   kind  = "update_subnet"
   title = "Turn SEV on for app1"
