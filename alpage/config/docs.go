@@ -34,6 +34,8 @@ var fixedBlocks = []BlockDoc{
 		Doc: "A node operator, referenced by node as node_operator.<name>.id."},
 	{Header: `guestos_version "<name>" { }`, File: "resources.hcl", Since: "v0.3.0", Type: reflect.TypeFor[GuestOSVersion](),
 		Doc: "A named GuestOS/replica version, referenced by node and by deploy_guestos as guestos_version.<name>.id. alp guestos sync generates the elected set as resources/guestos.hcl."},
+	{Header: `hostos_version "<name>" { }`, File: "resources.hcl", Since: "v0.6.0", Type: reflect.TypeFor[HostOSVersion](),
+		Doc: "A named HostOS version, referenced by node and by deploy_hostos as hostos_version.<name>.id. A node's HostOS version is on its registry record, so reconcile reads it there."},
 	{Header: `node "<name>" { }`, File: "resources.hcl", Since: "v0.1.0", Type: reflect.TypeFor[Node](),
 		Doc: "A node, referenced from proposals as node.<name>.id."},
 	{Header: `provider { }`, File: "proposals.hcl", Since: "v0.1.0", Type: reflect.TypeFor[Provider](),

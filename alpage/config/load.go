@@ -39,6 +39,7 @@ type Resources struct {
 	NodeProviders   []*NodeProvider
 	NodeOperators   []*NodeOperator
 	GuestOSVersions []*GuestOSVersion
+	HostOSVersions  []*HostOSVersion
 	Nodes           []*Node
 }
 
@@ -230,6 +231,7 @@ var resourcesSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "node_provider", LabelNames: []string{"name"}},
 	{Type: "node_operator", LabelNames: []string{"name"}},
 	{Type: "guestos_version", LabelNames: []string{"name"}},
+	{Type: "hostos_version", LabelNames: []string{"name"}},
 	{Type: "node", LabelNames: []string{"name"}},
 }}
 

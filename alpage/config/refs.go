@@ -18,13 +18,14 @@ const (
 	kindNodeProvider   = "node_provider"
 	kindNodeOperator   = "node_operator"
 	kindGuestOSVersion = "guestos_version"
+	kindHostOSVersion  = "hostos_version"
 	kindNode           = "node"
 )
 
 // tiers is the order references resolve in: a block may refer only to kinds
 // of earlier tiers (proposals, decoded last, may refer to every kind).
 var tiers = [][]string{
-	{kindSubnet, kindDataCenter, kindNodeProvider, kindGuestOSVersion},
+	{kindSubnet, kindDataCenter, kindNodeProvider, kindGuestOSVersion, kindHostOSVersion},
 	{kindNodeOperator},
 	{kindNode},
 }
@@ -74,7 +75,7 @@ func (s *scope) names(kind string) []string {
 
 var allKinds = map[string]bool{
 	kindSubnet: true, kindDataCenter: true, kindNodeProvider: true,
-	kindNodeOperator: true, kindGuestOSVersion: true, kindNode: true,
+	kindNodeOperator: true, kindGuestOSVersion: true, kindHostOSVersion: true, kindNode: true,
 }
 
 // checkRefs walks every expression in body and reports references that are
@@ -87,12 +88,12 @@ func (l *loader) checkRefs(body hcl.Body, s *scope, allowed map[string]bool, wha
 		root := tr.RootName()
 		rng := tr.SourceRange()
 		if !allKinds[root] {
-			l.errorf(&rng, "Unknown reference", "%q is not a resource kind; references look like <kind>.<name>.id with kind one of subnet, data_center, node_provider, node_operator, guestos_version, node", root)
+			l.errorf(&rng, "Unknown reference", "%q is not a resource kind; references look like <kind>.<name>.id with kind one of subnet, data_center, node_provider, node_operator, guestos_version, hostos_version, node", root)
 			ok = false
 			continue
 		}
 		if !allowed[root] {
-			l.errorf(&rng, "Reference not allowed here", "a %s cannot refer to a %s: references resolve in tiers (subnet, data_center, node_provider, guestos_version → node_operator → node → proposals); write the id itself instead", what, root)
+			l.errorf(&rng, "Reference not allowed here", "a %s cannot refer to a %s: references resolve in tiers (subnet, data_center, node_provider, guestos_version, hostos_version → node_operator → node → proposals); write the id itself instead", what, root)
 			ok = false
 			continue
 		}
@@ -224,6 +225,10 @@ func (l *loader) decodeResource(r *Resources, kind string, b *hcl.Block, ctx *hc
 		v := &GuestOSVersion{Name: name, Range: b.DefRange}
 		diags = gohcl.DecodeBody(b.Body, ctx, v)
 		r.GuestOSVersions = append(r.GuestOSVersions, v)
+	case kindHostOSVersion:
+		v := &HostOSVersion{Name: name, Range: b.DefRange}
+		diags = gohcl.DecodeBody(b.Body, ctx, v)
+		r.HostOSVersions = append(r.HostOSVersions, v)
 	case kindNode:
 		v := &Node{Name: name, Range: b.DefRange}
 		diags = gohcl.DecodeBody(b.Body, ctx, v)
@@ -254,6 +259,10 @@ func (r *Resources) ids(kind string) map[string]ref {
 		}
 	case kindGuestOSVersion:
 		for _, v := range r.GuestOSVersions {
+			out[v.Name] = ref{v.ID, v.Label, v.Range}
+		}
+	case kindHostOSVersion:
+		for _, v := range r.HostOSVersions {
 			out[v.Name] = ref{v.ID, v.Label, v.Range}
 		}
 	case kindNode:

@@ -6,7 +6,7 @@ import (
 	"alpnib.dev/alpage/kinds"
 )
 
-// The structs below are the whole v0.5.0 schema. Each field carries three
+// The structs below are the whole schema (v0.5.0 and the fields since). Each field carries three
 // tags: hcl (what gohcl decodes), since (the release it first appeared in)
 // and doc (its description). docs/config.md is generated from them by
 // `go generate` (see docs.go), and a test fails when a field lacks a doc or
@@ -47,12 +47,16 @@ type NodeProvider struct {
 
 // NodeOperator is a `node_operator "<name>" {}` block.
 type NodeOperator struct {
-	Name           string `hcl:"name,label"`
-	ID             string `hcl:"id" since:"v0.1.0" doc:"Principal of the node operator."`
-	Label          string `hcl:"label,optional" since:"v0.1.0" doc:"Human-readable name."`
-	Provider       string `hcl:"provider,optional" since:"v0.1.0" doc:"Id of its node provider (node_provider.<name>.id)."`
-	DC             string `hcl:"dc,optional" since:"v0.1.0" doc:"Id of its data center (data_center.<name>.id)."`
-	Decommissioned bool   `hcl:"decommissioned,optional" since:"v0.5.0" doc:"Marks a node operator removed on-chain. Its block is kept so historical proposal payloads keep resolving to the ids they were submitted with; reconcile expects it to be absent from the registry. Implied for every operator under a decommissioned node_provider."`
+	Name               string            `hcl:"name,label"`
+	ID                 string            `hcl:"id" since:"v0.1.0" doc:"Principal of the node operator."`
+	Label              string            `hcl:"label,optional" since:"v0.1.0" doc:"Human-readable name."`
+	Provider           string            `hcl:"provider,optional" since:"v0.1.0" doc:"Id of its node provider (node_provider.<name>.id)."`
+	DC                 string            `hcl:"dc,optional" since:"v0.1.0" doc:"Id of its data center (data_center.<name>.id)."`
+	Decommissioned     bool              `hcl:"decommissioned,optional" since:"v0.5.0" doc:"Marks a node operator removed on-chain. Its block is kept so historical proposal payloads keep resolving to the ids they were submitted with; reconcile expects it to be absent from the registry. Implied for every operator under a decommissioned node_provider."`
+	NodeAllowance      *uint64           `hcl:"node_allowance,optional" since:"v0.6.0" doc:"How many nodes the operator may still add: the registry's node_allowance, which adding a node lowers and removing one raises. Omitted is not checked."`
+	RewardableNodes    map[string]uint32 `hcl:"rewardable_nodes,optional" since:"v0.6.0" doc:"Node type to the number of nodes of that type its provider is rewarded for, e.g. { \"type3.1\" = 4 }; compared with the record's map as a whole. Omitted is not checked."`
+	MaxRewardableNodes map[string]uint32 `hcl:"max_rewardable_nodes,optional" since:"v0.6.0" doc:"Node type to the most nodes of that type the operator can be rewarded for. Sent when alp plan --generate adds the operator; alp does not read it back from the registry, so reconcile does not compare it."`
+	IPv6               *string           `hcl:"ipv6,optional" since:"v0.6.0" doc:"The operator's IPv6 address as the registry stores it: eight groups of hexadecimal digits, no :: shorthand. Omitted is not checked."`
 
 	// DecommissionedByProvider is true when Decommissioned was implied by a
 	// decommissioned node_provider rather than declared.
@@ -70,6 +74,16 @@ type GuestOSVersion struct {
 	Range hcl.Range
 }
 
+// HostOSVersion is a `hostos_version "<name>" {}` block.
+type HostOSVersion struct {
+	Name    string `hcl:"name,label"`
+	ID      string `hcl:"id" since:"v0.6.0" doc:"HostOS version hash, as the registry's hostos_version_<id> record and a node record's hostos_version_id name it."`
+	Label   string `hcl:"label,optional" since:"v0.6.0" doc:"Human-readable name (e.g. the release name)."`
+	Default bool   `hcl:"default,optional" since:"v0.6.0" doc:"Marks the HostOS version every node is expected to run unless its own block overrides it, as guestos_version's default does. At most one hostos_version may carry it; a node omitting hostos_version inherits it, and hostos_version = \"none\" opts a node out."`
+
+	Range hcl.Range
+}
+
 // Node is a `node "<name>" {}` block.
 type Node struct {
 	Name           string `hcl:"name,label"`
@@ -80,6 +94,7 @@ type Node struct {
 	Decommissioned bool   `hcl:"decommissioned,optional" since:"v0.1.1" doc:"Marks a node deregistered on-chain. Its block is kept so historical proposal payloads keep resolving to the ids they were submitted with; reconcile expects it to be absent from the registry."`
 	GuestOSVersion string `hcl:"guestos_version,optional" since:"v0.2.0" doc:"GuestOS/replica version this node is expected to run. Not a registry fact: the registry stores one version per subnet, so reconcile reads the node's own /api/v2/status impl_version, which needs IPv6. If the node is unreachable it falls back to the public dashboard, marking the row \"via dashboard\" since that data may lag. Reconcile also checks the version against the NNS elected set and marks it \"NOT ELECTED\" if absent; when that source is unreadable the check is skipped rather than failing. Omitted inherits the guestos_version marked default, and means unchecked when there is none; setting it while a default exists marks the row \"[override]\". \"none\" opts the node out of the check entirely."`
 	ChipID         string `hcl:"chip_id,optional" since:"v0.4.0" doc:"The node's AMD SEV-SNP CHIP_ID as hex, the form AMD's KDS takes as its hwID parameter (base64 is also accepted; comparison is on the decoded bytes). 64 opaque bytes identifying the physical CPU, recorded by the registry canister only for a node onboarded with SEV. Pins hardware identity, not live TEE state. Reconcile also asks AMD KDS to vouch for the chip, caching the verdict in state.json. Omitted asserts the node carries none, so gaining, losing, or changing one is drift; an unread record reports \"unknown\"."`
+	HostOSVersion  string `hcl:"hostos_version,optional" since:"v0.6.0" doc:"HostOS version this node is expected to run (hostos_version.<name>.id, or the hash). Unlike guestos_version it is a registry fact: reconcile reads the node record's hostos_version_id, certified, and marks a version with no hostos_version_<id> record NOT ELECTED. Omitted inherits the hostos_version marked default, and means unchecked when there is none; \"none\" opts the node out."`
 
 	// Version is the effective GuestOS version after inheritance: the node's
 	// own, else the default's; empty when unchecked (no default, or "none").
@@ -87,6 +102,12 @@ type Node struct {
 	// VersionOverride is true when the node sets its own version while a
 	// default exists (reconcile marks the row "[override]").
 	VersionOverride bool
+	// HostOS is the effective HostOS version after inheritance: the node's
+	// own, else the default's; empty when unchecked.
+	HostOS string
+	// HostOSOverride is true when the node sets its own HostOS version
+	// while a default exists.
+	HostOSOverride bool
 	// Chip is ChipID decoded (64 bytes), nil when omitted.
 	Chip  []byte
 	Range hcl.Range

@@ -85,7 +85,13 @@ func TestEveryBlockAndFieldOfTheSeedSchemaIsDecodedAsItSays(t *testing.T) {
 		if b.Since != sb.since || b.Doc != sb.doc {
 			t.Errorf("%s: since %q doc %q\nseed: since %q doc %q", sb.header, b.Since, b.Doc, sb.since, sb.doc)
 		}
-		got := Fields(b.Type)
+		// fields added since the seed's release are not in it either
+		var got []FieldDoc
+		for _, f := range Fields(b.Type) {
+			if atOrBefore(f.Since, seedRelease) {
+				got = append(got, f)
+			}
+		}
 		if len(got) != len(sb.fields) {
 			t.Errorf("%s: %d fields, the seed lists %d", sb.header, len(got), len(sb.fields))
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"alpnib.dev/alpage/kinds"
+	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 )
 
@@ -71,8 +72,21 @@ func (l *loader) validateResources(r *Resources) {
 			l.errorf(&at, "Invalid guestos_version id", "guestos_version %q: id %q must be the version hash", v.Name, v.ID)
 		}
 	}
+	for _, v := range r.HostOSVersions {
+		if strings.TrimSpace(v.ID) == "" || strings.ContainsAny(v.ID, " \t\n") {
+			at := l.attr(v.Range, "id")
+			l.errorf(&at, "Invalid hostos_version id", "hostos_version %q: id %q must be the version hash", v.Name, v.ID)
+		}
+	}
+	for _, o := range r.NodeOperators {
+		if o.IPv6 != nil && !nns.IPv6FormatOK(*o.IPv6) {
+			at := l.attr(o.Range, "ipv6")
+			l.errorf(&at, "IPv6 address not in the registry's format", "node_operator %q: ipv6 %q is not eight colon-separated groups of hexadecimal digits; the registry stores every group, with no :: shorthand", o.Name, *o.IPv6)
+		}
+	}
 	l.applyDecommissionedProviders(r)
 	l.applyGuestOSDefault(r)
+	l.applyHostOSDefault(r)
 	for _, n := range r.Nodes {
 		l.validateNode(n)
 	}
@@ -116,7 +130,7 @@ func canonicalID(kind, id string) string {
 	switch kind {
 	case kindDataCenter:
 		return id
-	case kindGuestOSVersion:
+	case kindGuestOSVersion, kindHostOSVersion:
 		return strings.ToLower(id)
 	}
 	if p, err := principal.Decode(id); err == nil {
@@ -236,6 +250,49 @@ func (l *loader) applyGuestOSDefault(r *Resources) {
 			n.VersionOverride = def != nil
 		case def != nil:
 			n.Version = def.ID
+		}
+	}
+}
+
+// applyHostOSDefault gives each node its effective HostOS version, as
+// applyGuestOSDefault does for GuestOS: its own, else the default's, and
+// none for "none".
+func (l *loader) applyHostOSDefault(r *Resources) {
+	var def *HostOSVersion
+	names := map[string]string{}
+	ids := map[string]bool{}
+	for _, v := range r.HostOSVersions {
+		ids[v.ID] = true
+	}
+	for _, v := range r.HostOSVersions {
+		if !ids[v.Name] && v.Name != VersionNone {
+			names[v.Name] = v.ID
+		}
+		if !v.Default {
+			continue
+		}
+		if def != nil {
+			at := l.attr(v.Range, "default")
+			l.errorf(&at, "Two default HostOS versions",
+				"hostos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, site(l.attr(def.Range, "default")), v.Name, site(at))
+			continue
+		}
+		def = v
+	}
+	for _, n := range r.Nodes {
+		if id, isName := names[n.HostOSVersion]; isName {
+			at := l.attr(n.Range, "hostos_version")
+			l.errorf(&at, "HostOS version name, not id", "node %q: hostos_version %q is the name of a hostos_version block (id %s), and this field takes an id; write hostos_version = hostos_version.%s.id", n.Name, n.HostOSVersion, id, n.HostOSVersion)
+			continue
+		}
+		switch {
+		case n.HostOSVersion == VersionNone:
+			n.HostOS = ""
+		case n.HostOSVersion != "":
+			n.HostOS = n.HostOSVersion
+			n.HostOSOverride = def != nil
+		case def != nil:
+			n.HostOS = def.ID
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/encoding/protowire"
 	"net"
 	"net/http"
 	"os"
@@ -351,8 +352,11 @@ func (d *Devnet) seed(f *Fleet, ports map[string]nodeAddr) (map[uint64]string, e
 		}
 	}
 	for _, v := range f.HostOSVersions {
-		// its presence elects it; the record's fields are not read
-		d.Registry.Apply([]registry.Mutation{{Key: nns.HostosVersionRecordKey(v), Value: []byte{}}})
+		// its presence elects it: a HostosVersionRecord naming itself
+		// (hostos_version_id = 3, docs/decisions.md), as every record
+		// has a value
+		rec := protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), v)
+		d.Registry.Apply([]registry.Mutation{{Key: nns.HostosVersionRecordKey(v), Value: rec}})
 	}
 	for _, p := range f.PurgedProposals {
 		d.Governance.SkipIDs(p.ID + 1)

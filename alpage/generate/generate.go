@@ -169,16 +169,21 @@ func drift(in Input) *kinds.Drift {
 		f.Providers = append(f.Providers, kinds.FleetProvider{ID: p.ID, Name: p.Name, Label: p.Label, Decommissioned: p.Decommissioned})
 	}
 	for _, o := range res.NodeOperators {
-		f.Operators = append(f.Operators, kinds.FleetOperator{ID: o.ID, Name: o.Name, Decommissioned: o.Decommissioned, Provider: o.Provider, DC: o.DC})
+		f.Operators = append(f.Operators, kinds.FleetOperator{ID: o.ID, Name: o.Name, Decommissioned: o.Decommissioned, Provider: o.Provider, DC: o.DC,
+			NodeAllowance: o.NodeAllowance, RewardableNodes: o.RewardableNodes, MaxRewardableNodes: o.MaxRewardableNodes, IPv6: o.IPv6})
 	}
 	for _, v := range res.GuestOSVersions {
 		f.Versions = append(f.Versions, kinds.FleetVersion{ID: v.ID, Name: v.Name, Label: v.Label})
 	}
+	for _, v := range res.HostOSVersions {
+		f.HostOSVersions = append(f.HostOSVersions, kinds.FleetVersion{ID: v.ID, Name: v.Name, Label: v.Label})
+	}
 	for _, n := range res.Nodes {
 		f.Nodes = append(f.Nodes, kinds.FleetNode{ID: n.ID, Name: n.Name, Subnet: n.Subnet, Operator: n.Operator, Version: n.Version,
-			Decommissioned: n.Decommissioned, Chip: n.Chip})
+			HostOS: n.HostOS, Decommissioned: n.Decommissioned, Chip: n.Chip})
 	}
 	c := kinds.Chain{SubnetListErr: live.SubnetListErr, Elected: live.Elected, ElectedErr: live.ElectedErr,
+		HostOSElected: live.HostOSElected, HostOSElectedErr: live.HostOSElectedErr,
 		Subnets: map[string]kinds.ChainSubnet{}, DataCenters: map[string]kinds.ChainDataCenter{}, Providers: map[string]kinds.ChainProvider{},
 		Operators: map[string]kinds.ChainOperator{}, Nodes: map[string]kinds.ChainNode{}, Versions: map[string]string{}}
 	for id, s := range live.Subnets {
@@ -193,10 +198,11 @@ func drift(in Input) *kinds.Drift {
 	}
 	for id, o := range live.Operators {
 		owned, listed := live.OperatorNodes[id]
-		c.Operators[id] = kinds.ChainOperator{Found: o.Found, Err: o.Err, NodesListed: listed, Nodes: owned.Nodes, NodesErr: owned.Err}
+		c.Operators[id] = kinds.ChainOperator{Found: o.Found, Err: o.Err, NodesListed: listed, Nodes: owned.Nodes, NodesErr: owned.Err,
+			Provider: o.Provider, DC: o.DC, NodeAllowance: o.NodeAllowance, RewardableNodes: o.RewardableNodes, IPv6: o.IPv6}
 	}
 	for id, n := range live.Nodes {
-		c.Nodes[id] = kinds.ChainNode{Found: n.Found, Err: n.Err, Operator: n.Operator, Chip: n.Chip}
+		c.Nodes[id] = kinds.ChainNode{Found: n.Found, Err: n.Err, Operator: n.Operator, Chip: n.Chip, HostOS: n.HostOS}
 	}
 	for id, v := range live.Versions {
 		c.Versions[id] = v.Version

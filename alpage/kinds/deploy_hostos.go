@@ -188,10 +188,10 @@ func generateDeployHostOS(d *Drift) (out []Generated, notes []string) {
 		elected, known := d.Chain.HostOSElected[v]
 		switch {
 		case !known || (!elected && d.Chain.HostOSElectedErr != ""):
-			notes = append(notes, fmt.Sprintf("HostOS version %s: whether it is elected could not be read (%s); no deploy_hostos is generated for its %d node(s)", abbrev(v), d.Chain.HostOSElectedErr, len(nodes)))
+			notes = append(notes, fmt.Sprintf("HostOS version %s: whether it is elected could not be read (%s); no deploy_hostos is generated for its %d node(s)", d.n.hostOS(v).word(), d.Chain.HostOSElectedErr, len(nodes)))
 			continue
 		case !elected:
-			notes = append(notes, fmt.Sprintf("HostOS version %s: %d node(s) are declared to run it, but the NNS has not elected it; electing a version is no proposal alp makes", abbrev(v), len(nodes)))
+			notes = append(notes, fmt.Sprintf("HostOS version %s: %d node(s) are declared to run it, but the NNS has not elected it; electing a version is no proposal alp makes", d.n.hostOS(v).word(), len(nodes)))
 			continue
 		}
 		slices.SortFunc(nodes, func(a, b ref) int { return strings.Compare(a.ID, b.ID) })
@@ -199,7 +199,7 @@ func generateDeployHostOS(d *Drift) (out []Generated, notes []string) {
 		for _, n := range nodes {
 			body.Nodes = append(body.Nodes, NodeRef{ID: n.ID})
 		}
-		p := Generated{Body: body, Name: fmt.Sprintf("deploy-hostos-%s-to-%s", abbrev(v), countOr(nodes, "nodes"))}
+		p := Generated{Body: body, Name: fmt.Sprintf("deploy-hostos-%s-to-%s", slug(d.n.hostOS(v).word()), countOr(nodes, "nodes"))}
 		p.Title = fmt.Sprintf("Set HostOS version: %s on %d nodes", abbrev(v), len(nodes))
 		p.Summary = fmt.Sprintf("Deploy HostOS version %s to nodes %s.\n\nMotivation: the nodes are declared to run this HostOS version, and their registry records name another.\n", v, fullList(nodes))
 		out = append(out, p)

@@ -35,7 +35,9 @@ type Fleet struct {
 	Providers   []FleetProvider
 	Operators   []FleetOperator
 	Versions    []FleetVersion
-	Nodes       []FleetNode
+	// HostOSVersions are the hostos_version blocks.
+	HostOSVersions []FleetVersion
+	Nodes          []FleetNode
 }
 
 // FleetSubnet is a subnet block; Type is "" when omitted (application).
@@ -165,7 +167,7 @@ func NewDrift(fleet Fleet, chain Chain, pending []Change) *Drift {
 		d.Pending[c] = true
 	}
 	d.n = names{subnets: map[string]string{}, nodes: map[string]*FleetNode{}, operators: map[string]string{},
-		providers: map[string]string{}, versions: map[string]string{}}
+		providers: map[string]string{}, versions: map[string]string{}, hostos: map[string]string{}}
 	for _, s := range fleet.Subnets {
 		d.n.subnets[s.ID] = s.Name
 	}
@@ -180,6 +182,9 @@ func NewDrift(fleet Fleet, chain Chain, pending []Change) *Drift {
 	}
 	for _, v := range fleet.Versions {
 		d.n.versions[v.ID] = v.Name
+	}
+	for _, v := range fleet.HostOSVersions {
+		d.n.hostos[v.ID] = v.Name
 	}
 	return d
 }
@@ -210,7 +215,7 @@ func (d *Drift) memberOf() map[string]string {
 // Ref is id as a generated block writes it: a reference to the block that
 // declares it (as whatever it is), else the id quoted.
 func (d *Drift) Ref(id string) string {
-	for _, r := range []ref{d.n.subnet(id), d.n.node(id), d.n.operator(id), d.n.provider(id), d.n.version(id)} {
+	for _, r := range []ref{d.n.subnet(id), d.n.node(id), d.n.operator(id), d.n.provider(id), d.n.version(id), d.n.hostOS(id)} {
 		if r.Name != "" {
 			return r.Kind + "." + r.Name + ".id"
 		}
@@ -220,14 +225,14 @@ func (d *Drift) Ref(id string) string {
 
 // names maps ids to their block names, for references and wording.
 type names struct {
-	subnets, operators, providers, versions map[string]string
-	nodes                                   map[string]*FleetNode
+	subnets, operators, providers, versions, hostos map[string]string
+	nodes                                           map[string]*FleetNode
 }
 
 // ref is an id and the block that declares it.
 type ref struct {
 	ID   string
-	Kind string // subnet, node, node_operator, node_provider, guestos_version
+	Kind string // subnet, node, node_operator, node_provider, guestos_version, hostos_version
 	Name string // the block name, "" when undeclared
 }
 
@@ -256,6 +261,9 @@ func (n names) provider(id string) ref {
 }
 func (n names) version(id string) ref {
 	return ref{ID: id, Kind: "guestos_version", Name: n.versions[id]}
+}
+func (n names) hostOS(id string) ref {
+	return ref{ID: id, Kind: "hostos_version", Name: n.hostos[id]}
 }
 
 // Short is the first five characters of a principal (its first group),

@@ -26,7 +26,7 @@ type UpdateNodeOperatorConfig struct {
 }
 
 // OpOperatorConfig is the change an update_node_operator_config makes:
-// operator Subject's record has the fields Target names (configTarget).
+// operator Subject's record has the fields Target names (configFields).
 const OpOperatorConfig Op = "operator_config"
 
 // updateNodeOperatorConfig is the kind: update_node_operator_config.
@@ -38,7 +38,7 @@ var updateNodeOperatorConfig = Define(Def[UpdateNodeOperatorConfig, nns.UpdateNo
 		if p.NodeOperatorID == nil {
 			return nil
 		}
-		return []Change{{Op: OpOperatorConfig, Subject: p.NodeOperatorID.String(), Target: configTarget(p)}}
+		return []Change{{Op: OpOperatorConfig, Subject: p.NodeOperatorID.String(), Target: strings.Join(configFields(p), "; ")}}
 	},
 	Seed: func(ctx context.Context, s Seeder, p nns.UpdateNodeOperatorConfigPayload) error {
 		if p.NodeOperatorID == nil {
@@ -97,7 +97,21 @@ func (u *UpdateNodeOperatorConfig) payload() (nns.UpdateNodeOperatorConfigPayloa
 	if err != nil {
 		return nns.UpdateNodeOperatorConfigPayload{}, err
 	}
-	p := nns.UpdateNodeOperatorConfigPayload{NodeOperatorID: &op, NodeAllowance: u.NodeAllowance, IPv6: u.IPv6, RewardableNodes: []nns.NodeTypeCount{}}
+	p := u.settings()
+	p.NodeOperatorID = &op
+	if u.NodeProviderID != nil {
+		np, err := onePrincipal("node_provider_id", *u.NodeProviderID)
+		if err != nil {
+			return nns.UpdateNodeOperatorConfigPayload{}, err
+		}
+		p.NodeProviderID = &np
+	}
+	return p, nil
+}
+
+// settings is the payload's fields that are no principal.
+func (u *UpdateNodeOperatorConfig) settings() nns.UpdateNodeOperatorConfigPayload {
+	p := nns.UpdateNodeOperatorConfigPayload{NodeAllowance: u.NodeAllowance, IPv6: u.IPv6, RewardableNodes: []nns.NodeTypeCount{}}
 	if u.RewardableNodes != nil {
 		p.RewardableNodes = nns.NodeTypeCounts(*u.RewardableNodes)
 	}
@@ -109,14 +123,7 @@ func (u *UpdateNodeOperatorConfig) payload() (nns.UpdateNodeOperatorConfigPayloa
 		dc := strings.ToLower(*u.DcID)
 		p.DcID = &dc
 	}
-	if u.NodeProviderID != nil {
-		np, err := onePrincipal("node_provider_id", *u.NodeProviderID)
-		if err != nil {
-			return nns.UpdateNodeOperatorConfigPayload{}, err
-		}
-		p.NodeProviderID = &np
-	}
-	return p, nil
+	return p
 }
 
 func (u *UpdateNodeOperatorConfig) Build(Live) (Payload[nns.UpdateNodeOperatorConfigPayload], error) {
@@ -139,6 +146,15 @@ func (u *UpdateNodeOperatorConfig) Build(Live) (Payload[nns.UpdateNodeOperatorCo
 // configFields names what p sets, one "field = value" each, in a fixed
 // order.
 func configFields(p nns.UpdateNodeOperatorConfigPayload) []string {
+	provider := ""
+	if p.NodeProviderID != nil {
+		provider = p.NodeProviderID.String()
+	}
+	return settingsText(p, provider)
+}
+
+// settingsText is configFields with the provider as written.
+func settingsText(p nns.UpdateNodeOperatorConfigPayload, provider string) []string {
 	var out []string
 	if p.NodeAllowance != nil {
 		out = append(out, "node_allowance = "+strconv.FormatUint(*p.NodeAllowance, 10))
@@ -152,8 +168,8 @@ func configFields(p nns.UpdateNodeOperatorConfigPayload) []string {
 	if p.DcID != nil {
 		out = append(out, "dc_id = "+*p.DcID)
 	}
-	if p.NodeProviderID != nil {
-		out = append(out, "node_provider_id = "+p.NodeProviderID.String())
+	if provider != "" {
+		out = append(out, "node_provider_id = "+provider)
 	}
 	if p.IPv6 != nil {
 		out = append(out, "ipv6 = "+*p.IPv6)
@@ -162,11 +178,6 @@ func configFields(p nns.UpdateNodeOperatorConfigPayload) []string {
 		out = append(out, "ipv6 = none")
 	}
 	return out
-}
-
-// configTarget is what an update sets, as one Change target.
-func configTarget(p nns.UpdateNodeOperatorConfigPayload) string {
-	return strings.Join(configFields(p), "; ")
 }
 
 // Fetch reads the operator and, when the block names one, the provider.
@@ -184,7 +195,7 @@ func (u *UpdateNodeOperatorConfig) Fetch(ctx context.Context, r Reader) (f Updat
 
 // Check refuses an operator with no record (the registry traps on it),
 // diffs each named field against the record (the rest is kept, and said
-// so), flags a rewardable map that drops a live type and an allowance
+// so), flags a rewardable map that drops a live type, notes an allowance
 // below the nodes the operator owns, and says when nothing named differs.
 func (u *UpdateNodeOperatorConfig) Check(f UpdateNodeOperatorConfigFacts, _ Options) ([]Check, bool) {
 	op := u.NodeOperatorID
@@ -209,7 +220,7 @@ func (u *UpdateNodeOperatorConfig) Check(f UpdateNodeOperatorConfigFacts, _ Opti
 	if u.NodeAllowance != nil {
 		diff("node_allowance", strconv.FormatUint(rec.NodeAllowance, 10), strconv.FormatUint(*u.NodeAllowance, 10))
 		if f.Operator.NodesErr == "" && uint64(len(f.Operator.Nodes)) > *u.NodeAllowance {
-			checks = append(checks, Check{Severity: Flagged, Subject: op, Field: "node_allowance", Message: fmt.Sprintf("node_allowance %d is below the %d node(s) operator %s already has; the registry counts the allowance as the nodes it may still add, so check you did not mean the total", *u.NodeAllowance, len(f.Operator.Nodes), op)})
+			checks = append(checks, Check{Severity: Note, Subject: op, Field: "node_allowance", Message: fmt.Sprintf("node_allowance %d is below the %d node(s) operator %s already has, which the registry accepts: it counts the allowance as the nodes the operator may still add, not as its total", *u.NodeAllowance, len(f.Operator.Nodes), op)})
 		}
 	} else {
 		kept = append(kept, "node_allowance")
@@ -273,11 +284,11 @@ func (u *UpdateNodeOperatorConfig) Check(f UpdateNodeOperatorConfigFacts, _ Opti
 
 // Closes is the operator's record having what the block names.
 func (u *UpdateNodeOperatorConfig) Closes() []Change {
-	p, err := u.payload()
-	if err != nil {
-		return nil
+	provider := ""
+	if u.NodeProviderID != nil {
+		provider = *u.NodeProviderID
 	}
-	return []Change{{Op: OpOperatorConfig, Subject: u.NodeOperatorID, Target: configTarget(p)}}
+	return []Change{{Op: OpOperatorConfig, Subject: u.NodeOperatorID, Target: strings.Join(settingsText(u.settings(), provider), "; ")}}
 }
 
 // HCL writes the block as alp plan --generate does: the fields it names.

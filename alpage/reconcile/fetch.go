@@ -133,6 +133,7 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 		Chips:           map[string]ChipFacts{},
 		Versions:        map[string]VersionFacts{},
 		Elected:         map[string]bool{},
+		HostOSElected:   map[string]bool{},
 	}
 	// Every registry record is read at the version just read, so one
 	// report never mixes two registry states.
@@ -233,6 +234,17 @@ func (f *Fetcher) Fetch(ctx context.Context, res *config.Resources, cache map[st
 				live.ElectedErr = joinDetail(live.ElectedErr, err.Error())
 			}
 			live.Elected[id] = elected
+			mu.Unlock()
+		})
+	}
+	for _, id := range hostOSIDs(res) {
+		g.run(func(ctx context.Context) {
+			elected, err := at.has(ctx, nns.HostosVersionRecordKey(id))
+			mu.Lock()
+			if err != nil {
+				live.HostOSElectedErr = joinDetail(live.HostOSElectedErr, err.Error())
+			}
+			live.HostOSElected[id] = elected
 			mu.Unlock()
 		})
 	}
@@ -427,7 +439,8 @@ func (at registryAt) operator(ctx context.Context, id string) OperatorFacts {
 	case !found:
 		return OperatorFacts{}
 	}
-	return OperatorFacts{Found: true, Provider: principalText(rec.NodeProviderPrincipalID), DC: rec.DcID}
+	return OperatorFacts{Found: true, Provider: principalText(rec.NodeProviderPrincipalID), DC: rec.DcID,
+		NodeAllowance: rec.NodeAllowance, RewardableNodes: rec.RewardableNodes, IPv6: rec.IPv6}
 }
 
 func (at registryAt) node(ctx context.Context, id string) NodeFacts {
@@ -442,6 +455,9 @@ func (at registryAt) node(ctx context.Context, id string) NodeFacts {
 	out := NodeFacts{Found: true, Operator: principalText(rec.NodeOperatorID), Chip: rec.ChipID}
 	if rec.HTTP != nil {
 		out.IP, out.Port = rec.HTTP.IPAddr, rec.HTTP.Port
+	}
+	if rec.HostosVersionID != nil {
+		out.HostOS = *rec.HostosVersionID
 	}
 	return out
 }
@@ -581,6 +597,16 @@ func boolRank(b bool) int {
 // versionIDs lists every version whose election reconcile reports: the
 // declared guestos_version blocks and any version a node names by hash.
 func versionIDs(res *config.Resources) []string {
+	var declared []string
+	for _, v := range res.GuestOSVersions {
+		declared = append(declared, v.ID)
+	}
+	return withNodes(declared, res, func(n *config.Node) string { return n.Version })
+}
+
+// withNodes is declared, then what each node not decommissioned is
+// expected to run (of), each id once.
+func withNodes(declared []string, res *config.Resources, of func(*config.Node) string) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(id string) {
@@ -589,15 +615,25 @@ func versionIDs(res *config.Resources) []string {
 			out = append(out, id)
 		}
 	}
-	for _, v := range res.GuestOSVersions {
-		add(v.ID)
+	for _, id := range declared {
+		add(id)
 	}
 	for _, n := range res.Nodes {
 		if !n.Decommissioned {
-			add(n.Version)
+			add(of(n))
 		}
 	}
 	return out
+}
+
+// hostOSIDs lists every HostOS version whose election reconcile reports:
+// the declared ones and the ones declared nodes are expected to run.
+func hostOSIDs(res *config.Resources) []string {
+	var declared []string
+	for _, v := range res.HostOSVersions {
+		declared = append(declared, v.ID)
+	}
+	return withNodes(declared, res, func(n *config.Node) string { return n.HostOS })
 }
 
 // version asks the node itself, then the dashboard. listed is what the

@@ -92,9 +92,15 @@ func (c *countingKDS) Verify(ctx context.Context, chip []byte) source.Verdict {
 
 func startLive(t *testing.T) (*devnet.Devnet, *Fetcher, *countingKDS) {
 	t.Helper()
+	return startLiveFleet(t, liveFleet())
+}
+
+// startLiveFleet is startLive on another fleet.
+func startLiveFleet(t *testing.T, fleet *devnet.Fleet) (*devnet.Devnet, *Fetcher, *countingKDS) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := devnet.Start(ctx, devnet.Options{Fleet: liveFleet(), Dir: t.TempDir()})
+	d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

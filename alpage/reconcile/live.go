@@ -42,6 +42,11 @@ type Live struct {
 	// as the schema says).
 	Elected    map[string]bool `json:"elected"`
 	ElectedErr string          `json:"elected_error,omitempty"`
+	// HostOSElected says, per declared HostOS version id, whether its
+	// hostos_version_<id> record exists, the fact the registry checks when
+	// it deploys one; HostOSElectedErr is set when it could not be read.
+	HostOSElected    map[string]bool `json:"hostos_elected,omitempty"`
+	HostOSElectedErr string          `json:"hostos_elected_error,omitempty"`
 }
 
 // SubnetFacts is a subnet record as reconcile compares it.
@@ -92,6 +97,11 @@ type OperatorFacts struct {
 	Err      string `json:"error,omitempty"`
 	Provider string `json:"provider,omitempty"`
 	DC       string `json:"dc,omitempty"`
+	// NodeAllowance, RewardableNodes and IPv6 are the record's (IPv6 nil
+	// when unset).
+	NodeAllowance   uint64            `json:"node_allowance"`
+	RewardableNodes map[string]uint32 `json:"rewardable_nodes,omitempty"`
+	IPv6            *string           `json:"ipv6,omitempty"`
 }
 
 // OperatorNodes is the node ids an operator owns: from the node records
@@ -129,6 +139,8 @@ type NodeFacts struct {
 	// IP and Port are the node's http endpoint.
 	IP   string `json:"ip,omitempty"`
 	Port uint32 `json:"port,omitempty"`
+	// HostOS is the record's hostos_version_id ("" when unset).
+	HostOS string `json:"hostos,omitempty"`
 }
 
 // ChipFacts is what is known of one on-chain chip: the KDS verdict asked

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ const (
 	SectionNodes       = "nodes"
 	SectionChips       = "chips"
 	SectionVersions    = "versions"
+	SectionHostOS      = "hostos_versions"
 )
 
 // Section is a titled group of rows.
@@ -122,6 +124,9 @@ func Reconcile(res *config.Resources, live *Live) Report {
 	r.Sections = append(r.Sections, nodeSections(res, live, n)...)
 	r.Sections = append(r.Sections, chipsSection(res, live))
 	r.Sections = append(r.Sections, versionsSection(res, live, n))
+	if len(res.HostOSVersions) > 0 || slices.ContainsFunc(res.Nodes, func(n *config.Node) bool { return n.HostOS != "" }) {
+		r.Sections = append(r.Sections, hostOSSection(res, live))
+	}
 	for i := range r.Sections {
 		for j := range r.Sections[i].Rows {
 			row := &r.Sections[i].Rows[j]
@@ -537,7 +542,44 @@ func operatorRow(o *config.NodeOperator, live *Live, n names) Row {
 	default:
 		row.Status, row.Detail = OK, "dc "+own.DC
 	}
+	if diffs := configDiffs(o, own); len(diffs) > 0 && (row.Status == OK || row.Status == DCMismatch) {
+		if row.Status == OK {
+			row.Status, row.Detail = ConfigMismatch, ""
+		}
+		row.Detail = joinDetail(row.Detail, strings.Join(diffs, "; "))
+	}
 	return row
+}
+
+// configDiffs says which of the operator's declared node_allowance,
+// rewardable_nodes and ipv6 its record does not have (an omitted one is not
+// checked).
+func configDiffs(o *config.NodeOperator, own OperatorFacts) []string {
+	var out []string
+	if o.NodeAllowance != nil && *o.NodeAllowance != own.NodeAllowance {
+		out = append(out, fmt.Sprintf("node_allowance declared=%d live=%d", *o.NodeAllowance, own.NodeAllowance))
+	}
+	if o.RewardableNodes != nil && countsText(o.RewardableNodes) != countsText(own.RewardableNodes) {
+		out = append(out, fmt.Sprintf("rewardable_nodes declared={%s} live={%s}", countsText(o.RewardableNodes), countsText(own.RewardableNodes)))
+	}
+	if o.IPv6 != nil && (own.IPv6 == nil || *own.IPv6 != *o.IPv6) {
+		live := "none"
+		if own.IPv6 != nil {
+			live = *own.IPv6
+		}
+		out = append(out, fmt.Sprintf("ipv6 declared=%s live=%s", *o.IPv6, live))
+	}
+	return out
+}
+
+// countsText is a node type map as "type1.1=2, type3.1=4", in key order.
+func countsText(m map[string]uint32) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // nodeSections is one section per declared operator (and one for nodes
@@ -742,6 +784,51 @@ func versionsSection(res *config.Resources, live *Live, n names) Section {
 			row.Detail += " NOT ELECTED"
 		}
 		if node.VersionOverride {
+			row.Detail += " [override]"
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	sortRows(sec.Rows)
+	return sec
+}
+
+// hostOSSection compares each declared node's HostOS version with the
+// hostos_version_id of its registry record, read certified like every
+// record (a node whose record is missing is the nodes section's row).
+func hostOSSection(res *config.Resources, live *Live) Section {
+	sec := Section{Kind: SectionHostOS, Title: "HostOS versions"}
+	if live.HostOSElectedErr != "" {
+		sec.Warnings = append(sec.Warnings, "the elected HostOS versions are unreadable ("+live.HostOSElectedErr+"); the elected check is skipped")
+	}
+	names := map[string]string{}
+	for _, v := range res.HostOSVersions {
+		names[v.ID] = v.Name
+	}
+	word := func(id string) string {
+		if id == "" {
+			return "none"
+		}
+		return orText(names[id], short(id))
+	}
+	for _, node := range res.Nodes {
+		f, read := live.Nodes[node.ID]
+		if node.Decommissioned || node.HostOS == "" || (read && f.Err == "" && !f.Found) {
+			continue
+		}
+		row := Row{Name: node.Name, ID: node.ID}
+		switch {
+		case !read || f.Err != "":
+			row.Status, row.Detail, row.Unread = Unknown, "node record unread: "+orText(f.Err, "not fetched"), ReadRegistry
+		case f.HostOS == node.HostOS:
+			row.Status, row.Detail = OK, word(f.HostOS)
+		default:
+			row.Status, row.Detail = HostOSMismatch, fmt.Sprintf("declared=%s live=%s", word(node.HostOS), word(f.HostOS))
+			row.Declared, row.Live = word(node.HostOS), word(f.HostOS)
+		}
+		if live.HostOSElectedErr == "" && !live.HostOSElected[node.HostOS] {
+			row.Detail += " NOT ELECTED"
+		}
+		if node.HostOSOverride {
 			row.Detail += " [override]"
 		}
 		sec.Rows = append(sec.Rows, row)

@@ -34,6 +34,11 @@ const (
 	AMDUnverified    Status = "amd-unverified"
 	VersionMismatch  Status = "version-mismatch"
 	Unreachable      Status = "unreachable"
+	// ConfigMismatch: an operator's allowance, rewardable nodes or IPv6
+	// differs from its record.
+	ConfigMismatch Status = "config-mismatch"
+	// HostOSMismatch: a node's record names another HostOS version.
+	HostOSMismatch Status = "hostos-mismatch"
 )
 
 // Drift reports whether a row with this status fails the CI gate. What is
@@ -43,7 +48,7 @@ func (s Status) Drift() bool {
 	switch s {
 	case Missing, Deregistered, Unmanaged, WrongSubnet, Mismatch, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent, StillRegistered,
 		OperatorMismatch, Gone, ChipChanged, ChipMissing, ChipUndeclared, Malformed, AMDUnverified,
-		VersionMismatch:
+		VersionMismatch, ConfigMismatch, HostOSMismatch:
 		return true
 	}
 	return false
@@ -67,4 +72,4 @@ func (s Status) Color() term.Color {
 // statuses lists every status, for tests and for padding.
 var statuses = []Status{InSync, Missing, Deregistered, Unmanaged, WrongSubnet, Mismatch, OK, DCMismatch, NotOwned, RegionMismatch, ProviderAbsent,
 	Decommissioned, StillRegistered, OperatorMismatch, Gone, Unknown, ChipChanged, ChipMissing,
-	ChipUndeclared, Malformed, AMDUnverified, VersionMismatch, Unreachable}
+	ChipUndeclared, Malformed, AMDUnverified, VersionMismatch, Unreachable, ConfigMismatch, HostOSMismatch}

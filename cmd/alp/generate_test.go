@@ -18,9 +18,15 @@ import (
 // its fleet.json) into a fresh folder and returns its proposals.hcl.
 func generateDir(t *testing.T) (config, statePath string) {
 	t.Helper()
+	return generateDirFrom(t, "testdata/generate")
+}
+
+// generateDirFrom is generateDir of another fixture folder.
+func generateDirFrom(t *testing.T, fixture string) (config, statePath string) {
+	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"resources.hcl", "proposals.hcl"} {
-		data, err := os.ReadFile(filepath.Join("testdata/generate", f))
+		data, err := os.ReadFile(filepath.Join(fixture, f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"alpnib.dev/alpage/devnet"
+)
+
+// A node provider's day two on a devnet: an operator's allowance raised
+// in resources, a second operator declared and absent on-chain, ten nodes
+// declared on another HostOS version. reconcile reports the drift, plan
+// --generate writes the three proposals (one deploy_hostos for the ten),
+// apply executes each, reconcile exits 0, and a second --generate writes
+// nothing.
+func TestADayTwoOfOperatorsAndHostOSIsClosedByGeneratedProposals(t *testing.T) {
+	startDevnetFile(t, "testdata/generate-day2/fleet.json", devnet.Options{}, func(*devnet.Fleet) {})
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	config, statePath := generateDirFrom(t, "testdata/generate-day2")
+	out := filepath.Join(filepath.Dir(config), "generated.hcl")
+
+	stdout, _, err := runAlp(t, "", "reconcile", "--config", config, "--state", statePath, "--all")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("reconcile before: %v, want drift\n%s", err, stdout)
+	}
+	for _, s := range []string{"config-mismatch", "node_allowance declared=5 live=2", "gone", "hostos-mismatch"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("reconcile before lacks %q:\n%s", s, stdout)
+		}
+	}
+	if n := strings.Count(stdout, "hostos-mismatch"); n != 10 {
+		t.Errorf("%d nodes drift in HostOS, want 10:\n%s", n, stdout)
+	}
+
+	_, errOut, err := runAlp(t, "", "plan", "--generate", "--out", out, "--config", config, "--state", statePath)
+	if err != nil {
+		t.Fatalf("plan --generate: %v\n%s", err, errOut)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcl := string(data)
+	want := []string{"add-operator-new-ops", "update-operator-zh1-ops", "deploy-hostos-newer-to-10-nodes"}
+	if got := generatedNames(hcl); !slices.Equal(got, want) {
+		t.Fatalf("generated %v, want %v\n%s%s", got, want, hcl, errOut)
+	}
+	for _, s := range []string{"node_operator_id = node_operator.new_ops.id", "node_provider_id = node_provider.day2.id",
+		"node_allowance   = 5", "hostos_version_id = hostos_version.newer.id", "id = node.node_10.id"} {
+		if !strings.Contains(hcl, s) {
+			t.Errorf("the blocks lack %q:\n%s", s, hcl)
+		}
+	}
+	appendFile(t, config, out)
+	for _, name := range want {
+		if out, errOut, err := runAlp(t, "submit\n", "apply", name, "--yes", "--config", config, "--state", statePath); err != nil {
+			t.Fatalf("apply %s: %v\n%s%s", name, err, out, errOut)
+		}
+	}
+	if out, errOut, err := runAlp(t, "", "reconcile", "--config", config, "--state", statePath); err != nil {
+		t.Fatalf("reconcile after: %v\n%s%s", err, out, errOut)
+	}
+	again := filepath.Join(filepath.Dir(config), "again.hcl")
+	_, errOut, err = runAlp(t, "", "plan", "--generate", "--out", again, "--config", config, "--state", statePath)
+	if _, statErr := os.Stat(again); err != nil || statErr == nil || !strings.Contains(errOut, "nothing to generate") {
+		t.Fatalf("plan --generate once in sync: %v (file: %v)\n%s", err, statErr, errOut)
+	}
+}
