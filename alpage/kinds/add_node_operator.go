@@ -38,7 +38,11 @@ var addNodeOperator = Define(Def[AddNodeOperator, nns.AddNodeOperatorPayload, Ad
 		return []Change{{Op: OpAddOperator, Subject: p.NodeOperatorPrincipalID.String()}}
 	},
 	Seed: func(ctx context.Context, s Seeder, p nns.AddNodeOperatorPayload) error {
-		// the registry refuses an operator it has a record of
+		// governance refuses a provider it does not list, the registry an
+		// operator it has a record of
+		if err := s.Providers(ctx); err != nil {
+			return err
+		}
 		if p.NodeOperatorPrincipalID == nil {
 			return nil
 		}

@@ -185,16 +185,7 @@ func TestASeventhKindIsOneFileAndOneRowInTheTable(t *testing.T) {
 	// preflight, against a devnet
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, gov := nns.RegistryClient{Caller: a}, nns.GovernanceClient{Caller: a}
+	reg, gov := startDevnet(ctx, t, fleet)
 	r, err := (&preflight.Fetcher{Registry: reg, Governance: gov}).Run(ctx, decl, preflight.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -289,4 +280,20 @@ func TestASeventhKindIsOneFileAndOneRowInTheTable(t *testing.T) {
 	if b, ok := again.Proposal("add-provider-fresh").Body.(*addNodeProvider); !ok || b.NodeProviderID != fresh {
 		t.Fatalf("loaded back %#v", again.Proposal("add-provider-fresh").Body)
 	}
+}
+
+// startDevnet starts a devnet of fleet for the test and returns clients of
+// its registry and governance.
+func startDevnet(ctx context.Context, t *testing.T, fleet *devnet.Fleet) (nns.RegistryClient, nns.GovernanceClient) {
+	t.Helper()
+	d, err := devnet.Start(ctx, devnet.Options{Fleet: fleet, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	a, err := agent.New(agent.Config{URL: d.ICURL, FetchRootKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nns.RegistryClient{Caller: a}, nns.GovernanceClient{Caller: a}
 }

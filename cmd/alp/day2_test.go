@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"alpnib.dev/alpage/devnet"
+	"alpnib.dev/alpage/state"
 )
 
 // A node provider's day two on a devnet: an operator's allowance raised
@@ -69,5 +71,28 @@ func TestADayTwoOfOperatorsAndHostOSIsClosedByGeneratedProposals(t *testing.T) {
 	_, errOut, err = runAlp(t, "", "plan", "--generate", "--out", again, "--config", config, "--state", statePath)
 	if _, statErr := os.Stat(again); err != nil || statErr == nil || !strings.Contains(errOut, "nothing to generate") {
 		t.Fatalf("plan --generate once in sync: %v (file: %v)\n%s", err, statErr, errOut)
+	}
+}
+
+// A proposal of each new kind submitted by other means is recognised by
+// alp import as its declared proposal: the kind by its action, the payload
+// by its hash; one of another new kind is refused as such.
+func TestImportRecognisesOperatorAndHostOSProposalsMadeByOtherMeans(t *testing.T) {
+	d := startApplyDevnet(t)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	for _, name := range []string{"add-new-operator", "raise-ge1-allowance", "hostos-node-08"} {
+		id := proposeByHand(t, d, name)
+		_, errOut, err := runAlp(t, "", "import", name, strconv.FormatUint(id, 10), "--config", applyConfig, "--state", statePath)
+		if err != nil || strings.Contains(errOut, "differs") || strings.Contains(errOut, "not compared") {
+			t.Fatalf("import %s: %v\n%s", name, err, errOut)
+		}
+		if rec := loadStateFile(t, statePath).Proposals[name]; rec == nil || rec.ProposalID != id || rec.PayloadSHA256 != declaredHash(t, name) || rec.Status != state.StatusExecuted {
+			t.Fatalf("import %s recorded %+v", name, rec)
+		}
+	}
+	id := proposeByHand(t, d, "add-new-operator")
+	_, errOut, err := runAlp(t, "", "import", "raise-ge1-allowance", strconv.FormatUint(id, 10), "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"))
+	if err == nil || !strings.Contains(err.Error()+errOut, "runs NNS_FUNCTION_ASSIGN_NOID") {
+		t.Fatalf("an add_node_operator imported as an update: %v\n%s", err, errOut)
 	}
 }

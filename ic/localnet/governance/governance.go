@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"alpnib.dev/ic/candid"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
 )
@@ -175,6 +176,9 @@ func (g *Governance) MakeProposal(caller principal.Principal, neuronID uint64, r
 	if perr != nil {
 		return 0, perr
 	}
+	if perr := g.validatePayloadLocked(req.Action); perr != nil {
+		return 0, perr
+	}
 	if req.Title == nil {
 		return 0, govErr(nns.ErrorTypeInvalidProposal, "Proposal lacks a title")
 	}
@@ -210,6 +214,27 @@ func (g *Governance) MakeProposal(caller principal.Principal, neuronID uint64, r
 		g.adoptLocked(info, now)
 	}
 	return id, nil
+}
+
+// validatePayloadLocked refuses what governance refuses of an
+// ExecuteNnsFunction's payload before it makes the proposal: an
+// ASSIGN_NOID (add_node_operator) whose node provider it does not list
+// (validate_assign_noid_payload, docs/decisions.md).
+func (g *Governance) validatePayloadLocked(a *nns.ProposalActionRequest) *nns.GovernanceError {
+	if a.ExecuteNnsFunction == nil || nns.NnsFunction(a.ExecuteNnsFunction.NnsFunction) != nns.FunctionAssignNoid {
+		return nil
+	}
+	var p nns.AddNodeOperatorPayload
+	if err := candid.Unmarshal(a.ExecuteNnsFunction.Payload, &p); err != nil {
+		return govErr(nns.ErrorTypeInvalidProposal, "failed to decode the AddNodeOperatorPayload: %v", err)
+	}
+	if p.NodeProviderPrincipalID == nil {
+		return govErr(nns.ErrorTypeInvalidProposal, "The payload's node_provider_principal_id field was None")
+	}
+	if !slices.Contains(g.providers, *p.NodeProviderPrincipalID) {
+		return govErr(nns.ErrorTypeInvalidProposal, "The node provider specified in the payload is not registered")
+	}
+	return nil
 }
 
 // topicOf validates the action and returns the topic governance files it
