@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"alpnib.dev/alpage/config"
 	"alpnib.dev/alpage/devnet"
+	"alpnib.dev/alpage/kinds"
+	"alpnib.dev/alpage/proposal"
 	"alpnib.dev/alpage/state"
 )
 
@@ -94,5 +97,30 @@ func TestImportRecognisesOperatorAndHostOSProposalsMadeByOtherMeans(t *testing.T
 	_, errOut, err := runAlp(t, "", "import", "raise-ge1-allowance", strconv.FormatUint(id, 10), "--config", applyConfig, "--state", filepath.Join(t.TempDir(), "s.json"))
 	if err == nil || !strings.Contains(err.Error()+errOut, "runs NNS_FUNCTION_ASSIGN_NOID") {
 		t.Fatalf("an add_node_operator imported as an update: %v\n%s", err, errOut)
+	}
+}
+
+// Every kind's payload is claimed by that kind alone: the apply config
+// declares one proposal of each kind of the table, and the action each
+// builds is its own kind's and no other's (kinds.Claimant is nil for an
+// action two kinds claim).
+func TestEveryKindsPayloadIsClaimedByThatKindAlone(t *testing.T) {
+	cfg, err := config.Load(applyConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kinds.All {
+		i := slices.IndexFunc(cfg.Proposals, func(p *config.Proposal) bool { return string(p.Kind) == k.Name() })
+		if i < 0 {
+			t.Errorf("%s declares no %s proposal", applyConfig, k.Name())
+			continue
+		}
+		p, err := proposal.Build(cfg.Proposals[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kinds.Claimant(p.Action); got != k {
+			t.Errorf("%s's action (%s) is claimed by %v, not by %s alone", cfg.Proposals[i].Name, kinds.ShapeOf(p.Action), got, k.Name())
+		}
 	}
 }
