@@ -47,8 +47,10 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 			}
 		case plan.Sleep:
 			sleeps = append(sleeps, x)
-		default:
+		case plan.Start, plan.Restart, plan.Wake, plan.Replace, plan.Recover:
 			ups = append(ups, x)
+		case plan.NoAction:
+			// The planner lists no such action.
 		}
 	}
 	idle := make(map[string]time.Time, len(sleeps))
@@ -163,7 +165,7 @@ func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, ne
 	case plan.Sleep, plan.Stop, plan.Forget:
 		a.goingDown = a.up()
 		d.stopProber(a)
-	default:
+	case plan.Replace, plan.Recover, plan.Restart, plan.GiveUp, plan.NoAction:
 		// The guest goes down (or to sleep): its health no longer counts.
 		d.stopProber(a)
 	}
@@ -230,8 +232,12 @@ func (d *Daemon) work(x plan.InstanceAction, in *desired.DesiredInstance, n int,
 			}
 		})
 		d.bringUp(ctx, x, in, n, urgent)
-	default:
+	case plan.Start, plan.Wake:
 		d.bringUp(ctx, x, in, n, urgent)
+	case plan.GiveUp, plan.NoAction:
+		// Never handed to a worker (act records a give-up itself): the
+		// worker only gives the app back.
+		d.commit(id, func(*app) {})
 	}
 }
 

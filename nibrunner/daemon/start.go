@@ -107,8 +107,10 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	case plan.Restart:
 		rec.Budget = rec.Budget.ForDeployment(dep).Restarted(x.Restart, now)
 	case plan.Wake:
-	default:
+	case plan.Start, plan.Replace, plan.Recover:
 		rec.Budget = rec.Budget.ForDeployment(dep).Started(now)
+	case plan.GiveUp, plan.Sleep, plan.Stop, plan.Forget, plan.NoAction:
+		// Not handed to bringUp (work): nothing booted.
 	}
 	a.failure, a.failureDep = "", ""
 	rec.Booted, rec.Sleeping = true, false

@@ -23,6 +23,7 @@ package plan
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	"alpnib.dev/nibrunner/backoff"
@@ -127,40 +128,70 @@ type Observed struct {
 	DiskFree *uint64
 }
 
-// InstanceKind names an instance action.
-type InstanceKind string
+// InstanceKind names an instance action. The zero value is NoAction; its
+// String is the action's name as logs and sentences say it.
+type InstanceKind int
 
-// The instance actions.
+// The instance actions. A daemon switch over them names every one (no
+// default), so that a new kind is a compile-checked edit in each: see
+// TestEveryInstanceKindHasAName.
 const (
+	// NoAction: the instance needs nothing now.
+	NoAction InstanceKind = iota
 	// Start boots an app that is not up (first boot of a deployment). A
 	// start that fails is tried again as a Restart.
-	Start InstanceKind = "start"
+	Start
 	// Restart boots again a guest that exited or failed its health check,
 	// or an app whose start, restart or wake failed to boot (a failed
 	// wake's snapshot is dropped, so this boot is cold); it is planned
 	// once its backoff is over, and spends the restart budget.
-	Restart InstanceKind = "restart"
+	Restart
 	// GiveUp: a failed guest's deployment has spent its restart budget.
 	// The daemon records it (it holds until a new deployment) and takes
 	// down a guest still up.
-	GiveUp InstanceKind = "give-up"
+	GiveUp
 	// Wake restores a sleeping app (or boots it cold when its snapshot
 	// cannot be used); it never spends the budget.
-	Wake InstanceKind = "wake"
+	Wake
 	// Replace takes down a guest (or snapshot) of another deployment and
 	// starts the new one.
-	Replace InstanceKind = "replace"
+	Replace
 	// Recover takes down a guest whose volume was lost, so the volume can
 	// be provisioned again and the guest started on it.
-	Recover InstanceKind = "recover"
+	Recover
 	// Sleep snapshots an on-request app whose sleep policy fired.
-	Sleep InstanceKind = "sleep"
+	Sleep
 	// Stop takes an app down (and drops its snapshot) but remembers it.
-	Stop InstanceKind = "stop"
+	Stop
 	// Forget stops an app the document no longer lists and drops its
 	// record, slot and snapshot.
-	Forget InstanceKind = "forget"
+	Forget
+
+	instanceKinds // how many there are
 )
+
+var instanceKindNames = [instanceKinds]string{
+	NoAction: "none", Start: "start", Restart: "restart", GiveUp: "give-up", Wake: "wake",
+	Replace: "replace", Recover: "recover", Sleep: "sleep", Stop: "stop", Forget: "forget",
+}
+
+// String is k's name ("start", "give-up"); a value outside the list says
+// so with its number.
+func (k InstanceKind) String() string {
+	if k < 0 || k >= instanceKinds {
+		return "InstanceKind(" + strconv.Itoa(int(k)) + ")"
+	}
+	return instanceKindNames[k]
+}
+
+// InstanceKinds is every instance action, NoAction excepted, in order.
+func InstanceKinds() []InstanceKind {
+	out := make([]InstanceKind, 0, instanceKinds-1)
+	for k := Start; k < instanceKinds; k++ {
+		out = append(out, k)
+	}
+	return out
+}
 
 // InstanceAction is one thing to do to one app.
 type InstanceAction struct {
@@ -249,7 +280,7 @@ func Plan(doc *desired.HostDesiredState, obs Observed) Actions {
 		in := &doc.Instances[i]
 		listed[string(in.AppId)] = true
 		x, retry := planInstance(in, obs, wantVol)
-		if x.Kind != "" {
+		if x.Kind != NoAction {
 			a.Instances = append(a.Instances, x)
 		}
 		if !retry.IsZero() && (a.RetryAt.IsZero() || retry.Before(a.RetryAt)) {
@@ -283,10 +314,10 @@ func App(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs Observe
 		}
 	}
 	x, _ := planInstance(in, obs, wantVol)
-	return x, x.Kind != ""
+	return x, x.Kind != NoAction
 }
 
-// planInstance is the action instance in needs now (Kind "" for none), and
+// planInstance is the action instance in needs now (NoAction for none), and
 // when a backoff that holds one back ends (zero for none).
 func planInstance(in *desired.DesiredInstance, obs Observed, wantVol map[string]desired.DesiredVolume) (InstanceAction, time.Time) {
 	app := string(in.AppId)

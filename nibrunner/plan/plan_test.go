@@ -60,32 +60,32 @@ func TestInstancePlans(t *testing.T) {
 	}{
 		{"a new running app is started", instance("a", "d1", desired.StateRunning), nil, Start},
 		{"a new on-request app boots for its first deploy", instance("a", "d1", desired.StateOnRequest), nil, Start},
-		{"a new stopped app is left down", instance("a", "d1", desired.StateStopped), nil, ""},
-		{"an app up on its deployment is left alone", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, ""},
-		{"a changed config under the same deploymentId leaves the guest alone", reconfigured, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, ""},
+		{"a new stopped app is left down", instance("a", "d1", desired.StateStopped), nil, NoAction},
+		{"an app up on its deployment is left alone", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, NoAction},
+		{"a changed config under the same deploymentId leaves the guest alone", reconfigured, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, NoAction},
 		{"a new deploymentId replaces the guest", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true}, Replace},
 		{"a new deploymentId replaces a sleeper too", instance("a", "d2", desired.StateOnRequest), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, Replace},
 		{"a new deploymentId of an app out of restarts starts afresh", instance("a", "d2", desired.StateRunning), &Instance{DeploymentID: "d1", VM: NoVM, Budget: spent, Booted: true}, Start},
 		{"a guest whose process exited is restarted once its backoff is over", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, Booted: true, FailedAt: t0.Add(-time.Second)}, Restart},
-		{"a guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, Budget: spent, Booted: true}, ""},
-		{"a down guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", Budget: spent, Booted: true}, ""},
+		{"a guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Exited, Budget: spent, Booted: true}, NoAction},
+		{"a down guest out of restarts stays down", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", Budget: spent, Booted: true}, NoAction},
 		{"a guest failing its health check is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Failed, Booted: true, FailedAt: t0.Add(-time.Minute)}, Restart},
 		{"an unhealthy guest is restarted", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Unhealthy, Booted: true, FailedAt: t0.Add(-time.Minute)}, Restart},
 		{"a failing guest out of restarts is stopped", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Health: health.Failed, Budget: spent, Booted: true}, Stop},
 		{"an app asked stopped is stopped", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", VM: Up, Booted: true}, Stop},
 		{"a sleeper asked stopped drops its snapshot", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, Stop},
-		{"a stopped app that is down is left alone", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", Booted: true}, ""},
+		{"a stopped app that is down is left alone", instance("a", "d1", desired.StateStopped), &Instance{DeploymentID: "d1", Booted: true}, NoAction},
 		{"a stopped app asked running again is started", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", Booted: true}, Start},
 		{"a sleeper asked running is woken", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, Wake},
-		{"an on-request sleeper waits for a request", instance("a", "d1", desired.StateOnRequest), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, ""},
-		{"an on-request app booted once waits for a request", instance("a", "d1", desired.StateOnRequest), &Instance{DeploymentID: "d1", Booted: true}, ""},
+		{"an on-request sleeper waits for a request", instance("a", "d1", desired.StateOnRequest), &Instance{DeploymentID: "d1", Sleeping: true, Booted: true}, NoAction},
+		{"an on-request app booted once waits for a request", instance("a", "d1", desired.StateOnRequest), &Instance{DeploymentID: "d1", Booted: true}, NoAction},
 		{"an idle on-request app goes to sleep", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-2 * time.Minute), LastTrafficAt: t0.Add(-61 * time.Second)}, Sleep},
-		{"a recently used on-request app stays up", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-2 * time.Minute), LastTrafficAt: t0.Add(-10 * time.Second)}, ""},
-		{"an open request keeps an idle app up", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-2 * time.Minute), Busy: true}, ""},
-		{"a freshly woken app is not idle yet", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-10 * time.Second), LastTrafficAt: t0.Add(-time.Hour)}, ""},
+		{"a recently used on-request app stays up", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-2 * time.Minute), LastTrafficAt: t0.Add(-10 * time.Second)}, NoAction},
+		{"an open request keeps an idle app up", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-2 * time.Minute), Busy: true}, NoAction},
+		{"a freshly woken app is not idle yet", onRequestIdle, &Instance{DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, StartedAt: t0.Add(-10 * time.Second), LastTrafficAt: t0.Add(-time.Hour)}, NoAction},
 		{"max-lifetime sleeps however busy after ttl plus 30s", maxLife, &Instance{DeploymentID: "d1", VM: Up, Booted: true, Busy: true, StartedAt: t0.Add(-91 * time.Second), LastTrafficAt: t0}, Sleep},
-		{"max-lifetime gives an open request 30s more", maxLife, &Instance{DeploymentID: "d1", VM: Up, Booted: true, Busy: true, StartedAt: t0.Add(-70 * time.Second), LastTrafficAt: t0}, ""},
-		{"a running app never sleeps", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Booted: true, StartedAt: t0.Add(-48 * time.Hour)}, ""},
+		{"max-lifetime gives an open request 30s more", maxLife, &Instance{DeploymentID: "d1", VM: Up, Booted: true, Busy: true, StartedAt: t0.Add(-70 * time.Second), LastTrafficAt: t0}, NoAction},
+		{"a running app never sleeps", instance("a", "d1", desired.StateRunning), &Instance{DeploymentID: "d1", VM: Up, Booted: true, StartedAt: t0.Add(-48 * time.Hour)}, NoAction},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestInstancePlans(t *testing.T) {
 			}
 			got := Plan(doc(tt.in), obs).Instances
 			var want []InstanceAction
-			if tt.want != "" {
+			if tt.want != NoAction {
 				want = []InstanceAction{{Kind: tt.want, AppID: "a"}}
 			}
 			for i := range got {
@@ -183,7 +183,7 @@ func TestRestartBudgets(t *testing.T) {
 			obs := Observed{Now: t0, Instances: map[string]Instance{"a": tt.obs}, Volumes: withVolumes("a")}
 			got := Plan(doc(instance("a", "d1", desired.StateRunning)), obs)
 			var want []InstanceAction
-			if tt.want.Kind != "" {
+			if tt.want.Kind != NoAction {
 				want = []InstanceAction{tt.want}
 			}
 			if !reflect.DeepEqual(got.Instances, want) || !got.RetryAt.Equal(tt.retryAt) {
@@ -208,9 +208,9 @@ func TestAFailedSleepIsRetriedAfterTheSleepBackoff(t *testing.T) {
 		retryAt time.Time
 	}{
 		{"an idle app that never failed to sleep sleeps", idleUp(0, 0, false), Sleep, time.Time{}},
-		{"the first retry waits a second", idleUp(1, 500*time.Millisecond, false), "", t0.Add(500 * time.Millisecond)},
+		{"the first retry waits a second", idleUp(1, 500*time.Millisecond, false), NoAction, t0.Add(500 * time.Millisecond)},
 		{"the first retry comes after a second", idleUp(1, time.Second, false), Sleep, time.Time{}},
-		{"the third retry waits four seconds", idleUp(3, 3*time.Second, false), "", t0.Add(time.Second)},
+		{"the third retry waits four seconds", idleUp(3, 3*time.Second, false), NoAction, t0.Add(time.Second)},
 		{"retries are at most five minutes apart", idleUp(30, 5*time.Minute, false), Sleep, time.Time{}},
 		{"an operator's sleep does not wait", idleUp(3, 0, true), Sleep, time.Time{}},
 	}
@@ -219,7 +219,7 @@ func TestAFailedSleepIsRetriedAfterTheSleepBackoff(t *testing.T) {
 			obs := Observed{Now: t0, Instances: map[string]Instance{"a": tt.obs}, Volumes: withVolumes("a")}
 			got := Plan(doc(in), obs)
 			var want []InstanceAction
-			if tt.want != "" {
+			if tt.want != NoAction {
 				want = []InstanceAction{{Kind: tt.want, AppID: "a"}}
 			}
 			if !reflect.DeepEqual(got.Instances, want) || !got.RetryAt.Equal(tt.retryAt) {

@@ -30,6 +30,7 @@ func WakeAction(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs 
 			return x, ""
 		case GiveUp:
 			return x, outOfRestarts
+		case Sleep, Stop, Forget, NoAction:
 		}
 		return x, fmt.Sprintf("the planner asks %s first", x.Kind)
 	}
