@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"alpnib.dev/alpage/kinds"
 )
 
 func loadResourcesText(t *testing.T, text string) (*Config, error) {
@@ -99,5 +101,33 @@ func TestTheLoaderRefusesTwoHostOSDefaultsANameForAnIdAndAShortIPv6(t *testing.T
 		if _, err := loadResourcesText(t, text); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.new, err, c.want)
 		}
+	}
+}
+
+// A deploy_hostos naming a hostos_version block where its id belongs is
+// refused at the attribute, as deploy_guestos's replica_version_id is.
+func TestADeployHostOSNamingAVersionBlockInsteadOfItsIdIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "resources.hcl"), []byte(hostosFleet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proposals := filepath.Join(dir, "proposals.hcl")
+	write := func(version string) {
+		text := "proposal \"p\" {\n  kind  = \"deploy_hostos\"\n  title = \"Move a node\"\n  deploy_hostos {\n    hostos_version_id = " + version + "\n    node { id = node.inherits.id }\n  }\n}\n"
+		if err := os.WriteFile(proposals, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"next"`)
+	if _, err := Load(proposals); err == nil || !strings.Contains(err.Error(), "HostOS version name, not id") || !strings.Contains(err.Error(), "hostos_version.next.id") {
+		t.Fatalf("a block name as the version: %v", err)
+	}
+	write("hostos_version.next.id")
+	cfg, err := Load(proposals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Proposal("p").Body.(*kinds.DeployHostOS); b.HostOSVersionID != "bbbb" {
+		t.Fatalf("the reference resolved to %q", b.HostOSVersionID)
 	}
 }

@@ -210,6 +210,8 @@ type loader struct {
 	// versionNames maps each guestos_version block name that is not also a
 	// version id to its id, to tell a name written where an id belongs.
 	versionNames map[string]string
+	// hostOSNames is versionNames of the hostos_version blocks.
+	hostOSNames map[string]string
 }
 
 func newLoader(lim Limits) *loader {

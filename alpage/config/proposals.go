@@ -222,6 +222,11 @@ func (c *blockChecker) VersionID(v string) (string, bool) {
 	return id, ok
 }
 
+func (c *blockChecker) HostOSVersionID(v string) (string, bool) {
+	id, ok := c.l.hostOSNames[v]
+	return id, ok
+}
+
 // checkProposalFields refuses a title, summary or url that governance
 // would refuse when the proposal is made, so list and plan fail on it too,
 // not only the dry run or the submission.

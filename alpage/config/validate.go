@@ -279,6 +279,7 @@ func (l *loader) applyHostOSDefault(r *Resources) {
 		}
 		def = v
 	}
+	l.hostOSNames = names
 	for _, n := range r.Nodes {
 		if id, isName := names[n.HostOSVersion]; isName {
 			at := l.attr(n.Range, "hostos_version")

@@ -63,6 +63,9 @@ func (d *DeployHostOS) Validate(c Checker) {
 	if d.HostOSVersionID == "" {
 		c.Errorf(c.At("", 0, "hostos_version_id"), "Missing HostOS version", "proposal %q: hostos_version_id is empty; write the version hash, or hostos_version.<name>.id", c.Proposal())
 	}
+	if id, isName := c.HostOSVersionID(d.HostOSVersionID); isName {
+		c.Errorf(c.At("", 0, "hostos_version_id"), "HostOS version name, not id", "proposal %q: hostos_version_id %q is the name of a hostos_version block (id %s), and the payload takes the id; write hostos_version_id = hostos_version.%s.id", c.Proposal(), d.HostOSVersionID, id, d.HostOSVersionID)
+	}
 	if len(d.Nodes) == 0 {
 		c.Errorf(c.Header(), "No node to upgrade", "proposal %q: add one node { id = … } block per node to move to the version", c.Proposal())
 	}

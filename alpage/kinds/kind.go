@@ -273,6 +273,9 @@ type Checker interface {
 	// VersionID says whether v is the name of a guestos_version block,
 	// and its id.
 	VersionID(v string) (id string, isName bool)
+	// HostOSVersionID says whether v is the name of a hostos_version
+	// block, and its id.
+	HostOSVersionID(v string) (id string, isName bool)
 }
 
 // Live is what a payload inherits from the live registry.
