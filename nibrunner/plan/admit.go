@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"alpnib.dev/nibrunner/desired"
-	"alpnib.dev/nibrunner/slot"
 )
 
 // StartFacts are what the host knows when a start (or wake, restart,
@@ -71,7 +70,7 @@ func Admit(in *desired.DesiredInstance, f StartFacts) Admission {
 	}
 	need := uint64(in.Config.Resources.MemoryMib)
 	if given, held := memoryShort(f, need); given > 0 || held > 0 {
-		why := slot.WaitingMessage(max(given, held))
+		why := memoryWaitingMessage(max(given, held))
 		if held > given {
 			why = fmt.Sprintf("waiting to be started: the guests on its host hold %d MiB of the %d MiB they may, %d MiB short of the memory it needs", f.HeldMiB, f.CapacityMiB, held)
 		}
@@ -104,9 +103,9 @@ func Admit(in *desired.DesiredInstance, f StartFacts) Admission {
 // (against the capacity times the overcommit ratio) and of held memory
 // (against the capacity itself, only when overcommitting).
 func memoryShort(f StartFacts, need uint64) (given, held uint64) {
-	given = slot.Shortfall(givenCap(f), f.InUseMiB, need)
+	given = shortfall(givenCap(f), f.InUseMiB, need)
 	if max(f.Overcommit, 1) > 1 {
-		held = slot.Shortfall(f.CapacityMiB, f.HeldMiB, need)
+		held = shortfall(f.CapacityMiB, f.HeldMiB, need)
 	}
 	return given, held
 }
@@ -121,4 +120,17 @@ func excess(n, limit uint64) uint64 {
 		return 0
 	}
 	return n - limit
+}
+
+// shortfall returns how many MiB short the host is of admitting a start
+// that needs need MiB, when capacity MiB are usable and inUse MiB are held
+// by everything up or starting; 0 means it is admitted.
+func shortfall(capacity, inUse, need uint64) uint64 {
+	if inUse+need <= capacity {
+		return 0
+	}
+	if inUse >= capacity {
+		return need
+	}
+	return inUse + need - capacity
 }

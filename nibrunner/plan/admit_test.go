@@ -130,3 +130,18 @@ func TestMakeRoomPicksTheLongestIdleFirstAndNoneInVain(t *testing.T) {
 		}
 	}
 }
+
+func TestTheShortfallIsWhatAStartMissesOfTheCapacity(t *testing.T) {
+	for _, tt := range []struct{ capacity, inUse, need, want uint64 }{
+		{1024, 512, 512, 0},
+		{1024, 768, 512, 256},
+		{1024, 2048, 512, 512},
+	} {
+		if got := shortfall(tt.capacity, tt.inUse, tt.need); got != tt.want {
+			t.Errorf("shortfall(%d, %d, %d) = %d, want %d", tt.capacity, tt.inUse, tt.need, got, tt.want)
+		}
+	}
+	if got := memoryWaitingMessage(256); got != "waiting to be started: its host is 256 MiB short of the memory it needs" {
+		t.Fatal(got)
+	}
+}

@@ -379,3 +379,8 @@ func FailedProbes(kind string, port int, path string, failures int, grace time.D
 	}
 	return fmt.Sprintf("%s: %d health probes failed after the %dms grace period", what, failures, grace.Milliseconds())
 }
+
+// memoryWaitingMessage explains a start held back by memory admission.
+func memoryWaitingMessage(shortMiB uint64) string {
+	return fmt.Sprintf("waiting to be started: its host is %d MiB short of the memory it needs", shortMiB)
+}

@@ -1,8 +1,8 @@
 // Package slot gives each app its place on the host: a persistent slot
 // number N, and from it eight host ports (21000+8N … +7: the first for
 // HTTP, the rest for raw ports), a /30 out of 10.201.0.0/16 (host .4N+1,
-// guest .4N+2) and a tap named nbrN. It also decides memory admission.
-// Everything here is pure arithmetic over numbers the daemon persists.
+// guest .4N+2) and a tap named nbrN. Memory admission is the
+// planner's (nibrunner/plan). Everything here is pure arithmetic over numbers the daemon persists.
 package slot
 
 import (
@@ -106,22 +106,4 @@ func Assign(existing map[string]int, apps []string, limit int) (added map[string
 		used[next] = true
 	}
 	return added, full
-}
-
-// Shortfall returns how many MiB short the host is of admitting a start
-// that needs need MiB, when capacity MiB are usable and inUse MiB are held
-// by everything up or starting; 0 means it is admitted.
-func Shortfall(capacity, inUse, need uint64) uint64 {
-	if inUse+need <= capacity {
-		return 0
-	}
-	if inUse >= capacity {
-		return need
-	}
-	return inUse + need - capacity
-}
-
-// WaitingMessage explains a start held back by memory admission.
-func WaitingMessage(shortMiB uint64) string {
-	return fmt.Sprintf("waiting to be started: its host is %d MiB short of the memory it needs", shortMiB)
 }

@@ -33,21 +33,6 @@ func TestAppsBeyondMaxAppsFindNoSlot(t *testing.T) {
 	}
 }
 
-func TestAdmission(t *testing.T) {
-	for _, tt := range []struct{ capacity, inUse, need, want uint64 }{
-		{1024, 512, 512, 0},
-		{1024, 768, 512, 256},
-		{1024, 2048, 512, 512},
-	} {
-		if got := Shortfall(tt.capacity, tt.inUse, tt.need); got != tt.want {
-			t.Errorf("Shortfall(%d, %d, %d) = %d, want %d", tt.capacity, tt.inUse, tt.need, got, tt.want)
-		}
-	}
-	if got := WaitingMessage(256); got != "waiting to be started: its host is 256 MiB short of the memory it needs" {
-		t.Fatal(got)
-	}
-}
-
 func TestTheFirstSlotWithAHostPortInTheEphemeralRangeIsTheOneReachingIt(t *testing.T) {
 	// Slot 1470 owns 32760–32767; 1471 starts at 32768.
 	if n, ok := FirstWithPortIn(Max, 32768, 60999); !ok || n != 1471 {
