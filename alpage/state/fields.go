@@ -112,6 +112,12 @@ func (s *State) keepUnknown(data []byte, keys objectKeys) error {
 		return err
 	}
 	s.unknown = unknownOf(reflect.TypeOf(State{}), keys[pathOf()], top)
+	if raw, ok := top["network"]; ok && s.Network != nil {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err == nil {
+			s.Network.unknown = unknownOf(reflect.TypeOf(Network{}), keys[pathOf("network")], fields)
+		}
+	}
 	for _, group := range []string{"proposals", "chips"} {
 		var members map[string]map[string]json.RawMessage
 		if raw, ok := top[group]; ok {
@@ -206,4 +212,10 @@ func (p *Proposal) MarshalJSON() ([]byte, error) {
 func (c *Chip) MarshalJSON() ([]byte, error) {
 	type known Chip
 	return withUnknown((*known)(c), c.unknown)
+}
+
+// MarshalJSON writes the known fields, then the unknown ones as read.
+func (n *Network) MarshalJSON() ([]byte, error) {
+	type known Network
+	return withUnknown((*known)(n), n.unknown)
 }

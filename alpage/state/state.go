@@ -22,6 +22,9 @@ import (
 // tool's, a person's) are kept and written back after the known ones, at
 // every level: the file is shared history, not alp's alone.
 type State struct {
+	// Network is the network the proposals were made on (Bind); nil in a
+	// file no networked command has written yet.
+	Network   *Network             `json:"network,omitempty"`
 	Proposals map[string]*Proposal `json:"proposals"`
 	Chips     map[string]*Chip     `json:"chips,omitempty"`
 

@@ -194,14 +194,14 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	// interrupted or not. Without --yes apply writes nothing and submits
 	// nothing, so dry runs need no lock and may run side by side.
 	if o.yes {
-		lock, err := state.Acquire(g.statePath)
+		lock, err := state.Acquire(g.stateFile())
 		if err != nil {
 			return err
 		}
 		defer lock.Release()
 	}
 	fmt.Fprintf(stderr, "identity: %s (%s)\n", id.Sender(), idPath)
-	ag, _, err := g.newAgent(cfg, id, stderr)
+	ag, network, err := g.newAgent(ctx, cfg, id, stderr)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
 		Confirm:         stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
 		Submit:          applySubmit{gov},
-		Store:           fileStore{g.statePath},
+		Store:           fileStore{g.stateFile(), network},
 		Find:            submit.GovernanceFinder{Gov: gov},
 		RegistryVersion: func(context.Context) (uint64, error) { return reg.version, nil },
 	}
@@ -243,7 +243,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	switch {
 	case errors.As(err, &lost):
 		importCmd := fmt.Sprintf("alp import %s %d --config %s --state %s --host %s", lost.Name, lost.ProposalID,
-			shellQuote(g.configPath), shellQuote(g.statePath), shellQuote(host))
+			shellQuote(g.configPath), shellQuote(g.stateFile()), shellQuote(host))
 		fmt.Fprint(stderr, term.For(stderr).Paint(term.Red, lost.Loud(importCmd)))
 		report.Outcome, report.ProposalID, report.Reason = outcomeNotRecorded, lost.ProposalID, lost.Err.Error()
 		if o.json {
@@ -480,8 +480,28 @@ func (c stdinConfirm) Confirm(ctx context.Context, prompt string) error {
 	return ctx.Err()
 }
 
-// fileStore is state.json at a path.
-type fileStore struct{ path string }
+// fileStore is state.json at a path, bound to the network apply talks
+// to: a file recorded against another is refused before anything is
+// submitted, and a new one records the network with its first proposal.
+type fileStore struct {
+	path    string
+	network state.Network
+}
 
-func (s fileStore) Load() (*state.State, error) { return state.Load(s.path) }
-func (s fileStore) Save(st *state.State) error  { return st.Save(s.path) }
+func (s fileStore) Load() (*state.State, error) {
+	st, err := state.Load(s.path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.Bind(s.path, s.network); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s fileStore) Save(st *state.State) error {
+	if _, err := st.Bind(s.path, s.network); err != nil {
+		return err
+	}
+	return st.Save(s.path)
+}

@@ -53,10 +53,14 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	if err != nil {
 		return err
 	}
-	a, host, err := g.readAgent(cfg, stderr)
+	a, network, err := g.readAgent(cmd.Context(), cfg, stderr)
 	if err != nil {
 		return err
 	}
+	if err := g.bindState(st, network); err != nil {
+		return err
+	}
+	host := network.Host
 	fmt.Fprintf(stderr, "reading %d node(s) and what governance has open from %s…\n", len(cfg.Nodes), host)
 	ctx, cancel := context.WithTimeout(cmd.Context(), reconcileTimeout)
 	defer cancel()

@@ -24,16 +24,7 @@ func generateDir(t *testing.T) (config, statePath string) {
 // generateDirFrom is generateDir of another fixture folder.
 func generateDirFrom(t *testing.T, fixture string) (config, statePath string) {
 	t.Helper()
-	dir := t.TempDir()
-	for _, f := range []string{"resources.hcl", "proposals.hcl"} {
-		data, err := os.ReadFile(filepath.Join(fixture, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := copyFiles(t, fixture, "resources.hcl", "proposals.hcl")
 	return filepath.Join(dir, "proposals.hcl"), filepath.Join(dir, "state.json")
 }
 

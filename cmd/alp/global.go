@@ -37,7 +37,7 @@ type globals struct {
 func (g *globals) register(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&g.configPath, "config", "proposals.hcl", "proposals file; resources.hcl and resources/*.hcl are read beside it")
-	f.StringVar(&g.statePath, "state", "state.json", "state file")
+	f.StringVar(&g.statePath, "state", "", "state file (default: state.json in --config's folder)")
 	f.StringVar(&g.host, "host", "", "IC HTTP interface (governance host): flag > $ALP_HOST > provider.host > "+MainnetHost)
 	f.StringVar(&g.neuron, "neuron", "", "proposer neuron id: flag > $ALP_NEURON > provider.neuron")
 	f.Int64Var(&g.maxConfigBytes, "max-config-bytes", config.DefaultMaxFileBytes, "refuse a configuration file larger than this many bytes")
@@ -76,8 +76,18 @@ func (g *globals) loadResourcesConfig(progress io.Writer) (*config.Config, error
 	return g.loadConfig()
 }
 
+// stateFile is --state, else state.json beside --config: the state
+// belongs to the declaration it records, wherever alp is run from, as the
+// resource files beside --config do.
+func (g *globals) stateFile() string {
+	if g.statePath != "" {
+		return g.statePath
+	}
+	return filepath.Join(filepath.Dir(g.configPath), "state.json")
+}
+
 func (g *globals) loadState() (*state.State, error) {
-	return state.Load(g.statePath)
+	return state.Load(g.stateFile())
 }
 
 // load reads the configuration and then state.json, what every command

@@ -73,7 +73,7 @@ changes nothing.`,
 			if cfgErr != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; syncing without knowing what references each version\n", cfgErr)
 			}
-			a, _, err := g.readAgent(cfg, cmd.ErrOrStderr())
+			a, _, err := g.readAgent(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

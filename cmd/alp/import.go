@@ -67,12 +67,16 @@ bytes) is recorded as uncompared, saying why.`,
 				return err
 			}
 			if prev := st.Proposals[name]; prev != nil {
-				return fmt.Errorf("proposal %q is already recorded as proposal %d; remove that entry from %s first if it is wrong", name, prev.ProposalID, g.statePath)
+				return fmt.Errorf("proposal %q is already recorded as proposal %d; remove that entry from %s first if it is wrong", name, prev.ProposalID, g.stateFile())
 			}
-			ag, host, err := g.readAgent(cfg, cmd.ErrOrStderr())
+			ag, network, err := g.readAgent(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
+			if err := g.bindState(st, network); err != nil {
+				return err
+			}
+			host := network.Host
 			ctx, cancel := context.WithTimeout(cmd.Context(), importTimeout)
 			defer cancel()
 			// The payload is built as apply builds it: its live parts
@@ -115,7 +119,7 @@ bytes) is recorded as uncompared, saying why.`,
 			}
 			// Record into the file as it is now, under the lock: an apply
 			// may have recorded something while the proposal was read.
-			if err := state.Update(g.statePath, func(now *state.State) (bool, error) {
+			if err := g.updateState(network, func(now *state.State) (bool, error) {
 				return true, now.Import(name, entry)
 			}); err != nil {
 				return err

@@ -85,10 +85,14 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 				_, err := fmt.Fprintln(stdout, msg)
 				return err
 			}
-			f, host, err := g.preflightFetcher(cfg, live, cmd.ErrOrStderr())
+			f, network, err := g.preflightFetcher(cmd.Context(), cfg, live, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
+			if err := g.bindState(st, network); err != nil {
+				return err
+			}
+			host := network.Host
 			closeCopy, err := planFromCopy(cmd.Context(), f, cmd.ErrOrStderr())
 			if err != nil {
 				return err

@@ -84,10 +84,14 @@ included.`,
 			if err != nil {
 				return err
 			}
-			a, host, err := g.readAgent(cfg, cmd.ErrOrStderr())
+			a, network, err := g.readAgent(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
+			if err := g.bindState(st, network); err != nil {
+				return err
+			}
+			host := network.Host
 			ns, err := source.NewNodeStatusTimeout(firstOf(nodeCA, os.Getenv(source.NodeStatusCAEnv)), nodes.connect)
 			if err != nil {
 				return err
@@ -120,7 +124,7 @@ included.`,
 			// Nothing new to record (the usual run) takes no lock at all.
 			now, recorded := time.Now(), false
 			if reconcile.UpdateChips(st, snap.Chips, now) {
-				err = state.Update(g.statePath, func(s *state.State) (bool, error) {
+				err = g.updateState(network, func(s *state.State) (bool, error) {
 					recorded = reconcile.UpdateChips(s, snap.Chips, now)
 					return recorded, nil
 				})
@@ -131,7 +135,7 @@ included.`,
 				}
 			}
 			if recorded {
-				fmt.Fprintf(cmd.ErrOrStderr(), "recorded AMD KDS verdicts in %s\n", g.statePath)
+				fmt.Fprintf(cmd.ErrOrStderr(), "recorded AMD KDS verdicts in %s\n", g.stateFile())
 			}
 			stdout := cmd.OutOrStdout()
 			if output == "json" {

@@ -52,7 +52,7 @@ records at the same registry version).
 				return fmt.Errorf("subnet id %q: %w", args[0], err)
 			}
 			cfg, _ := g.loadConfig() // optional: only for provider.host
-			a, _, err := g.readAgent(cfg, cmd.ErrOrStderr())
+			a, _, err := g.readAgent(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

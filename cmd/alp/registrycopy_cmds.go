@@ -54,7 +54,7 @@ discarded and rebuilt, and says so.
 // syncedCopy brings the copy of the resolved host's registry up to date.
 func (g *globals) syncedCopy(cmd *cobra.Command) (*registrycopy.Copy, registrycopy.Result, error) {
 	cfg, _ := g.loadConfig() // optional: only for provider.host
-	a, _, err := g.readAgent(cfg, cmd.ErrOrStderr())
+	a, _, err := g.readAgent(cmd.Context(), cfg, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, registrycopy.Result{}, err
 	}

@@ -43,8 +43,11 @@ recorded).`,
 			if err != nil {
 				return err
 			}
-			ag, _, err := g.readAgent(cfg, cmd.ErrOrStderr())
+			ag, network, err := g.readAgent(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
+				return err
+			}
+			if err := g.bindState(st, network); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
@@ -56,7 +59,7 @@ recorded).`,
 				// The reads took a while: record the changes into the file
 				// as it is now, under the lock, so nothing an apply recorded
 				// meanwhile is written over.
-				recordErr = state.Update(g.statePath, func(now *state.State) (bool, error) {
+				recordErr = g.updateState(network, func(now *state.State) (bool, error) {
 					changed := false
 					for _, r := range rows {
 						if r.Changed && now.Observe(r.Name, state.Status(r.Status), r.at) {
@@ -66,7 +69,7 @@ recorded).`,
 					return changed, nil
 				})
 				if recordErr != nil {
-					recordErr = fmt.Errorf("status changes were not recorded in %s: %w", g.statePath, recordErr)
+					recordErr = fmt.Errorf("status changes were not recorded in %s: %w", g.stateFile(), recordErr)
 					for i := range rows {
 						rows[i].Changed = false
 					}

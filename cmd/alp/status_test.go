@@ -139,10 +139,21 @@ func TestATerminalStatusInStateIsNeverOverwritten(t *testing.T) {
 	}
 }
 
-func TestStatusFailsWhenGovernanceCannotBeRead(t *testing.T) {
-	out, _, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statusState(t), "--host", "http://127.0.0.1:1")
-	if exitCode(err) != 1 || !strings.Contains(out, "error") || !strings.Contains(err.Error(), "could not read 6 proposal(s)") {
-		t.Fatalf("err %v\n%s", err, out)
+// Off the network, status fails with one line that names the host, where
+// it came from and how to choose another, not a dial error per proposal.
+func TestStatusAgainstAnUnreachableHostFailsInOneLineNamingItAndTheFlags(t *testing.T) {
+	out, errOut, err := runAlp(t, "", "status", "--config", applyConfig, "--state", statusState(t), "--host", "http://127.0.0.1:1")
+	if exitCode(err) != 1 || out != "" || errOut != "" {
+		t.Fatalf("err %v\n%s%s", err, out, errOut)
+	}
+	msg := err.Error()
+	for _, want := range []string{"cannot reach http://127.0.0.1:1 (from --host): connection refused", "--host, $ALP_HOST or provider.host"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "\n") || strings.Count(msg, "127.0.0.1:1") != 1 {
+		t.Errorf("want one line naming the host once: %q", msg)
 	}
 }
 
