@@ -17,6 +17,7 @@ var errRefused = errors.New("the document would be refused")
 
 func newCheckCmd() *cobra.Command {
 	var configPath string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Validate a desired.json and print why this host would refuse it",
@@ -25,7 +26,14 @@ does and prints "ok" when it would be accepted, or each reason it would be
 refused whole, one per line as "path: rule". After "ok" it names each instance
 the host would fail while it runs the rest (no memory, an environment value
 with a newline; with --config also what this host cannot carry). It exits 0
-when the document is accepted and 1 otherwise.`,
+when the document is accepted and 1 otherwise.
+
+A property the document's types do not have is ignored, as the daemon
+ignores it, and check warns of it on standard error naming its path and the
+property it is nearest to ("warning: instances[0].config.resources.memoryMB:
+unknown property, ignored: did you mean memoryMib?"); the daemon lists the
+same warnings in reported.json. --strict refuses the document for them
+instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readDocument(cmd.InOrStdin(), args[0])
@@ -39,7 +47,14 @@ when the document is accepted and 1 otherwise.`,
 				}
 			}
 			out := cmd.OutOrStdout()
-			doc, err := desired.Decode(data)
+			fv := desired.FieldWarn
+			if strict {
+				fv = desired.FieldStrict
+			}
+			doc, warnings, err := desired.DecodeFields(data, fv)
+			for _, w := range warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
 			if err != nil {
 				for _, r := range desired.Reasons(err) {
 					fmt.Fprintln(out, r)
@@ -63,6 +78,7 @@ when the document is accepted and 1 otherwise.`,
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "also check the instances against this host configuration (config.toml)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse a document with a property its types do not have, instead of warning of it")
 	return cmd
 }
 

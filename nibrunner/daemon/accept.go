@@ -17,6 +17,8 @@ type unrecorded struct {
 	data   []byte
 	parsed *desired.HostDesiredState
 	digest string
+	// warnings are its unknown properties, as reported.
+	warnings []string
 	// failure is the last recording error, logged once per new message.
 	failure string
 }
@@ -39,6 +41,7 @@ func (d *Daemon) take(ctx context.Context, doc unrecorded) error {
 		d.mu.Lock()
 		d.refusal = reported.Truncate(plan.Unrecorded(err))
 		d.unrecorded = &doc
+		d.warnings = doc.warnings
 		d.mu.Unlock()
 		if !first {
 			return nil // said already
@@ -49,6 +52,7 @@ func (d *Daemon) take(ctx context.Context, doc unrecorded) error {
 	d.mu.Lock()
 	d.unrecorded = nil
 	d.refusal = ""
+	d.warnings, d.docWarnings = doc.warnings, doc.warnings
 	d.setDoc(x)
 	d.mu.Unlock()
 	d.cfg.Logf("nibrunnerd: accepted desired.json (sha256 %s): %d instances, %d volumes", doc.digest[:12], len(doc.parsed.Instances), len(doc.parsed.Volumes))

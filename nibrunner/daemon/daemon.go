@@ -178,6 +178,9 @@ type Daemon struct {
 	digest   string
 	problems map[string]string
 	refusal  string
+	// warnings are the unknown properties of the last document read, and
+	// docWarnings those of the document in force (reported.WarningsOf).
+	warnings, docWarnings []string
 	// unrecorded is a document accepted but not yet recorded (the
 	// database write failed): each pass tries it again (accept.go).
 	unrecorded *unrecorded
@@ -330,7 +333,9 @@ func (d *Daemon) load(ctx context.Context) error {
 		return err
 	}
 	if ok {
-		doc, err := desired.Decode(acc.Document)
+		doc, warnings, err := desired.DecodeFields(acc.Document, desired.FieldWarn)
+		d.warnings = reported.WarningsOf(warnings)
+		d.docWarnings = d.warnings
 		if err != nil {
 			// This daemon's rules refuse what an older one accepted: keep
 			// the host as it is and say so.
@@ -500,6 +505,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 		d.unrecorded = nil // the file no longer holds it
 		d.refusal = reported.Truncate(plan.NoDocument(d.keeping(), doc.Err))
+		d.warnings = nil
 		d.mu.Unlock()
 		return nil
 	}
@@ -512,15 +518,21 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		// Read again, unchanged (a backstop, a rewrite): nothing to
 		// decode.
 		d.refusal, d.unrecorded = "", nil
+		d.warnings = d.docWarnings
 	}
 	d.mu.Unlock()
 	if inForce {
 		return nil
 	}
-	parsed, err := desired.Decode(doc.Data)
+	parsed, ws, err := desired.DecodeFields(doc.Data, desired.FieldWarn)
+	warnings := reported.WarningsOf(ws)
+	for _, w := range warnings {
+		d.cfg.Logf("nibrunnerd: desired.json: warning: %s", w)
+	}
 	if err != nil {
 		d.mu.Lock()
 		d.unrecorded = nil
+		d.warnings = warnings
 		whole := plan.Refused(d.keeping(), plan.ReasonsText(desired.Reasons(err)))
 		d.refusal = reported.Truncate(whole)
 		d.mu.Unlock()
@@ -530,7 +542,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		d.cfg.Logf("nibrunnerd: %s", whole)
 		return nil
 	}
-	return d.take(ctx, unrecorded{data: doc.Data, parsed: parsed, digest: digest})
+	return d.take(ctx, unrecorded{data: doc.Data, parsed: parsed, digest: digest, warnings: warnings})
 }
 
 // keeping says what the host does while it takes no new document (mu

@@ -32,6 +32,7 @@ func (d *Daemon) report(now time.Time, cps map[string]CheckpointInfo, exps map[s
 		Checkpoints: []reported.Checkpoint{}, Exports: []reported.Export{},
 		AcceptedDigest: desired.Sha256Digest(d.digest),
 		Message:        d.hostMessage(),
+		Warnings:       d.warnings,
 	}
 	var usedMiB uint64
 	var usedCPU uint32

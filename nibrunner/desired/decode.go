@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"alpnib.dev/internal/suggest"
 )
 
 // A Reason is one rule a document breaks, at one JSON path
@@ -72,6 +74,49 @@ const writeWhole = "write the whole document to a temporary file in the same fol
 // Problems the spec charges to one instance rather than the document (see
 // InstanceProblems) do not refuse it.
 func Decode(data []byte) (*HostDesiredState, error) {
+	doc, _, err := DecodeFields(data, FieldWarn)
+	return doc, err
+}
+
+// FieldValidation is what decoding does with a property the document's
+// types do not have, named after the Kubernetes API server's
+// fieldValidation levels.
+type FieldValidation int
+
+const (
+	// FieldWarn ignores an unknown property, as the seed says, and
+	// returns a warning naming it (the API server's default, Warn).
+	FieldWarn FieldValidation = iota
+	// FieldStrict refuses the document for it (Strict; check --strict).
+	FieldStrict
+)
+
+// DecodeFields is Decode returning also a warning for each property it
+// ignored: one the type has not (with the known property it is nearest
+// to, "did you mean memoryMib?"), or one of another kind of a tagged
+// union. Warnings come with a refusal too, since a typo is often its
+// cause (memoryMB ignored, so memoryMib is missing). Under FieldStrict
+// they are reasons of the refusal instead, and no warning is returned.
+func DecodeFields(data []byte, fv FieldValidation) (*HostDesiredState, []Reason, error) {
+	d := &decoder{}
+	doc, err := d.decode(data)
+	if fv == FieldStrict && len(d.warnings) > 0 {
+		var r *Refusal
+		if !errors.As(err, &r) {
+			r = &Refusal{}
+		}
+		// The unknown properties first: a typo among them is often
+		// why a required field is missing.
+		r.Reasons = append(d.warnings, r.Reasons...)
+		for i := range d.warnings {
+			r.Reasons[i].Rule = strings.Replace(r.Reasons[i].Rule, ", ignored", "", 1)
+		}
+		return nil, nil, r
+	}
+	return doc, d.warnings, err
+}
+
+func (d *decoder) decode(data []byte) (*HostDesiredState, error) {
 	if len(data) > MaxDocumentBytes {
 		return nil, &Refusal{Reasons: []Reason{{Rule: TooLarge()}}}
 	}
@@ -104,7 +149,6 @@ func Decode(data []byte) (*HostDesiredState, error) {
 		return nil, &Refusal{Reasons: dups}
 	}
 	var doc HostDesiredState
-	d := &decoder{}
 	d.value("", tree, reflect.ValueOf(&doc).Elem())
 	d.crossField(&doc)
 	if len(d.reasons) > 0 {
@@ -128,6 +172,8 @@ func Reasons(err error) []Reason {
 
 type decoder struct {
 	reasons []Reason
+	// warnings name the properties ignored (DecodeFields).
+	warnings []Reason
 }
 
 func (d *decoder) fail(path, format string, args ...any) {
@@ -453,6 +499,73 @@ func (d *decoder) object(path string, v any, dst reflect.Value) {
 		}
 		d.value(p, raw, dv)
 	}
+	d.unknown(path, m, fields, kind, kindKnown)
+}
+
+// unknown warns of each property of m that the struct does not read: one
+// it has not, with the nearest of those it has, or one that belongs to
+// another kind of the union.
+func (d *decoder) unknown(path string, m map[string]any, fields []structField, kind string, kindKnown bool) {
+	var names []string
+	byName := map[string]structField{}
+	for _, f := range fields {
+		byName[f.name] = f
+		if f.opts.variants == nil || (kindKnown && contains(f.opts.variants, kind)) {
+			names = append(names, f.name)
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		f, known := byName[k]
+		switch {
+		case !known:
+			rule := "unknown property, ignored"
+			if near, ok := suggest.Nearest(k, names); ok {
+				rule += ": did you mean " + near + "?"
+			} else if len(names) <= 12 {
+				rule += ": the properties here are " + strings.Join(names, ", ")
+			}
+			d.warnings = append(d.warnings, Reason{Path: join(path, quoteKey(k)), Rule: rule})
+		case f.opts.variants != nil && kindKnown && !contains(f.opts.variants, kind) && !zero(m[k]):
+			// A zero value is what a serializer writing every field of
+			// the union writes: nothing was meant by it.
+			d.warnings = append(d.warnings, Reason{Path: join(path, k), Rule: fmt.Sprintf("unknown property for kind %s, ignored: it belongs to kind %s", quote(kind), strings.Join(f.opts.variants, " or "))})
+		}
+	}
+}
+
+// zero says whether a JSON value is its type's zero: null, "", 0, false,
+// an empty array or object.
+func zero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case json.Number:
+		f, err := x.Float64()
+		return err == nil && f == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// quoteKey is a property name as a path segment: as it is when it is a
+// plain name, quoted when it holds anything a person could misread.
+func quoteKey(k string) string {
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return strconv.Quote(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
 }
 
 func contains(words []string, w string) bool {

@@ -190,12 +190,15 @@ func TestWholeOptionalSectionsMayBeAbsent(t *testing.T) {
 	}
 }
 
-func TestUnknownKeysAreRefusedByName(t *testing.T) {
+func TestUnknownKeysAreRefusedByNameWithTheKeyTheyWereMeantToBe(t *testing.T) {
 	cases := map[string]string{
-		"colour":               "unknown key colour",
-		"paths.cache_dir":      "unknown key paths.cache_dir",
-		"proxy.http.tls.chain": "unknown key proxy.http.tls.chain",
-		"proxy.grpc":           "unknown key proxy.grpc",
+		"colour":                  "unknown key colour: the keys of the top level are max_apps,",
+		"paths.cache_dir":         "unknown key paths.cache_dir",
+		"proxy.http.tls.chain":    "unknown key proxy.http.tls.chain: the keys of [proxy.http.tls] are certificate, key",
+		"proxy.grpc":              "unknown key proxy.grpc",
+		"paths.state_directory":   "unknown key paths.state_directory: did you mean paths.state_dir?",
+		"metrics.listen_adress":   "unknown key metrics.listen_adress: did you mean metrics.listen_address?",
+		"max_concurrent_vm_start": "unknown key max_concurrent_vm_start: did you mean max_concurrent_vm_starts?",
 	}
 	for key, want := range cases {
 		tree := treeOf(t, readFull(t))

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"alpnib.dev/internal/suggest"
 )
 
 // Parse validates a config.toml's bytes whole and returns the configuration.
@@ -81,6 +83,7 @@ func optionalSection(t reflect.Type) bool {
 // unknown one.
 func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 	known := map[string]bool{}
+	var names []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name := tomlName(f)
@@ -88,6 +91,7 @@ func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 			continue
 		}
 		known[name] = true
+		names = append(names, name)
 		key := dotted(prefix, name)
 		val, present := table[name]
 		ft := f.Type
@@ -155,13 +159,26 @@ func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 	var unknown []string
 	for name := range table {
 		if !known[name] {
-			unknown = append(unknown, dotted(prefix, name))
+			unknown = append(unknown, name)
 		}
 	}
 	sort.Strings(unknown)
-	for _, key := range unknown {
-		v.fail("unknown key %s", key)
+	for _, name := range unknown {
+		key := dotted(prefix, name)
+		if near, ok := suggest.Nearest(name, names); ok {
+			v.fail("unknown key %s: did you mean %s?", key, dotted(prefix, near))
+		} else {
+			v.fail("unknown key %s: the keys of %s are %s", key, tableName(prefix), strings.Join(names, ", "))
+		}
 	}
+}
+
+// tableName is how a message names the table at prefix.
+func tableName(prefix string) string {
+	if prefix == "" {
+		return "the top level"
+	}
+	return "[" + prefix + "]"
 }
 
 func isTable(t reflect.Type) bool {

@@ -5,6 +5,7 @@
 package reported
 
 import (
+	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
@@ -92,7 +93,16 @@ type HostReportedState struct {
 	// Message is set while the last document was refused, and cleared once
 	// a readable one is taken.
 	Message string `json:"message,omitempty" nib:"optional,rule=message"`
+	// Warnings are the properties the last document read has that its
+	// types have not, each as "path: unknown property, ignored: did you
+	// mean …?" (ours): at most MaxWarnings, each at most MaxMessageLen
+	// characters. Absent when there are none.
+	Warnings []string `json:"warnings,omitempty" nib:"optional"`
 }
+
+// MaxWarnings is the most warnings a report carries; a last one says how
+// many more there were.
+const MaxWarnings = 32
 
 // Resources is what a host has (capacity) or has left (allocatable).
 type Resources struct {
@@ -214,4 +224,25 @@ func Truncate(msg string) string {
 		return msg
 	}
 	return string(r[:MaxMessageLen-1]) + "…"
+}
+
+// WarningsOf is the report's warnings for a document's (desired.DecodeFields):
+// each truncated, at most MaxWarnings, the last of them saying how many
+// more there are. Nil when there are none, so the field is omitted.
+func WarningsOf(ws []desired.Reason) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	n := min(len(ws), MaxWarnings)
+	if len(ws) > MaxWarnings {
+		n = MaxWarnings - 1
+	}
+	out := make([]string, 0, n+1)
+	for _, w := range ws[:n] {
+		out = append(out, Truncate(w.String()))
+	}
+	if n < len(ws) {
+		out = append(out, fmt.Sprintf("and %d more unknown properties: nibrunnerd check names them all", len(ws)-n))
+	}
+	return out
 }
