@@ -33,6 +33,16 @@ type control struct {
 	// whose bound passed.
 	freezeMu sync.Mutex
 	autoThaw *time.Timer
+
+	// execs serves exec sessions; their frames come only from this port.
+	execs *execServer
+}
+
+// sendExec writes one exec frame at once, past the queue: a session's
+// frames must not be dropped, and its credit already bounds how many wait.
+// It blocks while the host does not read, which holds that session alone.
+func (c *control) sendExec(frame []byte) error {
+	return c.enc.Send(guest.Message{Kind: guest.KindExec, Frame: frame})
 }
 
 // findControlPort returns the device of the virtio-serial port named
@@ -115,6 +125,12 @@ func (c *control) handle(s *supervisor) {
 					logf("control port: %v", err)
 				}
 				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if m.Kind == guest.KindExec {
+				if c.execs != nil {
+					c.execs.frame(m.Frame)
+				}
 				continue
 			}
 			c.send(c.answer(s, m))

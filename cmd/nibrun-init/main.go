@@ -32,6 +32,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == enterTenantArg {
 		enterTenant(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == enterExecArg {
+		enterExec(os.Args[2:])
+	}
 	if os.Getpid() != 1 {
 		fmt.Fprintln(os.Stderr, "nibrun-init: this is the init of a nibrunner guest and runs only as PID 1 inside a microVM; run `nibrun-init version` to see its version")
 		os.Exit(2)
@@ -87,6 +90,7 @@ func run() {
 		fail(ctl, "make the working directory", err)
 	}
 	sup := newSupervisor(cfg, root, ctl)
+	ctl.execs = newExecServer(root, cfg.WorkingDirectory, cfg.Environ(), sup, ctl.sendExec)
 	ctl.handle(sup)
 	logf("ready after %v", time.Since(start).Round(time.Millisecond))
 	ctl.send(guest.Message{Kind: guest.KindReady})

@@ -31,6 +31,8 @@ type supervisor struct {
 	exits  chan int      // the tenant's exit codes
 	stopCh chan struct{} // closed by a shutdown request
 	once   sync.Once
+	// watched are exec programs' exits, by pid.
+	watched map[int]chan<- int
 	// mirrored counts tenant output bytes mirrored on the console since
 	// the last start.
 	mirrored atomic.Int64
@@ -65,7 +67,12 @@ func (s *supervisor) reap() {
 			if mine {
 				s.pid = 0
 			}
+			watcher := s.watched[pid]
+			delete(s.watched, pid)
 			s.mu.Unlock()
+			if watcher != nil {
+				watcher <- exitCode(ws)
+			}
 			if mine {
 				s.exits <- exitCode(ws)
 			}
@@ -234,4 +241,23 @@ func (s *supervisor) halt() {
 	}
 	s.ctl.flush(time.Second)
 	powerOff()
+}
+
+// startWatched starts a child other than the tenant (an exec session's
+// program) whose exit the reaper hands to the returned channel. The pid is
+// registered under the reaper's lock before it can be reaped.
+func (s *supervisor) startWatched(argv []string, attr *os.ProcAttr) (int, <-chan int, error) {
+	exit := make(chan int, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := os.StartProcess("/proc/self/exe", argv, attr)
+	if err != nil {
+		return 0, nil, err
+	}
+	if s.watched == nil {
+		s.watched = map[int]chan<- int{}
+	}
+	s.watched[p.Pid] = exit
+	_ = p.Release()
+	return p.Pid, exit, nil
 }

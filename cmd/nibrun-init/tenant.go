@@ -32,7 +32,7 @@ func enterTenant(args []string) {
 	// The bounding set and no_new_privs belong to one thread, and execve
 	// passes on that thread's: do both on the thread that executes.
 	runtime.LockOSThread()
-	if err := dropPrivileges(root, wd); err != nil {
+	if err := dropPrivileges(root, wd, guest.TenantUID, guest.TenantGID); err != nil {
 		fmt.Fprintf(os.Stderr, "nibrun-init: cannot start %s: %v\n", argv[0], err)
 		os.Exit(127)
 	}
@@ -42,12 +42,12 @@ func enterTenant(args []string) {
 }
 
 // dropPrivileges chroots into root, goes to wd, and leaves the calling
-// thread as the tenant: uid and gid 65534 with no supplementary groups, an
+// thread as uid and gid (the tenant's are 65534) with no supplementary groups, an
 // empty capability bounding set (nothing the program executes can ever
 // gain a capability, even from a file capability or a root-owned
 // set-user-ID program) and no_new_privs (execve grants no set-user-ID,
 // set-group-ID or file capability at all).
-func dropPrivileges(root, wd string) error {
+func dropPrivileges(root, wd string, uid, gid int) error {
 	if err := unix.Chroot(root); err != nil {
 		return fmt.Errorf("chroot into %s: %w", root, err)
 	}
@@ -61,11 +61,11 @@ func dropPrivileges(root, wd string) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop the supplementary groups: %w", err)
 	}
-	if err := syscall.Setresgid(guest.TenantGID, guest.TenantGID, guest.TenantGID); err != nil {
-		return fmt.Errorf("become gid %d: %w", guest.TenantGID, err)
+	if err := syscall.Setresgid(gid, gid, gid); err != nil {
+		return fmt.Errorf("become gid %d: %w", gid, err)
 	}
-	if err := syscall.Setresuid(guest.TenantUID, guest.TenantUID, guest.TenantUID); err != nil {
-		return fmt.Errorf("become uid %d: %w", guest.TenantUID, err)
+	if err := syscall.Setresuid(uid, uid, uid); err != nil {
+		return fmt.Errorf("become uid %d: %w", uid, err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		fmt.Printf("euid=%d\n%s", os.Geteuid(), b)
 		os.Exit(0)
 	}
+	if os.Getenv("NIBRUN_INIT_TEST_ENTER") == "1" && len(os.Args) > 1 && os.Args[1] == enterExecArg {
+		enterExec(os.Args[2:])
+	}
 	if os.Getenv("NIBRUN_INIT_TEST_ENTER") == "1" {
 		enterTenant(os.Args[1:])
 	}

@@ -34,6 +34,10 @@ const (
 	// KindSetTime sets the guest's clock to UnixMs: microvm has no RTC, and
 	// a guest restored from a snapshot wakes with the time it slept at.
 	KindSetTime Kind = "set-time"
+	// KindExec carries one exec session frame (package execwire) in Frame,
+	// in either direction. It has no ID and no reply: the frames are the
+	// session's own protocol.
+	KindExec Kind = "exec"
 )
 
 // DefaultFreezeTimeoutMs bounds a freeze request that names no bound.
@@ -77,6 +81,8 @@ type Message struct {
 	// passed without a thaw, so a host that dies mid-checkpoint cannot
 	// leave the tenant's writes stuck.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// Frame is a KindExec message's execwire frame.
+	Frame []byte `json:"frame,omitempty"`
 }
 
 // Measurement is the guest's view of its resources, sent in reply to a
