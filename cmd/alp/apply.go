@@ -48,12 +48,13 @@ func newApplyCmd(g *globals) *cobra.Command {
 	var (
 		identityPath string
 		yes, force   bool
+		autoApprove  bool
 		strict       bool
 		live         liveFlags
 		output       string
 	)
 	cmd := &cobra.Command{
-		Use:   "apply (<name> | PLANFILE [name]) [--identity key.pem] [--yes] [--force]",
+		Use:   "apply (<name> | PLANFILE [name]) [--identity key.pem] [--yes | --auto-approve] [--force]",
 		Short: "Dry-run, check and submit one declared proposal, and record it in state.json",
 		Long: `apply takes one declared proposal to the NNS:
 
@@ -70,7 +71,14 @@ func newApplyCmd(g *globals) *cobra.Command {
   summary       what would be submitted, its payload sha256, principal, host, neuron
 
 Without --yes it stops there ("dry run only"). With --yes it asks you to type
-submit, then makes the proposal and records it in state.json.
+submit, then makes the proposal and records it in state.json. With
+--auto-approve (Terraform's -auto-approve) it submits without asking, for CI,
+where no one is there to type; on a terminal it is refused unless --yes is
+given too. In CI, after review of the plan:
+
+  alp plan -out plan.bin                  # exit 0: every proposal is ready
+  alp apply plan.bin NAME -auto-approve   # submits NAME as planned, or refuses
+                                          # if the payload or registry moved
 
 Submits are safe to retry. Before anything else apply looks governance up for a
 proposal by the neuron with the same payload, made in the last 24 hours and not
@@ -91,18 +99,29 @@ Exit status: 0 done (or dry run only, or nothing to do), 1 error, 2 a check stop
 it (nothing was submitted), 3 the proposal WAS submitted but state.json could not
 be written — the proposal id and the alp import command that records it are
 printed on stderr.`,
-		Args: cobra.RangeArgs(1, 2),
+		// -auto-approve is Terraform's spelling (parseFlags).
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if help, err := parseFlags(cmd, args); help || err != nil {
+				return err
+			}
+			if err := cobra.RangeArgs(1, 2)(cmd, cmd.Flags().Args()); err != nil {
+				return err
+			}
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			return runApply(cmd, g, applyOptions{args: args, identityPath: identityPath, yes: yes, force: force, strictPermissions: strict, live: live, json: output == "json"})
+			if autoApprove && !yes && stdinIsTerminal(cmd) {
+				return errors.New("--auto-approve submits without asking and is meant for CI; on a terminal give --yes too to mean it, or leave --auto-approve out and type submit at the prompt")
+			}
+			return runApply(cmd, g, applyOptions{args: cmd.Flags().Args(), identityPath: identityPath, yes: yes || autoApprove, autoApprove: autoApprove, force: force, strictPermissions: strict, live: live, json: output == "json"})
 		},
 	}
 	outputFlag(cmd, &output)
 	f := cmd.Flags()
 	f.StringVar(&identityPath, "identity", "", "identity PEM (ed25519 or secp256k1) that controls the neuron or is its hotkey: flag > $ALP_IDENTITY")
 	f.BoolVar(&yes, "yes", false, "go on past the summary: ask to type submit, then submit")
+	f.BoolVar(&autoApprove, "auto-approve", false, "submit without the typed confirmation, for CI (also -auto-approve); refused on a terminal unless --yes is given too")
 	f.BoolVar(&force, "force", false, "submit a changed payload, a no-op, or a proposal the dry run or preflight stopped")
 	strictPermissionsFlag(cmd, &strict)
 	live.register(cmd)
@@ -113,6 +132,8 @@ type applyOptions struct {
 	args         []string
 	identityPath string
 	yes, force   bool
+	// autoApprove submits without asking to type submit.
+	autoApprove bool
 	// strictPermissions refuses an identity file others can access.
 	strictPermissions bool
 	live              liveFlags
@@ -230,7 +251,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		DryRun:          applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
 		Neuron:          applyNeuron{gov: gov, caller: id.Sender()},
 		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
-		Confirm:         stdinConfirm{in: cmd.InOrStdin(), prompt: stderr},
+		Confirm:         confirmer(cmd, o.autoApprove),
 		Submit:          applySubmit{gov},
 		Store:           fileStore{g.stateFile(), network},
 		Find:            submit.GovernanceFinder{Gov: gov},
@@ -472,12 +493,37 @@ func (c stdinConfirm) Confirm(ctx context.Context, prompt string) error {
 		fmt.Fprintln(c.prompt) // the answer was not echoed
 	}
 	if a.err != nil && a.line == "" {
-		return errors.New("aborted: no answer (stdin is closed or not a terminal); type submit at the prompt to confirm")
+		return errors.New("aborted: no answer (stdin is closed or not a terminal); type submit at the prompt to confirm, or, in CI, give --auto-approve instead of --yes")
 	}
 	if word := strings.TrimSpace(a.line); word != "submit" {
 		return fmt.Errorf("aborted: you typed %q, not submit", word)
 	}
 	return ctx.Err()
+}
+
+// confirmer is what stands between the summary and the submission: the
+// typed word on stdin, or with --auto-approve a line saying it was
+// approved so.
+func confirmer(cmd *cobra.Command, auto bool) submit.Confirmer {
+	if auto {
+		return autoApproved{cmd.ErrOrStderr()}
+	}
+	return stdinConfirm{in: cmd.InOrStdin(), prompt: cmd.ErrOrStderr()}
+}
+
+// autoApproved confirms without asking (--auto-approve) and says so.
+type autoApproved struct{ progress io.Writer }
+
+func (a autoApproved) Confirm(ctx context.Context, _ string) error {
+	fmt.Fprintln(a.progress, "approved by --auto-approve: submitting")
+	return ctx.Err()
+}
+
+// stdinIsTerminal reports whether cmd reads a terminal: a person is there
+// to type submit.
+func stdinIsTerminal(cmd *cobra.Command) bool {
+	w, ok := cmd.InOrStdin().(io.Writer)
+	return ok && term.IsTerminal(w)
 }
 
 // fileStore is state.json at a path, bound to the network apply talks

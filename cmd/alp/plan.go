@@ -45,16 +45,11 @@ refuses when either has moved since.
 
 Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 1 on error; with --generate, 0 unless it failed.`,
-		// -out is Terraform's spelling; pflag would read it as -o ut, so
-		// flags are parsed in RunE after rewriting it.
+		// -out is Terraform's spelling (parseFlags).
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cmd.DisableFlagParsing = false // ParseFlags is a no-op while set
-			if err := cmd.ParseFlags(singleDashOut(args)); err != nil {
-				return fmt.Errorf("%w\n%s", err, cmd.UsageString())
-			}
-			if help, _ := cmd.Flags().GetBool("help"); help {
-				return cmd.Help()
+			if help, err := parseFlags(cmd, args); help || err != nil {
+				return err
 			}
 			if err := checkOutput(output); err != nil {
 				return err
@@ -135,18 +130,6 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 	cmd.Flags().BoolVar(&force, "force", false, "treat an unelected deploy_guestos version as a warning instead of refusing it")
 	live.register(cmd)
 	return cmd
-}
-
-// singleDashOut rewrites Terraform's -out / -out=FILE to --out.
-func singleDashOut(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "-out" || strings.HasPrefix(a, "-out=") {
-			a = "-" + a
-		}
-		out[i] = a
-	}
-	return out
 }
 
 // planTargets picks the proposals to plan: the named ones, in the order
