@@ -27,6 +27,7 @@ import (
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/jail"
+	"alpnib.dev/nibrunner/image"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
@@ -118,6 +119,18 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	cache, err := layer.NewCache(filepath.Join(cfg.Paths.StateDir, "layers"), artifacts)
 	if err != nil {
 		return err
+	}
+	if im := cfg.Images; im != nil {
+		// Under the layer cache's folder, so its size counts in the cache's.
+		puller, err := image.New(image.Options{
+			CacheDir: filepath.Join(cfg.Paths.StateDir, "layers", "oci"),
+			AuthFile: im.AuthFile, CAFile: im.CAFile, PlainHTTP: im.PlainHTTPRegistries,
+			MaxUnpackedBytes: im.MaxUnpackedBytes,
+		})
+		if err != nil {
+			return fmt.Errorf("[images]: %w", err)
+		}
+		cache.Images = puller
 	}
 	local, err := volume.NewLocal(cfg.Volumes.StoragePrefix, artifacts)
 	if err != nil {

@@ -33,7 +33,7 @@ func (d *Daemon) noteLayers(now time.Time) {
 	}
 	for i := range d.doc.Instances {
 		for _, s := range layerSpecs(&d.doc.Instances[i]) {
-			d.layerSeen[string(s.Kind)+"\x00"+s.Digest+"\x00"+s.DestinationPath] = layerUse{spec: s, at: now}
+			d.layerSeen[string(s.Kind)+"\x00"+s.Digest+"\x00"+s.DestinationPath+"\x00"+s.Reference] = layerUse{spec: s, at: now}
 		}
 	}
 }

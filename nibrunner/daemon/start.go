@@ -82,7 +82,7 @@ func (d *Daemon) prepareLayers(ctx context.Context, in *desired.DesiredInstance)
 func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
 	specs := make([]layer.Spec, len(in.Layers))
 	for i, l := range in.Layers {
-		specs[i] = layer.Spec{Index: i, Kind: layer.Kind(l.Kind), Digest: string(l.Digest), ObjectKey: string(l.ObjectKey), DestinationPath: string(l.DestinationPath)}
+		specs[i] = layer.Spec{Index: i, Kind: layer.Kind(l.Kind), Digest: string(l.Digest), ObjectKey: string(l.ObjectKey), DestinationPath: string(l.DestinationPath), Reference: string(l.Reference)}
 		if l.SizeBytes != nil {
 			sz := int64(*l.SizeBytes)
 			specs[i].SizeBytes = &sz
@@ -124,7 +124,7 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	rec.ConvergedAt = time.Time{}
 	rec.LayerDigests = rec.LayerDigests[:0]
 	for _, l := range in.Layers {
-		rec.LayerDigests = append(rec.LayerDigests, string(l.Digest))
+		rec.LayerDigests = append(rec.LayerDigests, l.ContentDigest())
 	}
 	a.vm, a.hasVM = st, true
 	d.startProber(a, st)
@@ -166,7 +166,7 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 	c := in.Config
 	layers := make([]vmm.Layer, len(in.Layers))
 	for i, l := range in.Layers {
-		layers[i] = vmm.Layer{Kind: vmm.LayerKind(l.Kind), Digest: string(l.Digest), DestinationPath: string(l.DestinationPath)}
+		layers[i] = vmm.Layer{Kind: vmm.LayerKind(l.Kind), Digest: l.ContentDigest(), DestinationPath: string(l.DestinationPath)}
 		if i < len(images) {
 			// The layer cache has already packed an executable into an
 			// image at its destination, so the VMM attaches every layer

@@ -196,6 +196,9 @@ var refusals = []refusal{
 	{"an executable layer lands on /sbin/init", set("instances.0.layers.1.destinationPath", "/sbin/init"), "instances[0].layers[1].destinationPath", "other than / and /sbin/init"},
 	{"an executable layer lands on /", set("instances.0.layers.1.destinationPath", "/"), "instances[0].layers[1].destinationPath", "other than / and /sbin/init"},
 	{"an executable layer has no destination", del("instances.0.layers.1.destinationPath"), "instances[0].layers[1].destinationPath", "is required"},
+	{"an image layer names a tag, not a digest", set("instances.0.layers.0", map[string]any{"kind": "image", "reference": "registry.example/web:1.4"}), "instances[0].layers[0].reference", "names no digest, so what runs could change under the same name; pin it: `skopeo inspect --format '{{.Digest}}' docker://registry.example/web:1.4` or `crane digest registry.example/web:1.4` prints the sha256, then write registry.example/web@sha256:<that digest>"},
+	{"an image layer's digest is short", set("instances.0.layers.0", map[string]any{"kind": "image", "reference": "registry.example/web@sha256:abc"}), "instances[0].layers[0].reference", "is not sha256: and 64 lowercase hex digits"},
+	{"an image layer has no reference", set("instances.0.layers.0", map[string]any{"kind": "image"}), "instances[0].layers[0].reference", "is required"},
 
 	// Ports and port names.
 	{"the http port is 0", set("instances.0.config.httpPort", 0.0), "instances[0].config.httpPort", "must be 1 to 65535"},
@@ -595,5 +598,26 @@ func TestTheDigestOfADocumentIsItsSha256InLowercaseHex(t *testing.T) {
 	}
 	if rules[reflect.TypeFor[Sha256Digest]()].checkString(string(DigestOf([]byte(base)))) != "" {
 		t.Fatal("a digest does not pass the Sha256Digest rule")
+	}
+}
+
+// An image layer needs only its pinned reference: the digest and object
+// key of the seed's two kinds are not asked of it, and the layer's content
+// digest is the one its reference names.
+func TestAnImageLayerIsPinnedByItsReferenceAlone(t *testing.T) {
+	tree := parseTree(t, base)
+	ref := "registry.example:5000/team/web@sha256:" + digest
+	set("instances.0.layers.0", map[string]any{"kind": "image", "reference": ref})(tree)
+	data, _ := json.Marshal(tree)
+	doc, err := Decode(data)
+	if err != nil {
+		t.Fatalf("a document with an image layer was refused: %v", err)
+	}
+	l := doc.Instances[0].Layers[0]
+	if l.Kind != LayerImage || string(l.Reference) != ref || l.ContentDigest() != digest {
+		t.Errorf("decoded %+v, content digest %q", l, l.ContentDigest())
+	}
+	if f := doc.Instances[0].Layers[1]; f.ContentDigest() != string(f.Digest) {
+		t.Errorf("a seed layer's content digest is %q, not its digest %q", f.ContentDigest(), f.Digest)
 	}
 }

@@ -115,7 +115,14 @@ func init() {
 	register[TenantEnvironment](scalarRule{Description: "environment variables handed to the app", KeyPattern: envKeyPattern})
 	register[DesiredPresence](enum("whether it should exist", Present, Absent))
 	register[DesiredInstanceState](enum("The whole of an instance's activation policy.", StateRunning, StateOnRequest, StateStopped))
-	register[LayerKind](enum("what a layer's object is", LayerFilesystem, LayerExecutable))
+	register[LayerKind](enum("what a layer's object is", LayerFilesystem, LayerExecutable, LayerImage))
+	register[ImageReference](scalarRule{
+		Description: "an image reference pinned by digest: registry/repository@sha256:<64 hex digits>",
+		// The pattern is the schema's; in Go the check says the same, in a
+		// sentence that says how to pin the image.
+		Pattern: imageReferencePattern, match: func(string) bool { return true },
+		MaxLength: 1024, check: ImageReferenceProblem,
+	})
 	register[HealthCheckKind](enum("how an instance's wellness is read", HealthHTTP, HealthTCP, HealthBootCompleted))
 	register[SleepPolicyKind](enum("what puts a running microVM back to sleep", SleepNever, SleepTrafficIdle, SleepMaxLifetime))
 	register[AppHostnameKind](enum("who owns a hostname", HostnamePlatform, HostnameCustom))
@@ -241,3 +248,30 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+// imageReferencePattern is the schema's pattern for an image reference: a
+// name, then @sha256: and 64 lowercase hex digits.
+const imageReferencePattern = `^[^@\s]+@sha256:[0-9a-f]{64}$`
+
+// ImageReferenceProblem says what is wrong with an image reference, as a
+// sentence that says how to pin it, or "" when it is pinned by digest
+// (nibrunner/image checks the name's grammar when it pulls).
+func ImageReferenceProblem(s string) string {
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		name := s
+		if slash, colon := strings.LastIndex(s, "/"), strings.LastIndex(s, ":"); colon > slash {
+			name = s[:colon]
+		}
+		return fmt.Sprintf("names no digest, so what runs could change under the same name; pin it: `skopeo inspect --format '{{.Digest}}' docker://%s` or `crane digest %s` prints the sha256, then write %s@sha256:<that digest>", s, s, name)
+	}
+	if d := s[at+1:]; !imageDigestRE.MatchString(d) {
+		return fmt.Sprintf("has the digest %q, which is not sha256: and 64 lowercase hex digits; copy it whole from `skopeo inspect docker://%s` or `crane digest %s`", d, s[:at], s[:at])
+	}
+	if s[:at] == "" || strings.ContainsAny(s[:at], " \t\n") {
+		return "names no image before its digest; write it as registry/repository@sha256:<digest>"
+	}
+	return ""
+}
+
+var imageDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)

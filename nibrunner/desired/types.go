@@ -15,6 +15,8 @@
 // rules.go.
 package desired
 
+import "strings"
+
 // Identifiers. Each matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$.
 type (
 	HostId       string
@@ -88,7 +90,15 @@ type LayerKind string
 const (
 	LayerFilesystem LayerKind = "filesystem"
 	LayerExecutable LayerKind = "executable"
+	// LayerImage is an OCI (or Docker) image pinned by digest, pulled from
+	// its registry and flattened into one read-only filesystem image
+	// (nibrunner/image). Later than the seed.
+	LayerImage LayerKind = "image"
 )
+
+// ImageReference is an OCI image reference pinned by digest:
+// registry/repository@sha256:<64 lowercase hex digits>.
+type ImageReference string
 
 // HealthCheckKind tells how an instance's wellness is read.
 type HealthCheckKind string
@@ -194,16 +204,30 @@ func (in DesiredInstance) EffectiveSleepPolicy() SleepPolicy {
 }
 
 // DesiredLayer is one read-only layer of the root filesystem, told apart by
-// Kind: a filesystem image attached as uploaded, or one executable the host
-// packs into an image at DestinationPath.
+// Kind: a filesystem image attached as uploaded, one executable the host
+// packs into an image at DestinationPath, or an OCI image the host pulls
+// by Reference.
 type DesiredLayer struct {
 	Kind      LayerKind    `json:"kind" nib:"kind"`
-	Digest    Sha256Digest `json:"digest"`
-	ObjectKey ObjectKey    `json:"objectKey"`
+	Digest    Sha256Digest `json:"digest" nib:"variant=filesystem|executable"`
+	ObjectKey ObjectKey    `json:"objectKey" nib:"variant=filesystem|executable"`
+	// Reference is an image layer's image, pinned by digest.
+	Reference ImageReference `json:"reference" nib:"variant=image"`
 	// DestinationPath is where an executable layer's program lands (mode 0755).
 	DestinationPath ExecutablePath `json:"destinationPath" nib:"variant=executable"`
 	// SizeBytes, when present, is verified against the fetched object.
 	SizeBytes *uint64 `json:"sizeBytes,omitempty" nib:"optional"`
+}
+
+// ContentDigest is the lowercase hex sha-256 that pins the layer's content:
+// its object's, or the manifest (or index) digest an image layer's
+// reference names.
+func (l DesiredLayer) ContentDigest() string {
+	if l.Kind == LayerImage {
+		_, d, _ := strings.Cut(string(l.Reference), "@sha256:")
+		return d
+	}
+	return string(l.Digest)
 }
 
 // AppConfig is how the app runs inside its microVM.

@@ -60,6 +60,27 @@ type Config struct {
 	// Proxy holds only optional sections, so it may be absent too.
 	Proxy   Proxy    `toml:"proxy"`
 	Metrics *Metrics `toml:"metrics"`
+	// Images lets the host pull image layers (an OCI image by digest);
+	// absent, a document naming one is refused with a sentence saying so.
+	Images *Images `toml:"images"`
+}
+
+// Images are the host's pull settings for image layers. The pulled images
+// are cached under state_dir/layers/oci and collected with the layer
+// cache.
+type Images struct {
+	// AuthFile is a Docker config.json whose "auths" give each registry's
+	// credentials; root's, mode 0600 or stricter. Empty: anonymous pulls.
+	AuthFile string `toml:"auth_file,omitempty"`
+	// CAFile is a PEM bundle trusted beside the system's roots (a private
+	// registry's CA).
+	CAFile string `toml:"ca_file,omitempty"`
+	// PlainHTTPRegistries are registries (host:port) on a loopback address
+	// reached without TLS; no other registry ever is.
+	PlainHTTPRegistries []string `toml:"plain_http_registries,omitempty"`
+	// MaxUnpackedBytes bounds an image's uncompressed layers, summed
+	// (default 8 GiB), so a decompression bomb stops there.
+	MaxUnpackedBytes int64 `toml:"max_unpacked_bytes,omitempty"`
 }
 
 // Paths are where the daemon keeps things on this host.
@@ -373,6 +394,17 @@ func (c *Config) validate(v *validator) {
 	v.absolute("paths.runtime_dir", c.Paths.RuntimeDir)
 	v.absolute("paths.snapshot_dir", c.Paths.SnapshotDir)
 	v.absolute("paths.guest_image_dir", c.Paths.GuestImageDir)
+	if im := c.Images; im != nil {
+		if im.AuthFile != "" {
+			v.absolute("images.auth_file", im.AuthFile)
+		}
+		if im.CAFile != "" {
+			v.absolute("images.ca_file", im.CAFile)
+		}
+		if im.MaxUnpackedBytes < 0 {
+			v.fail("images.max_unpacked_bytes is %d; it must be positive, or absent for 8 GiB", im.MaxUnpackedBytes)
+		}
+	}
 	if IsS3(c.Paths.DesiredStateFile) {
 		v.object("paths.desired_state_file", c.Paths.DesiredStateFile)
 	} else {

@@ -7,10 +7,11 @@ package image
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"alpnib.dev/nibrunner/desired"
 )
 
 // Reference is an image reference pinned by digest:
@@ -26,8 +27,6 @@ type Reference struct {
 	Digest string
 }
 
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
 // ParseReference reads registry/repository@sha256:<hex>. A reference with a
 // tag and no digest is refused with a sentence saying how to pin it; a tag
 // beside the digest (repo:tag@sha256:…) is accepted and the tag ignored, as
@@ -37,14 +36,13 @@ func ParseReference(s string) (Reference, error) {
 	if s == "" {
 		return Reference{}, fmt.Errorf("image reference is empty; name an image as registry/repository@sha256:<digest>")
 	}
+	// desired.json's rule, so that check, the daemon and a pull say the
+	// same sentence.
+	if problem := desired.ImageReferenceProblem(s); problem != "" {
+		return Reference{}, fmt.Errorf("image reference %q %s", s, problem)
+	}
 	at := strings.LastIndex(s, "@")
-	if at < 0 {
-		return Reference{}, fmt.Errorf("image reference %q names no digest, so what runs could change under the same name; pin it: `skopeo inspect --format '{{.Digest}}' docker://%s` or `crane digest %s` prints the sha256, then write %s@sha256:<that digest>", s, s, s, withoutTag(s))
-	}
 	repo, dgst := s[:at], s[at+1:]
-	if !digestRE.MatchString(dgst) {
-		return Reference{}, fmt.Errorf("image reference %q: the digest %q is not sha256: and 64 lowercase hex digits; copy it whole from `skopeo inspect docker://%s` or `crane digest %s`", s, dgst, repo, repo)
-	}
 	repo = withoutTag(repo)
 	d, err := name.NewDigest(repo+"@"+dgst, name.StrictValidation)
 	if err != nil {

@@ -28,6 +28,9 @@ type Cache struct {
 	store store.Store
 	// Mksquashfs is the packer's path; empty means look it up on PATH.
 	Mksquashfs string
+	// Images pulls image layers; nil refuses them, saying how to let the
+	// host pull.
+	Images Images
 
 	locks keylock.Map // per object and per packed image
 }
@@ -81,6 +84,12 @@ func (c *Cache) prepare(ctx context.Context, s Spec) (Image, error) {
 	if err := validate(s); err != nil {
 		return Image{}, err
 	}
+	if s.Kind == OCIImage {
+		if c.Images == nil {
+			return Image{}, errNoImages
+		}
+		return c.Images.PullLayer(ctx, s.Reference)
+	}
 	obj, size, err := c.object(ctx, s)
 	if err != nil {
 		return Image{}, err
@@ -99,6 +108,9 @@ func (c *Cache) prepare(ctx context.Context, s Spec) (Image, error) {
 	}
 	return c.packed(ctx, s, obj)
 }
+
+// errNoImages refuses an image layer on a cache that pulls none.
+var errNoImages = errors.New("this host pulls no images: give it an [images] section in its config.toml (cache_dir at least) and restart it")
 
 func (c *Cache) lock(key string) func() { return c.locks.Lock(key) }
 

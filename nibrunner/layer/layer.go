@@ -12,6 +12,7 @@
 package layer
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -23,7 +24,22 @@ type Kind string
 const (
 	Filesystem Kind = "filesystem" // a squashfs or ext4 image, attached as uploaded
 	Executable Kind = "executable" // one program, packed by the host into a squashfs
+	// OCIImage is an OCI image pinned by digest, pulled and flattened into
+	// one squashfs by the cache's Images (nibrunner/image).
+	OCIImage Kind = "image"
 )
+
+// Images is what pulls an image layer's image and collects the ones no
+// layer needs: *image.Puller. The pulled images are cached by the digest
+// their reference names.
+type Images interface {
+	// PullLayer makes the image reference names ready as one read-only
+	// squashfs.
+	PullLayer(ctx context.Context, reference string) (Image, error)
+	// PruneLayers removes every cached image none of the references in
+	// keep names, and returns the bytes it freed.
+	PruneLayers(keep []string) (int64, error)
+}
 
 // Spec is one layer as an instance lists it.
 type Spec struct {
@@ -37,10 +53,15 @@ type Spec struct {
 	DestinationPath string
 	// SizeBytes, when not nil, must equal the stored object's size.
 	SizeBytes *int64
+	// Reference is an image layer's image, pinned by digest.
+	Reference string
 }
 
 // Name is how errors name the layer: "layer 1 (sha256 ab12cd34ef56…)".
 func (s Spec) Name() string {
+	if s.Kind == OCIImage {
+		return fmt.Sprintf("layer %d (image %s)", s.Index, s.Reference)
+	}
 	return fmt.Sprintf("layer %d (sha256 %s)", s.Index, short(s.Digest))
 }
 
@@ -72,6 +93,12 @@ func (e *Error) Error() string { return e.Layer.Name() + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
 func validate(s Spec) error {
+	if s.Kind == OCIImage {
+		if s.Reference == "" {
+			return fmt.Errorf("an image layer names no reference")
+		}
+		return nil // the puller reads the reference whole
+	}
 	if len(s.Digest) != 64 || strings.Trim(s.Digest, "0123456789abcdef") != "" {
 		return fmt.Errorf("digest %q is not a lowercase hex sha256", s.Digest)
 	}
@@ -88,7 +115,7 @@ func validate(s Spec) error {
 			}
 		}
 	default:
-		return fmt.Errorf("kind %q is neither filesystem nor executable", s.Kind)
+		return fmt.Errorf("kind %q is neither filesystem, executable nor image", s.Kind)
 	}
 	return nil
 }

@@ -55,13 +55,25 @@ func entryOf(file string) string {
 func (c *Cache) Prune(keep []Spec) (int64, error) {
 	objects := map[string]bool{}
 	packed := map[string]bool{}
+	var images []string
+	var freed int64
 	for _, s := range keep {
+		if s.Kind == OCIImage {
+			images = append(images, s.Reference)
+			continue
+		}
 		objects[s.Digest] = true
 		if s.Kind == Executable {
 			packed[packedName(s)+".sqfs"] = true
 		}
 	}
-	var freed int64
+	if c.Images != nil {
+		n, err := c.Images.PruneLayers(images)
+		freed += n
+		if err != nil {
+			return freed, fmt.Errorf("prune the layer cache's images: %w", err)
+		}
+	}
 	// Each entry is removed under the lock Prepare takes for it, so a
 	// prepare racing the prune sees the entry whole or not at all.
 	lockPrefix := map[string]string{"objects": "object/", "packed": "packed/"}
