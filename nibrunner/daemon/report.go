@@ -10,6 +10,7 @@ import (
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/reported"
@@ -64,8 +65,13 @@ func (d *Daemon) report(now time.Time, cps map[string]CheckpointInfo, exps map[s
 		a := d.known(string(in.AppId))
 		o := d.facts(a)
 		if p := a.prober; p != nil {
-			// The guest's health as its prober sees it now.
+			// The guest's health as its prober sees it now, and why it
+			// failed when the pass has not recorded that yet: a failed
+			// instance is never reported without its sentence.
 			o.Health = p.record().State
+			if (o.Health == health.Failed || o.Health == health.Unhealthy) && o.FailReason == "" {
+				o.FailReason = p.failureMessage()
+			}
 		}
 		obs.Instances[a.id] = o
 	}
