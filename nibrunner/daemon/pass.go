@@ -104,7 +104,9 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	// Persist, then report.
 	perr := d.persist(ctx, now)
 	d.mu.Lock()
-	rep := d.report(now, cps, exps)
+	statuses := d.instanceStatuses(now)
+	d.converged(now, statuses)
+	rep := d.report(now, statuses, cps, exps)
 	d.mu.Unlock()
 	if err := d.writeReport(rep); err != nil {
 		return err
@@ -116,6 +118,22 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.lastPass = now
 	d.mu.Unlock()
 	return perr
+}
+
+// converged records in each instance's record (of its deployment) since
+// when it is where the document asks it, from statuses (instanceStatuses):
+// the pass commits it, the report only reads it (mu held).
+func (d *Daemon) converged(now time.Time, statuses map[string]plan.Status) {
+	if d.doc == nil {
+		return
+	}
+	for _, in := range d.doc.Instances {
+		a := d.apps[string(in.AppId)]
+		if a == nil || a.rec == nil || a.rec.DeploymentID != string(in.DeploymentId) {
+			continue // no record of this deployment to keep it in
+		}
+		a.rec.ConvergedAt = plan.ConvergedSince(in.DesiredState, statuses[a.id].State, a.rec.ConvergedAt, now)
+	}
 }
 
 // passEnded records that pass n is over, however it ended, and wakes

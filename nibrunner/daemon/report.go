@@ -21,8 +21,9 @@ import (
 const ReportName = "reported.json"
 
 // report says what the host is, after this pass, in sentences a person
-// can act on.
-func (d *Daemon) report(now time.Time, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
+// can act on: each instance as statuses says (instanceStatuses). It
+// renders, and changes nothing the daemon holds (mu held).
+func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[string]CheckpointInfo, exps map[string]ExportInfo) *reported.HostReportedState {
 	r := &reported.HostReportedState{
 		HostId:     desired.HostId(d.cfg.HostID),
 		ReportedAt: now,
@@ -58,25 +59,9 @@ func (d *Daemon) report(now time.Time, cps map[string]CheckpointInfo, exps map[s
 	if d.doc.HostId != "" {
 		r.HostId = d.doc.HostId
 	}
-	// The planner says each instance's state from what is true now, after
-	// this pass acted.
-	obs := plan.Observed{Now: now, Instances: make(map[string]plan.Instance, len(d.doc.Instances)), Problems: d.problems}
-	for _, in := range d.doc.Instances {
-		a := d.known(string(in.AppId))
-		o := d.facts(a)
-		if p := a.prober; p != nil {
-			// The guest's health as its prober sees it now, and why it
-			// failed when the pass has not recorded that yet: a failed
-			// instance is never reported without its sentence.
-			o.Health = p.record().State
-			if (o.Health == health.Failed || o.Health == health.Unhealthy) && o.FailReason == "" {
-				o.FailReason = p.failureMessage()
-			}
-		}
-		obs.Instances[a.id] = o
-	}
 	for i := range d.doc.Instances {
-		r.Instances = append(r.Instances, d.instanceReport(&d.doc.Instances[i], obs))
+		in := &d.doc.Instances[i]
+		r.Instances = append(r.Instances, d.instanceReport(in, statuses[string(in.AppId)], now))
 	}
 	r.Volumes = d.volumeReports(now)
 	failures := map[string]string{}
@@ -132,10 +117,39 @@ func (d *Daemon) jobFacts(id string) plan.JobFacts {
 	return plan.JobFacts{Running: st.State == jobs.Preparing, Failed: st.State == jobs.Failed, Attempts: st.Attempts, RetryAt: st.RetryAt, Message: st.Message}
 }
 
-// instanceReport renders what the planner says of in (InstanceStatus) with
-// what the daemon measured and remembers of it.
-func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) reported.Instance {
-	now := obs.Now
+// instanceStatuses is what the planner says of each instance of the
+// document (InstanceStatus) from what is true now, after this pass acted;
+// nil with no document (mu held).
+func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
+	if d.doc == nil {
+		return nil
+	}
+	obs := plan.Observed{Now: now, Instances: make(map[string]plan.Instance, len(d.doc.Instances)), Problems: d.problems}
+	for _, in := range d.doc.Instances {
+		a := d.known(string(in.AppId))
+		o := d.facts(a)
+		if p := a.prober; p != nil {
+			// The guest's health as its prober sees it now, and why it
+			// failed when the pass has not recorded that yet: a failed
+			// instance is never reported without its sentence.
+			o.Health = p.record().State
+			if (o.Health == health.Failed || o.Health == health.Unhealthy) && o.FailReason == "" {
+				o.FailReason = p.failureMessage()
+			}
+		}
+		obs.Instances[a.id] = o
+	}
+	out := make(map[string]plan.Status, len(d.doc.Instances))
+	for i := range d.doc.Instances {
+		in := &d.doc.Instances[i]
+		out[string(in.AppId)] = plan.InstanceStatus(in, obs)
+	}
+	return out
+}
+
+// instanceReport renders status, what the planner says of in, with what
+// the daemon measured and remembers of it.
+func (d *Daemon) instanceReport(in *desired.DesiredInstance, status plan.Status, now time.Time) reported.Instance {
 	app := string(in.AppId)
 	ri := reported.Instance{AppId: in.AppId, DeploymentId: in.DeploymentId}
 	a := d.known(app)
@@ -164,7 +178,6 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) 
 	}
 	st := a.vm
 	up := a.up() && st.DeploymentID == string(in.DeploymentId)
-	status := plan.InstanceStatus(in, obs)
 	ri.State = reported.InstanceState(status.State)
 	ri.Message = reported.Truncate(status.Message)
 	if rec != nil {
@@ -195,7 +208,6 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, obs plan.Observed) 
 		if !h.IsZero() {
 			ri.LastHealthyAt = &h
 		}
-		rec.ConvergedAt = plan.ConvergedSince(in.DesiredState, status.State, rec.ConvergedAt, now)
 		if c := rec.ConvergedAt; !c.IsZero() {
 			ri.ConvergedAt = &c
 		}
