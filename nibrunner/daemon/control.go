@@ -47,8 +47,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 			if asked || !a.wantAsleep {
 				break
 			}
-			o, _ := d.observedApp(a)
-			x, ok := plan.App(d.doc, in, plan.Observed{Now: d.now(), Instances: map[string]plan.Instance{app: o}, Volumes: map[string]plan.Volume{string(in.VolumeId): {}}})
+			x, ok := plan.App(d.doc, in, d.observed(d.now(), app, nil, nil))
 			if !ok || x.Kind != plan.Sleep {
 				a.wantAsleep = false
 				return plan.SleepRefused(app, plan.SleepNotNow(x.Kind))

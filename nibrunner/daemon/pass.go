@@ -71,7 +71,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	if doc != nil {
 		// With no accepted document the host changes nothing: an empty
 		// instance list would forget every app.
-		acts = plan.Plan(doc, d.observed(now, vols, cps, exps))
+		acts = plan.Plan(doc, d.observed(now, "", cps, exps))
 	}
 	d.retryAt = acts.RetryAt
 	planned = true
@@ -238,50 +238,6 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 
 func (d *Daemon) instance(app string) *desired.DesiredInstance {
 	return d.byApp[app]
-}
-
-// observed is the planner's view of the host: what a pass listed, and what
-// the daemon remembers of each app.
-func (d *Daemon) observed(now time.Time, vols map[string]VolumeInfo, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
-	obs := plan.Observed{
-		Now:         now,
-		Instances:   make(map[string]plan.Instance, len(d.apps)),
-		Volumes:     make(map[string]plan.Volume, len(vols)),
-		Checkpoints: make(map[string]bool, len(cps)),
-		Exports:     make(map[string]bool, len(exps)),
-		Problems:    d.problems,
-		// Read by the planner only, under d.mu as the caller holds it.
-		VolumeFailures: d.volumeFailures(),
-		DiskFree:       d.diskFree,
-	}
-	for app, a := range d.apps {
-		if o, ok := d.observedApp(a); ok {
-			obs.Instances[app] = o
-		}
-	}
-	for id, v := range vols {
-		obs.Volumes[id] = plan.Volume{SizeBytes: v.SizeBytes, AllocatedBytes: v.AllocatedBytes}
-	}
-	for id := range cps {
-		obs.Checkpoints[id] = true
-	}
-	for id := range exps {
-		obs.Exports[id] = true
-	}
-	return obs
-}
-
-// observedApp is what the planner is told of one app: nothing until the
-// daemon has a record of it.
-func (d *Daemon) observedApp(a *app) (plan.Instance, bool) {
-	if a.rec == nil {
-		return plan.Instance{}, false
-	}
-	o := d.facts(a)
-	if d.deps.Traffic != nil {
-		o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(a.id)
-	}
-	return o, true
 }
 
 // facts is what the daemon knows of app a, as the planner reads it (mu

@@ -124,11 +124,9 @@ func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
 	if d.doc == nil {
 		return nil
 	}
-	obs := plan.Observed{Now: now, Instances: make(map[string]plan.Instance, len(d.doc.Instances)), Problems: d.problems}
-	for _, in := range d.doc.Instances {
-		a := d.known(string(in.AppId))
-		o := d.facts(a)
-		if p := a.prober; p != nil {
+	obs := d.observed(now, "", nil, nil)
+	for id, o := range obs.Instances {
+		if p := d.apps[id].prober; p != nil {
 			// The guest's health as its prober sees it now, and why it
 			// failed when the pass has not recorded that yet: a failed
 			// instance is never reported without its sentence.
@@ -136,8 +134,8 @@ func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
 			if (o.Health == health.Failed || o.Health == health.Unhealthy) && o.FailReason == "" {
 				o.FailReason = p.failureMessage()
 			}
+			obs.Instances[id] = o
 		}
-		obs.Instances[a.id] = o
 	}
 	out := make(map[string]plan.Status, len(d.doc.Instances))
 	for i := range d.doc.Instances {

@@ -100,17 +100,7 @@ func (d *Daemon) wakeFacts(a *app, pass uint64) plan.WakeFacts {
 // start back.
 func (d *Daemon) decide(a *app) string {
 	in := d.instance(a.id)
-	obs := plan.Observed{Now: d.now(), Instances: map[string]plan.Instance{}, Volumes: map[string]plan.Volume{}, Problems: d.problems}
-	if o, recorded := d.observedApp(a); recorded {
-		obs.Instances[a.id] = o
-	} else if a.note != "" {
-		// Never recorded: the planner plans it as never started, and
-		// hears why its last start was held back.
-		obs.Instances[a.id] = plan.Instance{Note: a.note}
-	}
-	if v, ok := d.listed(string(in.VolumeId)); ok {
-		obs.Volumes[string(in.VolumeId)] = plan.Volume{SizeBytes: v.SizeBytes}
-	}
+	obs := d.observed(d.now(), a.id, nil, nil)
 	x, refused := plan.WakeAction(d.doc, in, obs)
 	if x.Kind == plan.GiveUp {
 		a.gaveUp()

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"time"
+
+	"alpnib.dev/nibrunner/plan"
+)
+
+// observed is what the daemon knows now, as the planner reads it: the one
+// place a plan.Observed is made (mu held). It holds every app the daemon
+// has a record of (facts, and the traffic the proxy saw), and an app never
+// recorded only while it has a note (why its start was held back: a pass
+// clears the notes before it observes, so its plan sees none); the
+// volumes as last listed (setListing, and what their workers committed
+// since); the checkpoints and exports listed in cps and exps; the failed
+// volume actions and the free disk.
+//
+// only, when not "", narrows it to that app and its volume: a wake or a
+// sleep asks the planner about one app (plan.App), which reads no more.
+func (d *Daemon) observed(now time.Time, only string, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
+	obs := plan.Observed{Now: now, Problems: d.problems}
+	if only != "" {
+		obs.Instances, obs.Volumes = map[string]plan.Instance{}, map[string]plan.Volume{}
+		if a := d.apps[only]; a != nil {
+			if o, ok := d.observedApp(a); ok {
+				obs.Instances[only] = o
+			}
+		}
+		if in := d.instance(only); in != nil {
+			if v, ok := d.listed(string(in.VolumeId)); ok {
+				obs.Volumes[string(in.VolumeId)] = plan.Volume{SizeBytes: v.SizeBytes, AllocatedBytes: v.AllocatedBytes}
+			}
+		}
+		return obs
+	}
+	obs.Instances = make(map[string]plan.Instance, len(d.apps))
+	obs.Volumes = make(map[string]plan.Volume, len(d.volumes))
+	obs.Checkpoints = make(map[string]bool, len(cps))
+	obs.Exports = make(map[string]bool, len(exps))
+	obs.VolumeFailures, obs.DiskFree = d.volumeFailures(), d.diskFree
+	for id, a := range d.apps {
+		if o, ok := d.observedApp(a); ok {
+			obs.Instances[id] = o
+		}
+	}
+	for id, v := range d.volumes {
+		if v.listed {
+			obs.Volumes[id] = plan.Volume{SizeBytes: v.info.SizeBytes, AllocatedBytes: v.info.AllocatedBytes}
+		}
+	}
+	for id := range cps {
+		obs.Checkpoints[id] = true
+	}
+	for id := range exps {
+		obs.Exports[id] = true
+	}
+	return obs
+}
+
+// observedApp is what the planner is told of app a: nothing until the
+// daemon has a record of it, or a note on why its start was held back.
+func (d *Daemon) observedApp(a *app) (plan.Instance, bool) {
+	switch {
+	case a.rec != nil:
+		o := d.facts(a)
+		if d.deps.Traffic != nil {
+			o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(a.id)
+		}
+		return o, true
+	case a.note != "":
+		return d.facts(a), true
+	}
+	return plan.Instance{}, false
+}
