@@ -19,6 +19,8 @@ import (
 	"errors"
 	"net/netip"
 	"time"
+
+	"alpnib.dev/nibrunner/execwire"
 )
 
 // ErrNotFound is returned (wrapped) when an operation names an app the VMM
@@ -222,6 +224,28 @@ var ErrFreezeRefused = errors.New("the volume was not frozen")
 // file the app's guest console is written to.
 type ConsoleLogger interface {
 	ConsolePath(appID string) string
+}
+
+// Execer is what a VMM may also do: run a program inside an app's live
+// guest, as package execwire describes. The program is looked up in the
+// app's root; nothing is injected.
+type Execer interface {
+	Exec(ctx context.Context, app string, spec execwire.Spec) (ExecStream, error)
+}
+
+// ExecStream is one exec session's frames, its session id left out. The
+// guest sends stdout and stderr only as far as Window frames sent here
+// grant (execwire.DefaultWindow each to begin with), so the stream holds
+// at most that much however slowly Recv is called.
+type ExecStream interface {
+	// Send sends one frame (data, window, resize, signal, close-stdin)
+	// to the guest's program.
+	Send(t execwire.Type, payload []byte) error
+	// Recv returns the guest's next frame; TypeExit is the last. The
+	// payload is the caller's.
+	Recv(ctx context.Context) (execwire.Type, []byte, error)
+	// Close abandons the session: the guest kills the program.
+	Close() error
 }
 
 // TenantLogger is what a VMM may also do: name the file the app's own

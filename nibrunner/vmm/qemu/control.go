@@ -30,10 +30,19 @@ type control struct {
 	pending sync.Map // id -> chan guest.Message
 	closed  chan struct{}
 	once    sync.Once
+
+	// execs are the exec sessions open in the guest, by session id
+	// (exec.go); nextExec numbers them.
+	execs    sync.Map // uint32 -> *execStream
+	nextExec atomic.Uint32
 }
 
 func newControl(path string, onMessage func(guest.Message)) *control {
-	return &control{path: path, onMessage: onMessage, closed: make(chan struct{})}
+	c := &control{path: path, onMessage: onMessage, closed: make(chan struct{})}
+	// Ids start apart from a previous daemon's, whose sessions the guest
+	// may still report (onExec closes those).
+	c.nextExec.Store(uint32(time.Now().UnixNano() >> 10))
+	return c
 }
 
 // run keeps the connection up until close: QEMU's socket is there for the
@@ -69,6 +78,10 @@ func (c *control) run() {
 			if err != nil {
 				break
 			}
+			if m.Kind == guest.KindExec {
+				c.onExec(m.Frame)
+				continue
+			}
 			if m.Kind == guest.KindReply {
 				if ch, ok := c.pending.LoadAndDelete(m.ID); ok {
 					ch.(chan guest.Message) <- m
@@ -83,6 +96,7 @@ func (c *control) run() {
 		c.conn, c.enc = nil, nil
 		c.mu.Unlock()
 		conn.Close()
+		c.lostExecs()
 	}
 }
 

@@ -24,6 +24,19 @@ func main() {
 		c, _ := strconv.Atoi(code)
 		os.Exit(c)
 	}
+	if n := os.Getenv("STREAM_BYTES"); n != "" {
+		// Run by an exec: N bytes of output, for flow-control tests.
+		left, _ := strconv.Atoi(n)
+		buf := make([]byte, 64<<10)
+		for left > 0 {
+			w, err := os.Stdout.Write(buf[:min(left, len(buf))])
+			if err != nil {
+				os.Exit(1)
+			}
+			left -= w
+		}
+		return
+	}
 	if os.Getenv("PRINT_STATUS") == "1" {
 		// Run by /exec as a set-user-ID copy of itself: who it became.
 		b, err := os.ReadFile("/proc/self/status")
