@@ -5,7 +5,7 @@ import (
 
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
-	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
 )
 
@@ -39,7 +39,7 @@ func (d *Daemon) take(ctx context.Context, doc unrecorded) error {
 		first := msg != doc.failure
 		doc.failure = msg
 		d.mu.Lock()
-		d.refusal = reported.Truncate(plan.Unrecorded(err))
+		d.refusal = reported.Truncate(explain.Unrecorded(err))
 		d.unrecorded = &doc
 		d.warnings = doc.warnings
 		d.mu.Unlock()

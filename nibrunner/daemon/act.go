@@ -7,6 +7,7 @@ import (
 	"alpnib.dev/nibrunner/backoff"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/slot"
 )
 
@@ -101,7 +102,7 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 	}
 	added, full := slot.Assign(d.slots(), need, d.cfg.MaxApps)
 	for _, app := range full {
-		d.note(app, plan.SlotsFull(d.cfg.MaxApps))
+		d.note(app, explain.SlotsFull(d.cfg.MaxApps))
 	}
 	d.mu.Unlock()
 	if len(added) == 0 {
@@ -112,7 +113,7 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 	defer d.mu.Unlock()
 	for app, n := range added {
 		if err != nil {
-			d.note(app, plan.SlotUnrecorded(err))
+			d.note(app, explain.SlotUnrecorded(err))
 			continue
 		}
 		a := d.appOf(app)
@@ -293,7 +294,7 @@ func (d *Daemon) takeDown(ctx context.Context, app string, discard bool) error {
 func (a *app) tookDown(err error) {
 	if err != nil {
 		if a.rec != nil {
-			a.rec.Message = plan.StopFailed(err)
+			a.rec.Message = explain.StopFailed(err)
 		}
 		return
 	}
@@ -322,7 +323,7 @@ func (a *app) slept(err error, now time.Time) {
 		a.failedSleeps++
 		a.sleepFailedAt = now
 		if a.rec != nil {
-			a.rec.Message = plan.SleepFailed(a.failedSleeps, err)
+			a.rec.Message = explain.SleepFailed(a.failedSleeps, err)
 		}
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -96,7 +97,7 @@ func (d *Daemon) volumeAtRestForCopy(id string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if v := d.volumes[id]; v != nil && v.busy {
-		return plan.CopyVolumeAtWork(id)
+		return explain.CopyVolumeAtWork(id)
 	}
 	return nil
 }
@@ -133,16 +134,16 @@ func (d *Daemon) volumeToRead(ctx context.Context, id, app string) checkpoint.Vo
 		v.Freezer = guestFreezer{vmm: f, app: app}
 	case up:
 		v.AtRest = func(context.Context) error {
-			return plan.CopyCannotFreeze(app)
+			return explain.CopyCannotFreeze(app)
 		}
 	default:
 		v.AtRest = func(ctx context.Context) error {
 			up, err := running(ctx)
 			switch {
 			case err != nil:
-				return plan.CopyUnsure(app, err)
+				return explain.CopyUnsure(app, err)
 			case up:
-				return plan.CopyTorn(app)
+				return explain.CopyTorn(app)
 			}
 			return nil
 		}

@@ -5,12 +5,13 @@ import (
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 )
 
 // ErrCannotSleep is returned by Sleep for an app that is not an up
 // on-request app: only those have a sleep policy, and only a running
 // guest has state to snapshot.
-var ErrCannotSleep = plan.ErrCannotSleep
+var ErrCannotSleep = explain.ErrCannotSleep
 
 // Sleep puts an on-request app to sleep now, as if its sleep policy had
 // fired: the same snapshot path the idle pass takes (so the next request's
@@ -25,23 +26,23 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 	defer d.mu.Unlock()
 	in := d.instance(app)
 	if in == nil {
-		return plan.SleepRefused(app, plan.MsgSleepUnlisted)
+		return explain.SleepRefused(app, explain.MsgSleepUnlisted)
 	}
 	if in.DesiredState != desired.StateOnRequest {
-		return plan.SleepRefused(app, plan.SleepAskedState(in.DesiredState))
+		return explain.SleepRefused(app, explain.SleepAskedState(in.DesiredState))
 	}
 	a := d.apps[app]
 	if a != nil && a.rec != nil && a.rec.Sleeping && !a.busy {
 		return nil
 	}
 	if a == nil || a.rec == nil || !a.up() {
-		return plan.SleepRefused(app, plan.MsgSleepNoGuest)
+		return explain.SleepRefused(app, explain.MsgSleepNoGuest)
 	}
 	a.wantAsleep = true
 	asked := false
 	for {
 		if d.workCtx.Err() != nil {
-			return plan.SleepEnded(app, ErrClosed)
+			return explain.SleepEnded(app, ErrClosed)
 		}
 		if !a.busy {
 			if asked || !a.wantAsleep {
@@ -50,7 +51,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 			x, ok := plan.App(d.doc, in, d.observed(d.now(), app, nil, nil))
 			if !ok || x.Kind != plan.Sleep {
 				a.wantAsleep = false
-				return plan.SleepRefused(app, plan.SleepNotNow(x.Kind))
+				return explain.SleepRefused(app, explain.SleepNotNow(x.Kind))
 			}
 			d.dispatch(x, nil, 0)
 			asked = true
@@ -61,7 +62,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 		case <-ctx.Done():
 			d.mu.Lock()
 			a.wantAsleep = false
-			return plan.SleepEnded(app, ctx.Err())
+			return explain.SleepEnded(app, ctx.Err())
 		case <-d.workCtx.Done():
 		case <-ch:
 		}
@@ -72,7 +73,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 		if a.rec != nil {
 			msg = a.rec.Message
 		}
-		return plan.SleepNotDone(app, msg)
+		return explain.SleepNotDone(app, msg)
 	}
 	return nil
 }

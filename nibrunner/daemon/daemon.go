@@ -33,6 +33,7 @@ import (
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -339,7 +340,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		if err != nil {
 			// This daemon's rules refuse what an older one accepted: keep
 			// the host as it is and say so.
-			d.refusal = reported.Truncate(plan.RefusedBefore(err))
+			d.refusal = reported.Truncate(explain.RefusedBefore(err))
 		} else {
 			d.setDoc(d.index(doc, acc.Digest))
 		}
@@ -504,7 +505,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		d.mu.Lock()
 		d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
 		d.unrecorded = nil // the file no longer holds it
-		d.refusal = reported.Truncate(plan.NoDocument(d.keeping(), doc.Err))
+		d.refusal = reported.Truncate(explain.NoDocument(d.keeping(), doc.Err))
 		d.warnings = nil
 		d.mu.Unlock()
 		return nil
@@ -533,7 +534,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 		d.mu.Lock()
 		d.unrecorded = nil
 		d.warnings = warnings
-		whole := plan.Refused(d.keeping(), plan.ReasonsText(desired.Reasons(err)))
+		whole := explain.Refused(d.keeping(), explain.ReasonsText(desired.Reasons(err)))
 		d.refusal = reported.Truncate(whole)
 		d.mu.Unlock()
 		if d.deps.Metrics != nil {
@@ -549,9 +550,9 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 // held).
 func (d *Daemon) keeping() string {
 	if d.doc == nil {
-		return plan.Keeping("")
+		return explain.Keeping("")
 	}
-	return plan.Keeping(d.digest)
+	return explain.Keeping(d.digest)
 }
 
 // Run reads the document's source and runs passes until ctx ends. Each

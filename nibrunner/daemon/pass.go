@@ -9,6 +9,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -224,7 +225,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 			if rec.FailedAt.IsZero() {
 				rec.FailedAt = now
 				rec.LastExitCode = st.ExitCode
-				rec.FailReason = plan.ExitMessage(st.ExitCode, st.Message)
+				rec.FailReason = explain.ExitMessage(st.ExitCode, st.Message)
 				rec.Health.State = health.Failed
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -120,7 +121,7 @@ func (p *prober) failureMessage() string {
 	p.mu.Lock()
 	n := p.rec.Failures
 	p.mu.Unlock()
-	return plan.FailedProbes(string(p.kind), p.port, p.path, n, p.check.Grace)
+	return explain.FailedProbes(string(p.kind), p.port, p.path, n, p.check.Grace)
 }
 
 func (p *prober) run(ctx context.Context, kick func()) {

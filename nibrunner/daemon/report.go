@@ -13,6 +13,7 @@ import (
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/slot"
 )
@@ -267,5 +268,5 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 // was deleted), the source's sentence says it, and only what the host
 // does meanwhile is added.
 func (d *Daemon) hostMessage() string {
-	return reported.Truncate(plan.HostMessage(d.sourceProblem, d.refusal, d.noDocument, d.keeping()))
+	return reported.Truncate(explain.HostMessage(d.sourceProblem, d.refusal, d.noDocument, d.keeping()))
 }

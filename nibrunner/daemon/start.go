@@ -9,6 +9,7 @@ import (
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/vmm"
 )
@@ -25,7 +26,7 @@ func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired
 		now := d.now()
 		d.commit(id, func(a *app) {
 			a.wantAwake = false
-			a.startFailed(x, in, plan.LayersNotReady(err), now)
+			a.startFailed(x, in, explain.LayersNotReady(err), now)
 		})
 		return
 	}
@@ -97,7 +98,7 @@ func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
 func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
 	a.wantAwake = false
 	if err != nil {
-		a.startFailed(x, in, plan.StartFailed(x.Kind == plan.Wake, err), now)
+		a.startFailed(x, in, explain.StartFailed(x.Kind == plan.Wake, err), now)
 		return
 	}
 	dep := string(in.DeploymentId)
@@ -119,7 +120,7 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 	rec.StartedAt = now // the daemon's clock, which the sleep policy reads
 	rec.FailedAt, rec.FailReason, rec.Message = time.Time{}, "", ""
 	if coldWake {
-		rec.Message = plan.MsgWokenCold
+		rec.Message = explain.MsgWokenCold
 	}
 	rec.ConvergedAt = time.Time{}
 	rec.LayerDigests = rec.LayerDigests[:0]
@@ -151,7 +152,7 @@ func (a *app) startFailed(x plan.InstanceAction, in *desired.DesiredInstance, wh
 	dep := string(in.DeploymentId)
 	rec := a.recordOf(in)
 	if x.Kind == plan.Wake && rec.Sleeping {
-		why += plan.MsgSnapshotDropped
+		why += explain.MsgSnapshotDropped
 		rec.Sleeping = false
 	}
 	a.failure, a.failureDep = why, dep

@@ -6,6 +6,7 @@ import (
 
 	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/route"
 )
 
@@ -26,7 +27,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !plan.Wakeable(d.instance(app), d.problems) {
-		return plan.WakeEnded(app, route.ErrNotRunning)
+		return explain.WakeEnded(app, route.ErrNotRunning)
 	}
 	a := d.appOf(app)
 	a.wantAwake = true
@@ -41,13 +42,13 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		}
 		switch end.Step {
 		case plan.WakeClosed:
-			return plan.WakeEnded(app, ErrClosed)
+			return explain.WakeEnded(app, ErrClosed)
 		case plan.WakeNotRunning:
-			return plan.WakeEnded(app, route.ErrNotRunning)
+			return explain.WakeEnded(app, route.ErrNotRunning)
 		case plan.WakeUp:
 			return nil
 		case plan.WakeRefused:
-			return plan.WakeAnswer(app, end.Why)
+			return explain.WakeAnswer(app, end.Why)
 		case plan.WakeProbe:
 			// Up without a prober (a sleep that failed, before the next
 			// pass probes it again): the wake is its health check.
@@ -55,7 +56,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		case plan.WakeDecide:
 			if why := d.decide(a); why != "" {
 				a.wantAwake = false
-				return plan.WakeAnswer(app, why)
+				return explain.WakeAnswer(app, why)
 			}
 		}
 		if !a.hasSlot && !a.busy && pass <= d.passesDone {
@@ -66,7 +67,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		select {
 		case <-ctx.Done():
 			d.mu.Lock()
-			return plan.WakeEnded(app, ctx.Err())
+			return explain.WakeEnded(app, ctx.Err())
 		case <-d.workCtx.Done():
 		case <-ch:
 		case <-passed:

@@ -1,4 +1,4 @@
-package plan
+package explain
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
+	"alpnib.dev/nibrunner/plan"
 )
 
 func TestAGuestsStopIsToldByItsOwnWordElseByItsExitCode(t *testing.T) {
@@ -54,7 +55,7 @@ func TestAFailedStartSaysWhetherItWasAStartOrAWake(t *testing.T) {
 func TestAFailedSleepSaysWhenItIsTriedAgain(t *testing.T) {
 	err := errors.New("snapshot: disk full")
 	for failed := 1; failed <= 12; failed++ {
-		want := "could not be put to sleep, and stays up (next try in " + RoundDuration(SleepBackoff.Delay(failed)).String() + "): snapshot: disk full"
+		want := "could not be put to sleep, and stays up (next try in " + plan.RoundDuration(plan.SleepBackoff.Delay(failed)).String() + "): snapshot: disk full"
 		if got := SleepFailed(failed, err); got != want {
 			t.Errorf("SleepFailed(%d) = %q, want %q", failed, got, want)
 		}
@@ -79,7 +80,7 @@ func TestTheSlotAndStopNotesNameWhatHeldTheAppBack(t *testing.T) {
 }
 
 func TestAWakesAnswerNamesTheAppAndKeepsWhatEndedIt(t *testing.T) {
-	if got, want := WakeAnswer("web", MsgWentDownWaking).Error(), "wake web: the guest went down while waking"; got != want {
+	if got, want := WakeAnswer("web", plan.MsgWentDownWaking).Error(), "wake web: the guest went down while waking"; got != want {
 		t.Errorf("WakeAnswer = %q, want %q", got, want)
 	}
 	err := WakeEnded("web", context.Canceled)
@@ -101,7 +102,7 @@ func TestASleepsAnswerSaysWhyAndWrapsItsRefusal(t *testing.T) {
 		{"unlisted", SleepRefused("web", MsgSleepUnlisted), "sleep web: desired.json does not list it: only a running on-request app can be put to sleep", true},
 		{"asked running", SleepRefused("web", SleepAskedState(desired.StateRunning)), "sleep web: desired.json asks it running: only a running on-request app can be put to sleep", true},
 		{"no guest", SleepRefused("web", MsgSleepNoGuest), "sleep web: it has no running guest: only a running on-request app can be put to sleep", true},
-		{"not now", SleepRefused("web", SleepNotNow(Restart)), "sleep web: the planner does not put it to sleep now (restart): only a running on-request app can be put to sleep", true},
+		{"not now", SleepRefused("web", SleepNotNow(plan.Restart)), "sleep web: the planner does not put it to sleep now (restart): only a running on-request app can be put to sleep", true},
 		{"ended", SleepEnded("web", context.Canceled), "sleep web: context canceled", false},
 		{"not done, no word", SleepNotDone("web", ""), "sleep web: it did not go to sleep", false},
 		{"not done, the report's word", SleepNotDone("web", "could not be put to sleep, and stays up (next try in 1s): full"), "sleep web: could not be put to sleep, and stays up (next try in 1s): full", false},
