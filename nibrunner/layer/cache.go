@@ -110,7 +110,7 @@ func (c *Cache) prepare(ctx context.Context, s Spec) (Image, error) {
 }
 
 // errNoImages refuses an image layer on a cache that pulls none.
-var errNoImages = errors.New("this host pulls no images: give it an [images] section in its config.toml (cache_dir at least) and restart it")
+var errNoImages = errors.New("this host pulls no images: give it an [images] section in its config.toml (an empty one pulls anonymously) and restart it")
 
 func (c *Cache) lock(key string) func() { return c.locks.Lock(key) }
 
