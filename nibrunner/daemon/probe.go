@@ -117,6 +117,16 @@ func (p *prober) record() health.Record {
 	return p.rec
 }
 
+// live is the guest's health as p sees it now and, when it failed or is
+// unhealthy, why: the report and a wake read it before a pass records it.
+func (p *prober) live() (health.State, string) {
+	st := p.record().State
+	if st != health.Failed && st != health.Unhealthy {
+		return st, ""
+	}
+	return st, p.failureMessage()
+}
+
 func (p *prober) failureMessage() string {
 	p.mu.Lock()
 	n := p.rec.Failures

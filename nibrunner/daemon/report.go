@@ -10,7 +10,6 @@ import (
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/desired"
-	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/plan/explain"
@@ -131,9 +130,9 @@ func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
 			// The guest's health as its prober sees it now, and why it
 			// failed when the pass has not recorded that yet: a failed
 			// instance is never reported without its sentence.
-			o.Health = p.record().State
-			if (o.Health == health.Failed || o.Health == health.Unhealthy) && o.FailReason == "" {
-				o.FailReason = p.failureMessage()
+			var why string
+			if o.Health, why = p.live(); o.FailReason == "" {
+				o.FailReason = why
 			}
 			obs.Instances[id] = o
 		}

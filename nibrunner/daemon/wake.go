@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"alpnib.dev/nibrunner/health"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/route"
@@ -87,10 +86,8 @@ func (d *Daemon) wakeFacts(a *app, pass uint64) plan.WakeFacts {
 		Failure: a.failure, HasSlot: a.hasSlot, HeldBack: a.heldBack,
 	}
 	if p := a.prober; p != nil {
-		f.Probing, f.Health = true, p.record().State
-		if f.Health == health.Failed || f.Health == health.Unhealthy {
-			f.ProbeFailure = p.failureMessage()
-		}
+		f.Probing = true
+		f.Health, f.ProbeFailure = p.live()
 	}
 	return f
 }
