@@ -164,31 +164,27 @@ func (r *Registry) BlobGets(repo string, digest v1.Hash) int {
 // Push stores img under repo:tag and returns its reference by digest.
 func (r *Registry) Push(t testing.TB, repo string, img v1.Image) string {
 	t.Helper()
-	ref, err := name.NewTag(r.Addr+"/"+repo+":test", r.NameOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, r.RemoteOptions()...); err != nil {
-		t.Fatalf("push %s: %v", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Addr + "/" + repo + "@" + d.String()
+	return r.put(t, repo, img.Digest, func(ref name.Reference, o ...remote.Option) error { return remote.Write(ref, img, o...) })
 }
 
 // PushIndex stores idx under repo:tag and returns its reference by digest.
 func (r *Registry) PushIndex(t testing.TB, repo string, idx v1.ImageIndex) string {
 	t.Helper()
+	return r.put(t, repo, idx.Digest, func(ref name.Reference, o ...remote.Option) error { return remote.WriteIndex(ref, idx, o...) })
+}
+
+// put writes an image or an index (blobs and all) under repo:test and
+// returns its reference by digest.
+func (r *Registry) put(t testing.TB, repo string, digest func() (v1.Hash, error), write func(name.Reference, ...remote.Option) error) string {
+	t.Helper()
 	ref, err := name.NewTag(r.Addr+"/"+repo+":test", r.NameOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.WriteIndex(ref, idx, r.RemoteOptions()...); err != nil {
+	if err := write(ref, r.RemoteOptions()...); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
-	d, err := idx.Digest()
+	d, err := digest()
 	if err != nil {
 		t.Fatal(err)
 	}
