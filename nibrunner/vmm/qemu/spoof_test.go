@@ -15,7 +15,6 @@ import (
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/slot"
-	"alpnib.dev/nibrunner/vmm"
 )
 
 // A guest with root in its own kernel (the spoofer as its PID 1) sends
@@ -70,10 +69,7 @@ func TestAGuestWithRootCannotForgeItsWayOutOfTheUplink(t *testing.T) {
 	const n = 4
 	spec := f.spec(t, "spoofer")
 	spec.Slot = n
-	spec.Network = vmm.Network{
-		Tap: slot.Tap(n), HostIPv4: network.HostAddr(n).Addr(), GuestIPv4: network.GuestAddr(n).Addr(),
-		PrefixLen: 30, HostPort: slot.HostPort(n),
-	}
+	spec.Network = slotNetwork(n)
 	err = testenv.InNetns(host, func() error {
 		if err := network.SetSysctls(network.HostSysctls); err != nil {
 			return err

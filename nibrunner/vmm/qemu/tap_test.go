@@ -64,6 +64,15 @@ func getOnThisThread(addr, path string) (string, error) {
 	return b.String(), nil
 }
 
+// slotNetwork is slot n's tap, addresses and host port, as the daemon
+// hands them to the VMM.
+func slotNetwork(n int) vmm.Network {
+	return vmm.Network{
+		Tap: slot.Tap(n), HostIPv4: network.HostAddr(n).Addr(), GuestIPv4: network.GuestAddr(n).Addr(),
+		PrefixLen: 30, HostPort: slot.HostPort(n),
+	}
+}
+
 func TestAGuestOnItsSlotsTapAnswersAtItsSlotAddress(t *testing.T) {
 	testenv.RequireRoot(t)
 	f := newFixture(t)
@@ -72,10 +81,7 @@ func TestAGuestOnItsSlotsTapAnswersAtItsSlotAddress(t *testing.T) {
 	const n = 5
 	spec := f.spec(t, "tapped")
 	spec.Slot = n
-	spec.Network = vmm.Network{
-		Tap: slot.Tap(n), HostIPv4: network.HostAddr(n).Addr(), GuestIPv4: network.GuestAddr(n).Addr(),
-		PrefixLen: 30, HostPort: slot.HostPort(n),
-	}
+	spec.Network = slotNetwork(n)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	defer v.Stop(context.Background(), spec.AppID)
