@@ -45,7 +45,7 @@ reported.json.`,
 		SilenceErrors: true,
 	}
 	version.Attach(root)
-	root.AddCommand(newCheckCmd())
+	root.AddCommand(newCheckCmd(), newConfigCmd())
 	root.AddCommand(newInstallCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newSleepCmd())

@@ -37,6 +37,8 @@ const MaxApps = slot.Max
 // Config is config.toml. Fields tagged toml:"-" are parsed from the raw
 // ones by Load.
 type Config struct {
+	// MaxApps is the most apps this host runs, 1 to 5567: each app owns a
+	// slot of 8 host ports from 21000 (its HTTP port and 7 raw ones).
 	MaxApps int `toml:"max_apps"`
 	// MaxConcurrentVMStarts bounds the guest starts, wakes, stops and
 	// sleeps in flight at once (ours; optional, 1 to 256; 0 is refused).
@@ -113,6 +115,8 @@ func IsS3(url string) bool { return strings.HasPrefix(url, "s3://") }
 
 // Artifacts is where layers and initial contents are fetched from.
 type Artifacts struct {
+	// StoreURL is where layers and volumes' initial contents are fetched
+	// from by their objectKey: s3://bucket/prefix or an absolute folder.
 	StoreURL string `toml:"store_url"`
 	Store    Store  `toml:"-"`
 }
@@ -127,7 +131,12 @@ type Volumes struct {
 
 // Exports is where export bundles are written.
 type Exports struct {
-	StoreURL   string `toml:"store_url"`
+	// StoreURL is where export bundles are uploaded, at their objectKey:
+	// s3://bucket/prefix or an absolute folder.
+	StoreURL string `toml:"store_url"`
+	// StagingDir holds the checkpoint copy an export is written from,
+	// and a note per export in flight, so a restarted daemon aborts an
+	// upload the one before left.
 	StagingDir string `toml:"staging_dir"`
 	Store      Store  `toml:"-"`
 }
@@ -195,6 +204,9 @@ func (c *Config) JailRange() jail.Range {
 // Network holds what guests may not reach besides the fixed fence, and
 // the name servers they are given.
 type Network struct {
+	// DeniedEgressV4 and DeniedEgressV6 are the IPv4 and IPv6 CIDRs guests
+	// may not reach, beside the fixed fence (the host, private and
+	// link-local ranges; see docs/microvm.md). Either list may be empty.
 	DeniedEgressV4 []string       `toml:"denied_egress_addresses_v4"`
 	DeniedEgressV6 []string       `toml:"denied_egress_addresses_v6"`
 	DeniedV4       []netip.Prefix `toml:"-"`
@@ -202,7 +214,7 @@ type Network struct {
 	// DNSServers are the name servers every guest is given (and may
 	// reach through the fence, on port 53). Absent: the host's own
 	// resolvers from /etc/resolv.conf other than loopback ones, else
-	// DefaultDNS. An empty list gives guests none.
+	// 1.1.1.1 and 9.9.9.9. An empty list gives guests none.
 	DNSServers []string     `toml:"dns_servers,omitempty"`
 	DNS        []netip.Addr `toml:"-"`
 }
@@ -242,15 +254,22 @@ func HostDNS(resolvConf []byte) []netip.Addr {
 
 // Proxy holds the two optional front doors.
 type Proxy struct {
+	// Without [proxy.http], no hostname is served.
 	HTTP *HTTPProxy `toml:"http"`
-	Raw  *RawProxy  `toml:"raw"`
+	// Without [proxy.raw], an instance that asks for ports beside HTTP is
+	// failed.
+	Raw *RawProxy `toml:"raw"`
 }
 
 // HTTPProxy routes hostnames to apps.
 type HTTPProxy struct {
+	// ListenAddress is the IP address the proxy listens on (0.0.0.0 for
+	// every IPv4 address).
 	ListenAddress string `toml:"listen_address"`
-	Port          int    `toml:"port"`
-	TLS           *TLS   `toml:"tls"`
+	// Port is the TCP port it listens on, 1 to 65535.
+	Port int `toml:"port"`
+	// Without [proxy.http.tls], the proxy answers plain HTTP.
+	TLS *TLS `toml:"tls"`
 	// BodyTimeoutMs and SendTimeoutMs bound each read of a request body
 	// and each write of an answer (0: the proxy's 60 s, nginx's
 	// client_body_timeout and send_timeout).
@@ -272,14 +291,19 @@ type HTTPProxy struct {
 
 // TLS is the proxy's certificate and key, as PEM files.
 type TLS struct {
+	// Certificate is the absolute path of the PEM certificate chain.
 	Certificate string `toml:"certificate"`
-	Key         string `toml:"key"`
+	// Key is the absolute path of its PEM private key.
+	Key string `toml:"key"`
 }
 
 // RawProxy carries apps' extra ports, tcp and udp, unread.
 type RawProxy struct {
-	ListenAddress    string `toml:"listen_address"`
-	MaxPortsPerGuest int    `toml:"max_ports_per_guest"`
+	// ListenAddress is the IP address each app's raw ports listen on.
+	ListenAddress string `toml:"listen_address"`
+	// MaxPortsPerGuest is the most ports one instance may ask for beside
+	// HTTP, 1 to 7.
+	MaxPortsPerGuest int `toml:"max_ports_per_guest"`
 	// TCPIdleTimeoutMs ends a TCP connection nothing crossed for that
 	// long (0: 10 min, nginx's stream proxy_timeout); MaxTCPConnections
 	// bounds those open across every raw port (0: 4096).
@@ -303,8 +327,10 @@ const MaxPortsPerGuest = 7
 
 // Metrics serves Prometheus /metrics.
 type Metrics struct {
+	// ListenAddress is the IP address /metrics is served on.
 	ListenAddress string `toml:"listen_address"`
-	Port          int    `toml:"port"`
+	// Port is its TCP port, 1 to 65535, not proxy.http's.
+	Port int `toml:"port"`
 }
 
 // StoreKind tells an object store's kind.
