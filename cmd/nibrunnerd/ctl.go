@@ -22,11 +22,11 @@ import (
 // the daemon until ctx ends.
 func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM, l net.Listener) {
 	s := &control.Server{
-		Apps:        d,
-		ReportPath:  filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
-		DesiredPath: desiredFile(cfg),
-		Logs:        logFiles(v),
-		Conflicts:   []error{daemon.ErrCannotSleep, route.ErrNotRunning},
+		Apps:       d,
+		ReportPath: filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
+		Accepted:   d.Accepted,
+		Logs:       logFiles(v),
+		Conflicts:  []error{daemon.ErrCannotSleep, route.ErrNotRunning},
 	}
 	if err := s.Serve(ctx, control.SocketPath(cfg.Paths.RuntimeDir), l); err != nil {
 		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/perm"
 )
 
@@ -55,9 +56,11 @@ type Server struct {
 	// Conflicts are the daemon's errors that mean the app cannot do that
 	// now (answered 409 instead of 500).
 	Conflicts []error
-	// DesiredPath is the desired.json the daemon watches; status reads
-	// from it which volume and exports are an app's (optional).
-	DesiredPath string
+	// Accepted is the document the daemon accepted and converges on (nil
+	// before it accepted one); status reads from it which volume and
+	// exports are an app's (optional). It is never desired.json as it is
+	// on disk, which may be a document the daemon refused.
+	Accepted func() *desired.HostDesiredState
 	// Logs names an app's log files (optional: no logs without it).
 	Logs func(app string) []LogFile
 	// Journal keeps the events; ListenAndServe makes one and feeds it

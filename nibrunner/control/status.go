@@ -1,9 +1,9 @@
 package control
 
 import (
-	"encoding/json"
 	"time"
 
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 )
 
@@ -18,43 +18,33 @@ type AppStatus struct {
 	Exports     []reported.Export     `json:"exports"`
 }
 
-// Owners says, from desired.json, which volume each app's instance is on
-// and which app each export is of: the report names neither.
+// Owners says, from the accepted document, which volume each app's
+// instance is on and which app each export is of: the report names
+// neither.
 type Owners struct {
 	VolumeOf map[string]string // app → volume
 	AppOf    map[string]string // export → app
 }
 
-// OwnersOf reads the owners out of a desired.json's bytes. It is lenient
-// on purpose (a document the daemon refused still names its owners), and
-// gives empty maps for bytes that are not JSON.
-func OwnersOf(doc []byte) Owners {
-	var d struct {
-		Instances []struct {
-			AppId    string `json:"appId"`
-			VolumeId string `json:"volumeId"`
-		} `json:"instances"`
-		Exports []struct {
-			ExportId string `json:"exportId"`
-			AppId    string `json:"appId"`
-		} `json:"exports"`
-	}
+// OwnersOf reads the owners out of the document the daemon accepted (nil:
+// none yet, and then the maps are empty).
+func OwnersOf(doc *desired.HostDesiredState) Owners {
 	o := Owners{VolumeOf: map[string]string{}, AppOf: map[string]string{}}
-	if json.Unmarshal(doc, &d) != nil {
+	if doc == nil {
 		return o
 	}
-	for _, in := range d.Instances {
-		o.VolumeOf[in.AppId] = in.VolumeId
+	for _, in := range doc.Instances {
+		o.VolumeOf[string(in.AppId)] = string(in.VolumeId)
 	}
-	for _, e := range d.Exports {
-		o.AppOf[e.ExportId] = e.AppId
+	for _, e := range doc.Exports {
+		o.AppOf[string(e.ExportId)] = string(e.AppId)
 	}
 	return o
 }
 
 // StatusOf picks app's part of the report; ok is false when the report has
 // no instance of that app. A volume is the app's when the report says so
-// or desired.json puts the app's instance on it.
+// or the accepted document puts the app's instance on it.
 func StatusOf(r *reported.HostReportedState, app string, o Owners) (AppStatus, bool) {
 	s := AppStatus{HostId: string(r.HostId), ReportedAt: r.ReportedAt,
 		Volumes: []reported.Volume{}, Checkpoints: []reported.Checkpoint{}, Exports: []reported.Export{}}

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 )
 
@@ -31,11 +31,11 @@ func (s *Server) appStatus(w http.ResponseWriter, app string) (AppStatus, bool) 
 		writeError(w, http.StatusInternalServerError, "reading the report: "+err.Error())
 		return AppStatus{}, false
 	}
-	var o Owners
-	if s.DesiredPath != "" {
-		doc, _ := os.ReadFile(s.DesiredPath)
-		o = OwnersOf(doc)
+	var doc *desired.HostDesiredState
+	if s.Accepted != nil {
+		doc = s.Accepted()
 	}
+	o := OwnersOf(doc)
 	st, ok := StatusOf(&rep, app, o)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no app %q on this host: the report has no instance of it", app))

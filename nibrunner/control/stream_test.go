@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"alpnib.dev/internal/testenv"
+	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 )
 
@@ -26,12 +27,14 @@ func writeReport(t *testing.T, path string, r *reported.HostReportedState) {
 }
 
 func TestStatusIsTheAppsInstanceVolumeCheckpointsAndExports(t *testing.T) {
-	var desiredPath string
+	accepted := &desired.HostDesiredState{
+		Instances: []desired.DesiredInstance{{AppId: "web", VolumeId: "shared"}},
+		Exports:   []desired.DesiredExport{{ExportId: "x1", AppId: "web"}, {ExportId: "x2", AppId: "blog"}},
+	}
 	c, _, report := serveWith(t, func(dir string) *Server {
-		desiredPath = filepath.Join(dir, "desired.json")
-		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"), DesiredPath: desiredPath}
+		return &Server{Apps: &apps{}, ReportPath: filepath.Join(dir, "reported.json"),
+			Accepted: func() *desired.HostDesiredState { return accepted }}
 	})
-	os.WriteFile(desiredPath, []byte(`{"instances":[{"appId":"web","volumeId":"shared"}],"exports":[{"exportId":"x1","appId":"web"},{"exportId":"x2","appId":"blog"}]}`), 0o644)
 	r := rep("", inst("web", reported.InstanceRunning, ""), inst("blog", reported.InstanceIdle, ""))
 	r.Volumes = []reported.Volume{{VolumeId: "shared", AppId: "unknown", State: reported.VolumeReady}, {VolumeId: "blog-data", AppId: "blog", State: reported.VolumeReady}}
 	r.Checkpoints = []reported.Checkpoint{{CheckpointId: "c1", VolumeId: "shared", State: reported.CheckpointReady}, {CheckpointId: "c2", VolumeId: "blog-data"}}

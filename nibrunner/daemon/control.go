@@ -13,6 +13,15 @@ import (
 // guest has state to snapshot.
 var ErrCannotSleep = explain.ErrCannotSleep
 
+// Accepted is the document the daemon accepted and converges on, nil
+// before it accepted one: never one it refused. The control socket reads
+// it; callers must not change it.
+func (d *Daemon) Accepted() *desired.HostDesiredState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.doc
+}
+
 // Sleep puts an on-request app to sleep now, as if its sleep policy had
 // fired: the same snapshot path the idle pass takes (so the next request's
 // Wake restores it), without waiting for the idle timeout. It is for an

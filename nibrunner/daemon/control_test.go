@@ -2,12 +2,17 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/reported"
 )
@@ -67,5 +72,43 @@ func TestOnlyAnUpOnRequestAppCanBePutToSleep(t *testing.T) {
 	r := h.waitFor(t, "always still running", allIn(reported.InstanceRunning, "always"))
 	if got := instance(r, "always"); got.RestartCount != 0 {
 		t.Fatalf("a refused sleep restarted the app: %+v", got)
+	}
+}
+
+// The control socket says which volume is an app's from the document the
+// daemon accepted: a refused document on disk that moves the app onto
+// another app's volume is not what it serves.
+func TestTheControlSocketServesTheAcceptedDocumentNotARefusedOne(t *testing.T) {
+	h := newHost(t)
+	d, _, _ := h.start(t)
+	accepted := doc(h.app("web", "w1"), h.app("blog", "b1"))
+	h.write(t, accepted)
+	h.waitFor(t, "web and blog running", allIn(reported.InstanceRunning, "web", "blog"))
+
+	moved := doc(h.app("web", "w1"), h.app("blog", "b1"))
+	moved.Instances[0].VolumeId = "blog-data"
+	refused := strings.ReplaceAll(mustJSON(t, moved), `"memoryMib":128`, `"memoryMib":-1`)
+	if _, err := desired.Decode([]byte(refused)); err == nil {
+		t.Fatal("the test's refused document decodes")
+	}
+	h.writeRaw(t, []byte(refused))
+	h.waitFor(t, "the refusal in the report", func(r *reported.HostReportedState) bool { return strings.Contains(r.Message, "refused") })
+
+	srv := &control.Server{Apps: d, ReportPath: h.reportPath(), Accepted: d.Accepted}
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/apps/web", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status of web: %d %s", rec.Code, rec.Body)
+	}
+	var st control.AppStatus
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	var vols []string
+	for _, v := range st.Volumes {
+		vols = append(vols, string(v.VolumeId))
+	}
+	if len(vols) != 1 || vols[0] != "web-data" {
+		t.Fatalf("web's volumes are %v; the accepted document puts it on web-data alone (the refused one on blog-data)", vols)
 	}
 }
