@@ -176,16 +176,16 @@ func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, ne
 	urgent := a.wantAwake
 	n := a.slot
 	a.signal()
-	d.workers.Add(1)
-	go d.work(x, in, n, urgent)
+	if _, ok := d.workers.Go(func(ctx context.Context) { d.work(ctx, x, in, n, urgent) }); !ok {
+		// The daemon closes: the next one's first pass plans it again.
+		a.busy, a.reservedMiB, a.goingDown = false, 0, false
+	}
 }
 
 // work is one action on one app's worker. It holds no daemon-wide lock
 // while it calls the VMM or fetches layers; what happened is committed
 // under the lock at the end (commit).
-func (d *Daemon) work(x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
-	defer d.workers.Done()
-	ctx := d.workCtx
+func (d *Daemon) work(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
 	id := x.AppID
 	switch x.Kind {
 	case plan.Stop:

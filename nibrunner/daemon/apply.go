@@ -104,20 +104,20 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 		v.work.Seeding, v.work.ObjectKey = true, spec.InitialContents.ObjectKey
 	}
 	done := make(chan struct{})
-	d.workers.Add(1)
-	go func() {
-		defer d.workers.Done()
+	if _, ok := d.volWorkers.Go(func(ctx context.Context) {
 		defer close(done)
-		d.volumeWork(*dv, a, spec)
-	}()
+		d.volumeWork(ctx, *dv, a, spec)
+	}); !ok {
+		v.idle() // the daemon closes: the next one plans the volume again
+		return nil
+	}
 	return done
 }
 
 // volumeWork is one action on one volume's worker: it waits for a turn,
 // takes down the guests a grow needs down, converges the volume within its
 // own budget, and commits what happened.
-func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec volume.Spec) {
-	ctx := d.workCtx
+func (d *Daemon) volumeWork(ctx context.Context, dv desired.DesiredVolume, a plan.VolumeAction, spec volume.Spec) {
 	select {
 	case d.volTurns <- struct{}{}:
 	case <-ctx.Done():
@@ -159,8 +159,8 @@ func (d *Daemon) volumeWork(dv desired.DesiredVolume, a plan.VolumeAction, spec 
 	switch {
 	case err == nil:
 		// Done, even when the daemon began closing meanwhile: what the
-		// backend did is recorded (Close waits for the workers before it
-		// closes the database), or the next daemon would neither know
+		// backend did is recorded (Close stops the workers before the
+		// database), or the next daemon would neither know
 		// the volume deleted (a teardown) nor made again (a provision).
 		d.volumeDoneWork(rctx, now, dv, a)
 	case ctx.Err() != nil:

@@ -50,7 +50,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 	a.wantAsleep = true
 	asked := false
 	for {
-		if d.workCtx.Err() != nil {
+		if d.closing() {
 			return explain.SleepEnded(app, ErrClosed)
 		}
 		if !a.busy {
@@ -72,7 +72,7 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 			d.mu.Lock()
 			a.wantAsleep = false
 			return explain.SleepEnded(app, ctx.Err())
-		case <-d.workCtx.Done():
+		case <-d.mgr.Stopping():
 		case <-ch:
 		}
 		d.mu.Lock()

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/clock"
+	"alpnib.dev/nibrunner/daemon/manager"
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
@@ -235,12 +236,12 @@ type Daemon struct {
 	// preparations.
 	vmGate  *gate
 	fetches chan struct{}
-	// workCtx ends when the daemon closes; workers and probers count the
-	// goroutines Close waits for.
-	workCtx  context.Context
-	stopWork context.CancelFunc
-	workers  sync.WaitGroup
-	probers  sync.WaitGroup
+	// mgr owns every goroutine the daemon starts: the components in the
+	// order Open declares them (components), and the loop Run adds.
+	// workers, probers and volWorkers are its pools: the apps' workers,
+	// the health probers and the volumes' workers.
+	mgr                          *manager.Manager
+	workers, probers, volWorkers *manager.Pool
 
 	kick chan struct{}
 
@@ -317,15 +318,59 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		passed: make(chan struct{}),
 	}
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, Clock: cfg.Clock, OnEnd: func(string, jobs.Status) { d.Kick() }})
-	d.workCtx, d.stopWork = context.WithCancel(context.Background())
 	if err := d.load(ctx); err != nil {
-		d.stopWork()
-		d.jobs.Close()
 		store.Close()
 		return nil, err
 	}
-	d.routes.start(d)
+	if err := d.components(); err != nil {
+		store.Close()
+		return nil, err
+	}
 	return d, nil
+}
+
+// components declares the daemon's components to its manager and starts
+// them. They start in this order and stop in the reverse one, each ended
+// before the one above it is asked to stop (Close):
+//
+//   - state: the database, closed last, once the last meters are written
+//     and every worker has recorded what it did;
+//   - routes: the route applier (routes.go), which hands the router and
+//     the relay what the others publish;
+//   - probers: the health probers (probe.go), which publish and kick;
+//   - app workers: one goroutine per action on an app (act.go), which
+//     start probers;
+//   - volume workers: one per action on a volume (apply.go), which take
+//     guests down for a grow;
+//   - jobs: the checkpoints and exports (background.go): a frozen guest
+//     is thawed before the workers stop.
+//
+// Run adds the loop after them (the passes, the document's source and
+// its offers), so the loop stops first.
+func (d *Daemon) components() error {
+	d.mgr = manager.New()
+	d.workers, d.probers, d.volWorkers = manager.NewPool(), manager.NewPool(), manager.NewPool()
+	d.routes.ask = make(chan struct{}, 1)
+	for _, c := range []struct {
+		name string
+		r    manager.Runnable
+	}{
+		{"state", manager.RunnableFunc(d.keepState)},
+		{"routes", manager.RunnableFunc(d.routes.run(d))},
+		{"probers", d.probers},
+		{"app workers", d.workers},
+		{"volume workers", d.volWorkers},
+		{"jobs", manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			d.jobs.Close()
+			return nil
+		})},
+	} {
+		if _, err := d.mgr.Add(c.name, c.r); err != nil {
+			return err
+		}
+	}
+	return d.mgr.Start()
 }
 
 func (d *Daemon) load(ctx context.Context) error {
@@ -439,32 +484,41 @@ const layerFetches = 4
 // period); under KVM a boot is short and the bound is rarely reached.
 func DefaultMaxConcurrentVMStarts() int { return max(runtime.NumCPU(), 1) }
 
-// Close cancels the checkpoints and exports in flight (a frozen guest is
-// thawed first), ends the workers (an action in flight is abandoned; the
-// next daemon's first pass repairs it; volume work that ended meanwhile is
-// recorded first), stops the probers and closes the database. Guests keep
-// running.
-func (d *Daemon) Close() error {
-	d.jobs.Close()
-	d.stopWork()
-	d.workers.Wait()
-	d.routes.wait()
+// Close stops the daemon's components in the reverse of the order they
+// were declared (components): the loop, the checkpoints and exports in
+// flight (a frozen guest is thawed first), the workers (an action in
+// flight is abandoned; the next daemon's first pass repairs it; volume
+// work that ended meanwhile is recorded first), the probers, the route
+// applier, and last the database. A wake or sleep waiting ends at once
+// with ErrClosed. Guests keep running.
+func (d *Daemon) Close() error { return d.mgr.Stop() }
+
+// closing reports whether Close began.
+func (d *Daemon) closing() bool {
+	select {
+	case <-d.mgr.Stopping():
+		return true
+	default:
+		return false
+	}
+}
+
+// keepState is the state component: it holds the database open until
+// every other component ended, then writes the last meters and closes it.
+func (d *Daemon) keepState(ctx context.Context) error {
+	<-ctx.Done()
 	d.mu.Lock()
 	for _, a := range d.apps {
-		if a.prober != nil {
-			a.prober.stop()
-			a.prober = nil
-		}
+		a.prober = nil // ended with the probers' pool
 		a.signal()
 	}
-	// The caller's context is usually over by now; the last meters still
-	// get a bounded moment to reach the database.
-	ctx, cancel := context.WithTimeout(context.Background(), recordGrace)
-	defer cancel()
 	meters := d.metersToFlush()
 	d.mu.Unlock()
-	d.probers.Wait()
-	d.writeMeters(ctx, meters)
+	// The caller's context is usually over by now; the last meters still
+	// get a bounded moment to reach the database.
+	wctx, cancel := context.WithTimeout(context.Background(), recordGrace)
+	defer cancel()
+	d.writeMeters(wctx, meters)
 	return d.db.Close()
 }
 
@@ -569,27 +623,64 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// The accepted document is re-applied first, before any reading.
 	d.passAndLog(ctx)
 
+	// The loop's parts are the manager's, added after the components:
+	// the passes, the offers, and last the source, which stops first (it
+	// hands the offers what it reads).
 	docs := make(chan watch.Document)
-	werr := make(chan error, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	var offering sync.WaitGroup
-	defer func() { cancel(); offering.Wait() }()
-	offering.Add(2)
-	go func() { defer offering.Done(); werr <- src.Run(wctx, docs) }()
-	go func() {
-		defer offering.Done()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case doc := <-docs:
-				if err := d.Offer(wctx, doc); err != nil {
-					d.cfg.Logf("nibrunnerd: %v", err)
-				}
-				d.Kick()
-			}
+	var added []*manager.Handle
+	defer func() {
+		for i := len(added) - 1; i >= 0; i-- {
+			added[i].Stop()
 		}
 	}()
+	for _, c := range []struct {
+		name string
+		r    manager.RunnableFunc
+	}{
+		{"passes", d.resync},
+		{"offers", func(ctx context.Context) error { d.offers(ctx, docs); return nil }},
+		{"document source", func(ctx context.Context) error {
+			if err := src.Run(ctx, docs); err != nil {
+				return fmt.Errorf("read the document: %w", err)
+			}
+			return nil
+		}},
+	} {
+		h, err := d.mgr.Add(c.name, c.r)
+		if err != nil {
+			return err
+		}
+		added = append(added, h)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-added[0].Done():
+		return added[0].Err()
+	case <-added[2].Done():
+		return added[2].Err()
+	}
+}
+
+// offers offers the daemon each reading of desired.json until ctx ends,
+// and asks for a pass once it is taken.
+func (d *Daemon) offers(ctx context.Context, docs <-chan watch.Document) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case doc := <-docs:
+			if err := d.Offer(ctx, doc); err != nil {
+				d.cfg.Logf("nibrunnerd: %v", err)
+			}
+			d.Kick()
+		}
+	}
+}
+
+// resync runs a pass whenever one is asked (Kick), a backoff the plan
+// waits for ends, or Resync passed since the last, until ctx ends.
+func (d *Daemon) resync(ctx context.Context) error {
 	timer := d.cfg.Clock.NewTimer(d.cfg.Resync)
 	defer timer.Stop()
 	for {
@@ -602,11 +693,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return nil
-		case err := <-werr:
-			if err != nil {
-				return fmt.Errorf("read the document: %w", err)
-			}
 			return nil
 		case <-d.kick:
 		case <-timer.C():

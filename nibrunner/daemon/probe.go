@@ -73,20 +73,20 @@ func (d *Daemon) startProber(a *app, st vmm.Status) {
 	if p.rec.State == "" || p.rec.StartedAt.IsZero() {
 		p.rec = health.Started(st.StartedAt)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, ok := d.probers.Go(func(ctx context.Context) {
+		p.run(ctx, func() { d.proberChanged(app, p) })
+	})
+	if !ok {
+		return // the daemon closes
+	}
 	p.cancel = cancel
 	a.prober = p
-	d.probers.Add(1)
-	go func() {
-		defer d.probers.Done()
-		p.run(ctx, func() { d.proberChanged(app, p) })
-	}()
 }
 
 // stopProber stops a's prober (mu held). It does not wait for the
 // goroutine, which may be waiting for mu to report a change: a change from
 // a prober that is no longer the app's is ignored (proberChanged), and
-// Close waits for every prober to end.
+// Close waits for every prober to end (the probers' pool).
 func (d *Daemon) stopProber(a *app) {
 	if a.prober != nil {
 		a.prober.stop()

@@ -1,8 +1,8 @@
 package daemon
 
 import (
+	"context"
 	"reflect"
-	"sync"
 
 	"alpnib.dev/nibrunner/route"
 )
@@ -15,8 +15,7 @@ import (
 // table wins and the tables in between may be skipped. A table the router
 // or the relay refused is handed again at the next ask (every pass asks).
 type routeApplier struct {
-	ask  chan struct{}
-	done sync.WaitGroup
+	ask chan struct{}
 	// applied and lastPorts are what the router and the relay last took
 	// (nil until they took one); only the applier's goroutine reads or
 	// writes them.
@@ -24,21 +23,19 @@ type routeApplier struct {
 	lastPorts []route.Port
 }
 
-// start runs the applier until d's work context ends.
-func (r *routeApplier) start(d *Daemon) {
-	r.ask = make(chan struct{}, 1)
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
+// run is the applier's component (Daemon.components): it applies what
+// was asked until ctx ends.
+func (r *routeApplier) run(d *Daemon) func(context.Context) error {
+	return func(ctx context.Context) error {
 		for {
 			select {
-			case <-d.workCtx.Done():
-				return
+			case <-ctx.Done():
+				return nil
 			case <-r.ask:
 			}
-			r.apply(d)
+			r.apply(ctx, d)
 		}
-	}()
+	}
 }
 
 // changed asks the applier to hand over what was published; it never
@@ -50,14 +47,10 @@ func (r *routeApplier) changed() {
 	}
 }
 
-// wait waits for the applier to end (Close, after the work context).
-func (r *routeApplier) wait() { r.done.Wait() }
-
 // apply gives the router the published routes and the relay the raw
 // ports, each when it has not taken them yet. It holds no lock while it
 // calls them; mu is taken only to copy the raw ports.
-func (r *routeApplier) apply(d *Daemon) {
-	ctx := d.workCtx
+func (r *routeApplier) apply(ctx context.Context, d *Daemon) {
 	t := d.table.Load()
 	switch {
 	case t == r.applied:

@@ -67,7 +67,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		case <-ctx.Done():
 			d.mu.Lock()
 			return explain.WakeEnded(app, ctx.Err())
-		case <-d.workCtx.Done():
+		case <-d.mgr.Stopping():
 		case <-ch:
 		case <-passed:
 		}
@@ -79,7 +79,7 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 // wake that waits for pass (0: none) (mu held).
 func (d *Daemon) wakeFacts(a *app, pass uint64) plan.WakeFacts {
 	f := plan.WakeFacts{
-		Closing:      d.workCtx.Err() != nil,
+		Closing:      d.closing(),
 		Wakeable:     plan.Wakeable(d.instance(a.id), d.problems),
 		PassHeldBack: pass != 0 && d.passesDone >= pass && !a.busy && !a.up() && !a.hasSlot,
 		Busy:         a.busy, Up: a.up(), WantAwake: a.wantAwake,
