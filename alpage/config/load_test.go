@@ -338,6 +338,18 @@ node_operator "o" {
   admins = [` + strings.Repeat(`"aaaaa-aa",`, 11) + `]
 }`,
 		}, []string{"declares 11 admins; at most 10"}},
+		{"a Nakamoto minimum of an attribute dre does not score", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  min_nakamoto_coefficients = { node_provider = 5, operator = 3 }
+}`,
+		}, []string{`names "operator", which is not one of node_provider, data_center, data_center_owner, country`}},
+		{"a negative Nakamoto minimum", map[string]string{
+			"resources.hcl": `subnet "a" {
+  id = "67htk-vfkxp-gn33q-baibq"
+  min_nakamoto_coefficients = { country = -1 }
+}`,
+		}, []string{"min_nakamoto_coefficients.country is -1"}},
 		{"two defaults", map[string]string{
 			"resources.hcl": `guestos_version "a" {
   id = "aa"

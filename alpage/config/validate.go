@@ -4,10 +4,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"alpnib.dev/alpage/decentral"
 	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/principal"
@@ -157,6 +160,14 @@ func sortRefs(refs []ref) {
 func (l *loader) validateSubnet(s *Subnet) {
 	l.checkPrincipal(s.ID, l.attr(s.Range, "id"), "subnet", s.Name, "id")
 	typeAt, schedAt, adminsAt := l.attr(s.Range, "type"), l.attr(s.Range, "cost_schedule"), l.attr(s.Range, "admins")
+	minAt := l.attr(s.Range, "min_nakamoto_coefficients")
+	for _, name := range slices.Sorted(maps.Keys(s.MinNakamoto)) {
+		if _, ok := decentral.AttributeNamed(name); !ok {
+			l.errorf(&minAt, "Invalid Nakamoto attribute", "subnet %q: min_nakamoto_coefficients names %q, which is not one of node_provider, data_center, data_center_owner, country", s.Name, name)
+		} else if v := s.MinNakamoto[name]; v < 0 {
+			l.errorf(&minAt, "Invalid Nakamoto minimum", "subnet %q: min_nakamoto_coefficients.%s is %d; a minimum is 0 (none) or more", s.Name, name, v)
+		}
+	}
 	switch s.EffectiveType() {
 	case SubnetApplication, SubnetVerifiedApplication, SubnetSystem, SubnetCloudEngine:
 	default:

@@ -43,6 +43,8 @@ type MembershipFacts struct {
 	Nodes map[string]NodeFacts
 	// Health holds the health of each node added and of each member.
 	Health map[string]HealthFacts
+	// Places holds where each node added and each member is.
+	Places Places
 }
 
 func (m *Membership) Validate(c Checker) {
@@ -106,7 +108,11 @@ func (m *Membership) Fetch(ctx context.Context, r Reader) (f MembershipFacts, er
 		ids = append(ids, members(f.Subnet)...)
 	}
 	if len(ids) > 0 {
-		f.Health = r.Health(ctx, slices.Compact(slices.Sorted(slices.Values(ids))))
+		ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+		f.Health = r.Health(ctx, ids)
+		if f.Subnet != nil {
+			f.Places = readPlaces(ctx, r, ids)
+		}
 	}
 	return f, nil
 }
@@ -157,6 +163,20 @@ func (m *Membership) Check(live MembershipFacts, o Options) ([]Check, bool) {
 		}
 		checks = append(checks, Check{Severity: OK, Subject: n.ID, Message: fmt.Sprintf("node %s is a member of subnet %s; it leaves it", n.ID, m.SubnetID)})
 		changes++
+	}
+	if changes > 0 {
+		var add, remove []string
+		for _, n := range m.Add {
+			if !slices.Contains(in, n.ID) && !slices.Contains(add, n.ID) {
+				add = append(add, n.ID)
+			}
+		}
+		for _, n := range m.Remove {
+			if slices.Contains(in, n.ID) && !slices.Contains(remove, n.ID) {
+				remove = append(remove, n.ID)
+			}
+		}
+		checks = append(checks, decentralization(m.SubnetID, in, add, remove, live.Places, o.Minimums[m.SubnetID])...)
 	}
 	if changes == 0 {
 		checks = append(checks, Check{Severity: Note, Message: "every add and remove is a no-op, so the whole proposal changes nothing"})

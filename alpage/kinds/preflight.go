@@ -48,6 +48,10 @@ type Options struct {
 	// ForApply is set by apply: a failed elected lookup then refuses unless
 	// Force. Plan always degrades it to a warning.
 	ForApply bool
+	// Minimums holds, per subnet id, the Nakamoto minimums its block
+	// declares (min_nakamoto_coefficients); an attribute left out takes
+	// the default for the subnet's size.
+	Minimums map[string]map[string]int
 }
 
 // Severity is how much a single check matters.

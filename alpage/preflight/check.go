@@ -17,6 +17,9 @@ type Options struct {
 	// ForApply is set by apply: a failed elected lookup then refuses unless
 	// Force. Plan always degrades it to a warning.
 	ForApply bool
+	// Minimums holds each declared subnet's min_nakamoto_coefficients by
+	// subnet id (MinimumsOf).
+	Minimums map[string]map[string]int
 	// Names maps ids to the names the config gives them (NamesOf), so a
 	// message reads "node n4 (yhgsq-…)" instead of a bare principal.
 	Names map[string]string
@@ -30,7 +33,7 @@ func Evaluate(p *config.Proposal, live Live, opts Options) Report {
 		noop   bool
 	)
 	if k := kinds.Of(string(p.Kind)); k != nil && p.Body != nil {
-		checks, noop = k.Check(p.Body, live.Facts, kinds.Options{Force: opts.Force, ForApply: opts.ForApply})
+		checks, noop = k.Check(p.Body, live.Facts, kinds.Options{Force: opts.Force, ForApply: opts.ForApply, Minimums: opts.Minimums})
 	} else {
 		checks = []Check{{Severity: Refused, Message: fmt.Sprintf("kind %q has no preflight", p.Kind)}}
 	}
@@ -57,6 +60,18 @@ func where(p *config.Proposal, c Check) string {
 		return ""
 	}
 	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+}
+
+// MinimumsOf maps each declared subnet's id to the Nakamoto minimums its
+// block declares, for the subnets that declare any.
+func MinimumsOf(r *config.Resources) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, s := range r.Subnets {
+		if len(s.MinNakamoto) > 0 {
+			out[s.ID] = s.MinNakamoto
+		}
+	}
+	return out
 }
 
 // NamesOf maps every declared resource id to its block name.

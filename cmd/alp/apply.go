@@ -250,7 +250,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	steps := submit.Steps{
 		DryRun:          applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
 		Neuron:          applyNeuron{gov: gov, caller: id.Sender()},
-		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
+		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), minimums: preflight.MinimumsOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
 		Confirm:         confirmer(cmd, o.autoApprove),
 		Submit:          applySubmit{gov},
 		Store:           fileStore{g.stateFile(), network},
@@ -432,7 +432,9 @@ type applyPreflight struct {
 	force bool
 	// names are the block names of declared resources, as plan shows them.
 	names map[string]string
-	f     *preflight.Fetcher
+	// minimums are the declared subnets' Nakamoto minimums.
+	minimums map[string]map[string]int
+	f        *preflight.Fetcher
 }
 
 // Preflight checks p, the proposal apply built and submits, against live
@@ -440,7 +442,7 @@ type applyPreflight struct {
 func (a applyPreflight) Preflight(ctx context.Context, p *proposal.Proposal) (*submit.Preflight, error) {
 	ctx, cancel := context.WithTimeout(ctx, applyReadTimeout)
 	defer cancel()
-	r, err := a.f.Check(ctx, p, a.decl, preflight.Options{ForApply: true, Force: a.force, Names: a.names})
+	r, err := a.f.Check(ctx, p, a.decl, preflight.Options{ForApply: true, Force: a.force, Names: a.names, Minimums: a.minimums})
 	if err != nil {
 		return nil, err
 	}

@@ -272,7 +272,7 @@ func preflightGenerated(ctx context.Context, f *preflight.Fetcher, cfg *config.C
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, planTimeout)
-		r, err := f.Run(pctx, cfg.Proposal(p.Name), preflight.Options{Names: preflight.NamesOf(&cfg.Resources)})
+		r, err := f.Run(pctx, cfg.Proposal(p.Name), preflight.Options{Names: preflight.NamesOf(&cfg.Resources), Minimums: preflight.MinimumsOf(&cfg.Resources)})
 		cancel()
 		if err != nil {
 			return nil, nil, fmt.Errorf("plan --generate: preflight %s: %w", p.Name, err)

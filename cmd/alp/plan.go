@@ -97,7 +97,7 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 			for _, d := range decls {
 				fmt.Fprintf(cmd.ErrOrStderr(), "checking %s against %s…\n", d.Name, host)
 				ctx, cancel := context.WithTimeout(cmd.Context(), planTimeout)
-				r, err := f.Run(ctx, d, preflight.Options{Force: force, Names: preflight.NamesOf(&cfg.Resources)})
+				r, err := f.Run(ctx, d, preflight.Options{Force: force, Names: preflight.NamesOf(&cfg.Resources), Minimums: preflight.MinimumsOf(&cfg.Resources)})
 				cancel()
 				if err != nil {
 					return err
