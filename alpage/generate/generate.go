@@ -55,6 +55,10 @@ type Input struct {
 	// Taken are proposal names already used, in proposals.hcl or
 	// state.json; a generated name that would clash gets a suffix.
 	Taken map[string]bool
+	// Topology is each node's health and place, read at Live's registry
+	// version (preflight.Fetcher.Topology); nil leaves unhealthy members
+	// as they are.
+	Topology *kinds.Topology
 }
 
 // Result is what Generate found.
@@ -160,7 +164,7 @@ func drift(in Input) *kinds.Drift {
 	var f kinds.Fleet
 	for _, s := range res.Subnets {
 		f.Subnets = append(f.Subnets, kinds.FleetSubnet{ID: s.ID, Name: s.Name, Type: s.Type, CostSchedule: s.CostSchedule,
-			SevEnabled: s.SevEnabled != nil && *s.SevEnabled, Admins: s.Admins})
+			SevEnabled: s.SevEnabled != nil && *s.SevEnabled, Admins: s.Admins, MinNakamoto: s.MinNakamoto})
 	}
 	for _, dc := range res.DataCenters {
 		f.DataCenters = append(f.DataCenters, kinds.FleetDataCenter{ID: dc.ID, Name: dc.Name, Region: dc.Region})
@@ -185,7 +189,7 @@ func drift(in Input) *kinds.Drift {
 	c := kinds.Chain{SubnetListErr: live.SubnetListErr, Elected: live.Elected, ElectedErr: live.ElectedErr,
 		HostOSElected: live.HostOSElected, HostOSElectedErr: live.HostOSElectedErr,
 		Subnets: map[string]kinds.ChainSubnet{}, DataCenters: map[string]kinds.ChainDataCenter{}, Providers: map[string]kinds.ChainProvider{},
-		Operators: map[string]kinds.ChainOperator{}, Nodes: map[string]kinds.ChainNode{}, Versions: map[string]string{}}
+		Operators: map[string]kinds.ChainOperator{}, Nodes: map[string]kinds.ChainNode{}, Versions: map[string]string{}, Topology: in.Topology}
 	for id, s := range live.Subnets {
 		c.Subnets[id] = kinds.ChainSubnet{Found: s.Found, Err: s.Err, Members: s.Members, Type: s.Type, CostSchedule: s.CostSchedule,
 			ReplicaVersion: s.ReplicaVersion, SevEnabled: s.SevEnabled, Admins: s.Admins}

@@ -19,10 +19,10 @@ type Places struct {
 	Err   map[string]string         `json:"errors,omitempty"`
 }
 
-// readPlaces reads the place of each node: node_record_<id> names its
+// ReadPlaces reads the place of each node: node_record_<id> names its
 // operator, node_operator_record_<op> its provider and data center, and
 // data_center_record_<dc> the owner and region.
-func readPlaces(ctx context.Context, r Reader, ids []string) Places {
+func ReadPlaces(ctx context.Context, r Reader, ids []string) Places {
 	out := Places{Nodes: map[string]decentral.Node{}, Err: map[string]string{}}
 	type op struct {
 		provider, dc string

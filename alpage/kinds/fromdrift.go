@@ -45,6 +45,8 @@ type FleetSubnet struct {
 	ID, Name, Type, CostSchedule string
 	SevEnabled                   bool
 	Admins                       []string
+	// MinNakamoto is the declared min_nakamoto_coefficients.
+	MinNakamoto map[string]int
 }
 
 // FleetDataCenter is a data_center block.
@@ -105,6 +107,10 @@ type Chain struct {
 	// could not be read.
 	HostOSElected    map[string]bool
 	HostOSElectedErr string
+	// Topology is each declared node's and subnet member's health and
+	// place at the registry version read; nil when not read, and then no
+	// replacement of an unhealthy member is generated.
+	Topology *Topology
 }
 
 // ChainSubnet is a subnet record: Type and CostSchedule in the schema's

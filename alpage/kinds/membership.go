@@ -111,7 +111,7 @@ func (m *Membership) Fetch(ctx context.Context, r Reader) (f MembershipFacts, er
 		ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 		f.Health = r.Health(ctx, ids)
 		if f.Subnet != nil {
-			f.Places = readPlaces(ctx, r, ids)
+			f.Places = ReadPlaces(ctx, r, ids)
 		}
 	}
 	return f, nil
@@ -387,12 +387,15 @@ func generateMembership(d *Drift) (out []Generated, notes []string) {
 			}
 		}
 	}
+	busy := map[string]bool{}
 	for _, phase := range []map[string]*subnetMoves{first, second} {
 		for _, subnet := range sortedSubnets(phase, d.n) {
 			out = append(out, membershipProposal(d.n.subnet(subnet), phase[subnet]))
+			busy[subnet] = true
 		}
 	}
-	return out, notes
+	gs, ns := generateReplacements(d, busy)
+	return append(out, gs...), append(notes, ns...)
 }
 
 // move is one node's membership change, why, and what it waits on.

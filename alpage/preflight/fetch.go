@@ -143,12 +143,17 @@ func (f *Fetcher) pin(ctx context.Context) (*Fetcher, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	return f.at(v), v, nil
+}
+
+// at is f reading every record at registry version v.
+func (f *Fetcher) at(v uint64) *Fetcher {
 	var reg Registry = registryAt{f.Registry, v}
 	if p, ok := f.Registry.(pinner); ok {
 		reg = p.At(v)
 	}
 	lister, _ := f.Registry.(operatorLister)
-	return &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, NodeStatus: f.NodeStatus, nodesOf: lister}, v, nil
+	return &Fetcher{Registry: reg, Governance: f.Governance, Explorer: f.Explorer, Dashboard: f.Dashboard, NodeStatus: f.NodeStatus, nodesOf: lister}
 }
 
 // reader is what a kind's Fetch reads through: the fetcher, pinned.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -96,7 +97,14 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 		taken[name] = true
 	}
 	pending := append(generate.PendingDeclared(cfg.Proposals, st), generate.PendingInGovernance(open)...)
-	res := generate.Generate(generate.Input{Res: &cfg.Resources, Live: snap, Pending: pending, Taken: taken})
+	// Preflight reads what the drift was read from: the copy at its
+	// version (or the canister), not a copy brought up to date again.
+	pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard(), NodeStatus: ns}
+	if r, ok := reg.(preflight.Registry); ok {
+		pf.Registry = r
+	}
+	topo := pf.Topology(ctx, snap.RegistryVersion, topologyNodes(&cfg.Resources, snap))
+	res := generate.Generate(generate.Input{Res: &cfg.Resources, Live: snap, Pending: pending, Taken: taken, Topology: topo})
 	for _, n := range res.Notes {
 		printSafe(stderr, "note: "+n)
 	}
@@ -105,12 +113,6 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 		return err
 	}
 	if len(res.Proposals) > 0 {
-		// Preflight reads what the drift was read from: the copy at its
-		// version (or the canister), not a copy brought up to date again.
-		pf := &preflight.Fetcher{Registry: nns.RegistryClient{Caller: a}, Governance: gov, Explorer: explorer, Dashboard: live.dashboard(), NodeStatus: ns}
-		if r, ok := reg.(preflight.Registry); ok {
-			pf.Registry = r
-		}
 		refused, notes, err := preflightGenerated(ctx, pf, checked, res.Proposals)
 		if err != nil {
 			return err
@@ -147,6 +149,20 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 		return writeJSON(stdout, report)
 	}
 	return nil
+}
+
+// topologyNodes are the nodes whose health and place plan --generate
+// weighs: every declared node, and every member of a declared subnet.
+func topologyNodes(res *config.Resources, snap *reconcile.Live) []string {
+	var ids []string
+	for _, n := range res.Nodes {
+		ids = append(ids, n.ID)
+	}
+	for _, s := range res.Subnets {
+		ids = append(ids, snap.Subnets[s.ID].Members...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // reconcileFailedReads is what reconcile would refuse to run on.
