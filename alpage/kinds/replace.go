@@ -94,7 +94,8 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 		mv := &subnetMoves{}
 		var added, removed []decentral.Node
 		for _, c := range res.Choices {
-			mv.add = append(mv.add, move{node: d.n.node(c.Chosen.ID), why: "joins the subnet: " + c.Reason(minimum)})
+			reason := strings.TrimPrefix(c.Reason(minimum), c.Chosen.ID+" replaces "+c.Replaced+": ")
+			mv.add = append(mv.add, move{node: d.n.node(c.Chosen.ID), why: fmt.Sprintf("joins the subnet in place of %s: %s", c.Replaced, reason)})
 			h := t.Health[c.Replaced]
 			mv.remove = append(mv.remove, move{node: d.n.node(c.Replaced), why: fmt.Sprintf("leaves the subnet: it is %s (%s)", h.Health, h.Why)})
 			added = append(added, c.Chosen)

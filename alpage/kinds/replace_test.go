@@ -55,7 +55,7 @@ func TestADownMemberIsReplacedByTheHealthyNodeThatKeepsEveryCoefficient(t *testi
 	}
 	for _, s := range []string{
 		"m4 leaves the subnet: it is down (the ICP dashboard lists it DOWN)",
-		"c2 replaces m4: node_provider 2→2 (minimum 2), data_center 2→2 (minimum 2), data_center_owner 2→2 (minimum 2), country 2→2 (minimum 1)",
+		"c2 joins the subnet in place of m4: node_provider 2→2 (minimum 2), data_center 2→2 (minimum 2), data_center_owner 2→2 (minimum 2), country 2→2 (minimum 1)",
 		"best of 2 candidates, ahead of c1",
 		"Nakamoto coefficients of the subnet before → after: node_provider 2→2",
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -74,6 +75,9 @@ func (n *NodeStatus) status(ctx context.Context, ip string, port uint32) ([]byte
 		return nil, "", errors.New("the node record has no http address")
 	}
 	u := NodeStatusURL(ip, port)
+	if body, ok := n.memo.get(u); ok {
+		return body, u, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -92,7 +96,44 @@ func (n *NodeStatus) status(ctx context.Context, ip string, port uint32) ([]byte
 	if resp.StatusCode != http.StatusOK {
 		return nil, u, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
+	n.memo.put(u, body)
 	return body, u, nil
+}
+
+// statusMemo holds each node's status reply, by URL, for one command's
+// run; a nil *statusMemo holds nothing.
+type statusMemo struct {
+	mu     sync.Mutex
+	bodies map[string][]byte
+}
+
+func (m *statusMemo) get(u string) ([]byte, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.bodies[u]
+	return b, ok
+}
+
+func (m *statusMemo) put(u string, body []byte) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bodies[u] = body
+}
+
+// Remembering is n keeping each node's status reply for as long as it is
+// used: the version and the health of a node are then one reading, and a
+// command that asks both (plan --generate) dials each node once. A failed
+// read is not kept, so a node that did not answer is asked again.
+func (n *NodeStatus) Remembering() *NodeStatus {
+	c := *n
+	c.memo = &statusMemo{bodies: map[string][]byte{}}
+	return &c
 }
 
 // statusField reads a text field of a status reply: a CBOR map, usually

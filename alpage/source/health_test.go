@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"alpnib.dev/alpage/devnet"
@@ -94,5 +95,39 @@ func TestANodeSaysHowHealthyItIs(t *testing.T) {
 	n, _ := NewNodeStatus("")
 	if _, err := n.Health(context.Background(), "", 0); err == nil {
 		t.Fatal("a node without an address was read")
+	}
+}
+
+func TestARememberingClientReadsANodesVersionAndHealthFromOneReply(t *testing.T) {
+	cert, _, err := devnet.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	status := &devnet.NodeStatus{Version: func() string { return "v1" }, Health: func() string { return "healthy" }}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		status.ServeHTTP(w, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	plain, err := NewNodeStatus("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := plain.Remembering()
+	addr := srv.Listener.Addr().(*net.TCPAddr)
+	ip, port := addr.IP.String(), uint32(addr.Port)
+	v, verr := n.Version(context.Background(), ip, port)
+	h, herr := n.Health(context.Background(), ip, port)
+	if verr != nil || herr != nil || v != "v1" || h != "healthy" {
+		t.Fatalf("version %q (%v), health %q (%v)", v, verr, h, herr)
+	}
+	if got := asked.Load(); got != 1 {
+		t.Errorf("the node was asked %d times, want once", got)
+	}
+	if _, err := plain.Health(context.Background(), ip, port); err != nil || asked.Load() != 2 {
+		t.Errorf("the client it was made from remembered the reply too (asked %d times, %v)", asked.Load(), err)
 	}
 }

@@ -30,6 +30,8 @@ type NodeStatus struct {
 	http    *http.Client
 	timeout time.Duration
 	checked bool
+	// memo, when set, keeps each reply (Remembering).
+	memo *statusMemo
 }
 
 // ChecksCertificates reports whether the nodes' TLS certificates are

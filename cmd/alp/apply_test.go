@@ -80,7 +80,7 @@ func startDevnetFile(t *testing.T, path string, opts devnet.Options, edit func(*
 }
 
 // runAlp runs alp with stdin and returns stdout and stderr apart.
-func runAlp(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+func runAlp(t testing.TB, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	root := newRootCmd()
 	var out, errOut bytes.Buffer

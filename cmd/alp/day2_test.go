@@ -42,15 +42,7 @@ func TestADayTwoOfOperatorsAndHostOSIsClosedByGeneratedProposals(t *testing.T) {
 		t.Errorf("%d nodes drift in HostOS, want 10:\n%s", n, stdout)
 	}
 
-	_, errOut, err := runAlp(t, "", "plan", "--generate", "--out", out, "--config", config, "--state", statePath)
-	if err != nil {
-		t.Fatalf("plan --generate: %v\n%s", err, errOut)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl := string(data)
+	hcl, errOut := generateTo(t, out, config, statePath)
 	want := []string{"add-operator-new-ops", "update-operator-zh1-ops", "deploy-hostos-newer-to-10-nodes"}
 	if got := generatedNames(hcl); !slices.Equal(got, want) {
 		t.Fatalf("generated %v, want %v\n%s%s", got, want, hcl, errOut)

@@ -76,6 +76,9 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 	if err != nil {
 		return err
 	}
+	// One reading of each node's status: reconcile's version and the
+	// health replacements are chosen by come from the same reply.
+	ns = ns.Remembering()
 	f := &reconcile.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: live.dashboard(), NodeStatus: ns}
 	snap, err := f.Fetch(ctx, &cfg.Resources, nil, false)
 	if err != nil {

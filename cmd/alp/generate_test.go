@@ -28,6 +28,21 @@ func generateDirFrom(t *testing.T, fixture string) (config, statePath string) {
 	return filepath.Join(dir, "proposals.hcl"), filepath.Join(dir, "state.json")
 }
 
+// generateTo runs plan --generate --out out and returns the blocks it
+// wrote and what it said on stderr.
+func generateTo(t *testing.T, out, config, statePath string) (hcl, errOut string) {
+	t.Helper()
+	_, errOut, err := runAlp(t, "", "plan", "--generate", "--out", out, "--config", config, "--state", statePath)
+	if err != nil {
+		t.Fatalf("plan --generate: %v\n%s", err, errOut)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data), errOut
+}
+
 var proposalName = regexp.MustCompile(`(?m)^proposal "([^"]+)" \{`)
 
 func generatedNames(hcl string) []string {
