@@ -276,3 +276,13 @@ func TestEachStoresCountsAreReadAtEveryScrapeUnderItsName(t *testing.T) {
 		t.Errorf("nibrunner_store_retries_total is a %v, not a counter", f.GetType())
 	}
 }
+
+// TestCountingAProxiedRequestAllocatesNothing: the proxy tells the
+// metrics of every request, so that must not cost the collector.
+func TestCountingAProxiedRequestAllocatesNothing(t *testing.T) {
+	m := New()
+	m.ProxyRequest("shop", 200, 0, 3) // the first makes the series
+	if n := testing.AllocsPerRun(1000, func() { m.ProxyRequest("shop", 200, 0, 3) }); n != 0 {
+		t.Errorf("counting a request allocated %.0f times; want none", n)
+	}
+}

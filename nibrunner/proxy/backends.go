@@ -19,36 +19,37 @@ const defaultMaxBackendConnsPerApp = 2 * defaultMaxConnectionsPerClient
 // waits for a place as its commercial queue does, here at most
 // DialTimeout, since waiting for a place is part of reaching the app.
 type appSlots struct {
-	max   int
-	mu    sync.Mutex
-	byApp map[string]chan struct{}
+	max int
+	// byApp is each app's places (app → slot), read without a lock on
+	// every request: a mutex here was one every connection took.
+	byApp sync.Map
 }
 
-// acquire waits for a place among app's connections: the release to call
-// once done with it, or false when none came within wait or ctx ended
-// first.
-func (a *appSlots) acquire(ctx context.Context, app string, wait time.Duration) (func(), bool) {
-	a.mu.Lock()
-	if a.byApp == nil {
-		a.byApp = map[string]chan struct{}{}
+// slot is one app's places: a value sent is a place taken.
+type slot chan struct{}
+
+// release gives back the place acquire took.
+func (s slot) release() { <-s }
+
+// acquire waits for a place among app's connections: the slot to
+// release once done with it, or false when none came within wait or ctx
+// ended first. Taking a free place allocates nothing.
+func (a *appSlots) acquire(ctx context.Context, app string, wait time.Duration) (slot, bool) {
+	v, ok := a.byApp.Load(app)
+	if !ok {
+		v, _ = a.byApp.LoadOrStore(app, make(slot, a.max))
 	}
-	ch := a.byApp[app]
-	if ch == nil {
-		ch = make(chan struct{}, a.max)
-		a.byApp[app] = ch
-	}
-	a.mu.Unlock()
-	release := func() { <-ch }
+	ch := v.(slot)
 	select {
 	case ch <- struct{}{}:
-		return release, true
+		return ch, true
 	default:
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case ch <- struct{}{}:
-		return release, true
+		return ch, true
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -57,11 +58,10 @@ func (a *appSlots) acquire(ctx context.Context, app string, wait time.Duration) 
 
 // keep forgets the apps keep refuses that hold no place.
 func (a *appSlots) keep(keep func(app string) bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for app, ch := range a.byApp {
-		if !keep(app) && len(ch) == 0 {
-			delete(a.byApp, app)
+	a.byApp.Range(func(k, v any) bool {
+		if app := k.(string); !keep(app) && len(v.(slot)) == 0 {
+			a.byApp.Delete(app)
 		}
-	}
+		return true
+	})
 }

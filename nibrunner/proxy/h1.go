@@ -175,7 +175,7 @@ func (h *h1conn) serveOne() bool {
 		h.log(&lg, target)
 		return keep && err == nil && !h.s.closing.Load()
 	}
-	release, ok := p.slots.acquire(h.s.ctx, v.app, p.opts.DialTimeout)
+	place, ok := p.slots.acquire(h.s.ctx, v.app, p.opts.DialTimeout)
 	if !ok {
 		// No place among the app's connections: answered as the proxy's
 		// own answers are, a body left unread closing the connection.
@@ -187,7 +187,7 @@ func (h *h1conn) serveOne() bool {
 		return keep && err == nil && !h.s.closing.Load()
 	}
 	keep, lg = h.forward(v, target, hostField, lg)
-	release()
+	place.release()
 	h.log(&lg, target)
 	return keep && !h.s.closing.Load()
 }

@@ -202,6 +202,10 @@ func (p *Proxy) Apply(_ context.Context, routes []route.Route) error {
 			}
 			continue
 		}
+		if r.Addr == "" {
+			// Joined once here, not for every request.
+			r.Addr = net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(r.HostPort))
+		}
 		t.routes[h] = r
 	}
 	p.table.Store(t)
@@ -275,9 +279,6 @@ func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade boo
 		v.reply = notRunning
 		return v
 	}
-	if addr == "" {
-		addr = net.JoinHostPort(p.opts.BackendHost, strconv.Itoa(rt.HostPort))
-	}
 	v.addr = addr
 	return v
 }
@@ -350,14 +351,14 @@ func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, lim streamLi
 		}
 		return
 	}
-	release, ok := p.slots.acquire(r.Context(), v.app, p.opts.DialTimeout)
+	place, ok := p.slots.acquire(r.Context(), v.app, p.opts.DialTimeout)
 	if !ok {
 		if r.Context().Err() == nil {
 			p.appBusy(sw, v.app)
 		}
 		return
 	}
-	defer release()
+	defer place.release()
 	if r.Body != nil && r.Body != http.NoBody {
 		cb = &countingBody{ReadCloser: r.Body, m: v.m, now: p.opts.Now}
 		// A body that does not go on is cut (its reader fails, so the

@@ -1,0 +1,227 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/route"
+)
+
+// rawAppAnswer is what the raw app answers every request with; the proxy
+// passes it on byte for byte (it has no hop-by-hop field).
+const rawAppAnswer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
+
+// rawApp is an app on loopback that reads request heads (no bodies) and
+// answers each with rawAppAnswer, allocating nothing per request, so a
+// count of allocations around it is the proxy's. It returns its port.
+func rawApp(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 16<<10)
+				answer := []byte(rawAppAnswer)
+				n := 0
+				for {
+					m, err := c.Read(buf[n:])
+					if err != nil {
+						return
+					}
+					n += m
+					for {
+						end := bytes.Index(buf[:n], []byte("\r\n\r\n"))
+						if end < 0 {
+							break
+						}
+						if _, err := c.Write(answer); err != nil {
+							return
+						}
+						n = copy(buf, buf[end+4:n])
+					}
+					if n == len(buf) {
+						return // a head larger than the buffer: not this app's business
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// rawClient is one kept-alive client connection that sends the same GET
+// and reads the answer it expects, allocating nothing per request.
+type rawClient struct {
+	c      net.Conn
+	req    []byte
+	answer []byte
+}
+
+func dialRaw(t testing.TB, addr, host string) *rawClient {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawClient{
+		c:      c,
+		req:    []byte("GET /hello?x=1 HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"),
+		answer: make([]byte, len(rawAppAnswer)),
+	}
+}
+
+// roundTrip sends one request and reads its whole answer.
+func (r *rawClient) roundTrip() error {
+	if _, err := r.c.Write(r.req); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(r.c, r.answer); err != nil {
+		return err
+	}
+	if string(r.answer) != rawAppAnswer {
+		return errUnexpectedAnswer
+	}
+	return nil
+}
+
+type unexpectedAnswer struct{}
+
+func (unexpectedAnswer) Error() string { return "the proxy's answer is not the app's" }
+
+var errUnexpectedAnswer error = unexpectedAnswer{}
+
+// proxiedKeepAlive is a proxy as nibrunnerd runs it (an access log
+// through an AccessLogWriter, a Recorder) in front of a raw app, with
+// one raw kept-alive client connected to it.
+func proxiedKeepAlive(t testing.TB, routes int) *rawClient {
+	t.Helper()
+	app := rawApp(t)
+	logw := NewAccessLogWriter(io.Discard, 100*time.Millisecond)
+	t.Cleanup(func() { logw.Close() })
+	p := New(Options{Logf: t.Logf, AccessLog: logw, Recorder: countingRecorder{}})
+	addr := serve(t, p, ListenConfig{})
+	rs := []route.Route{routeTo("shop.example.com", "shop", app, route.Up)}
+	for i := 1; i < routes; i++ {
+		rs = append(rs, routeTo("app"+strings.Repeat("x", i%7)+itoa(i)+".example.com", "app"+itoa(i), app, route.Up))
+	}
+	if err := p.Apply(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, addr, "shop.example.com")
+	// The first requests dial the app and grow the buffers: not steady state.
+	for range 10 {
+		if err := c.roundTrip(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func itoa(i int) string {
+	return string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676%26))
+}
+
+// countingRecorder is a Recorder that allocates nothing.
+type countingRecorder struct{}
+
+func (countingRecorder) ProxyRequest(string, int, int64, int64)  {}
+func (countingRecorder) WakeWaited(string, time.Duration, error) {}
+func (countingRecorder) ProxyLimit(string)                       {}
+
+// BenchmarkProxiedKeepAliveRequest is one small GET after another on one
+// kept-alive client connection, through the proxy to a kept-alive app
+// connection, access log on: allocs/op is what the proxy allocates per
+// request in steady state (client and app allocate nothing).
+func BenchmarkProxiedKeepAliveRequest(b *testing.B) {
+	c := proxiedKeepAlive(b, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := c.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestAProxiedKeepAliveRequestAllocatesNothing: in steady state a request
+// through the HTTP/1.x path costs the garbage collector nothing, so the
+// proxy's tail is not a collector's pause shared by every connection.
+func TestAProxiedKeepAliveRequestAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own account")
+	}
+	c := proxiedKeepAlive(t, 200)
+	var err error
+	allocs := testing.AllocsPerRun(2000, func() {
+		if e := c.roundTrip(); e != nil && err == nil {
+			err = e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs >= 1 {
+		t.Errorf("a proxied keep-alive request allocated %.0f times; want none (go test -bench BenchmarkProxiedKeepAliveRequest -benchmem -memprofile shows where)", allocs)
+	}
+}
+
+// BenchmarkProxiedKeepAliveRequests64 is BenchmarkProxiedKeepAliveRequest
+// from 64 client connections at once, the concurrency of the side by
+// side with nginx (bench/proxy-vs-nginx.sh): with -mutexprofile and
+// -blockprofile it shows what requests wait on for each other.
+func BenchmarkProxiedKeepAliveRequests64(b *testing.B) {
+	first := proxiedKeepAlive(b, 200)
+	addr := first.c.RemoteAddr().String()
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer c.Close()
+		rc := &rawClient{c: c, req: first.req, answer: make([]byte, len(rawAppAnswer))}
+		for pb.Next() {
+			if err := rc.roundTrip(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
