@@ -446,6 +446,7 @@ func (a applyPreflight) Preflight(ctx context.Context, p *proposal.Proposal) (*s
 	if err != nil {
 		return nil, err
 	}
+	r = withURLCheck(r, a.decl)
 	return &submit.Preflight{Verdict: string(r.Verdict), Render: func(w io.Writer) {
 		io.WriteString(w, "preflight: ")
 		_ = renderSafe(w, func(w io.Writer, paint term.Painter) error { r.Render(w, paint); return nil })

@@ -102,7 +102,7 @@ Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 				if err != nil {
 					return err
 				}
-				reports = append(reports, r)
+				reports = append(reports, withURLCheck(r, d))
 			}
 			if outFile != "" {
 				if err := planfile.Write(outFile, planFileOf(host, reports, time.Now().UTC())); err != nil {

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/preflight"
+	"alpnib.dev/ic/nns"
+)
+
+// urlCheck is the finding about a proposal with no url, or nil. A url
+// that is given is held to governance's rules at load already (it must be
+// https://forum.dfinity.org/…); an empty one governance accepts, since its
+// validation skips it, but voters read the forum thread the url links, so
+// plan and apply warn and say what to put there. A generated block leaves
+// url empty for exactly that reason.
+func urlCheck(d *config.Proposal) *preflight.Check {
+	if d.URL != "" {
+		return nil
+	}
+	return &preflight.Check{
+		Severity: preflight.Warning,
+		At:       fmt.Sprintf("%s:%d", d.Range.Filename, d.Range.Start.Line),
+		Message: fmt.Sprintf("proposal %q has no url: governance accepts that, but voters look for its forum thread; open one on %s and put its address (https://%s/t/…) in url, the only site governance accepts there",
+			d.Name, nns.ProposalURLDomain, nns.ProposalURLDomain),
+	}
+}
+
+// withURLCheck adds urlCheck's finding to r; a warning leaves the
+// verdict as it is.
+func withURLCheck(r preflight.Report, d *config.Proposal) preflight.Report {
+	if c := urlCheck(d); c != nil {
+		r.Checks = append(r.Checks, *c)
+	}
+	return r
+}
