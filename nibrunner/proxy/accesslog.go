@@ -43,8 +43,8 @@ type Recorder interface {
 
 // logRequest writes the access log line of one request into *line (a
 // buffer its caller keeps between requests) and on to the access log,
-// and tells the recorder.
-func (p *Proxy) logRequest(l *requestLog, line *[]byte) {
+// and tells the recorder. An AccessLogWriter takes it into buffer shard.
+func (p *Proxy) logRequest(l *requestLog, line *[]byte, shard uint32) {
 	if p.opts.Recorder != nil {
 		p.opts.Recorder.ProxyRequest(l.app, l.status, l.bytesIn, l.bytesOut)
 	}
@@ -53,6 +53,10 @@ func (p *Proxy) logRequest(l *requestLog, line *[]byte) {
 	}
 	now := p.opts.Now()
 	*line = appendAccessLine((*line)[:0], now, now.Sub(l.start), l)
+	if a, ok := p.opts.AccessLog.(*AccessLogWriter); ok {
+		a.writeShard(*line, shard)
+		return
+	}
 	_, _ = p.opts.AccessLog.Write(*line)
 }
 
@@ -170,28 +174,43 @@ func appendRequestID(dst []byte) []byte {
 }
 
 // AccessLogWriter buffers access log lines for w and writes them at most
-// every flushEvery (or as soon as 64 KiB are waiting), as nginx's
+// every flushEvery (or as soon as 64 KiB wait in one buffer), as nginx's
 // access_log buffer= does: one write per line would cost a system call
 // per request. Lines are whole in every write. A request only appends
-// under the lock; the write to w happens on the flusher's goroutine,
-// from a buffer swapped out, so a slow w (a full pipe to journald)
-// delays no request until 1 MiB is waiting; past that, the line's writer
-// waits its turn to write, so memory stays bounded. Close writes what
-// is left.
+// under a lock; the write to w happens on the flusher's goroutine, from
+// a buffer swapped out, so a slow w (a full pipe to journald) delays no
+// request until 1 MiB waits in its buffer; past that, the line's writer
+// waits its turn to write, so memory stays bounded. Close writes what is
+// left.
+//
+// Lines go into one of accessLogShards buffers, each with its own lock:
+// with one, that lock was the only one requests contended for (issue 41,
+// docs/bench.md). Write uses the first, so the lines of one caller keep
+// their order; the HTTP/1.x path gives each client connection a buffer of
+// its own (writeShard), so one connection's lines keep theirs, and lines
+// of different connections may come out of order by up to flushEvery,
+// as those of nginx's workers, each with its own buffer, do.
 type AccessLogWriter struct {
+	shards [accessLogShards]logShard
+	w      io.Writer
+	wmu    sync.Mutex // held for each flush, keeping each buffer's lines in order
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// logShard is one buffer of lines, padded to a cache line of its own.
+type logShard struct {
 	mu    sync.Mutex
-	w     io.Writer
 	buf   []byte
-	spare []byte     // the other buffer, nil while being written
-	wmu   sync.Mutex // held for each write to w, keeping lines in order
-	kick  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	spare []byte // the other buffer, nil while being written
+	_     [64]byte
 }
 
 const (
 	accessLogFlushAt = 64 << 10
 	accessLogMax     = 1 << 20
+	accessLogShards  = 16
 )
 
 // NewAccessLogWriter starts the writer's flusher.
@@ -217,10 +236,17 @@ func NewAccessLogWriter(w io.Writer, flushEvery time.Duration) *AccessLogWriter 
 
 // Write takes one or more whole lines.
 func (a *AccessLogWriter) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	a.buf = append(a.buf, p...)
-	n := len(a.buf)
-	a.mu.Unlock()
+	a.writeShard(p, 0)
+	return len(p), nil
+}
+
+// writeShard appends p to buffer k (mod accessLogShards).
+func (a *AccessLogWriter) writeShard(p []byte, k uint32) {
+	sh := &a.shards[k%accessLogShards]
+	sh.mu.Lock()
+	sh.buf = append(sh.buf, p...)
+	n := len(sh.buf)
+	sh.mu.Unlock()
 	switch {
 	case n >= accessLogMax:
 		a.flush()
@@ -230,25 +256,28 @@ func (a *AccessLogWriter) Write(p []byte) (int, error) {
 		default:
 		}
 	}
-	return len(p), nil
 }
 
-// flush writes what is buffered. The lines are swapped out under a.mu
-// and written under a.wmu only, so writers keep appending meanwhile.
+// flush writes what is buffered. Each buffer's lines are swapped out
+// under its lock and written under a.wmu only, so writers keep appending
+// meanwhile.
 func (a *AccessLogWriter) flush() {
 	a.wmu.Lock()
 	defer a.wmu.Unlock()
-	a.mu.Lock()
-	out := a.buf
-	a.buf = a.spare[:0]
-	a.spare = nil
-	a.mu.Unlock()
-	if len(out) > 0 {
-		_, _ = a.w.Write(out)
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		out := sh.buf
+		sh.buf = sh.spare[:0]
+		sh.spare = nil
+		sh.mu.Unlock()
+		if len(out) > 0 {
+			_, _ = a.w.Write(out)
+		}
+		sh.mu.Lock()
+		sh.spare = out[:0]
+		sh.mu.Unlock()
 	}
-	a.mu.Lock()
-	a.spare = out[:0]
-	a.mu.Unlock()
 }
 
 // Close writes what is buffered and stops the flusher.

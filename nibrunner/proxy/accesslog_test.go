@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,5 +106,44 @@ func TestAccessLogLinesAreNotHeldUpByASlowWriterAndArriveWholeInOrder(t *testing
 	}
 	if got := w.out.String(); got != want.String() {
 		t.Fatalf("the writer got %d bytes, not the %d written in order", len(got), want.Len())
+	}
+}
+
+// TestEveryConnectionsAccessLogLinesArriveWholeAndInTheirOrder: lines
+// spread over the writer's buffers, one buffer per connection, all come
+// out whole, and each connection's in the order it wrote them.
+func TestEveryConnectionsAccessLogLinesArriveWholeAndInTheirOrder(t *testing.T) {
+	var out testenv.SyncBuffer
+	a := NewAccessLogWriter(&out, time.Millisecond)
+	var wg sync.WaitGroup
+	const conns, lines = 40, 300
+	for c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range lines {
+				a.writeShard(fmt.Appendf(nil, "{\"conn\":%d,\"n\":%d}\n", c, i), uint32(c))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := make([]int, conns)
+	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var c, n int
+		if _, err := fmt.Sscanf(l, "{\"conn\":%d,\"n\":%d}", &c, &n); err != nil {
+			t.Fatalf("line %q is not one whole line: %v", l, err)
+		}
+		if n != next[c] {
+			t.Fatalf("connection %d's line %d came where its line %d was due", c, n, next[c])
+		}
+		next[c]++
+	}
+	for c, n := range next {
+		if n != lines {
+			t.Errorf("connection %d: %d lines arrived, not %d", c, n, lines)
+		}
 	}
 }

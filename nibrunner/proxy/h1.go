@@ -41,7 +41,12 @@ type h1conn struct {
 	id     []byte // scratch: the request id
 	xff    []byte // scratch: X-Forwarded-For
 	line   []byte // scratch: the access log line
+	shard  uint32 // the access log buffer this connection's lines go to
 }
+
+// h1conns counts the HTTP/1.x connections served, spreading their access
+// log lines over the AccessLogWriter's buffers.
+var h1conns atomic.Uint32
 
 var (
 	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
@@ -52,7 +57,7 @@ var (
 // request or response says close, or the server shuts down. r is c's
 // reader (it may hold bytes already peeked).
 func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS bool, sni string) {
-	h := &h1conn{s: s, p: s.p, c: c, r: r, tls: isTLS, sni: sni}
+	h := &h1conn{s: s, p: s.p, c: c, r: r, tls: isTLS, sni: sni, shard: h1conns.Add(1)}
 	h.w = writerPool.Get().(*bufio.Writer)
 	h.w.Reset(c)
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
@@ -516,7 +521,7 @@ func (h *h1conn) log(lg *requestLog, target []byte) {
 	lg.target = target
 	lg.proto = h.req.bytes(h.req.first[2])
 	lg.client = h.client
-	h.p.logRequest(lg, &h.line)
+	h.p.logRequest(lg, &h.line, h.shard)
 }
 
 // absoluteForm splits an absolute-form target (http://host/path) into

@@ -403,7 +403,7 @@ func (p *Proxy) logH2(r *http.Request, l requestLog) {
 	l.method, l.host = []byte(r.Method), []byte(r.Host)
 	l.target, l.proto = []byte(r.URL.RequestURI()), []byte(r.Proto)
 	var line []byte
-	p.logRequest(&l, &line)
+	p.logRequest(&l, &line, 0)
 }
 
 // clientOf is the address r came from, without its port, as the
