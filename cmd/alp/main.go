@@ -99,5 +99,6 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newRegistryCmd(g))
 	root.AddCommand(newGuestosCmd(g))
 	root.AddCommand(newReconcileCmd(g))
+	root.AddCommand(newFmtCmd(g))
 	return root
 }

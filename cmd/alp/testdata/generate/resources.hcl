@@ -78,8 +78,8 @@ node "node_04" {
 }
 
 node "node_05" {
-  id       = "sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe"
-  operator = node_operator.zh1_ops.id
+  id              = "sphjj-5mnm2-cpxtl-z2gqu-qihyc-5c6mb-ul54c-urmgw-x57qu-o5232-yqe"
+  operator        = node_operator.zh1_ops.id
   guestos_version = guestos_version.previous.id
 }
 
@@ -90,7 +90,7 @@ node "node_06" {
 }
 
 node "node_07" {
-  id       = "fa5ih-j7mhe-uttm2-xtsfx-5px47-ttx4c-x7p4t-vtjed-ma2ae-kifdh-nqe"
-  operator = node_operator.retiring_ops.id
+  id             = "fa5ih-j7mhe-uttm2-xtsfx-5px47-ttx4c-x7p4t-vtjed-ma2ae-kifdh-nqe"
+  operator       = node_operator.retiring_ops.id
   decommissioned = true
 }
