@@ -100,5 +100,6 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newGuestosCmd(g))
 	root.AddCommand(newReconcileCmd(g))
 	root.AddCommand(newFmtCmd(g))
+	root.AddCommand(newValidateCmd(g))
 	return root
 }
