@@ -101,5 +101,6 @@ NNS, submits it with your neuron and records the result in state.json.`,
 	root.AddCommand(newReconcileCmd(g))
 	root.AddCommand(newFmtCmd(g))
 	root.AddCommand(newValidateCmd(g))
+	root.AddCommand(newStateCmd(g))
 	return root
 }
