@@ -13,6 +13,7 @@ import (
 
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/daemon/execs"
 	"alpnib.dev/nibrunner/hostconfig"
 	"alpnib.dev/nibrunner/route"
 	"alpnib.dev/nibrunner/vmm"
@@ -20,13 +21,17 @@ import (
 
 // serveControl runs the control socket serve bound (listenControl) beside
 // the daemon until ctx ends.
-func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM, l net.Listener) {
+func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM, ex *execs.Sessions, l net.Listener) {
 	s := &control.Server{
 		Apps:       d,
 		ReportPath: filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
 		Accepted:   d.Accepted,
 		Logs:       logFiles(v),
 		Conflicts:  []error{daemon.ErrCannotSleep, route.ErrNotRunning},
+		Execs:      ex,
+		// A stopped app (route.ErrNotRunning, above) or one with all its
+		// sessions open cannot take an exec now.
+		ExecConflicts: []error{execs.ErrBusy},
 	}
 	if err := s.Serve(ctx, control.SocketPath(cfg.Paths.RuntimeDir), l); err != nil {
 		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -27,6 +28,11 @@ func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
+		// An exec's program's exit status is the command's, unsaid.
+		var code exitCode
+		if errors.As(err, &code) {
+			return int(code)
+		}
 		fmt.Fprintln(os.Stderr, "nibrunnerd:", err)
 		return 1
 	}
@@ -51,5 +57,6 @@ reported.json.`,
 	root.AddCommand(newSleepCmd())
 	root.AddCommand(newWakeCmd())
 	root.AddCommand(newPSCmd(), newStatusCmd(), newLogsCmd(), newEventsCmd())
+	root.AddCommand(newExecCmd(), newCpCmd())
 	return root
 }

@@ -23,6 +23,7 @@ import (
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
+	"alpnib.dev/nibrunner/daemon/execs"
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
@@ -256,6 +257,18 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if mx != nil {
 		deps.VMM = metrics.Instrument(deps.VMM, mx)
 	}
+	// Exec sessions are a component beside the daemon: they reach guests
+	// through the VMM, wake apps through the daemon, and an open one is
+	// its app's traffic, so an on-request app does not sleep under it.
+	sessions := &execs.Sessions{}
+	if e, ok := vmm.As[vmm.Execer](deps.VMM); ok {
+		sessions.Execer = e
+	}
+	if deps.Traffic != nil {
+		deps.Traffic = meter.Merged{deps.Traffic, sessions}
+	} else {
+		deps.Traffic = sessions
+	}
 	hostID, _ := os.Hostname()
 	d, err := daemon.Open(ctx, daemon.Config{
 		HostID:            hostID,
@@ -300,7 +313,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	thawFrozen(ctx, deps.VMM)
 	if ctl != nil {
 		served = true
-		spawn(func() { serveControl(ctx, cfg, d, deps.VMM, ctl) })
+		sessions.SetWaker(d)
+		spawn(func() { sessions.Start(ctx) })
+		spawn(func() { serveControl(ctx, cfg, d, deps.VMM, sessions, ctl) })
 	}
 	if mxServer != nil {
 		spawn(func() {

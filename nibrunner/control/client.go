@@ -131,6 +131,20 @@ func (c *Client) send(ctx context.Context, method, path string) (*http.Response,
 	if err != nil {
 		return nil, err
 	}
+	resp, err := c.roundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, answerError(resp, method, path)
+	}
+	return resp, nil
+}
+
+// roundTrip makes one request, saying what to do when the socket is not
+// there or not this user's.
+func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -139,18 +153,19 @@ func (c *Client) send(ctx context.Context, method, path string) (*http.Response,
 		if errors.Is(err, syscall.EACCES) {
 			return nil, fmt.Errorf("%s is only for the user the daemon runs as (root); run this as that user: %w", c.Socket, err)
 		}
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, errors.New(e.Error)
-		}
-		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
 	return resp, nil
+}
+
+// answerError is the daemon's error answer in its own words.
+func answerError(resp *http.Response, method, path string) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return errors.New(e.Error)
+	}
+	return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 }

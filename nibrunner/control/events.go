@@ -60,6 +60,12 @@ type Event struct {
 	From    string `json:"from,omitempty"`
 	To      string `json:"to,omitempty"`
 	Message string `json:"message,omitempty"`
+	// An exec or cp (Subject exec) says who asked (the socket peer's
+	// uid), what it ran, its exit status and how long it took.
+	PeerUID    *int     `json:"peerUid,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	ExitCode   *int     `json:"exitCode,omitempty"`
+	DurationMs int64    `json:"durationMs,omitempty"`
 }
 
 // Diff is what changed from prev to next, in report order: the host, then

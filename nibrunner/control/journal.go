@@ -60,15 +60,34 @@ func (j *Journal) Observe(r *reported.HostReportedState) {
 			}
 			j.last[e.ID] = e.Verb
 		}
-		j.seq++
-		e.Seq = j.seq
-		j.events = append(j.events, e)
+		j.add(e)
 	}
+	j.more = wake(j.more)
+}
+
+// Record adds an event that no report shows (an exec session).
+func (j *Journal) Record(e Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.add(e)
+	j.more = wake(j.more)
+}
+
+// add numbers e and keeps it, dropping the oldest beyond the ring's size
+// (mu held).
+func (j *Journal) add(e Event) {
+	j.seq++
+	e.Seq = j.seq
+	j.events = append(j.events, e)
 	if over := len(j.events) - j.size; over > 0 {
 		j.events = append(j.events[:0:0], j.events[over:]...)
 	}
-	close(j.more)
-	j.more = make(chan struct{})
+}
+
+// wake closes a followers' channel and makes the next.
+func wake(more chan struct{}) chan struct{} {
+	close(more)
+	return make(chan struct{})
 }
 
 // After returns the kept events numbered above seq, and a channel closed

@@ -11,6 +11,8 @@
 //	GET  /v1/events            what each pass did, ?after=SEQ, ?follow=1 for more
 //	POST /v1/apps/<app>/sleep  snapshot an on-request app now
 //	POST /v1/apps/<app>/wake   bring it up and wait for its health check
+//	POST /v1/apps/<app>/exec   run a program in its guest (ExecRequest),
+//	                           upgraded to execwire frames (ExecUpgrade)
 //
 // Logs and events answer newline-delimited JSON (LogLine, Event), one
 // object a line, flushed as they come. Events are derived from consecutive
@@ -66,6 +68,10 @@ type Server struct {
 	// Journal keeps the events; ListenAndServe makes one and feeds it
 	// ReportPath's reports when it is nil.
 	Journal *Journal
+	// Execs runs exec sessions (optional: exec answers 404 without it);
+	// ExecConflicts are its errors answered 409.
+	Execs         Execs
+	ExecConflicts []error
 	// WakeTimeout bounds a wake (default 5 minutes: a cold boot under TCG
 	// takes seconds, a restore less).
 	WakeTimeout time.Duration
@@ -79,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/apps/{app}/logs", s.logs)
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/apps/{app}/sleep", s.app(func(ctx context.Context, app string) error { return s.Apps.Sleep(ctx, app) }))
+	mux.HandleFunc("POST /v1/apps/{app}/exec", s.exec)
 	mux.HandleFunc("POST /v1/apps/{app}/wake", s.app(func(ctx context.Context, app string) error { return s.Apps.Wake(ctx, app) }))
 	return mux
 }
@@ -222,7 +229,9 @@ func (s *Server) Serve(ctx context.Context, path string, l net.Listener) error {
 	}
 	// Requests live in ctx, so a follower's stream ends with the server.
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		// An exec's event names the uid of the process that asked.
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
