@@ -82,7 +82,16 @@ func newRootCmd() *cobra.Command {
 		Short: "Declarative node-fleet management for the Internet Computer",
 		Long: `alp turns the node fleet you declare in HCL (resources.hcl, proposals.hcl) into
 NNS proposals: it checks each change against live state, dry-runs it on a local
-NNS, submits it with your neuron and records the result in state.json.`,
+NNS, submits it with your neuron and records the result in state.json.
+
+Exit status, the same in every command (its help says what it means there):
+  0  done, nothing flagged
+  1  error (the message says what and where)
+  2  flagged, after the whole report: plan, a proposal is not ready (a no-op,
+     flagged or refused), not "there are changes" as in terraform plan
+     -detailed-exitcode; list and reconcile, drift; apply, a check stopped it
+  3  apply: the proposal WAS submitted but state.json could not be written;
+     fmt -check: a file is not formatted`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

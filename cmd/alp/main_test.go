@@ -51,3 +51,22 @@ func TestAnUnknownCommandIsAnError(t *testing.T) {
 		t.Fatal("alp frobnicate succeeded")
 	}
 }
+
+func TestHelpSaysWhatEachExitStatusMeansAndThatPlansTwoIsNotChanges(t *testing.T) {
+	out, err := execute(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Exit status", "  0  done, nothing flagged", "  1  error", "  2  flagged", "  3  apply: the proposal WAS submitted", "fmt -check: a file is not formatted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("alp --help lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = execute(t, "plan", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `2 does not mean "there are`) || !strings.Contains(out, "proposal is ready to submit exits 0") {
+		t.Errorf("plan --help does not say that 2 is not \"there are changes\":\n%s", out)
+	}
+}

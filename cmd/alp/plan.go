@@ -44,7 +44,9 @@ refuses when either has moved since.
 ` + wrap(`--generate writes the proposals that close the drift between the declared resources and the live registry, as proposal blocks, to --out FILE (else stdout): `+generatedKinds()+`. They come in the order they must execute (a comment names what each waits on), titled and summarized as DFINITY's operators write them, with url left for the forum thread. Each one that waits on none is preflighted: one preflight refuses, or a no-op, is left out with a note, and so is what waits on it. Drift no proposal closes (a region, a chip id, a subnet type) is a note on stderr. Drift a declared proposal not yet executed, or an open one in governance, already closes is not generated again. Review the blocks, append them to proposals.hcl, and alp apply each.`, 78) + `
 
 Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
-1 on error; with --generate, 0 unless it failed.`,
+1 on error; with --generate, 0 unless it failed. 2 does not mean "there are
+changes" as terraform plan -detailed-exitcode's does: a plan whose every
+proposal is ready to submit exits 0, so CI can gate apply on it.`,
 		// -out is Terraform's spelling (parseFlags).
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
