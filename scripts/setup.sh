@@ -84,6 +84,7 @@ declare -A need=(
   [mktemp]=coreutils
   [mv]=coreutils
   [nproc]=coreutils
+  [paste]=coreutils
   [rm]=coreutils
   [rmdir]=coreutils
   [seq]=coreutils
@@ -93,6 +94,7 @@ declare -A need=(
   [tail]=coreutils
   [tr]=coreutils
   [true]=coreutils
+  [uname]=coreutils
   [chmod]=coreutils
   [wc]=coreutils
   # the jail tests enter a guest's jail
