@@ -23,7 +23,7 @@ type Subnet struct {
 	Admins       []string `hcl:"admins,optional" since:"v0.2.0" doc:"Principals with admin rights on the subnet (subnet_admins). Allowed only on a cloud_engine or a rented subnet (application on the free schedule), at most 10. Declaring none asserts none, so an admin added on-chain is drift. Order is not significant."`
 	// MinNakamoto is the least Nakamoto coefficient per attribute a
 	// membership proposal may leave the subnet with.
-	MinNakamoto map[string]int `hcl:"min_nakamoto_coefficients,optional" since:"v0.6.0" doc:"Least Nakamoto coefficient per attribute (node_provider, data_center, data_center_owner, country) a membership proposal may leave the subnet with, e.g. { node_provider = 5, country = 3 }; preflight flags a proposal that breaks one. An attribute left out takes the default for the subnet's size: what the IC target topology's limits (one node per provider, data center and owner; two per country, three from 28 nodes) guarantee, 5, 5, 5 and 3 for 13 nodes."`
+	MinNakamoto map[string]int `hcl:"min_nakamoto_coefficients,optional" since:"v0.6.0" doc:"Least Nakamoto coefficient per attribute (node_provider, data_center, data_center_owner, country) a membership proposal may leave the subnet with, e.g. { node_provider = 5, country = 3 }; preflight flags a proposal that breaks one. An attribute left out takes the default for the subnet's size: what the IC target topology's limits (one node per provider, data center and owner; two per country, three from 28 nodes) guarantee, 5, 5, 5 and 3 for 13 nodes, lowered where dre allows more on the NNS, SNS, II, fiduciary and European subnets (by subnet id)."`
 
 	Range hcl.Range
 }

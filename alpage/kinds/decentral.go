@@ -106,11 +106,12 @@ func orMissing(err error, key string) error {
 	return fmt.Errorf("the registry has no %s", key)
 }
 
-// minimumFor is the subnet's minimum coefficient per attribute: what it
+// minimumFor is subnet's minimum coefficient per attribute: what it
 // declares (min_nakamoto_coefficients), and for an attribute it leaves out
-// the default for a subnet of size nodes (decentral.DefaultMinimums).
-func minimumFor(declared map[string]int, size int) (decentral.Coefficients, [decentral.NumAttributes]bool) {
-	m := decentral.DefaultMinimums(size)
+// the default for a subnet of size nodes, with dre's exceptions for the
+// subnets it names (decentral.DefaultMinimumsFor).
+func minimumFor(subnet string, declared map[string]int, size int) (decentral.Coefficients, [decentral.NumAttributes]bool) {
+	m := decentral.DefaultMinimumsFor(subnet, size)
 	var set [decentral.NumAttributes]bool
 	for name, v := range declared {
 		if a, ok := decentral.AttributeNamed(name); ok {
@@ -146,14 +147,14 @@ func decentralization(subnet string, members []string, add, remove []string, pla
 		adding = append(adding, places.Nodes[id])
 	}
 	size := len(members) + len(add) - len(remove)
-	minimum, declaredSet := minimumFor(declared, size)
+	minimum, declaredSet := minimumFor(subnet, declared, size)
 	cmp, err := decentral.Compare(before, adding, remove, minimum)
 	if err != nil {
 		return []Check{{Severity: Warning, Message: fmt.Sprintf("the Nakamoto coefficients of subnet %s are not computed: %v", subnet, err)}}
 	}
 	var checks []Check
 	for _, row := range cmp.Rows {
-		from := fmt.Sprintf("the default for %d nodes", size)
+		from := defaultWords(subnet, size)
 		if declaredSet[row.Attribute] {
 			from = "declared"
 		}
@@ -190,4 +191,13 @@ func actorsSay(a decentral.Attribute, add, members []decentral.Node, remove []st
 		parts = append(parts, fmt.Sprintf("%s holds %d of %d nodes", x.Name, x.Nodes, total))
 	}
 	return fmt.Sprintf("%s (more than a third is %d)", strings.Join(parts, ", "), total/3+1)
+}
+
+// defaultWords says where a default minimum comes from: "the default for
+// 13 nodes", or "dre's default for the NNS subnet of 40 nodes".
+func defaultWords(subnet string, size int) string {
+	if role := decentral.SubnetRole(subnet); role != "" {
+		return fmt.Sprintf("dre's default for the %s subnet of %d nodes", role, size)
+	}
+	return fmt.Sprintf("the default for %d nodes", size)
 }

@@ -80,7 +80,7 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 		if members == nil {
 			continue
 		}
-		minimum, _ := minimumFor(s.MinNakamoto, len(members))
+		minimum, _ := minimumFor(s.ID, s.MinNakamoto, len(members))
 		res, err := decentral.Replace(decentral.Request{Members: members, Replace: replace, Candidates: pool, Minimum: minimum})
 		if err != nil {
 			note("subnet %s: no replacement is chosen: %v", word, err)
