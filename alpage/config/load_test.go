@@ -344,6 +344,12 @@ node_operator "o" {
   min_nakamoto_coefficients = { node_provider = 5, operator = 3 }
 }`,
 		}, []string{`names "operator", which is not one of node_provider, data_center, data_center_owner, country`}},
+		{"replace on a node in no subnet", map[string]string{
+			"resources.hcl": `node "n" {
+  id      = "67htk-vfkxp-gn33q-baibq"
+  replace = true
+}`,
+		}, []string{`node "n": replace = true marks a subnet member for replacement, but the node is declared in no subnet`}},
 		{"a negative Nakamoto minimum", map[string]string{
 			"resources.hcl": `subnet "a" {
   id = "67htk-vfkxp-gn33q-baibq"

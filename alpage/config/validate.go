@@ -317,6 +317,10 @@ func (l *loader) validateNode(n *Node) {
 	if n.Operator != "" {
 		l.checkPrincipal(n.Operator, l.attr(n.Range, "operator"), "node", n.Name, "operator")
 	}
+	if n.Replace && (n.Subnet == "" || n.Decommissioned) {
+		at := l.attr(n.Range, "replace")
+		l.errorf(&at, "Nothing to replace", "node %q: replace = true marks a subnet member for replacement, but the node is declared in no subnet (or decommissioned); drop replace, or declare its subnet", n.Name)
+	}
 	if n.ChipID != "" {
 		chip, err := DecodeChipID(n.ChipID)
 		if err != nil {

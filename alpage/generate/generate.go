@@ -184,7 +184,7 @@ func drift(in Input) *kinds.Drift {
 	}
 	for _, n := range res.Nodes {
 		f.Nodes = append(f.Nodes, kinds.FleetNode{ID: n.ID, Name: n.Name, Subnet: n.Subnet, Operator: n.Operator, Version: n.Version,
-			HostOS: n.HostOS, Decommissioned: n.Decommissioned, Chip: n.Chip})
+			HostOS: n.HostOS, Decommissioned: n.Decommissioned, Chip: n.Chip, Replace: n.Replace})
 	}
 	c := kinds.Chain{SubnetListErr: live.SubnetListErr, Elected: live.Elected, ElectedErr: live.ElectedErr,
 		HostOSElected: live.HostOSElected, HostOSElectedErr: live.HostOSElectedErr,

@@ -83,6 +83,8 @@ type FleetNode struct {
 	HostOS                              string
 	Decommissioned                      bool
 	Chip                                []byte
+	// Replace marks a member for replacement (replace = true).
+	Replace bool
 }
 
 // Chain is what reconcile read of the live registry and governance. A map

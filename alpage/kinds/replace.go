@@ -26,7 +26,7 @@ func (t *Topology) unhealthy(id string) bool {
 
 // generateReplacements proposes, for each declared subnet that no other
 // membership proposal changes, the replacement of its declared members the
-// topology says are down or degraded: chosen by decentral.Replace from the
+// topology says are down or degraded, and of those marked replace = true: chosen by decentral.Replace from the
 // declared, healthy, unassigned pool, each keeping every Nakamoto
 // coefficient at or above the subnet's minimum. A subnet for which no
 // choice keeps the minimums gets a note naming the attribute instead.
@@ -59,7 +59,7 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 		}
 		var replace []string
 		for _, m := range live.Members {
-			if b := d.n.nodes[m]; b != nil && b.Subnet == s.ID && t.unhealthy(m) && !d.Pending[Change{Op: OpRemove, Subject: m, Target: s.ID}] {
+			if b := d.n.nodes[m]; b != nil && b.Subnet == s.ID && (b.Replace || t.unhealthy(m)) && !d.Pending[Change{Op: OpRemove, Subject: m, Target: s.ID}] {
 				replace = append(replace, m)
 			}
 		}
@@ -71,7 +71,7 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 		for _, m := range live.Members {
 			p, ok := t.Places.Nodes[m]
 			if !ok {
-				note("subnet %s: members %s are not healthy, but where member %s is could not be read (%s), so no replacement is chosen", word, strings.Join(replace, ", "), m, t.Places.Err[m])
+				note("subnet %s: members %s are to be replaced, but where member %s is could not be read (%s), so no replacement is chosen", word, strings.Join(replace, ", "), m, t.Places.Err[m])
 				members = nil
 				break
 			}
@@ -87,7 +87,7 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 			continue
 		}
 		if res.Infeasible != nil {
-			note("subnet %s: members %s are not healthy, but no replacement from the %d declared, healthy, unassigned nodes keeps the subnet's Nakamoto minimums (%s): %s; no proposal is generated: declare more unassigned nodes, or lower min_nakamoto_coefficients",
+			note("subnet %s: members %s are to be replaced (not healthy, or marked), but no replacement from the %d declared, healthy, unassigned nodes keeps the subnet's Nakamoto minimums (%s): %s; no proposal is generated: declare more unassigned nodes, or lower min_nakamoto_coefficients",
 				word, strings.Join(replace, ", "), len(pool), minimum, res.Infeasible)
 			continue
 		}
@@ -96,8 +96,11 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 		for _, c := range res.Choices {
 			reason := strings.TrimPrefix(c.Reason(minimum), c.Chosen.ID+" replaces "+c.Replaced+": ")
 			mv.add = append(mv.add, move{node: d.n.node(c.Chosen.ID), why: fmt.Sprintf("joins the subnet in place of %s: %s", c.Replaced, reason)})
-			h := t.Health[c.Replaced]
-			mv.remove = append(mv.remove, move{node: d.n.node(c.Replaced), why: fmt.Sprintf("leaves the subnet: it is %s (%s)", h.Health, h.Why)})
+			why := "leaves the subnet: it is marked for replacement (replace = true)"
+			if h := t.Health[c.Replaced]; t.unhealthy(c.Replaced) {
+				why = fmt.Sprintf("leaves the subnet: it is %s (%s)", h.Health, h.Why)
+			}
+			mv.remove = append(mv.remove, move{node: d.n.node(c.Replaced), why: why})
 			added = append(added, c.Chosen)
 			removed = append(removed, decentral.Node{ID: c.Replaced})
 			pool = slices.DeleteFunc(pool, func(n decentral.Node) bool { return n.ID == c.Chosen.ID })
@@ -107,9 +110,13 @@ func generateReplacements(d *Drift, busy map[string]bool) (out []Generated, note
 		out = append(out, g)
 		var redeclare []string
 		for i := range added {
-			redeclare = append(redeclare, fmt.Sprintf("node %s in subnet %s and node %s in none", d.n.node(added[i].ID).word(), word, d.n.node(removed[i].ID).word()))
+			gone := fmt.Sprintf("node %s in none", d.n.node(removed[i].ID).word())
+			if b := d.n.nodes[removed[i].ID]; b != nil && b.Replace {
+				gone += " without replace"
+			}
+			redeclare = append(redeclare, fmt.Sprintf("node %s in subnet %s and %s", d.n.node(added[i].ID).word(), word, gone))
 		}
-		note("%s replaces the unhealthy members of subnet %s; once it executes, declare %s, or reconcile reports the swap as drift", g.Name, word, strings.Join(redeclare, "; "))
+		note("%s replaces members of subnet %s; once it executes, declare %s, or reconcile reports the swap as drift", g.Name, word, strings.Join(redeclare, "; "))
 	}
 	return out, notes
 }

@@ -90,3 +90,27 @@ func TestAMemberWhoseHealthIsUnknownIsLeftInItsSubnet(t *testing.T) {
 		t.Errorf("generated %v, notes %q; want nothing", gs, notes)
 	}
 }
+
+func TestAHealthyMemberMarkedForReplacementIsReplacedToo(t *testing.T) {
+	d := replacementDrift(nil)
+	d.Chain.Topology.Health["m4"] = HealthFacts{Health: HealthHealthy}
+	for i := range d.Fleet.Nodes {
+		if d.Fleet.Nodes[i].ID == "m3" {
+			d.Fleet.Nodes[i].Replace = true
+		}
+	}
+	gs, notes := generateMembership(d)
+	if len(gs) != 1 {
+		t.Fatalf("generated %d proposals, want 1; notes %q", len(gs), notes)
+	}
+	m := gs[0].Body.(*Membership)
+	if len(m.Remove) != 1 || m.Remove[0].ID != "m3" || len(m.Add) != 1 || m.Add[0].ID != "c2" {
+		t.Fatalf("proposal adds %v and removes %v, want c2 for m3", m.Add, m.Remove)
+	}
+	if !strings.Contains(gs[0].Summary, "m3 leaves the subnet: it is marked for replacement (replace = true)") {
+		t.Errorf("the summary does not say why m3 leaves:\n%s", gs[0].Summary)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "node node_m3 in none without replace") {
+		t.Errorf("notes %q", notes)
+	}
+}

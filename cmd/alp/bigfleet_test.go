@@ -26,6 +26,8 @@ type bigFleet struct {
 	// declared is each node's declared subnet ("" for none).
 	declared map[string]string
 	nodeName map[string]string
+	// marked are the members declared replace = true.
+	marked map[string]bool
 }
 
 const bigVersion = "f7a20dd476ef99474b4f932fb0a24327bdeb4a67"
@@ -48,7 +50,7 @@ func newBigFleet(seed uint64) *bigFleet {
 		}
 		return n - 1
 	}
-	b := &bigFleet{members: map[string][]string{}, dcOf: map[string]string{}, declared: map[string]string{}, nodeName: map[string]string{}}
+	b := &bigFleet{members: map[string][]string{}, dcOf: map[string]string{}, declared: map[string]string{}, nodeName: map[string]string{}, marked: map[string]bool{}}
 	f := &devnet.Fleet{Versions: []devnet.FleetVersion{{ID: bigVersion, Release: "release-2026-11-13_03-21-base"}}}
 	country := make([]string, dcs)
 	owner := make([]string, dcs)
@@ -164,6 +166,9 @@ func (b *bigFleet) hcl() string {
 		fmt.Fprintf(&w, "node %q {\n  id       = %q\n  operator = node_operator.%s.id\n", b.nodeName[n.ID], n.ID, opName[n.Operator])
 		if s := b.declared[n.ID]; s != "" {
 			fmt.Fprintf(&w, "  subnet   = subnet.%s.id\n", subnetName[s])
+		}
+		if b.marked[n.ID] {
+			w.WriteString("  replace  = true\n")
 		}
 		w.WriteString("}\n\n")
 	}
