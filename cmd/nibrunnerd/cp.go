@@ -107,12 +107,24 @@ func copyOut(ctx context.Context, c *control.Client, src copyArg, dst string, er
 	pr, pw := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- extractTar(pr, target, base) }()
+	go func() {
+		err := extractTar(pr, target, base)
+		if err == nil {
+			// tar pads its archive past the end marker the reader stops
+			// at; left unread, the padding would block the session.
+			_, err = io.Copy(io.Discard, pr)
+		}
+		// A failed extraction fails the next write, which ends the session.
+		pr.CloseWithError(err)
+		done <- err
+	}()
 	exit, err := control.RunExec(ctx, conn, control.ExecIO{Stdout: pw, Stderr: &limited{w: &stderr, n: 8 << 10}})
 	pw.CloseWithError(err)
 	xerr := <-done
-	pr.Close()
 	switch {
+	case xerr != nil && err != nil:
+		// The extraction failed first and stopped the stream.
+		return fmt.Errorf("cp %s:%s to %s: %w", src.app, p, dst, xerr)
 	case err != nil:
 		return fmt.Errorf("cp %s:%s: %w", src.app, p, err)
 	case exit.Code != 0:
