@@ -58,5 +58,6 @@ reported.json.`,
 	root.AddCommand(newWakeCmd())
 	root.AddCommand(newPSCmd(), newStatusCmd(), newLogsCmd(), newEventsCmd())
 	root.AddCommand(newExecCmd(), newCpCmd())
+	root.AddCommand(newImageCmd(), newAppCmd())
 	return root
 }

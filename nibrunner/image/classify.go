@@ -15,7 +15,7 @@ import (
 
 // classify turns any failure of a pull into an *Error with a reason and a
 // sentence.
-func classify(r Reference, err error) error {
+func classify(r Reference, err error) *Error {
 	ref := r.String()
 	var pe *Error
 	if errors.As(err, &pe) {

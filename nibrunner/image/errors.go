@@ -55,7 +55,9 @@ func (r Reason) Retryable() bool {
 // Error is every failure of Puller.Pull: the reference, the reason and a
 // sentence for a person (Error()), wrapping the cause.
 type Error struct {
-	Ref    string
+	Ref string
+	// Op is what was asked of Ref: "pull" (also when empty) or "inspect".
+	Op     string
 	Reason Reason
 	// Sentence says what happened and what to do, without the cause's
 	// library text.
@@ -66,7 +68,11 @@ type Error struct {
 func (e *Error) Error() string {
 	what := "image puller"
 	if e.Ref != "" {
-		what = "pull " + e.Ref
+		op := e.Op
+		if op == "" {
+			op = "pull"
+		}
+		what = op + " " + e.Ref
 	}
 	if e.Err == nil {
 		return fmt.Sprintf("%s: %s", what, e.Sentence)

@@ -120,6 +120,33 @@ func New(opts Options) (*Puller, error) {
 	if opts.CacheDir == "" {
 		return nil, &Error{Reason: ReasonConfig, Sentence: "the image cache folder is not set"}
 	}
+	p, err := newClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"images", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(opts.CacheDir, sub), 0o700); err != nil {
+			return nil, &Error{Reason: ReasonLocal, Sentence: "the image cache folder cannot be made", Err: err}
+		}
+	}
+	// A pull cut short by a crash left its staging here; none is trusted.
+	tmps, _ := os.ReadDir(filepath.Join(opts.CacheDir, "tmp"))
+	for _, e := range tmps {
+		_ = os.RemoveAll(filepath.Join(opts.CacheDir, "tmp", e.Name()))
+	}
+	return p, nil
+}
+
+// NewInspector checks the same settings as New but makes a Puller that
+// only inspects: it has no cache and touches nothing on disk, so it may
+// run beside a daemon pulling into the cache. Its Pull is refused.
+func NewInspector(opts Options) (*Puller, error) {
+	opts.CacheDir = ""
+	return newClient(opts)
+}
+
+// newClient is a Puller's registry side: settings, credentials, transport.
+func newClient(opts Options) (*Puller, error) {
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = DefaultStallTimeout
 	}
@@ -160,16 +187,6 @@ func New(opts Options) (*Puller, error) {
 	base.TLSHandshakeTimeout = opts.StallTimeout
 	base.DialContext = (&net.Dialer{Timeout: opts.StallTimeout, KeepAlive: 30 * time.Second}).DialContext
 	p.transport = &guard{base: base, plain: p.plain, stall: opts.StallTimeout}
-	for _, sub := range []string{"images", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(opts.CacheDir, sub), 0o700); err != nil {
-			return nil, &Error{Reason: ReasonLocal, Sentence: "the image cache folder cannot be made", Err: err}
-		}
-	}
-	// A pull cut short by a crash left its staging here; none is trusted.
-	tmps, _ := os.ReadDir(filepath.Join(opts.CacheDir, "tmp"))
-	for _, e := range tmps {
-		_ = os.RemoveAll(filepath.Join(opts.CacheDir, "tmp", e.Name()))
-	}
 	return p, nil
 }
 
@@ -220,6 +237,9 @@ func (p *Puller) Pull(ctx context.Context, ref string, progress func(Progress)) 
 	if err != nil {
 		return Image{}, &Error{Ref: ref, Reason: ReasonBadReference, Sentence: err.Error()}
 	}
+	if p.opts.CacheDir == "" {
+		return Image{}, &Error{Ref: ref, Reason: ReasonConfig, Sentence: "this puller was made to inspect images only (NewInspector) and has no cache to pull into"}
+	}
 	if progress == nil {
 		progress = func(Progress) {}
 	}
@@ -247,59 +267,80 @@ func (p *Puller) remoteOptions(ctx context.Context) []remote.Option {
 	}
 }
 
-func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress)) (Image, error) {
+// resolved is an image's manifest and config, fetched and verified, and
+// its layers checked for what this package can unpack.
+type resolved struct {
+	img      v1.Image
+	digest   v1.Hash // the linux/amd64 image manifest's
+	manifest *v1.Manifest
+	config   *v1.ConfigFile
+}
+
+// resolve fetches r's manifest (choosing linux/amd64 from an index) and
+// config blob, checking each against its digest, without any layer.
+func (p *Puller) resolve(ctx context.Context, r Reference) (resolved, error) {
 	var nopts []name.Option
 	if p.plain[r.Registry] {
 		nopts = append(nopts, name.Insecure)
 	}
 	nd, err := r.name(nopts...)
 	if err != nil {
-		return Image{}, err
+		return resolved{}, err
 	}
-	prog := Progress{Ref: r.String(), Phase: "manifest"}
-	progress(prog)
-	ropts := p.remoteOptions(ctx)
-	desc, err := remote.Get(nd, ropts...)
+	desc, err := remote.Get(nd, p.remoteOptions(ctx)...)
 	if err != nil {
-		return Image{}, fmt.Errorf("fetch the manifest: %w", err)
+		return resolved{}, fmt.Errorf("fetch the manifest: %w", err)
 	}
 	img, err := platformImage(desc)
 	if err != nil {
-		return Image{}, err
+		return resolved{}, err
 	}
 	mdigest, err := img.Digest()
 	if err != nil {
-		return Image{}, err
+		return resolved{}, err
 	}
 	manifest, err := img.Manifest()
 	if err != nil {
-		return Image{}, fmt.Errorf("read the manifest: %w", err)
+		return resolved{}, fmt.Errorf("read the manifest: %w", err)
 	}
 	rawCfg, err := img.RawConfigFile()
 	if err != nil {
-		return Image{}, fmt.Errorf("fetch the config blob: %w", err)
+		return resolved{}, fmt.Errorf("fetch the config blob: %w", err)
 	}
 	if got := sha256Hex(rawCfg); "sha256:"+got != manifest.Config.Digest.String() {
-		return Image{}, &Error{Reason: ReasonDigestMismatch, Sentence: fmt.Sprintf("the config blob hashes to sha256:%s, not %s as the manifest says", got, manifest.Config.Digest)}
+		return resolved{}, &Error{Reason: ReasonDigestMismatch, Sentence: fmt.Sprintf("the config blob hashes to sha256:%s, not %s as the manifest says", got, manifest.Config.Digest)}
 	}
 	cfg, err := v1.ParseConfigFile(strings.NewReader(string(rawCfg)))
 	if err != nil {
-		return Image{}, fmt.Errorf("read the config blob: %w", err)
+		return resolved{}, fmt.Errorf("read the config blob: %w", err)
 	}
 	if cfg.OS != "" && (cfg.OS != "linux" || cfg.Architecture != "amd64") {
-		return Image{}, &Error{Reason: ReasonNoPlatform, Sentence: fmt.Sprintf("the image is for %s/%s, and nibrunner runs linux/amd64; name the linux/amd64 image's digest", cfg.OS, cfg.Architecture)}
+		return resolved{}, &Error{Reason: ReasonNoPlatform, Sentence: fmt.Sprintf("the image is for %s/%s, and nibrunner runs linux/amd64; name the linux/amd64 image's digest", cfg.OS, cfg.Architecture)}
 	}
 	if len(cfg.RootFS.DiffIDs) != len(manifest.Layers) {
-		return Image{}, &Error{Reason: ReasonRegistry, Sentence: fmt.Sprintf("the manifest lists %d layers but the config %d diff_ids; the image is malformed", len(manifest.Layers), len(cfg.RootFS.DiffIDs))}
+		return resolved{}, &Error{Reason: ReasonRegistry, Sentence: fmt.Sprintf("the manifest lists %d layers but the config %d diff_ids; the image is malformed", len(manifest.Layers), len(cfg.RootFS.DiffIDs))}
 	}
 	for _, l := range manifest.Layers {
-		prog.FetchTotal += l.Size
 		if len(l.URLs) > 0 {
-			return Image{}, &Error{Reason: ReasonRegistry, Sentence: fmt.Sprintf("layer %s is non-distributable (it names URLs outside the registry), which nibrunner does not fetch", l.Digest)}
+			return resolved{}, &Error{Reason: ReasonRegistry, Sentence: fmt.Sprintf("layer %s is non-distributable (it names URLs outside the registry), which nibrunner does not fetch", l.Digest)}
 		}
 		if _, err := decompressor(l.MediaType); err != nil {
-			return Image{}, err
+			return resolved{}, err
 		}
+	}
+	return resolved{img: img, digest: mdigest, manifest: manifest, config: cfg}, nil
+}
+
+func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress)) (Image, error) {
+	prog := Progress{Ref: r.String(), Phase: "manifest"}
+	progress(prog)
+	res, err := p.resolve(ctx, r)
+	if err != nil {
+		return Image{}, err
+	}
+	img, mdigest, manifest, cfg := res.img, res.digest, res.manifest, res.config
+	for _, l := range manifest.Layers {
+		prog.FetchTotal += l.Size
 	}
 	prog.Layers = len(manifest.Layers)
 
