@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -144,7 +145,7 @@ func copyRange(ctx context.Context, in, out *os.File, e Extent) error {
 //	trailer: offset = file size, length = 0
 //
 // ReadSparse writes it back as a sparse file of the same size.
-const sparseMagic = "NIBSPRS1"
+const sparseMagic = sparseMagicPrefix + "1"
 
 // WriteSparse writes the container of the file at path to w and returns
 // the bytes written.
@@ -191,20 +192,72 @@ func WriteSparse(ctx context.Context, w io.Writer, path string) (int64, error) {
 	return n, put(uint64(info.Size()), 0)
 }
 
+// FormatVersion is the version of the sparse container this host writes
+// and the newest it reads: the digit that ends the magic ("NIBSPRS1").
+const FormatVersion = 1
+
+// sparseMagicPrefix starts every version's magic; the eighth byte is the
+// version, an ASCII digit.
+const sparseMagicPrefix = "NIBSPRS"
+
+// Header is what a sparse container's first 16 bytes say.
+type Header struct {
+	// Version is the container's format version (the magic's last digit).
+	Version int
+	// Size is the length of the file it holds, holes included.
+	Size int64
+}
+
+// IsContainer reports whether head, an object's first bytes (8 or more),
+// opens a sparse container of any version: a checkpoint this host family
+// wrote, told apart from an archive (tar, gzip, zip) by its magic.
+func IsContainer(head []byte) bool {
+	return len(head) >= 8 && string(head[:7]) == sparseMagicPrefix && head[7] >= '1' && head[7] <= '9'
+}
+
+// ErrNewerFormat is wrapped by ReadHeader when the container is of a
+// version newer than FormatVersion.
+var ErrNewerFormat = errors.New("the checkpoint is of a newer format than this host reads")
+
+// ReadHeader reads a container's header from r. A container of a newer
+// version than this host reads is refused (ErrNewerFormat): its runs may
+// not mean what this version's do.
+func ReadHeader(r io.Reader) (Header, error) {
+	hdr := make([]byte, 16)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return Header{}, fmt.Errorf("read the sparse container's header: %w", err)
+	}
+	if !IsContainer(hdr) {
+		return Header{}, fmt.Errorf("not a sparse container: it starts %q, not %q", hdr[:8], sparseMagic)
+	}
+	h := Header{Version: int(hdr[7] - '0'), Size: int64(binary.BigEndian.Uint64(hdr[8:]))}
+	if h.Version > FormatVersion {
+		return h, fmt.Errorf("%w: it is format %d, and this nibrunnerd reads format %d and older; restore it on a host that runs a newer nibrunnerd, or upgrade this one", ErrNewerFormat, h.Version, FormatVersion)
+	}
+	if h.Size < 0 {
+		return h, fmt.Errorf("the sparse container's size %d is not a file's", h.Size)
+	}
+	return h, nil
+}
+
 // ReadSparse reads a container from r into the new file path, holes
 // restored, and returns the file's size.
 func ReadSparse(r io.Reader, path string) (size int64, err error) {
-	hdr := make([]byte, 16)
-	if _, err := io.ReadFull(r, hdr); err != nil {
-		return 0, fmt.Errorf("read the sparse container's header: %w", err)
-	}
-	if string(hdr[:8]) != sparseMagic {
-		return 0, fmt.Errorf("not a sparse container: it starts %q, not %q", hdr[:8], sparseMagic)
-	}
-	size = int64(binary.BigEndian.Uint64(hdr[8:]))
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	h, err := ReadHeader(r)
 	if err != nil {
 		return 0, err
+	}
+	return h.Size, ReadRuns(context.Background(), r, h, path, nil)
+}
+
+// ReadRuns reads the runs of the container whose header h was read from r
+// into the new file path, h.Size long, holes restored, adding each run's
+// bytes to written (when not nil) as they land. It stops when ctx ends.
+// In every failure path is removed.
+func ReadRuns(ctx context.Context, r io.Reader, h Header, path string, written *atomic.Int64) (err error) {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if cerr := out.Close(); err == nil {
@@ -214,23 +267,38 @@ func ReadSparse(r io.Reader, path string) (size int64, err error) {
 			os.Remove(path)
 		}
 	}()
+	size := h.Size
 	if err := out.Truncate(size); err != nil {
-		return 0, err
+		return err
 	}
+	hdr := make([]byte, 16)
 	var last int64
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, err := io.ReadFull(r, hdr); err != nil {
-			return 0, fmt.Errorf("read the sparse container: %w", err)
+			return fmt.Errorf("read the sparse container: %w", err)
 		}
 		off, n := int64(binary.BigEndian.Uint64(hdr[:8])), int64(binary.BigEndian.Uint64(hdr[8:]))
 		if n == 0 && off == size {
-			return size, out.Sync()
+			return out.Sync()
 		}
-		if off < last || n <= 0 || off+n > size {
-			return 0, fmt.Errorf("the sparse container's run at %d of %d bytes is out of order or past its end (%d)", off, n, size)
+		if off < last || n <= 0 || off+n > size || off+n < off {
+			return fmt.Errorf("the sparse container's run at %d of %d bytes is out of order or past its end (%d)", off, n, size)
 		}
-		if _, err := io.CopyN(io.NewOffsetWriter(out, off), r, n); err != nil {
-			return 0, fmt.Errorf("read the sparse container: %w", err)
+		for done := int64(0); done < n; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			m, err := io.CopyN(io.NewOffsetWriter(out, off+done), r, min(n-done, 8<<20))
+			done += m
+			if written != nil {
+				written.Add(m)
+			}
+			if err != nil {
+				return fmt.Errorf("read the sparse container: %w", err)
+			}
 		}
 		last = off + n
 	}

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,9 @@ type Info struct {
 	// Size is the volume file's length; Data the bytes it holds.
 	Size int64 `json:",omitempty"`
 	Data int64 `json:",omitempty"`
+	// Digest is the lowercase hex sha-256 of the object: what a volume's
+	// initialContents names to restore from it.
+	Digest string `json:",omitempty"`
 }
 
 // ObjectSuffix ends every checkpoint's key: the object is the sparse
@@ -124,9 +128,10 @@ func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, Snapsh
 	defer os.Remove(note)
 	pr, pw := io.Pipe()
 	written := make(chan struct{})
+	sum := sha256.New()
 	go func() {
 		defer close(written)
-		_, err := WriteSparse(ctx, pw, s.local(id))
+		_, err := WriteSparse(ctx, io.MultiWriter(sum, pw), s.local(id))
 		pw.CloseWithError(err)
 	}()
 	_, err = s.opt.Objects.PutStream(ctx, key, pr)
@@ -135,7 +140,7 @@ func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, Snapsh
 	if err != nil {
 		return Info{}, snap, fmt.Errorf("checkpoint %s: upload: %w", id, err)
 	}
-	info := Info{VolumeID: vol.ID, Reference: s.opt.Objects.URL(key), ReadyAt: time.Now().UTC(), Key: key, Size: snap.Size, Data: snap.Data}
+	info := Info{VolumeID: vol.ID, Reference: s.opt.Objects.URL(key), ReadyAt: time.Now().UTC(), Key: key, Size: snap.Size, Data: snap.Data, Digest: hex.EncodeToString(sum.Sum(nil))}
 	b, _ := json.Marshal(info)
 	if err := atomicfile.WriteFile(s.recordPath(id), b, 0o600); err != nil {
 		return Info{}, snap, fmt.Errorf("checkpoint %s: record it: %w", id, err)

@@ -77,6 +77,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		f := plan.CheckpointFacts{Volume: d.volumeOf(string(c.VolumeId), failures)}
 		if info, ok := cps[string(c.CheckpointId)]; ok {
 			f.Exists, f.Reference, f.ReadyAt = true, info.Reference, info.ReadyAt
+			f.Key, f.Digest = info.Key, info.Digest
 		}
 		f.Create = d.jobFacts(cpCreateJob(string(c.CheckpointId)))
 		r.Checkpoints = append(r.Checkpoints, plan.CheckpointStatus(d.doc, c, f, now))

@@ -33,6 +33,8 @@ type CheckpointFacts struct {
 	Exists    bool
 	Reference string
 	ReadyAt   time.Time
+	// Key and Digest are its object's key and sha-256, when known.
+	Key, Digest string
 	// Create is how the job that makes it is doing.
 	Create JobFacts
 	Volume VolumeOf
@@ -49,6 +51,7 @@ func CheckpointStatus(doc *desired.HostDesiredState, c desired.DesiredCheckpoint
 	case f.Exists:
 		at := f.ReadyAt
 		rc.State, rc.Reference, rc.ReadyAt = reported.CheckpointReady, f.Reference, &at
+		rc.ObjectKey, rc.Digest = desired.ObjectKey(f.Key), desired.Sha256Digest(f.Digest)
 		return rc
 	case f.Create.Failed:
 		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", f.Create, now)

@@ -205,6 +205,11 @@ type Checkpoint struct {
 	Reference    string               `json:"reference,omitempty" nib:"optional"`
 	ReadyAt      *time.Time           `json:"readyAt,omitempty" nib:"optional"`
 	Message      string               `json:"message,omitempty" nib:"optional,rule=message"`
+	// ObjectKey and Digest are the checkpoint's object in the checkpoint
+	// store and its sha-256 (ours): what a volume's initialContents names
+	// to be restored from it, on this host or another.
+	ObjectKey desired.ObjectKey    `json:"objectKey,omitempty" nib:"optional"`
+	Digest    desired.Sha256Digest `json:"digest,omitempty" nib:"optional"`
 }
 
 // Export is one export's report.

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
+	"alpnib.dev/nibrunner/clock"
+	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
 )
 
@@ -215,4 +218,106 @@ func (l *Local) dropFinishedSeeds() {
 			_ = l.dropSeed(id)
 		}
 	}
+}
+
+// seeding is one attempt to seed a volume from initialContents: its
+// archive (.seed-<id>.archive) is kept beside the volumes until the volume
+// is made, with a note of how far it came (.seed-<id>.json). An attempt
+// interrupted (ctx ended, the daemon stopped or restarted) leaves both,
+// and the next one uses the archive again without fetching it when it was
+// whole, and fetches it from the start otherwise (Progress.Earlier says
+// which). A failure, or an attempt given up (ErrGivenUp), leaves neither.
+type seeding struct {
+	l       *Local
+	id      string
+	c       *Contents
+	p       *Progress
+	st      seedState
+	archive string
+}
+
+// beginSeed fetches c's object for volume id and checks its digest, or
+// takes the whole one an interrupted attempt left, telling p how it goes.
+// The caller ends the seeding with end, whatever happens next.
+func (l *Local) beginSeed(ctx context.Context, id string, c *Contents, p *Progress, clk clock.Clock) (_ *seeding, err error) {
+	if l.Store == nil {
+		return nil, errors.New("initialContents: no artifact store is configured")
+	}
+	if p == nil {
+		p = &Progress{}
+	}
+	earlier, err := l.earlierSeed(id, c.Digest)
+	if err != nil {
+		return nil, err
+	}
+	p.earlier.Store(earlier)
+	sd := &seeding{l: l, id: id, c: c, p: p, st: seedState{Digest: c.Digest, StartedAt: clk.Now().UTC()}, archive: l.seedArchivePath(id)}
+	defer func() {
+		if err != nil {
+			sd.end(ctx, err)
+		}
+	}()
+	if earlier != nil && earlier.Resumed {
+		sd.st.StartedAt, sd.st.Fetched, sd.st.Whole = earlier.StartedAt, earlier.Fetched, true
+		p.fetched.Store(earlier.Fetched)
+		p.total.Store(earlier.Fetched)
+		return sd, nil
+	}
+	if err := l.writeSeedState(id, sd.st); err != nil {
+		return nil, err
+	}
+	p.setPhase(Fetching)
+	n, err := l.fetchSeed(ctx, id, c, p)
+	if err != nil {
+		return nil, fmt.Errorf("initialContents: %w", err)
+	}
+	sd.st.Fetched, sd.st.Whole = n, true
+	if err := l.writeSeedState(id, sd.st); err != nil {
+		return nil, err
+	}
+	return sd, nil
+}
+
+// end ends the seeding as err says: interrupted, it notes how far it came
+// for the next attempt; failed or given up, it removes what it fetched;
+// done, it leaves that to the caller (create, once the volume is in
+// place).
+func (sd *seeding) end(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+	case interrupted(ctx):
+		if !sd.st.Whole {
+			sd.st.Fetched = sd.p.fetched.Load()
+		}
+		_ = sd.l.writeSeedState(sd.id, sd.st)
+	default:
+		_ = sd.l.dropSeed(sd.id)
+	}
+}
+
+// unpack unpacks the seed's archive under upper/destinationPath.
+func (sd *seeding) unpack(ctx context.Context, upper string, size int64) (UnpackStats, error) {
+	c, p := sd.c, sd.p
+	p.setPhase(Unpacking)
+	rel := strings.TrimPrefix(filepath.Clean("/"+c.DestinationPath), "/")
+	dest := filepath.Join(upper, rel)
+	if !strings.HasPrefix(dest+"/", upper+"/") {
+		return UnpackStats{}, fmt.Errorf("initialContents: destinationPath %q leaves the root", c.DestinationPath)
+	}
+	// The folders down to it are the guest's, root-owned and open to the
+	// tenant whatever the daemon's umask.
+	if err := perm.MkdirExact(upper, dest, 0o755); err != nil {
+		return UnpackStats{}, err
+	}
+	stats, err := Unpack(ctx, sd.archive, dest, UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID, Limit: size, Progress: &p.unpacked})
+	if err != nil {
+		return stats, fmt.Errorf("initialContents %q: %w", c.ObjectKey, err)
+	}
+	if dest == upper {
+		// Seeded at "/": the entries are the tenant's, the root is not.
+		if err := os.Chown(upper, 0, 0); err != nil {
+			return stats, err
+		}
+	}
+	return stats, nil
 }

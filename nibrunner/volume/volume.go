@@ -25,10 +25,10 @@ import (
 	"time"
 
 	"alpnib.dev/internal/keylock"
+	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/guest"
 	"alpnib.dev/nibrunner/jail"
-	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/store"
 )
 
@@ -217,7 +217,10 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 
 // create formats a new volume beside its final name and renames it into
 // place, so a crash never leaves a half-made volume that looks made.
-func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) (*UnpackStats, error) {
+//
+// initialContents that names a checkpoint rather than an archive is
+// restored instead (restore): its image becomes the volume's.
+func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) (_ *UnpackStats, err error) {
 	stage, err := os.MkdirTemp(l.Dir, ".stage-"+spec.VolumeID+"-")
 	if err != nil {
 		return nil, err
@@ -238,8 +241,18 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 	}
 	var seeded *UnpackStats
 	if c := spec.InitialContents; c != nil {
-		stats, err := l.seed(ctx, spec.VolumeID, c, upper, size, spec.Progress, clock.Or(spec.Clock))
-		if err != nil {
+		var sd *seeding
+		if sd, err = l.beginSeed(ctx, spec.VolumeID, c, spec.Progress, clock.Or(spec.Clock)); err != nil {
+			return nil, err
+		}
+		// err is create's: the seeding ends as the making of the volume
+		// does.
+		defer func() { sd.end(ctx, err) }()
+		if head, _ := sniff(sd.archive, 8); checkpoint.IsContainer(head) {
+			return nil, l.restore(ctx, spec, sd, path, size)
+		}
+		var stats UnpackStats
+		if stats, err = sd.unpack(ctx, upper, size); err != nil {
 			return nil, err
 		}
 		seeded = &stats
@@ -282,82 +295,6 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 		return nil, fmt.Errorf("the volume is made, but what seeding it left is not removed: %w", err)
 	}
 	return seeded, nil
-}
-
-// seed fetches the archive, checks its digest and unpacks it under
-// upper/destinationPath, telling p how it goes. The archive is kept beside
-// the volumes (.seed-<id>.archive) until the volume is made, with a note of
-// how far it came (.seed-<id>.json): an attempt interrupted (ctx ended, the
-// daemon stopped or restarted) leaves both, and the next one unpacks the
-// archive again without fetching it when it was whole, and fetches it from
-// the start otherwise (p.Earlier says which). A failure, or an attempt
-// given up (ErrGivenUp), leaves neither.
-func (l *Local) seed(ctx context.Context, id string, c *Contents, upper string, size int64, p *Progress, clk clock.Clock) (stats UnpackStats, err error) {
-	if l.Store == nil {
-		return UnpackStats{}, errors.New("initialContents: no artifact store is configured")
-	}
-	if p == nil {
-		p = &Progress{}
-	}
-	earlier, err := l.earlierSeed(id, c.Digest)
-	if err != nil {
-		return UnpackStats{}, err
-	}
-	p.earlier.Store(earlier)
-	st := seedState{Digest: c.Digest, StartedAt: clk.Now().UTC()}
-	defer func() {
-		switch {
-		case err == nil:
-		case interrupted(ctx):
-			// Interrupted: the next attempt reads how far this one came.
-			if !st.Whole {
-				st.Fetched = p.fetched.Load()
-			}
-			_ = l.writeSeedState(id, st)
-		default:
-			_ = l.dropSeed(id)
-		}
-	}()
-	if earlier != nil && earlier.Resumed {
-		st.StartedAt, st.Fetched, st.Whole = earlier.StartedAt, earlier.Fetched, true
-		p.fetched.Store(earlier.Fetched)
-		p.total.Store(earlier.Fetched)
-	} else {
-		if err := l.writeSeedState(id, st); err != nil {
-			return UnpackStats{}, err
-		}
-		p.setPhase(Fetching)
-		n, err := l.fetchSeed(ctx, id, c, p)
-		if err != nil {
-			return UnpackStats{}, fmt.Errorf("initialContents: %w", err)
-		}
-		st.Fetched, st.Whole = n, true
-		if err := l.writeSeedState(id, st); err != nil {
-			return UnpackStats{}, err
-		}
-	}
-	p.setPhase(Unpacking)
-	rel := strings.TrimPrefix(filepath.Clean("/"+c.DestinationPath), "/")
-	dest := filepath.Join(upper, rel)
-	if !strings.HasPrefix(dest+"/", upper+"/") {
-		return UnpackStats{}, fmt.Errorf("initialContents: destinationPath %q leaves the root", c.DestinationPath)
-	}
-	// The folders down to it are the guest's, root-owned and open to the
-	// tenant whatever the daemon's umask.
-	if err := perm.MkdirExact(upper, dest, 0o755); err != nil {
-		return UnpackStats{}, err
-	}
-	stats, err = Unpack(ctx, l.seedArchivePath(id), dest, UnpackOptions{UID: guest.TenantUID, GID: guest.TenantGID, Limit: size, Progress: &p.unpacked})
-	if err != nil {
-		return stats, fmt.Errorf("initialContents %q: %w", c.ObjectKey, err)
-	}
-	if dest == upper {
-		// Seeded at "/": the entries are the tenant's, the root is not.
-		if err := os.Chown(upper, 0, 0); err != nil {
-			return stats, err
-		}
-	}
-	return stats, nil
 }
 
 // grow extends the file and the filesystem in it. The volume must not be
