@@ -54,6 +54,11 @@ func classify(r Reference, err error) *Error {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		e.Reason = ReasonLocal
 		e.Sentence = "the pull was cancelled"
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// net/http's text for a TLS handshake answered in plain HTTP
+		// (net/http/transport.go); it has no error type.
+		e.Reason = ReasonUnreachable
+		e.Sentence = fmt.Sprintf("the registry %s answers plain HTTP, not HTTPS; give it TLS, or, when it is on this machine's loopback, name it in the host's [images] plain_http_registries", r.Registry)
 	case isDial(err):
 		e.Reason = ReasonUnreachable
 		e.Sentence = fmt.Sprintf("the registry %s cannot be reached; check its address and, for TLS, the CA file", r.Registry)

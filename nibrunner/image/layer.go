@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,10 +21,32 @@ var _ layer.Images = (*Puller)(nil)
 func (p *Puller) PullLayer(ctx context.Context, reference string) (layer.Image, error) {
 	img, err := p.Pull(ctx, reference, nil)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return layer.Image{}, &layerError{e}
+		}
 		return layer.Image{}, err
 	}
 	return layer.Image{Path: img.Path, Format: "squashfs", Digest: strings.TrimPrefix(img.SquashfsDigest, "sha256:"), Size: img.Size}, nil
 }
+
+// layerError is a pull's failure as the layer cache's error wraps it: the
+// layer's name already says the reference, so it is the sentence alone,
+// with the cause only where the sentence is general. The report's message
+// is at most 512 characters, and the sentence says what to do.
+type layerError struct{ pull *Error }
+
+func (e *layerError) Error() string {
+	switch e.pull.Reason {
+	case ReasonLocal, ReasonRegistry, ReasonUnreachable:
+		if e.pull.Err != nil {
+			return fmt.Sprintf("%s (%v)", e.pull.Sentence, e.pull.Err)
+		}
+	}
+	return e.pull.Sentence
+}
+
+func (e *layerError) Unwrap() error { return e.pull }
 
 // PruneLayers removes every cached image that no reference in keep names
 // by digest, each under the lock a pull of it takes, and returns the bytes

@@ -445,7 +445,7 @@ func refused(fe *flatten.Error, digest v1.Hash) *Error {
 	if fe.Kind == flatten.TooLarge {
 		reason = ReasonTooLarge
 	}
-	where := fmt.Sprintf("layer %d (%s)", fe.Layer, digest)
+	where := fmt.Sprintf("image layer %d (sha256:%s…)", fe.Layer, digest.Hex[:12])
 	if fe.Entry != "" {
 		where += fmt.Sprintf(", entry %q", fe.Entry)
 	}

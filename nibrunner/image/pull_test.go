@@ -178,18 +178,9 @@ func TestABlobWhoseBytesDoNotMatchItsDigestIsRefusedBeforeUnpacking(t *testing.T
 	reg := startRegistry(t, registryOpts{tls: true})
 	img := twoLayers(t)
 	ref := reg.push(t, "apps/corrupt", img)
-	m, _ := img.Manifest()
-	bad := m.Layers[1].Digest
-	// The registry serves its stored bytes as they are: flip one.
-	data := filepath.Join(reg.storage, "docker/registry/v2/blobs/sha256", bad.Hex[:2], bad.Hex, "data")
-	b, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0xff
-	write(t, data, b, 0o644)
+	bad := reg.corrupt(t, img)
 	p := newPuller(t, reg.options(t))
-	_, err = p.Pull(context.Background(), ref, nil)
+	_, err := p.Pull(context.Background(), ref, nil)
 	msg := failure(t, err, ReasonDigestMismatch)
 	if !strings.Contains(msg, bad.String()) {
 		t.Errorf("the sentence should name the blob %s: %s", bad, msg)
@@ -197,6 +188,25 @@ func TestABlobWhoseBytesDoNotMatchItsDigestIsRefusedBeforeUnpacking(t *testing.T
 	if _, ok := p.Cached(mustParse(t, ref)); ok {
 		t.Error("a refused image is in the cache")
 	}
+}
+
+// corrupt flips one byte of the stored copy of img's second layer, which
+// the registry serves as it is, and returns that layer's digest.
+func (r *registry) corrupt(t *testing.T, img v1.Image) v1.Hash {
+	t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := m.Layers[1].Digest
+	data := filepath.Join(r.storage, "docker/registry/v2/blobs/sha256", bad.Hex[:2], bad.Hex, "data")
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	write(t, data, b, 0o644)
+	return bad
 }
 
 func mustParse(t *testing.T, ref string) Reference {
@@ -413,5 +423,16 @@ func TestPlainHTTPOnlyToANamedLoopbackRegistry(t *testing.T) {
 	msg = failure(t, err, ReasonUnreachable)
 	if !strings.Contains(msg, "certificate") {
 		t.Errorf("the failure should be the certificate's: %s", msg)
+	}
+	// A plain-HTTP registry not named in the settings is refused saying
+	// where to name it.
+	plain := startRegistry(t, registryOpts{})
+	pref := plain.push(t, "apps/web", twoLayers(t))
+	o = plain.options(t)
+	o.PlainHTTP = nil
+	_, err = newPuller(t, o).Pull(context.Background(), pref, nil)
+	msg = failure(t, err, ReasonUnreachable)
+	if !strings.Contains(msg, "answers plain HTTP") || !strings.Contains(msg, "plain_http_registries") {
+		t.Errorf("the failure should say the registry speaks plain HTTP and where to allow it: %s", msg)
 	}
 }

@@ -60,7 +60,13 @@ type Spec struct {
 // Name is how errors name the layer: "layer 1 (sha256 ab12cd34ef56…)".
 func (s Spec) Name() string {
 	if s.Kind == OCIImage {
-		return fmt.Sprintf("layer %d (image %s)", s.Index, s.Reference)
+		// The digest shortened as a filesystem layer's is, so the sentence
+		// after it fits in a report's message.
+		ref := s.Reference
+		if at := strings.LastIndex(ref, "@sha256:"); at >= 0 {
+			ref = ref[:at] + "@sha256:" + short(ref[at+len("@sha256:"):])
+		}
+		return fmt.Sprintf("layer %d (image %s)", s.Index, ref)
 	}
 	return fmt.Sprintf("layer %d (sha256 %s)", s.Index, short(s.Digest))
 }
