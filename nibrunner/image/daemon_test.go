@@ -222,3 +222,24 @@ func TestEachImageFailureIsItsInstancesSentenceInReportedJSONWhileTheOthersRun(t
 		t.Error("the refused document's app is in the report")
 	}
 }
+
+// Two apps naming one image pull it once: the registry's log shows one GET
+// of each blob, and both run.
+func TestTwoAppsNamingOneImagePullEachBlobOnce(t *testing.T) {
+	reg := startRegistry(t, registryOpts{})
+	img := twoLayers(t)
+	ref := reg.push(t, "apps/shared", img)
+	h := startImageHost(t, reg.options(t))
+	h.write(t, imageDoc(t, imageApp("one", ref), imageApp("two", ref)))
+	h.waitFor(t, "both apps run", func(r *reported.HostReportedState) bool {
+		a, _ := instanceOf(r, "one")
+		b, _ := instanceOf(r, "two")
+		return a.State == reported.InstanceRunning && b.State == reported.InstanceRunning
+	})
+	m, _ := img.Manifest()
+	for _, l := range append(m.Layers, m.Config) {
+		if n := reg.blobGets("apps/shared", l.Digest); n != 1 {
+			t.Errorf("the registry's log shows %d GETs of blob %s, want 1", n, l.Digest)
+		}
+	}
+}
