@@ -52,6 +52,10 @@ type Input struct {
 	// declared proposals not yet executed, rejected or failed, and open
 	// proposals governance shows by the neuron (see Pending*).
 	Pending []Change
+	// Made are the changes of declared proposals recorded as executed or
+	// under way (Made), each naming its proposal: a generated proposal
+	// that would undo one is left out, and the stale resource noted.
+	Made map[Change]string
 	// Taken are proposal names already used, in proposals.hcl or
 	// state.json; a generated name that would clash gets a suffix.
 	Taken map[string]bool
@@ -89,6 +93,10 @@ func Generate(in Input) Result {
 			if len(p.Closes) > 0 && allPending(p.Closes, d.Pending) {
 				continue
 			}
+			if note, ok := undoNote(in, p); ok {
+				notes = append(notes, note)
+				continue
+			}
 			for i := 2; taken[p.Name]; i++ {
 				p.Name = fmt.Sprintf("%s-%d", g.Name, i)
 			}
@@ -97,6 +105,24 @@ func Generate(in Input) Result {
 		}
 	}
 	return Result{Proposals: order(out), Notes: append(notes, kinds.Unclosable(d)...)}
+}
+
+// undoNote is the note for a generated proposal that would undo what a
+// recorded proposal made: the declaration is stale, not the registry.
+func undoNote(in Input, p *Proposal) (string, bool) {
+	for _, c := range p.Closes {
+		m, ok := undoes(c, in.Made)
+		if !ok {
+			continue
+		}
+		stale := Away(in.Res, m)
+		if stale == "" {
+			stale = "declare what it made"
+		}
+		return fmt.Sprintf("not generating %s: it would undo %s; the declaration is stale: %s (to undo it after all, declare a proposal by hand)",
+			p.Name, in.Made[m], stale), true
+	}
+	return "", false
 }
 
 // allPending says whether every change of cs is under way already.

@@ -250,7 +250,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	steps := submit.Steps{
 		DryRun:          applyDryRun{live: dryrun.Live{Registry: reg, Version: reg.version, Governance: gov, OperatorNodes: explorer.OperatorNodes}},
 		Neuron:          applyNeuron{gov: gov, caller: id.Sender()},
-		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), minimums: preflight.MinimumsOf(&cfg.Resources), f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
+		Preflight:       applyPreflight{decl: decl, force: o.force, names: preflight.NamesOf(&cfg.Resources), minimums: preflight.MinimumsOf(&cfg.Resources), res: &cfg.Resources, f: &preflight.Fetcher{Registry: reg, Governance: gov, Explorer: explorer, Dashboard: o.live.dashboard(), NodeStatus: ns}},
 		Confirm:         confirmer(cmd, o.autoApprove),
 		Submit:          applySubmit{gov},
 		Store:           fileStore{g.stateFile(), network},
@@ -434,7 +434,9 @@ type applyPreflight struct {
 	names map[string]string
 	// minimums are the declared subnets' Nakamoto minimums.
 	minimums map[string]map[string]int
-	f        *preflight.Fetcher
+	// res is the declared fleet, whose lines the proposal moves away from.
+	res *config.Resources
+	f   *preflight.Fetcher
 }
 
 // Preflight checks p, the proposal apply built and submits, against live
@@ -446,7 +448,7 @@ func (a applyPreflight) Preflight(ctx context.Context, p *proposal.Proposal) (*s
 	if err != nil {
 		return nil, err
 	}
-	r = withURLCheck(r, a.decl)
+	r = withDeclared(withURLCheck(r, a.decl), a.decl, a.res)
 	return &submit.Preflight{Verdict: string(r.Verdict), Render: func(w io.Writer) {
 		io.WriteString(w, "preflight: ")
 		_ = renderSafe(w, func(w io.Writer, paint term.Painter) error { r.Render(w, paint); return nil })

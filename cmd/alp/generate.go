@@ -107,7 +107,7 @@ func runGenerate(cmd *cobra.Command, g *globals, live liveFlags, outFile, output
 		pf.Registry = r
 	}
 	topo := pf.Topology(ctx, snap.RegistryVersion, topologyNodes(&cfg.Resources, snap))
-	res := generate.Generate(generate.Input{Res: &cfg.Resources, Live: snap, Pending: pending, Taken: taken, Topology: topo})
+	res := generate.Generate(generate.Input{Res: &cfg.Resources, Live: snap, Pending: pending, Made: generate.Made(cfg.Proposals, st), Taken: taken, Topology: topo})
 	for _, n := range res.Notes {
 		printSafe(stderr, "note: "+n)
 	}

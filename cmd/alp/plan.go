@@ -41,7 +41,7 @@ explorer and the dashboard are labelled as such.
 sha256 and the registry version it was checked against; alp apply FILE
 refuses when either has moved since.
 
-` + wrap(`--generate writes the proposals that close the drift between the declared resources and the live registry, as proposal blocks, to --out FILE (else stdout): `+generatedKinds()+`. They come in the order they must execute (a comment names what each waits on), titled and summarized as DFINITY's operators write them, with url left for the forum thread. Each one that waits on none is preflighted: one preflight refuses, or a no-op, is left out with a note, and so is what waits on it. Drift no proposal closes (a region, a chip id, a subnet type) is a note on stderr. Drift a declared proposal not yet executed, or an open one in governance, already closes is not generated again. Review the blocks, append them to proposals.hcl, and alp apply each.`, 78) + `
+` + wrap(`--generate writes the proposals that close the drift between the declared resources and the live registry, as proposal blocks, to --out FILE (else stdout): `+generatedKinds()+`. They come in the order they must execute (a comment names what each waits on), titled and summarized as DFINITY's operators write them, with url left for the forum thread. Each one that waits on none is preflighted: one preflight refuses, or a no-op, is left out with a note, and so is what waits on it. Drift no proposal closes (a region, a chip id, a subnet type) is a note on stderr. Drift a declared proposal not yet executed, or an open one in governance, already closes is not generated again. A proposal that would undo one state.json records as executed or under way is never generated: the declaration is stale, and a note names its line and what to declare. Review the blocks, append them to proposals.hcl, and alp apply each.`, 78) + `
 
 Exit status 2 when any proposal is not ready (a no-op, flagged or refused),
 1 on error; with --generate, 0 unless it failed. 2 does not mean "there are
@@ -104,7 +104,7 @@ proposal is ready to submit exits 0, so CI can gate apply on it.`,
 				if err != nil {
 					return err
 				}
-				reports = append(reports, withURLCheck(r, d))
+				reports = append(reports, withDeclared(withURLCheck(r, d), d, &cfg.Resources))
 			}
 			if outFile != "" {
 				if err := planfile.Write(outFile, planFileOf(host, reports, time.Now().UTC())); err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/generate"
 	"alpnib.dev/alpage/readback"
 	"alpnib.dev/alpage/source"
 	"alpnib.dev/alpage/state"
@@ -54,6 +56,7 @@ recorded).`,
 			defer cancel()
 			dash := liveFlags{dashboardURL: dashboardURL}.dashboard()
 			rows, readErr := statusRows(ctx, nns.GovernanceClient{Caller: ag}, dash, st, time.Now())
+			staleAfter(rows, cfg)
 			var recordErr error
 			if slices.ContainsFunc(rows, func(r statusRow) bool { return r.Changed }) {
 				// The reads took a while: record the changes into the file
@@ -102,6 +105,9 @@ type statusRow struct {
 	Recorded   state.Status    `json:"previous_status,omitempty"`
 	Changed    bool            `json:"changed"`
 	Error      string          `json:"error,omitempty"`
+	// Stale is what the declared resources say that this executed
+	// proposal made untrue, each with its line and what to declare.
+	Stale []string `json:"resources_stale,omitempty"`
 	// at is when the observed status took effect, for recording it.
 	at time.Time
 }
@@ -204,6 +210,33 @@ func renderStatus(w io.Writer, paint term.Painter, rows []statusRow) error {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d proposal(s): %s\n", len(rows), strings.Join(parts, ", "))
-	return err
+	if _, err := fmt.Fprintf(w, "%d proposal(s): %s\n", len(rows), strings.Join(parts, ", ")); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if len(r.Stale) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s executed, so the declared fleet now drifts from the registry until it says so:\n", term.Printable(r.Name))
+		for _, s := range r.Stale {
+			if _, err := fmt.Fprintf(w, "  %s\n", term.Printable(s)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// staleAfter notes, on each executed proposal's row, the declared
+// resources it made drift (the declaration is the one to change, not the
+// registry: plan --generate will not undo it).
+func staleAfter(rows []statusRow, cfg *config.Config) {
+	for i, r := range rows {
+		if r.Status != string(state.StatusExecuted) {
+			continue
+		}
+		if p := cfg.Proposal(r.Name); p != nil {
+			rows[i].Stale = generate.AwayOf(&cfg.Resources, p)
+		}
+	}
 }

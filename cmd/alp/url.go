@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"alpnib.dev/alpage/config"
+	"alpnib.dev/alpage/generate"
 	"alpnib.dev/alpage/preflight"
 	"alpnib.dev/ic/nns"
 )
@@ -31,6 +32,18 @@ func urlCheck(d *config.Proposal) *preflight.Check {
 func withURLCheck(r preflight.Report, d *config.Proposal) preflight.Report {
 	if c := urlCheck(d); c != nil {
 		r.Checks = append(r.Checks, *c)
+	}
+	return r
+}
+
+// withDeclared notes in r each declared resource the proposal d moves the
+// fleet away from, with its line and what to declare: once it executes,
+// the declaration is the one to change (plan --generate does not undo a
+// recorded proposal), so it is said before it is made.
+func withDeclared(r preflight.Report, d *config.Proposal, res *config.Resources) preflight.Report {
+	for _, s := range generate.AwayOf(res, d) {
+		r.Checks = append(r.Checks, preflight.Check{Severity: preflight.Note,
+			Message: "the declared resources will drift once it executes: " + s})
 	}
 	return r
 }
