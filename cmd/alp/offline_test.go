@@ -18,12 +18,20 @@ const offlineStandIn = "http://127.0.0.1:9"
 // (icp-api.io, the registry explorer, the ICP dashboard, AMD's KDS).
 var offlineEnv = []string{"ALP_HOST", source.ExplorerURLEnv, source.DashboardURLEnv, source.KDSURLEnv}
 
+// asAlp, set to 1, makes the test binary run as alp (see TestMain).
+const asAlp = "ALP_TEST_AS_ALP"
+
 // TestMain points every live source at offlineStandIn unless the
 // environment already names one, so that a test which forgets to start the
 // devnet fails fast instead of asking mainnet. Tests that start a devnet
 // set its URLs themselves (t.Setenv), and the tests of the defaults' order
 // clear the variables themselves.
 func TestMain(m *testing.M) {
+	// Invoked as alp (a test that runs a shell script of alp commands
+	// links this binary into its PATH as alp): be alp.
+	if os.Getenv(asAlp) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
 	for _, name := range offlineEnv {
 		if os.Getenv(name) == "" {
 			os.Setenv(name, offlineStandIn)

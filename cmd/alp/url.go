@@ -39,8 +39,12 @@ func withURLCheck(r preflight.Report, d *config.Proposal) preflight.Report {
 // withDeclared notes in r each declared resource the proposal d moves the
 // fleet away from, with its line and what to declare: once it executes,
 // the declaration is the one to change (plan --generate does not undo a
-// recorded proposal), so it is said before it is made.
+// recorded proposal), so it is said before it is made. A refused or no-op
+// proposal moves nothing.
 func withDeclared(r preflight.Report, d *config.Proposal, res *config.Resources) preflight.Report {
+	if r.Verdict == preflight.VerdictRefused || r.Verdict == preflight.VerdictNoOp {
+		return r // it will not execute, or changes nothing
+	}
 	for _, s := range generate.AwayOf(res, d) {
 		r.Checks = append(r.Checks, preflight.Check{Severity: preflight.Note,
 			Message: "the declared resources will drift once it executes: " + s})
