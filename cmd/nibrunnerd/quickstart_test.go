@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"alpnib.dev/internal/doctest"
+	"alpnib.dev/internal/testenv"
+)
+
+// asNibrunnerd, set to 1, makes the test binary run as nibrunnerd.
+const asNibrunnerd = "NIB_TEST_AS_NIBRUNNERD"
+
+// docs/quickstart.md, run as written from the checkout with this test
+// binary as nibrunnerd: from install --root to an app answering on its
+// hostname through the proxy, asleep and woken, then removed. Every line
+// exits as its comment says.
+func TestTheQuickstartRunsAsWritten(t *testing.T) {
+	testenv.RequireCommand(t, "mke2fs")
+	testenv.RequireCommand(t, "curl")
+	lines := doctest.Lines(t, "../../docs/quickstart.md", "")
+	if lines[0] != "make build && PATH=$PWD/bin:$PATH" {
+		t.Fatalf("the quickstart's first line is %q; this test stands in for it with its own nibrunnerd", lines[0])
+	}
+	bin := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "nibrunnerd")); err != nil {
+		t.Fatal(err)
+	}
+	lines[0] = "PATH=" + bin + ":$PATH"
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	// The fake VMM's guests live in sessions of their own, as guests
+	// outlive serve; the quickstart removes its app, and this removes
+	// whatever a failed run left.
+	t.Cleanup(func() { killFakeGuests(tmp) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out := doctest.Run(t, ctx, doctest.Script{Lines: lines, Dir: root,
+		Env: []string{asNibrunnerd + "=1", "TMPDIR=" + tmp, "NIBRUNNER_CONFIG="}})
+	for _, says := range []string{"hello hello-1\nhello: sleep done", "hello: sleep done in", "woke"} {
+		if !strings.Contains(out, says) {
+			t.Errorf("the quickstart never says %q", says)
+		}
+	}
+	if strings.Count(out, "hello hello-1\n") != 2 {
+		t.Errorf("the app answered %d times through the proxy, want 2", strings.Count(out, "hello hello-1\n"))
+	}
+	if t.Failed() {
+		t.Logf("the quickstart's output:\n%s", out)
+	}
+}
+
+// killFakeGuests kills the process of every fake VMM pidfile under dir.
+func killFakeGuests(dir string) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".pid") {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return nil
+	})
+}
