@@ -25,7 +25,7 @@ const asNibrunnerd = "NIB_TEST_AS_NIBRUNNERD"
 func TestTheQuickstartRunsAsWritten(t *testing.T) {
 	testenv.RequireCommand(t, "mke2fs")
 	testenv.RequireCommand(t, "curl")
-	lines := doctest.Lines(t, "../../docs/quickstart.md", "")
+	lines := doctest.Lines(t, "../../docs/quickstart.md")
 	if lines[0] != "make build && PATH=$PWD/bin:$PATH" {
 		t.Fatalf("the quickstart's first line is %q; this test stands in for it with its own nibrunnerd", lines[0])
 	}

@@ -17,10 +17,31 @@ import (
 	"testing"
 )
 
-// Lines are the lines of every ```sh block of the document at path that
-// comes after its first line containing after ("" for all of them), with
-// the block a heredoc is in kept whole.
-func Lines(t testing.TB, path, after string) []string {
+// Lines are the lines of every ```sh block of the document at path, in
+// order.
+func Lines(t testing.TB, path string) []string {
+	t.Helper()
+	out := blocks(t, path, "", -1)
+	if len(out) == 0 {
+		t.Fatalf("%s has no ```sh block", path)
+	}
+	return out
+}
+
+// Block is the lines of the first ```sh block of the document at path
+// after its first line containing after.
+func Block(t testing.TB, path, after string) []string {
+	t.Helper()
+	out := blocks(t, path, after, 1)
+	if len(out) == 0 {
+		t.Fatalf("%s has no ```sh block after %q", path, after)
+	}
+	return out
+}
+
+// blocks reads up to n (all when n < 0) ```sh blocks of path after the
+// first line containing after ("": from the start).
+func blocks(t testing.TB, path, after string, n int) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -35,7 +56,7 @@ func Lines(t testing.TB, path, after string) []string {
 		s = s[i:]
 	}
 	var out []string
-	for {
+	for ; n != 0; n-- {
 		start := strings.Index(s, "```sh\n")
 		if start < 0 {
 			break
@@ -47,9 +68,6 @@ func Lines(t testing.TB, path, after string) []string {
 		}
 		out = append(out, strings.Split(strings.TrimSuffix(s[:end], "\n"), "\n")...)
 		s = s[end:]
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s has no ```sh block", path)
 	}
 	return out
 }

@@ -12,9 +12,12 @@ import (
 func TestLinesAreHeldToTheExitStatusTheirCommentStates(t *testing.T) {
 	doc := filepath.Join(t.TempDir(), "doc.md")
 	os.WriteFile(doc, []byte("intro\n```sh\ntrue\nfalse   # exits 1\ncat <<'EOF'\nin a heredoc: exit 3\nEOF\n```\ntext\n```sh\necho done\n```\n"), 0o644)
-	lines := Lines(t, doc, "")
+	lines := Lines(t, doc)
 	if len(lines) != 6 || lines[5] != "echo done" {
 		t.Fatalf("lines: %q", lines)
+	}
+	if b := Block(t, doc, "text"); len(b) != 1 || b[0] != "echo done" {
+		t.Fatalf("the block after text: %q", b)
 	}
 	out := Run(t, context.Background(), Script{Lines: lines, Dir: t.TempDir()})
 	if !strings.Contains(out, "in a heredoc: exit 3\ndone\n") || strings.Contains(out, "@@doctest") {
