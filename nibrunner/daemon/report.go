@@ -11,6 +11,7 @@ import (
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
+	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
@@ -179,6 +180,9 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, status plan.Status,
 	up := a.up() && st.DeploymentID == string(in.DeploymentId)
 	ri.State = reported.InstanceState(status.State)
 	ri.Message = reported.Truncate(status.Message)
+	if p, ok := d.pulling(in); ok && !up {
+		ri.Message = reported.Truncate(p.Sentence())
+	}
 	if rec != nil {
 		ri.RestartCount = uint32(rec.Budget.Total)
 		ri.LastExitCode = rec.LastExitCode
@@ -267,6 +271,25 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 // other is "". When the source is why there is no document (the object
 // was deleted), the source's sentence says it, and only what the host
 // does meanwhile is added.
+// pulling is how the pull of one of in's image layers goes, while the
+// layer cache runs one (*layer.Cache tells it; other Layers do not).
+func (d *Daemon) pulling(in *desired.DesiredInstance) (layer.Pull, bool) {
+	pl, ok := d.deps.Layers.(interface {
+		Pulling(reference string) (layer.Pull, bool)
+	})
+	if !ok {
+		return layer.Pull{}, false
+	}
+	for _, l := range in.Layers {
+		if l.Kind == desired.LayerImage {
+			if p, ok := pl.Pulling(string(l.Reference)); ok {
+				return p, true
+			}
+		}
+	}
+	return layer.Pull{}, false
+}
+
 func (d *Daemon) hostMessage() string {
 	return reported.Truncate(explain.HostMessage(d.sourceProblem, d.refusal, d.noDocument, d.keeping()))
 }

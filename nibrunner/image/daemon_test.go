@@ -4,11 +4,15 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"alpnib.dev/internal/atomicfile"
 	"alpnib.dev/nibrunner/daemon"
@@ -242,4 +246,59 @@ func TestTwoAppsNamingOneImagePullEachBlobOnce(t *testing.T) {
 			t.Errorf("the registry's log shows %d GETs of blob %s, want 1", n, l.Digest)
 		}
 	}
+}
+
+// gatedProxy forwards to a registry and holds the GETs of one blob after
+// half its bytes until release is closed.
+func gatedProxy(t *testing.T, upstream string, blob v1.Hash, release <-chan struct{}) string {
+	t.Helper()
+	return halfBlobProxy(t, upstream, blob, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		select {
+		case <-release:
+			_, _ = w.Write(body[len(body)/2:])
+		case <-r.Context().Done():
+		}
+	})
+}
+
+// While an image pulls, its instance's message in reported.json says how
+// far: the bytes fetched of the image's total, and unpacked.
+func TestAPullingImageShowsItsBytesInTheInstancesMessage(t *testing.T) {
+	reg := startRegistry(t, registryOpts{})
+	big := file("srv/big", "")
+	big.Zeros = 1 << 20
+	img := testImage(t, tarLayer(t, file("srv/index.html", "hello")), tarLayer(t, big))
+	m, _ := img.Manifest()
+	var total int64
+	for _, l := range m.Layers {
+		total += l.Size
+	}
+	ref := reg.push(t, "apps/slow", img)
+	release := make(chan struct{})
+	proxy := gatedProxy(t, reg.addr, m.Layers[1].Digest, release)
+	o := reg.options(t)
+	o.PlainHTTP = []string{proxy}
+	o.StallTimeout = 10 * time.Minute // the test holds the blob, not the registry
+	h := startImageHost(t, o)
+	ref = strings.Replace(ref, reg.addr, proxy, 1)
+	h.write(t, imageDoc(t, imageApp("slow", ref)))
+
+	// The sentence begins as layer.Pull says it and counts the image's
+	// compressed bytes.
+	prefix := strings.TrimSuffix(layer.Pull{Reference: ref}.Sentence(), "reading its manifest")
+	fetched := regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(\S+ \S+) of (\S+ \S+) fetched, \S+ \S+ unpacked`)
+	want := fetched.FindStringSubmatch(layer.Pull{Reference: ref, Phase: "layers", FetchTotal: total}.Sentence())
+	var msg string
+	h.waitFor(t, "the instance's message shows bytes fetched of the image's total", func(r *reported.HostReportedState) bool {
+		in, ok := instanceOf(r, "slow")
+		msg = string(in.State) + ": " + in.Message
+		g := fetched.FindStringSubmatch(in.Message)
+		return ok && g != nil && g[1] != "0 bytes" && g[2] == want[2]
+	})
+	t.Logf("while pulling: %s", msg)
+	close(release)
+	h.waitFor(t, "the app runs once its image is pulled", func(r *reported.HostReportedState) bool {
+		in, ok := instanceOf(r, "slow")
+		return ok && in.State == reported.InstanceRunning && !strings.Contains(in.Message, "pulling")
+	})
 }

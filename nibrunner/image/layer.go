@@ -15,11 +15,19 @@ import (
 // is the squashfs Pull makes, attached as any filesystem layer is.
 var _ layer.Images = (*Puller)(nil)
 
-// PullLayer pulls reference (without progress reports) and returns its
-// squashfs as a layer ready to attach. Its digest is the squashfs's own,
-// as a filesystem layer's is its object's.
-func (p *Puller) PullLayer(ctx context.Context, reference string) (layer.Image, error) {
-	img, err := p.Pull(ctx, reference, nil)
+// PullLayer pulls reference and returns its squashfs as a layer ready to
+// attach, telling progress (when set) how the pull goes. Its digest is the
+// squashfs's own, as a filesystem layer's is its object's.
+func (p *Puller) PullLayer(ctx context.Context, reference string, progress func(layer.Pull)) (layer.Image, error) {
+	var each func(Progress)
+	if progress != nil {
+		each = func(pr Progress) {
+			if pr.Phase != "done" {
+				progress(layer.Pull{Phase: pr.Phase, Fetched: pr.Fetched, FetchTotal: pr.FetchTotal, Unpacked: pr.Unpacked, Layer: pr.Layer, Layers: pr.Layers})
+			}
+		}
+	}
+	img, err := p.Pull(ctx, reference, each)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {

@@ -66,6 +66,10 @@ type Options struct {
 	Mksquashfs string
 }
 
+// progressEvery is how often a pull reports the bytes of a blob being
+// downloaded (applying a layer reports as it goes).
+const progressEvery = 250 * time.Millisecond
+
 // Progress is one report of a pull under way.
 type Progress struct {
 	Ref string
@@ -353,8 +357,11 @@ func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress))
 	if err := os.Mkdir(tree, 0o755); err != nil {
 		return Image{}, err
 	}
+	// The next blob downloads while one is applied: each report counts
+	// the bytes fetched so far, as fetchedSum (below) sums them.
+	var fetchedSum func() int64
 	t, err := flatten.Open(tree, flatten.Options{MaxBytes: p.opts.MaxUnpackedBytes, Progress: func(n int64) {
-		prog.Unpacked = n
+		prog.Unpacked, prog.Fetched = n, fetchedSum()
 		progress(prog)
 	}})
 	if err != nil {
@@ -390,7 +397,7 @@ func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress))
 			}
 		}
 	}()
-	fetchedSum := func() int64 {
+	fetchedSum = func() int64 {
 		var s int64
 		for i := range fetchedBytes {
 			s += fetchedBytes[i].Load()
@@ -398,12 +405,23 @@ func (p *Puller) pull(ctx context.Context, r Reference, progress func(Progress))
 		return s
 	}
 	prog.Phase = "layers"
+	progress(prog)
+	// While a blob downloads nothing else reports, so a tick does.
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
 	for i, l := range manifest.Layers {
 		var res fetched
-		select {
-		case res = <-results[i]:
-		case <-ctx.Done():
-			return Image{}, ctx.Err()
+	wait:
+		for {
+			select {
+			case res = <-results[i]:
+				break wait
+			case <-tick.C:
+				prog.Fetched = fetchedSum()
+				progress(prog)
+			case <-ctx.Done():
+				return Image{}, ctx.Err()
+			}
 		}
 		if res.err != nil {
 			return Image{}, fmt.Errorf("layer %d (%s): %w", i+1, l.Digest, res.err)

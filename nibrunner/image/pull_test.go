@@ -336,9 +336,28 @@ func TestUnsafeLayersEachEndInTheirOwnSentence(t *testing.T) {
 // up, or drops the connection.
 func faultyProxy(t *testing.T, upstream string, blob v1.Hash, mode string) string {
 	t.Helper()
+	done := make(chan struct{})
+	addr := halfBlobProxy(t, upstream, blob, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if mode == "stall" {
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		panic(http.ErrAbortHandler) // net/http closes the connection mid-body
+	})
+	t.Cleanup(func() { close(done) }) // before the proxy's Close: cleanups run last first
+	return addr
+}
+
+// halfBlobProxy forwards to a registry, except the GETs of one blob: it
+// sends the headers and half the body, flushed, then calls rest with the
+// whole body.
+func halfBlobProxy(t *testing.T, upstream string, blob v1.Hash, rest func(w http.ResponseWriter, r *http.Request, body []byte)) string {
+	t.Helper()
 	u, _ := url.Parse("http://" + upstream)
 	rp := httputil.NewSingleHostReverseProxy(u)
-	done := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+blob.String()) {
 			rp.ServeHTTP(w, r)
@@ -356,21 +375,14 @@ func faultyProxy(t *testing.T, upstream string, blob v1.Hash, mode string) strin
 		w.WriteHeader(200)
 		_, _ = w.Write(body[:len(body)/2])
 		w.(http.Flusher).Flush()
-		if mode == "stall" {
-			select {
-			case <-r.Context().Done():
-			case <-done:
-			}
-			return
-		}
-		panic(http.ErrAbortHandler) // net/http closes the connection mid-body
+		rest(w, r, body)
 	})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { close(done); srv.Close() })
+	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }
 

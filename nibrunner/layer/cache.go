@@ -33,6 +33,7 @@ type Cache struct {
 	Images Images
 
 	locks keylock.Map // per object and per packed image
+	pulls pulls       // image pulls under way, for Pulling
 }
 
 // NewCache keeps its files under dir (created if missing): objects/ holds
@@ -88,7 +89,9 @@ func (c *Cache) prepare(ctx context.Context, s Spec) (Image, error) {
 		if c.Images == nil {
 			return Image{}, errNoImages
 		}
-		return c.Images.PullLayer(ctx, s.Reference)
+		c.pulls.set(s.Reference, Pull{Phase: "manifest"})
+		defer c.pulls.done(s.Reference)
+		return c.Images.PullLayer(ctx, s.Reference, func(p Pull) { c.pulls.set(s.Reference, p) })
 	}
 	obj, size, err := c.object(ctx, s)
 	if err != nil {

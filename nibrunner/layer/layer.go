@@ -35,7 +35,8 @@ const (
 type Images interface {
 	// PullLayer makes the image reference names ready as one read-only
 	// squashfs.
-	PullLayer(ctx context.Context, reference string) (Image, error)
+	// progress, when set, is called as the pull goes.
+	PullLayer(ctx context.Context, reference string, progress func(Pull)) (Image, error)
 	// PruneLayers removes every cached image none of the references in
 	// keep names, and returns the bytes it freed.
 	PruneLayers(keep []string) (int64, error)
@@ -62,11 +63,7 @@ func (s Spec) Name() string {
 	if s.Kind == OCIImage {
 		// The digest shortened as a filesystem layer's is, so the sentence
 		// after it fits in a report's message.
-		ref := s.Reference
-		if at := strings.LastIndex(ref, "@sha256:"); at >= 0 {
-			ref = ref[:at] + "@sha256:" + short(ref[at+len("@sha256:"):])
-		}
-		return fmt.Sprintf("layer %d (image %s)", s.Index, ref)
+		return fmt.Sprintf("layer %d (image %s)", s.Index, shortReference(s.Reference))
 	}
 	return fmt.Sprintf("layer %d (sha256 %s)", s.Index, short(s.Digest))
 }
