@@ -23,6 +23,8 @@ declare -A need=(
   [dumpe2fs]=e2fsprogs
   [debugfs]=e2fsprogs
   [mksquashfs]=squashfs-tools
+  # the exec tests give an app root a shell and tar as a layer
+  [busybox]=busybox-static
   [unsquashfs]=squashfs-tools
   [nft]=nftables
   [ip]=iproute2

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -44,12 +46,55 @@ func enterExec(args []string) {
 		fmt.Fprintf(os.Stderr, "nibrun-init: cannot start %s: %v\n", argv[0], err)
 		os.Exit(execwire.CodeCannotRun)
 	}
-	err := syscall.Exec(argv[0], argv, os.Environ())
+	prog, err := lookPath(argv[0])
+	if err == nil {
+		err = syscall.Exec(prog, argv, os.Environ())
+	}
 	fmt.Fprintf(os.Stderr, "nibrun-init: cannot start %s: %v\n", argv[0], err)
 	if errors.Is(err, unix.ENOENT) {
 		os.Exit(execwire.CodeNotFound)
 	}
 	os.Exit(execwire.CodeCannotRun)
+}
+
+// defaultPath is searched for a program named without a slash when the
+// app's environment has no PATH: glibc's execvp(3) default (CS_PATH).
+const defaultPath = "/bin:/usr/bin"
+
+// lookPath finds a program named without a slash (tar, sh) in the PATH of
+// the app's environment, as execvp(3) does, in the root it is called in
+// (after the chroot); a name with a slash is taken as it is.
+func lookPath(prog string) (string, error) {
+	if strings.Contains(prog, "/") {
+		return prog, nil
+	}
+	path, ok := os.LookupEnv("PATH")
+	if !ok {
+		path = defaultPath
+	}
+	denied := false
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, prog)
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrPermission) {
+			denied = true
+		}
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if unix.Access(p, unix.X_OK) != nil {
+			denied = true
+			continue
+		}
+		return p, nil
+	}
+	if denied {
+		return "", fmt.Errorf("%s in the PATH %q cannot be run: %w", prog, path, unix.EACCES)
+	}
+	return "", fmt.Errorf("no %s in the PATH %q of the app's root: %w", prog, path, unix.ENOENT)
 }
 
 // procStarter starts a child and hands back its exit code: in the guest

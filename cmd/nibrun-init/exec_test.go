@@ -165,6 +165,21 @@ func TestAProgramNotInTheRootExits127SayingSo(t *testing.T) {
 	}
 }
 
+func TestAProgramNamedWithoutASlashIsFoundInTheAppsPath(t *testing.T) {
+	h := newHost(t)
+	h.open(7, execwire.Spec{Argv: []string{"sh", "-c", "echo found"}, UID: 65534, GID: 65534})
+	if e := h.exit(); e.Code != 0 || h.out[execwire.Stdout].String() != "found\n" {
+		t.Fatalf("exit = %+v, stdout %q, stderr %q", e, h.out[execwire.Stdout].String(), h.out[execwire.Stderr].String())
+	}
+	h.open(8, execwire.Spec{Argv: []string{"no-such-program"}, UID: 65534, GID: 65534})
+	if e := h.exit(); e.Code != execwire.CodeNotFound {
+		t.Fatalf("exit = %+v, want 127", e)
+	}
+	if got := h.out[execwire.Stderr].String(); !strings.Contains(got, `no no-such-program in the PATH "/usr/bin:/bin"`) {
+		t.Errorf("stderr = %q", got)
+	}
+}
+
 func TestATerminalSessionSeesAResizeAndCtrlCInterruptsTheProgram(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/stty"); err != nil {
 		t.Skip("stty is not installed") // coreutils: always on Debian

@@ -34,13 +34,16 @@ APP:PATH, PATH absolute in the app's root:
   nibrunnerd cp ./conf APP:/etc/app/conf          a tree, named as given
 
 A DEST that is an existing directory here, or an APP:PATH that ends in /,
-receives the copy under the source's own name. Owners, modes and symbolic
-links are kept; nothing outside the app's root can be reached, and a copy
-out never writes through a link the archive made.
+receives the copy under the source's own name. Modes and symbolic links
+are kept, and owners on a copy out; nothing outside the app's root can be
+reached, and a copy out never writes through a link the archive made.
 
-The guest runs the app's own tar (as root): the app's root must have one,
-as kubectl cp needs one in the container. Each cp is an event
-(nibrunnerd events).` + askLong,
+The guest runs the app's own tar (found in the PATH of the app's
+environment, else /bin:/usr/bin) as the app's user, 65534, as the app
+itself runs: it reads and writes what the app can, and what it copies in
+is the app's. The app's root must have a tar, as kubectl cp needs one in
+the container; docs/debugging.md shows how to add one as a layer. Each cp
+is an event (nibrunnerd events).` + askLong,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, dst := parseCopyArg(args[0]), parseCopyArg(args[1])
@@ -100,7 +103,7 @@ func copyOut(ctx context.Context, c *control.Client, src copyArg, dst string, er
 	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
 		target = filepath.Join(dst, base)
 	}
-	conn, err := c.Exec(ctx, src.app, control.ExecRequest{Argv: []string{"tar", "-cf", "-", "-C", dir, "--", base}, Copy: "out"})
+	conn, err := c.Exec(ctx, src.app, control.ExecRequest{Argv: []string{"tar", "-cf", "-", "-C", dir, "--", base}, UID: nobody, GID: nobody, Copy: "out"})
 	if err != nil {
 		return err
 	}
@@ -148,7 +151,7 @@ func copyIn(ctx context.Context, c *control.Client, src string, dst copyArg) err
 	if strings.HasSuffix(p, "/") || p == "/" {
 		dir, base = path.Clean(p), filepath.Base(filepath.Clean(src))
 	}
-	conn, err := c.Exec(ctx, dst.app, control.ExecRequest{Argv: []string{"tar", "-xf", "-", "-C", dir}, Stdin: true, Copy: "in"})
+	conn, err := c.Exec(ctx, dst.app, control.ExecRequest{Argv: []string{"tar", "-xf", "-", "-C", dir}, UID: nobody, GID: nobody, Stdin: true, Copy: "in"})
 	if err != nil {
 		return err
 	}

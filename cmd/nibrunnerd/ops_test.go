@@ -41,6 +41,18 @@ func appIs(app string, st reported.InstanceState) func(*reported.HostReportedSta
 	}
 }
 
+// awaitServe waits up to limit for serve to answer a ps on its socket.
+func awaitServe(t *testing.T, cfgPath string, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := ctl("ps", "--config", cfgPath); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("ps never reached serve: %v", err)
+		}
+	}
+}
+
 // followEvents runs `nibrunnerd events -f --output json` until the test
 // ends and hands on each event it prints.
 func followEvents(t *testing.T, cfgPath string) <-chan control.Event {
@@ -98,13 +110,7 @@ func TestPsStatusLogsAndEventsShowWhatTheDaemonDid(t *testing.T) {
 	root, cfgPath, _, _, app := fakeHost(t)
 	serveInBackground(t, cfgPath, "fake")
 	// The socket is up once serve answers a ps.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := ctl("ps", "--config", cfgPath); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("ps never reached serve: %v", err)
-		}
-	}
+	awaitServe(t, cfgPath, 30*time.Second)
 	if fi, err := os.Stat(filepath.Join(root, "run", control.SocketName)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the control socket is not root's alone: %v %v", fi.Mode(), err)
 	}
@@ -200,13 +206,7 @@ func TestLogsPrintTheAppsOutputWithMetricsOn(t *testing.T) {
 	fmt.Fprintf(f, "[metrics]\nlisten_address = \"127.0.0.1\"\nport = %d\n", port)
 	f.Close()
 	serveInBackground(t, cfgPath, "fake")
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := ctl("ps", "--config", cfgPath); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("ps never reached serve: %v", err)
-		}
-	}
+	awaitServe(t, cfgPath, 30*time.Second)
 	evs := followEvents(t, cfgPath)
 	waitEvent(t, evs, app, control.VerbStarted, 30*time.Second)
 	var out string

@@ -80,13 +80,7 @@ func TestOnARealMicroVMPsStatusLogsAndEventsShowTheGuest(t *testing.T) {
 		"checkpoints": []any{}, "exports": []any{},
 	})
 	serveInBackground(t, cfgPath, "qemu")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := ctl("ps", "--config", cfgPath); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("ps never reached serve: %v", err)
-		}
-	}
+	awaitServe(t, cfgPath, 60*time.Second)
 	evs := followEvents(t, cfgPath)
 	waitEvent(t, evs, "counter", control.VerbStarted, 5*time.Minute)
 	r := waitReport(t, root, "the counter measured", 60*time.Second, func(r *reported.HostReportedState) bool {
