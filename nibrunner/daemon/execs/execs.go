@@ -185,8 +185,10 @@ type session struct {
 // program.
 func (x *session) close() {
 	x.once.Do(func() {
-		close(x.closed)
+		// The guest is told first: once closed is closed the relay may
+		// end and the client hear of it.
 		_ = x.stream.Close()
+		close(x.closed)
 	})
 }
 
@@ -274,19 +276,34 @@ func (x *session) toClient(ctx context.Context, conn io.Writer, touch func()) ex
 	for {
 		t, p, err := x.stream.Recv(ctx)
 		if err != nil {
-			return execwire.Exit{Code: -1, Error: lostSentence(x.why.Load(), err)}
+			// The client hears why the session ended without the
+			// program's exit (an idle close, the daemon stopping), if it
+			// is still there to hear it.
+			e := execwire.Exit{Code: -1, Error: lostSentence(x.why.Load(), err)}
+			if b, ferr := execwire.AppendFrame(b[:0], execwire.TypeExit, 0, execwire.AppendExit(nil, e)); ferr == nil {
+				_, _ = conn.Write(b)
+			}
+			return e
 		}
 		touch()
-		b, err = execwire.AppendFrame(b[:0], t, 0, p)
-		if err == nil {
-			_, err = conn.Write(b)
-		}
 		if t == execwire.TypeExit {
 			e, perr := execwire.ParseExit(p)
 			if perr != nil {
-				return execwire.Exit{Code: -1, Error: perr.Error()}
+				e = execwire.Exit{Code: -1, Error: perr.Error()}
+			}
+			// A program the host had killed (an idle close) exits by
+			// its signal; the client hears why it was killed.
+			if why := x.why.Load(); why != nil && e.Error == "" {
+				e.Error = *why
+			}
+			if b, err = execwire.AppendFrame(b[:0], t, 0, execwire.AppendExit(nil, e)); err == nil {
+				_, _ = conn.Write(b)
 			}
 			return e
+		}
+		b, err = execwire.AppendFrame(b[:0], t, 0, p)
+		if err == nil {
+			_, err = conn.Write(b)
 		}
 		if err != nil {
 			return execwire.Exit{Code: -1, Error: "the client went away: " + err.Error()}
