@@ -117,7 +117,11 @@ func printInspection(w io.Writer, in image.Inspection) {
 	fmt.Fprintf(w, "workdir     %s\n", orNone(c.WorkingDir))
 	fmt.Fprintf(w, "ports       %s\n", orNone(strings.Join(exposedPorts(c.ExposedPorts), " ")))
 	fmt.Fprintf(w, "user        %s\n", orNone(c.User))
-	fmt.Fprintf(w, "env         %d variables\n", len(c.Env))
+	plural := "s"
+	if len(c.Env) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(w, "env         %d variable%s\n", len(c.Env), plural)
 	for _, e := range c.Env {
 		fmt.Fprintf(w, "  %s\n", e)
 	}

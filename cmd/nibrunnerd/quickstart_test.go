@@ -25,9 +25,30 @@ const asNibrunnerd = "NIB_TEST_AS_NIBRUNNERD"
 func TestTheQuickstartRunsAsWritten(t *testing.T) {
 	testenv.RequireCommand(t, "mke2fs")
 	testenv.RequireCommand(t, "curl")
-	lines := doctest.Lines(t, "../../docs/quickstart.md")
+	out := runGuide(t, "../../docs/quickstart.md", 3*time.Minute)
+	for _, says := range []string{"hello hello-1\nhello: sleep done", "hello: sleep done in", "woke"} {
+		if !strings.Contains(out, says) {
+			t.Errorf("the quickstart never says %q", says)
+		}
+	}
+	if strings.Count(out, "hello hello-1\n") != 2 {
+		t.Errorf("the app answered %d times through the proxy, want 2", strings.Count(out, "hello hello-1\n"))
+	}
+	if t.Failed() {
+		t.Logf("the quickstart's output:\n%s", out)
+	}
+}
+
+// runGuide runs the ```sh lines of the guide at path from the checkout,
+// with this test binary as nibrunnerd and a temporary folder of its own,
+// within timeout, failing t for each line that exits otherwise than its
+// comment says. The guide's first line must be the one that builds
+// nibrunnerd; this stands in for it. It returns what the lines wrote.
+func runGuide(t *testing.T, path string, timeout time.Duration) string {
+	t.Helper()
+	lines := doctest.Lines(t, path)
 	if lines[0] != "make build && PATH=$PWD/bin:$PATH" {
-		t.Fatalf("the quickstart's first line is %q; this test stands in for it with its own nibrunnerd", lines[0])
+		t.Fatalf("%s's first line is %q; this test stands in for it with its own nibrunnerd", path, lines[0])
 	}
 	bin := t.TempDir()
 	self, err := os.Executable()
@@ -44,24 +65,13 @@ func TestTheQuickstartRunsAsWritten(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	// The fake VMM's guests live in sessions of their own, as guests
-	// outlive serve; the quickstart removes its app, and this removes
-	// whatever a failed run left.
+	// outlive serve; a guide removes its app, and this removes whatever a
+	// failed run left.
 	t.Cleanup(func() { killFakeGuests(tmp) })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out := doctest.Run(t, ctx, doctest.Script{Lines: lines, Dir: root,
+	return doctest.Run(t, ctx, doctest.Script{Lines: lines, Dir: root,
 		Env: []string{asNibrunnerd + "=1", "TMPDIR=" + tmp, "NIBRUNNER_CONFIG="}})
-	for _, says := range []string{"hello hello-1\nhello: sleep done", "hello: sleep done in", "woke"} {
-		if !strings.Contains(out, says) {
-			t.Errorf("the quickstart never says %q", says)
-		}
-	}
-	if strings.Count(out, "hello hello-1\n") != 2 {
-		t.Errorf("the app answered %d times through the proxy, want 2", strings.Count(out, "hello hello-1\n"))
-	}
-	if t.Failed() {
-		t.Logf("the quickstart's output:\n%s", out)
-	}
 }
 
 // killFakeGuests kills the process of every fake VMM pidfile under dir.
