@@ -101,6 +101,8 @@ declare -A need=(
   [wc]=coreutils
   # the jail tests enter a guest's jail
   [nsenter]=util-linux
+  # the status page's test loads it headless and reads the DOM it rendered
+  [chromium]=chromium
 )
 # command -> Debian package, for what only the benchmarks run (bench/*.sh):
 # installed by make bench (setup.sh --for-bench), not by make test.

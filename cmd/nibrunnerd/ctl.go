@@ -21,9 +21,10 @@ import (
 
 // serveControl runs the control socket serve bound (listenControl) beside
 // the daemon until ctx ends.
-func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM, ex *execs.Sessions, l net.Listener) {
+func serveControl(ctx context.Context, cfg *hostconfig.Config, d *daemon.Daemon, v vmm.VMM, ex *execs.Sessions, j *control.Journal, l net.Listener) {
 	s := &control.Server{
 		Apps:       d,
+		Journal:    j,
 		ReportPath: filepath.Join(cfg.Paths.StateDir, daemon.ReportName),
 		Accepted:   d.Accepted,
 		Logs:       logFiles(v),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,6 +38,7 @@ import (
 	"alpnib.dev/nibrunner/proxy/meter"
 	"alpnib.dev/nibrunner/proxy/raw"
 	"alpnib.dev/nibrunner/slot"
+	"alpnib.dev/nibrunner/statuspage"
 	"alpnib.dev/nibrunner/store"
 	"alpnib.dev/nibrunner/vmm"
 	"alpnib.dev/nibrunner/vmm/fake"
@@ -308,6 +310,10 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		wg.Wait()
 		d.Close()
 	}()
+	// The events of the reports this daemon writes: the control socket's
+	// and the status page's.
+	reportPath := filepath.Join(cfg.Paths.StateDir, daemon.ReportName)
+	journal := control.FollowReports(ctx, reportPath)
 	// Before the first pass: a checkpoint that pass starts must not have
 	// its fresh freeze ended by this thaw.
 	thawFrozen(ctx, deps.VMM)
@@ -315,9 +321,12 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		served = true
 		sessions.SetWaker(d)
 		spawn(func() { sessions.Start(ctx) })
-		spawn(func() { serveControl(ctx, cfg, d, deps.VMM, sessions, ctl) })
+		spawn(func() { serveControl(ctx, cfg, d, deps.VMM, sessions, journal, ctl) })
 	}
 	if mxServer != nil {
+		mxServer.Handle("GET /{$}", statuspage.Handler(func(*http.Request) statuspage.Input {
+			return pageInput(clk.Now(), reportPath, d, journal, mx)
+		}))
 		spawn(func() {
 			if err := mxServer.Serve(ctx); err != nil {
 				log.Printf("nibrunnerd: %v", err)
@@ -526,3 +535,17 @@ func userNetworkPortWarning(maxApps int) string {
 // minOutgoingPorts is the fewest ephemeral ports a reservation the warning
 // advises may leave.
 const minOutgoingPorts = 4096
+
+// pageInput is what the status page shows now: the report on disk, the
+// accepted document, each app's last event and the last hour's samples.
+func pageInput(now time.Time, reportPath string, d *daemon.Daemon, j *control.Journal, mx *metrics.Metrics) statuspage.Input {
+	in := statuspage.Input{Now: now, Report: control.ReadReport(reportPath), Doc: d.Accepted(), Last: map[string]statuspage.Event{}}
+	evs, _ := j.After(0)
+	for _, e := range evs {
+		if e.Subject == control.SubjectInstance {
+			in.Last[e.ID] = statuspage.Event{At: e.At, Verb: string(e.Verb), Message: e.Message}
+		}
+	}
+	in.Wakes, in.Held = mx.History().Points()
+	return in
+}

@@ -36,6 +36,18 @@ func NewJournal(size int) *Journal {
 	return &Journal{size: size, more: make(chan struct{}), last: map[string]Verb{}}
 }
 
+// FollowReports is a journal of the reports written at path (none when
+// path is ""): what is on disk now is its baseline, taken before anyone
+// can ask, and each report after it is observed until ctx ends.
+func FollowReports(ctx context.Context, path string) *Journal {
+	j := NewJournal(0)
+	if path != "" {
+		j.Baseline(ReadReport(path))
+		go j.Follow(ctx, path)
+	}
+	return j
+}
+
 // Baseline sets the report later ones are compared with, without an event:
 // what a report on disk says happened before this daemon ran.
 func (j *Journal) Baseline(r *reported.HostReportedState) {
@@ -129,8 +141,9 @@ func (j *Journal) Follow(ctx context.Context, path string) error {
 	}
 }
 
-// readReportFile reads the report at path, or nil.
-func readReportFile(path string) *reported.HostReportedState {
+// ReadReport reads the report at path, or nil when there is none or it
+// cannot be read.
+func ReadReport(path string) *reported.HostReportedState {
 	b, err := os.ReadFile(path)
 	return decodeReport(b, err)
 }

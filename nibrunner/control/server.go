@@ -154,7 +154,7 @@ func (s *Server) unknown(app string) bool {
 	if s.ReportPath == "" {
 		return false
 	}
-	rep := readReportFile(s.ReportPath)
+	rep := ReadReport(s.ReportPath)
 	if rep == nil {
 		return false
 	}
@@ -219,13 +219,7 @@ func Listen(path string) (net.Listener, error) {
 // ends, then removes the socket.
 func (s *Server) Serve(ctx context.Context, path string, l net.Listener) error {
 	if s.Journal == nil {
-		s.Journal = NewJournal(0)
-		if s.ReportPath != "" {
-			// What is on disk happened before this server: the baseline,
-			// taken before anyone can ask.
-			s.Journal.Baseline(readReportFile(s.ReportPath))
-			go s.Journal.Follow(ctx, s.ReportPath)
-		}
+		s.Journal = FollowReports(ctx, s.ReportPath)
 	}
 	// Requests live in ctx, so a follower's stream ends with the server.
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,

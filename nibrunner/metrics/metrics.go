@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"alpnib.dev/nibrunner/reported"
+	"alpnib.dev/nibrunner/statuspage"
 )
 
 // Recorder is what the daemon tells the metrics. Nop does nothing.
@@ -42,6 +43,8 @@ func (nop) DocumentRefused()                                {}
 // Metrics is one registry and the families nibrunnerd serves.
 type Metrics struct {
 	reg *prometheus.Registry
+	// history is what the status page charts (safe for concurrent use).
+	history statuspage.History
 
 	appState        *prometheus.GaugeVec
 	restarts        *prometheus.CounterVec
@@ -150,8 +153,14 @@ func (m *Metrics) Pass(d time.Duration, r *reported.HostReportedState) {
 	m.passes.Inc()
 	if r != nil {
 		m.report(r)
+		if r.Memory != nil {
+			m.history.Held(r.ReportedAt, r.Memory.HeldMib)
+		}
 	}
 }
+
+// History is the last hour of wakes and memory held, for the status page.
+func (m *Metrics) History() *statuspage.History { return &m.history }
 
 // DocumentRefused implements Recorder.
 func (m *Metrics) DocumentRefused() { m.refused.Inc() }

@@ -20,8 +20,13 @@ func (m *Metrics) Handler() http.Handler {
 // Server is /metrics bound to its address, not yet serving.
 type Server struct {
 	srv *http.Server
+	mux *http.ServeMux
 	l   net.Listener
 }
+
+// Handle serves h for pattern beside /metrics (the status page at GET /);
+// call it before Serve.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Listen binds address (host:port) so that a port in use fails at start.
 func (m *Metrics) Listen(ctx context.Context, address string) (*Server, error) {
@@ -31,7 +36,7 @@ func (m *Metrics) Listen(ctx context.Context, address string) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	return &Server{l: l, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}}, nil
+	return &Server{l: l, mux: mux, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}}, nil
 }
 
 // Addr is the address bound.

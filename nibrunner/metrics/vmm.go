@@ -45,7 +45,9 @@ func (i *instrumented) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, err
 		if st.Restored {
 			outcome = "restored"
 		}
-		i.m.vmStarted(kind, i.now().Sub(began))
+		now := i.now()
+		i.m.vmStarted(kind, now.Sub(began))
+		i.m.history.Wake(spec.AppID, now, now.Sub(began))
 	}
 	i.m.wakes.WithLabelValues(spec.AppID, outcome).Inc()
 	return st, err
