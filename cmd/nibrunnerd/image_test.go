@@ -137,6 +137,14 @@ func TestAppFromImagePrintsADocumentCheckAccepts(t *testing.T) {
 	if got, err := execute(t, "check", path); err != nil || got != "ok\n" {
 		t.Fatalf("check of the printed document: %q %v\n%s", got, err, doc)
 	}
+	// A host without [images] would fail the instance, and check says so.
+	bare := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(bare, hostconfig.Default(""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := execute(t, "check", "--config", bare, path); err != nil || !strings.Contains(got, "layers[0] is an image but this host pulls none: give its config.toml an [images] section") {
+		t.Errorf("check against a host without [images] should name the image layer: %q %v", got, err)
+	}
 	d, err := desired.Decode([]byte(doc))
 	if err != nil {
 		t.Fatal(err)

@@ -13,12 +13,16 @@ type HostLimits struct {
 	HTTPProxy        bool
 	RawProxy         bool
 	MaxPortsPerGuest int
+	// NoImages: the host has no [images] section, so it pulls no image
+	// layer (the zero value pulls them).
+	NoImages bool
 }
 
 // InstanceProblems returns, per app, why this host cannot run an instance
 // the document itself may ask for: more ports than the host carries, ports
 // on a host with no raw proxy, hostnames on a host with no HTTP proxy, an
-// environment value holding a newline, CR or NUL. The spec charges these
+// image layer on a host that pulls none, an environment value holding a
+// newline, CR or NUL. The spec charges these
 // to the instance (it is failed naming the reason), not to the document,
 // which is still accepted; so is asking for no memory or no vCPU, which
 // the seed does not bound. Apps with no problem are absent from the map.
@@ -44,6 +48,14 @@ func InstanceProblems(doc *HostDesiredState, limits HostLimits) map[AppId]string
 		}
 		if len(in.Hostnames) > 0 && !limits.HTTPProxy {
 			why = append(why, fmt.Sprintf("it names %s (%s) but this host has no [proxy.http] to route them", plural(len(in.Hostnames), "hostname"), in.Hostnames[0].Hostname))
+		}
+		if limits.NoImages {
+			for i, l := range in.Layers {
+				if l.Kind == LayerImage {
+					why = append(why, fmt.Sprintf("layers[%d] is an image but this host pulls none: give its config.toml an [images] section (an empty one pulls anonymously)", i))
+					break
+				}
+			}
 		}
 		keys := make([]string, 0, len(in.Config.Command.Environment))
 		for k := range in.Config.Command.Environment {

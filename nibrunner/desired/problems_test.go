@@ -48,6 +48,8 @@ func TestInstanceProblemsFailTheInstanceButKeepTheDocument(t *testing.T) {
 			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "config.resources.memoryMib is 0, and a guest cannot boot without memory"},
 		{"a guest with no vCPU", []func(any){set("instances.1.config.resources.vcpuCount", 0.0)},
 			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "config.resources.vcpuCount is 0, and a guest cannot run without a CPU"},
+		{"an image layer on a host that pulls none", []func(any){set("instances.1.layers", []any{map[string]any{"kind": "image", "reference": "registry.example/api@sha256:" + strings.Repeat("ab", 32)}})},
+			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7, NoImages: true}, "api", "layers[0] is an image but this host pulls none: give its config.toml an [images] section"},
 		{"an environment value with a NUL", []func(any){set("instances.1.config.command.environment.Z", "a\x00b")},
 			HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}, "api", "environment variable Z holds"},
 	}

@@ -353,7 +353,7 @@ type Store struct {
 // Limits says what this host can carry for one instance, for
 // desired.InstanceProblems.
 func (c *Config) Limits() desired.HostLimits {
-	l := desired.HostLimits{HTTPProxy: c.Proxy.HTTP != nil}
+	l := desired.HostLimits{HTTPProxy: c.Proxy.HTTP != nil, NoImages: c.Images == nil}
 	if c.Proxy.Raw != nil {
 		l.RawProxy = true
 		l.MaxPortsPerGuest = c.Proxy.Raw.MaxPortsPerGuest

@@ -68,7 +68,7 @@ func TestTheFullExampleLoadsWithEverySectionParsed(t *testing.T) {
 	if c.Proxy.HTTP == nil || c.Proxy.HTTP.TLS == nil || c.Proxy.HTTP.Port != 443 || c.Proxy.Raw == nil || c.Metrics == nil || c.Metrics.Port != 9464 {
 		t.Errorf("optional sections: %+v %+v", c.Proxy, c.Metrics)
 	}
-	if got := c.Limits(); got != (desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7}) {
+	if got := c.Limits(); got != (desired.HostLimits{HTTPProxy: true, RawProxy: true, MaxPortsPerGuest: 7, NoImages: true}) {
 		t.Errorf("limits: %+v", got)
 	}
 }
@@ -93,7 +93,7 @@ func TestTheDefaultConfigurationLoadsWithNoProxyAndLocalStores(t *testing.T) {
 		if c.Artifacts.Store.Kind != StoreDir || c.Exports.Store.Kind != StoreDir || c.Volumes.Backend != "local-file" {
 			t.Errorf("root %q: stores %+v %+v", root, c.Artifacts.Store, c.Exports.Store)
 		}
-		if got := c.Limits(); got != (desired.HostLimits{}) {
+		if got := c.Limits(); got != (desired.HostLimits{NoImages: true}) {
 			t.Errorf("root %q: limits %+v", root, got)
 		}
 		want := filepath.Clean(root)
