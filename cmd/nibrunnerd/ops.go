@@ -168,11 +168,11 @@ func newEventsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Print what each converge pass did: started, slept, woke, failed, and why",
-		Long: `events prints what changed on this host since its daemon started, one event a
-line: an app started, slept, woke, failed or was removed (with the daemon's
+		Long: `events prints what changed on this host, one event a line: an app started, slept, woke, failed or was removed (with the daemon's
 message saying why), a volume, checkpoint or export changed state, a
 document was accepted or refused. Events are derived from consecutive
-reports and the daemon keeps the last ` + fmt.Sprint(control.DefaultJournalSize) + `. With -f it keeps printing
+reports; the daemon keeps the last ` + fmt.Sprint(control.DefaultJournalSize) + ` in state.db, so a restart loses none
+and numbers its own after them. With -f it keeps printing
 them as they happen, until interrupted. --output json prints one event
 object a line.` + askLong,
 		Args: cobra.NoArgs,

@@ -25,6 +25,7 @@ import (
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/daemon/execs"
+	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/hostconfig"
@@ -311,9 +312,34 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		d.Close()
 	}()
 	// The events of the reports this daemon writes: the control socket's
-	// and the status page's.
+	// and the status page's, kept in state.db across restarts.
 	reportPath := filepath.Join(cfg.Paths.StateDir, daemon.ReportName)
-	journal := control.FollowReports(ctx, reportPath)
+	journal := control.NewJournal(0)
+	events, err := db.Open(ctx, filepath.Join(cfg.Paths.StateDir, daemon.StateDBName))
+	if err != nil {
+		return err
+	}
+	if err := journal.RestoreFrom(ctx, events); err != nil {
+		events.Close()
+		return err
+	}
+	kept := journal.Seq()
+	journal.Watch(ctx, reportPath)
+	spawn(func() {
+		defer events.Close()
+		failing := false
+		journal.KeepIn(ctx, events, kept, func(_ uint64, err error) {
+			// Said once when it starts failing and once when it recovers.
+			if (err != nil) != failing {
+				failing = err != nil
+				if failing {
+					log.Printf("nibrunnerd: events are not kept in state.db (they are in memory; retried with the next): %v", err)
+				} else {
+					log.Printf("nibrunnerd: events are kept in state.db again")
+				}
+			}
+		})
+	})
 	// Before the first pass: a checkpoint that pass starts must not have
 	// its fresh freeze ended by this thaw.
 	thawFrozen(ctx, deps.VMM)

@@ -37,16 +37,45 @@ func NewJournal(size int) *Journal {
 }
 
 // FollowReports is a journal of the reports written at path (none when
-// path is ""): what is on disk now is its baseline, taken before anyone
-// can ask, and each report after it is observed until ctx ends.
+// path is ""): see Watch.
 func FollowReports(ctx context.Context, path string) *Journal {
-	j := NewJournal(0)
+	return NewJournal(0).Watch(ctx, path)
+}
+
+// Watch has j observe the reports written at path (none when path is ""),
+// and returns j: what is on disk now is the baseline, taken before anyone
+// can ask, and each report after it is observed until ctx ends.
+func (j *Journal) Watch(ctx context.Context, path string) *Journal {
 	if path != "" {
 		j.Baseline(ReadReport(path))
 		go j.Follow(ctx, path)
 	}
 	return j
 }
+
+// Restore keeps evs (oldest first), events an earlier run of the daemon
+// recorded, as the journal's first: new ones are numbered after them.
+// Call it before the journal is shown a report.
+func (j *Journal) Restore(evs []Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, e := range evs {
+		if e.Seq <= j.seq {
+			continue
+		}
+		j.seq = e.Seq
+		j.events = append(j.events, e)
+		if e.Subject == SubjectInstance && e.From != "" && e.To != "" {
+			j.last[e.ID] = e.Verb
+		}
+	}
+	if over := len(j.events) - j.size; over > 0 {
+		j.events = append(j.events[:0:0], j.events[over:]...)
+	}
+}
+
+// Size is the most events the journal keeps.
+func (j *Journal) Size() int { return j.size }
 
 // Baseline sets the report later ones are compared with, without an event:
 // what a report on disk says happened before this daemon ran.

@@ -299,7 +299,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.StateDir, perm.Dir); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
 	}
-	store, err := db.Open(ctx, filepath.Join(cfg.StateDir, "state.db"))
+	store, err := db.Open(ctx, filepath.Join(cfg.StateDir, StateDBName))
 	if err != nil {
 		return nil, err
 	}

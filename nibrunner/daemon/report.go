@@ -21,6 +21,9 @@ import (
 // ReportName is the report's file name in the state folder.
 const ReportName = "reported.json"
 
+// StateDBName is the state database's file name in the state folder.
+const StateDBName = "state.db"
+
 // report says what the host is, after this pass, in sentences a person
 // can act on: each instance as statuses says (instanceStatuses). It
 // renders, and changes nothing the daemon holds (mu held).

@@ -72,6 +72,12 @@ var migrations = []string{
 		failed_at  INTEGER NOT NULL,
 		message    TEXT NOT NULL
 	);`,
+	// The events `nibrunnerd events` shows, so that a restart keeps them:
+	// each one's JSON as the control socket serves it, by its number.
+	`CREATE TABLE events (
+		seq   INTEGER PRIMARY KEY,
+		event BLOB NOT NULL
+	);`,
 }
 
 // DB is an open state database. It is safe for concurrent use.
@@ -451,6 +457,49 @@ func (d *DB) VolumeFailures(ctx context.Context) (map[string]VolumeFailure, erro
 		}
 		f.At = time.UnixMilli(at).UTC()
 		out[f.VolumeID] = f
+	}
+	return out, rows.Err()
+}
+
+// AppendEvents keeps the events (numbered, each its JSON) and drops the
+// oldest beyond keep, in one transaction.
+func (d *DB) AppendEvents(ctx context.Context, evs map[uint64][]byte, keep int) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	tx, err := d.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("keep events: %w", err)
+	}
+	defer tx.Rollback()
+	for seq, b := range evs {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO events (seq, event) VALUES (?, ?)`, int64(seq), b); err != nil {
+			return fmt.Errorf("keep events: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?`, keep); err != nil {
+		return fmt.Errorf("keep events: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("keep events: %w", err)
+	}
+	return nil
+}
+
+// Events returns the kept events' JSON, oldest first.
+func (d *DB) Events(ctx context.Context) ([][]byte, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT event FROM events ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		out = append(out, b)
 	}
 	return out, rows.Err()
 }
