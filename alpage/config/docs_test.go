@@ -8,7 +8,7 @@ import (
 )
 
 func TestEveryFieldOfEveryBlockHasADocAndASince(t *testing.T) {
-	for _, blk := range Blocks {
+	for _, blk := range Blocks() {
 		if blk.Doc == "" || releaseIndex(blk.Since) == len(Releases) {
 			t.Errorf("block %s: doc %q, since %q", blk.Header, blk.Doc, blk.Since)
 		}

@@ -262,6 +262,11 @@ func (k *defined[B, P, F, PB]) Claim(a *nns.Action) (*Claimed, bool) {
 	return c, true
 }
 
+// generates says whether the kind proposes anything from drift; the
+// table's check holds such a kind to saying for what (Def.Generates),
+// which is how --help and docs/config.md list it.
+func (k *defined[B, P, F, PB]) generates() bool { return k.d.Generate != nil }
+
 func (k *defined[B, P, F, PB]) Generate(d *Drift) ([]Generated, []string) {
 	if k.d.Generate == nil {
 		return nil, nil

@@ -11,8 +11,10 @@ import (
 
 // TableProblems is what the engines cannot rely on in table: each kind
 // must have a name of its own that is its block's, a New of the block its
-// docs document, and an on-chain action shape of its own, which it claims
-// and no other kind does, over every shape an action can take.
+// docs document, say for what drift it is generated exactly when it
+// generates (the lists of --help and docs/config.md come from that), and
+// have an on-chain action shape of its own, which it claims and no other
+// kind does, over every shape an action can take.
 func TableProblems(table []Kind) []string {
 	var out []string
 	problem := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
@@ -27,13 +29,21 @@ func TableProblems(table []Kind) []string {
 		if len(docs) == 0 || docs[0].Header != name+" { }" || reflect.PointerTo(docs[0].Type) != reflect.TypeOf(k.New()) || docs[0].Since == "" || docs[0].Doc == "" {
 			problem("%s: its first doc is %+v, want its own block, of New's type (%T), with a since and a doc", name, docs, k.New())
 		}
+		if g, ok := k.(interface{ generates() bool }); ok && len(docs) > 0 {
+			switch says := docs[0].Generates != ""; {
+			case g.generates() && !says:
+				problem("%s generates proposals from drift, but its Def's Generates does not say for what drift, so alp plan --help and docs/config.md leave it out", name)
+			case !g.generates() && says:
+				problem("%s says it is generated %s, but its Def has no Generate", name, docs[0].Generates)
+			}
+		}
 		if other, ok := shapes[k.Shape()]; ok {
 			problem("%s and %s both make %s actions: an on-chain proposal would match both", other, name, k.Shape())
 		}
 		shapes[k.Shape()] = name
 	}
 	claimed := map[string]bool{}
-	for _, a := range EveryActionShape() {
+	for _, a := range EveryActionShape(table) {
 		var by []string
 		for _, k := range table {
 			if _, mine := k.Claim(a); mine {
@@ -58,9 +68,14 @@ func TableProblems(table []Kind) []string {
 
 // EveryActionShape is an action of every shape nns.Action can take: each
 // case of each variant in it (a record's variant fields also unset), and
-// an ExecuteNnsFunction of every function up to 64.
-func EveryActionShape() []*nns.Action {
+// an ExecuteNnsFunction of every function up to 64, or up to the highest
+// a kind of table runs.
+func EveryActionShape(table []Kind) []*nns.Action {
 	var out []*nns.Action
+	last := int32(64)
+	for _, k := range table {
+		last = max(last, int32(k.Shape().Function))
+	}
 	at := reflect.TypeFor[nns.Action]()
 	for i := 0; i < at.NumField(); i++ {
 		f := at.Field(i)
@@ -68,7 +83,7 @@ func EveryActionShape() []*nns.Action {
 			continue
 		}
 		if f.Type == reflect.TypeFor[*nns.ExecuteNnsFunction]() {
-			for fn := int32(0); fn <= 64; fn++ {
+			for fn := int32(0); fn <= last; fn++ {
 				out = append(out, &nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: fn}})
 			}
 			continue
@@ -169,5 +184,44 @@ func TestAKindClaimsOnlyItsOwnActions(t *testing.T) {
 	}
 	if Claimant(&nns.Action{ExecuteNnsFunction: &nns.ExecuteNnsFunction{NnsFunction: int32(nns.FunctionUpdateConfigOfSubnet)}}) == nil {
 		t.Error("update_subnet's action has no claimant")
+	}
+}
+
+// A kind that generates from drift says for what, and one that says so
+// generates: --help and docs/config.md list the kinds by what they say,
+// so a kind that generated silently would be missing from both.
+func TestAKindThatGeneratesSaysForWhatDrift(t *testing.T) {
+	generate := func(*Drift) ([]Generated, []string) { return nil, nil }
+	silent := Define(Def[RemoveNodes, nns.RemoveNodesPayload, map[string]NodeFacts]{
+		Name: "silent", Since: "v0.6.0", Doc: "Generates without saying for what.",
+		OnChain: Execute[nns.RemoveNodesPayload](nns.NnsFunction(60)), Generate: generate,
+	})
+	idle := Define(Def[RemoveNodes, nns.RemoveNodesPayload, map[string]NodeFacts]{
+		Name: "idle", Since: "v0.6.0", Doc: "Says it generates, and does not.", Generates: "for nothing",
+		OnChain: Execute[nns.RemoveNodesPayload](nns.NnsFunction(61)),
+	})
+	problems := strings.Join(TableProblems(append(append([]Kind(nil), All...), silent, idle)), "\n")
+	for _, want := range []string{"silent generates proposals from drift, but its Def's Generates does not say", "idle says it is generated for nothing, but its Def has no Generate"} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("the table's check does not say %q:\n%s", want, problems)
+		}
+	}
+}
+
+// Every ExecuteNnsFunction a kind of the table runs is a shape the
+// table's check goes over, also past the functions alp knows today.
+func TestTheTablesCheckCoversEveryFunctionItsKindsRun(t *testing.T) {
+	far := func(name string) Kind {
+		return Define(Def[RemoveNodes, nns.RemoveNodesPayload, map[string]NodeFacts]{
+			Name: name, Since: "v0.6.0", Doc: "Runs a function far past today's.",
+			OnChain: Execute[nns.RemoveNodesPayload](nns.NnsFunction(200)),
+		})
+	}
+	if problems := TableProblems(append(append([]Kind(nil), All...), far("far"))); len(problems) != 0 {
+		t.Errorf("a kind of function 200 alone: %v", problems)
+	}
+	problems := strings.Join(TableProblems(append(append([]Kind(nil), All...), far("far"), far("farther"))), "\n")
+	if !strings.Contains(problems, "claimed by far and farther") {
+		t.Errorf("two kinds of function 200 are not refused as both claiming it:\n%s", problems)
 	}
 }

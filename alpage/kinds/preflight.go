@@ -11,7 +11,8 @@ import (
 
 // Preflight: a kind's Fetch reads the live state its checks need through
 // a Reader (alpage/preflight's fetcher, every read at one registry
-// version), and its Check is a pure function of that Snapshot.
+// version) into facts of the kind's own type, and its Check is a pure
+// function of those facts.
 
 // Reader is what a kind's Fetch reads live state through.
 type Reader interface {

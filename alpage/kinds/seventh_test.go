@@ -43,6 +43,7 @@ const opAddProvider kinds.Op = "add_provider"
 
 var addNodeProviderKind = kinds.Define(kinds.Def[addNodeProvider, nns.AddOrRemoveNodeProvider, kinds.ProviderFacts]{
 	Name: "add_node_provider", Since: "v0.6.0", Doc: "Adds a node provider.",
+	Generates: "for a declared node provider governance does not know",
 	OnChain: kinds.Native(nns.TopicParticipantManagement,
 		nns.AddOrRemoveNodeProvider{Change: &nns.Change{ToAdd: &nns.NodeProvider{}}},
 		func(p nns.AddOrRemoveNodeProvider) *nns.ProposalActionRequest {
@@ -109,8 +110,10 @@ func (a *addNodeProvider) Check(f kinds.ProviderFacts, _ kinds.Options) ([]kinds
 }
 
 // A kind added as one file and one row in the table goes through every
-// engine: the table's check finds its action its own, the loader decodes
-// and checks its block, the payload is built and made into its native
+// engine: the table's check finds its action its own, the configuration
+// reference documents its block and lists it among the kinds --generate
+// proposes, the loader decodes and checks its block (and names it among
+// the kinds when refusing an unknown one), the payload is built and made into its native
 // action (which its kind alone claims back, as import and --generate's
 // pending read it), preflight fetches and checks it against a devnet, the
 // dry run seeds and executes it on a local NNS, and --generate calls its
@@ -123,6 +126,19 @@ func TestASeventhKindIsOneFileAndOneRowInTheTable(t *testing.T) {
 	t.Cleanup(func() { kinds.All = saved })
 	for _, p := range kinds.TableProblems(kinds.All) {
 		t.Error(p)
+	}
+
+	// the reference: its block, its field, and the kinds --generate proposes
+	md := string(config.Markdown())
+	for _, want := range []string{
+		"### `add_node_provider { }`\n\nSince v0.6.0. Adds a node provider.\n",
+		"| `node_provider_id` | attr | yes | v0.6.0 | Principal of the node provider to add (node_provider.<name>.id). |",
+		", deploy_hostos, add_node_provider), in the order they must execute",
+		"- `add_node_provider { }`: `node_provider_id`\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("docs/config.md as generated with the seventh kind's row lacks %q", want)
+		}
 	}
 
 	fleet, err := devnet.ParseFleet(devnet.DefaultFleet)

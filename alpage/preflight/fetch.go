@@ -41,10 +41,10 @@ type Dashboard interface {
 	Elections(ctx context.Context) ([]source.Election, error)
 }
 
-// Fetcher gathers the Snapshot a proposal needs. The registry and
-// governance are authoritative: failing to read them is an error. The
-// explorer and dashboard are third parties: failing to read them is
-// recorded in the snapshot and becomes a warning or a note.
+// Fetcher reads what a proposal's kind fetches for its checks. The
+// registry and governance are authoritative: failing to read them is an
+// error. The explorer and dashboard are third parties: failing to read
+// them is recorded in the kind's facts and becomes a warning or a note.
 type Fetcher struct {
 	Registry   Registry
 	Governance Governance

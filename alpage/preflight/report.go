@@ -1,10 +1,10 @@
 // Package preflight checks a declared proposal against live state before it
 // is submitted: does it change anything, will the registry accept it, does
-// it do something the registry would silently skip or regret. The checks are
-// pure functions over a Snapshot of live state (Check), one per kind, so
-// they are tested with tables; Fetcher gathers the Snapshot a proposal needs
-// from the registry, governance, the registry explorer and the ICP
-// dashboard. `alp plan` prints the Report; `alp apply` runs the same checks
+// it do something the registry would silently skip or regret. Each kind
+// (alpage/kinds) fetches the facts of its own type through the Fetcher,
+// which reads the registry, governance, the registry explorer and the ICP
+// dashboard at one registry version, and its checks are a pure function of
+// those facts, so they are tested with tables. `alp plan` prints the Report; `alp apply` runs the same checks
 // before it submits.
 package preflight
 
