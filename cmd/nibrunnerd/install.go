@@ -109,7 +109,7 @@ func applySysctls(in *hostconfig.Install) error {
 
 func newInstallCmd() *cobra.Command {
 	var root, binary string
-	var noGuestImage bool
+	var noGuestImage, quiet bool
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Prepare this host: configuration, folders, systemd unit, guest image",
@@ -141,6 +141,10 @@ With --root every path is taken under that folder instead of /.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
 			defer cancel()
+			if !quiet {
+				// The guest kernel's build takes minutes: say how it goes.
+				ctx = guestimage.WithProgress(ctx, cmd.ErrOrStderr())
+			}
 			err = in.Run(ctx, installSteps(!noGuestImage))
 			report(cmd.OutOrStdout(), in)
 			return err
@@ -149,6 +153,7 @@ With --root every path is taken under that folder instead of /.`,
 	cmd.Flags().StringVar(&root, "root", "/", "the folder every path is under")
 	cmd.Flags().StringVar(&binary, "binary", "", "the nibrunnerd the systemd unit runs (default: this binary)")
 	cmd.Flags().BoolVar(&noGuestImage, "no-guest-image", false, "do not build the guest image (the fake VMM needs none)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print no progress of long steps (the guest kernel's build) on stderr")
 	return cmd
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"alpnib.dev/internal/progress"
 )
 
 // SourcePackage is the Debian package the guest kernel is built from: the
@@ -162,7 +164,9 @@ func buildKernel(ctx context.Context, dir string, kb kernelBuild) (Kernel, error
 			return Kernel{}, fmt.Errorf("make the kernel build folder: %w", err)
 		}
 	}
-	run := func(what, name string, args ...string) error {
+	// run runs one step; meter, when not nil, counts what its output says
+	// it built.
+	run := func(what string, meter *progress.Meter, name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = work
 		// The same inputs give the same kernel, whoever builds it when.
@@ -172,16 +176,19 @@ func buildKernel(ctx context.Context, dir string, kb kernelBuild) (Kernel, error
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.WaitDelay = 10 * time.Second
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s (%s %s, in %s): %w: %s", what, name, strings.Join(args, " "), work, err, lastLines(b))
+		out := &buildOutput{m: meter}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s (%s %s, in %s): %w: %s", what, name, strings.Join(args, " "), work, err, lastLines(out.tail))
 		}
 		return nil
 	}
 	tarball := "usr/src/" + SourcePackage + ".tar.xz"
-	if err := run("unpack the kernel source package", "dpkg-deb", "-x", kb.deb, "pkg"); err != nil {
+	stage(ctx, "unpacking %s", filepath.Base(kb.deb))
+	if err := run("unpack the kernel source package", nil, "dpkg-deb", "-x", kb.deb, "pkg"); err != nil {
 		return Kernel{}, err
 	}
-	if err := run("unpack the kernel source", "tar", "-xJf", filepath.Join("pkg", tarball), "-C", "src", "--strip-components=1"); err != nil {
+	if err := run("unpack the kernel source", nil, "tar", "-xJf", filepath.Join("pkg", tarball), "-C", "src", "--strip-components=1"); err != nil {
 		return Kernel{}, fmt.Errorf("%w (%s should hold %s)", err, kb.deb, tarball)
 	}
 	_ = os.RemoveAll(filepath.Join(work, "pkg"))
@@ -189,13 +196,14 @@ func buildKernel(ctx context.Context, dir string, kb kernelBuild) (Kernel, error
 	if err := os.WriteFile(fragment, guestConfig, 0o644); err != nil {
 		return Kernel{}, err
 	}
-	mk := func(what string, args ...string) error {
-		return run(what, "make", append([]string{"-C", "src", "O=../obj", "ARCH=x86_64"}, args...)...)
+	mk := func(what string, meter *progress.Meter, args ...string) error {
+		return run(what, meter, "make", append([]string{"-C", "src", "O=../obj", "ARCH=x86_64"}, args...)...)
 	}
-	if err := mk("configure the guest kernel", "KCONFIG_ALLCONFIG=../guest.config", "allnoconfig"); err != nil {
+	stage(ctx, "configuring it")
+	if err := mk("configure the guest kernel", nil, "KCONFIG_ALLCONFIG=../guest.config", "allnoconfig"); err != nil {
 		return Kernel{}, err
 	}
-	if err := mk("configure the guest kernel", "olddefconfig"); err != nil {
+	if err := mk("configure the guest kernel", nil, "olddefconfig"); err != nil {
 		return Kernel{}, err
 	}
 	cfg, err := readKernelConfig(filepath.Join(obj, ".config"))
@@ -205,9 +213,13 @@ func buildKernel(ctx context.Context, dir string, kb kernelBuild) (Kernel, error
 	if err := fragmentLanded(guestConfig, cfg); err != nil {
 		return Kernel{}, fmt.Errorf("%s over %s: %w", "guest.config", filepath.Base(kb.deb), err)
 	}
-	if err := mk("build the guest kernel", fmt.Sprintf("-j%d", runtime.NumCPU()), "vmlinux"); err != nil {
+	// How many objects a configuration builds is not known ahead: the
+	// meter counts them.
+	meter := progress.New(progressOut(ctx), "building the guest kernel", "objects built", 0)
+	if err := mk("build the guest kernel", meter, fmt.Sprintf("-j%d", runtime.NumCPU()), "vmlinux"); err != nil {
 		return Kernel{}, err
 	}
+	meter.Done()
 	vmlinux, err := os.ReadFile(filepath.Join(obj, "vmlinux"))
 	if err != nil {
 		return Kernel{}, fmt.Errorf("the kernel build left no vmlinux: %w", err)

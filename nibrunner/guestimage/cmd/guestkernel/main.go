@@ -19,6 +19,8 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Minutes of compiling: stderr says how far it got.
+	ctx = guestimage.WithProgress(ctx, os.Stderr)
 	k, err := guestimage.BuildKernel(ctx, guestimage.KernelPrebuilt())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "guestkernel: build the guest kernel in %s: %v\n", guestimage.KernelPrebuilt(), err)
