@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -51,6 +52,7 @@ func newServeCmd() *cobra.Command {
 	var configPath, vmmKind string
 	var reserveMiB uint64
 	var userNetwork bool
+	var logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: watch desired.json and converge this host on it",
@@ -68,6 +70,14 @@ and are adopted by the next serve.
 			if configPath == "" {
 				configPath = hostconfig.Path()
 			}
+			h, err := logHandler(logFormat, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if h != nil {
+				// The standard log's lines go through it too.
+				slog.SetDefault(slog.New(h))
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return serve(ctx, configPath, vmmKind, reserveMiB, userNetwork)
@@ -75,6 +85,7 @@ and are adopted by the next serve.
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "host configuration file (default $NIBRUNNER_CONFIG or /etc/nibrunner/config.toml)")
 	cmd.Flags().StringVar(&vmmKind, "vmm", "qemu", "what runs guests: qemu (microVMs) or fake (local processes)")
+	cmd.Flags().StringVar(&logFormat, "log-format", "plain", "the daemon's log on stderr: plain (lines), text (key=value records) or json (one object a line, as the access log); each app's start, sleep, wake, failure and removal is one record with its reason")
 	cmd.Flags().Uint64Var(&reserveMiB, "reserve-mib", 1024, "memory kept back for the host itself when admitting guests")
 	cmd.Flags().BoolVar(&userNetwork, "user-network", false, "for development and tests on hosts without root networking: QEMU guests get user-mode networking (restricted) instead of taps and nftables; their host ports are forwarded on 127.0.0.1 and they reach nothing else, neither the host nor the Internet")
 	return cmd
@@ -325,6 +336,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	}
 	kept := journal.Seq()
 	journal.Watch(ctx, reportPath)
+	spawn(func() { logLifecycle(ctx, journal, kept, slog.Default()) })
 	spawn(func() {
 		defer events.Close()
 		failing := false
