@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"alpnib.dev/nibrunner/daemon/execs"
 	"alpnib.dev/nibrunner/daemon/execs/exectest"
 	"alpnib.dev/nibrunner/execwire"
+	"alpnib.dev/nibrunner/hostconfig"
+	"alpnib.dev/nibrunner/vmm"
 )
 
 // execRig serves the control socket with exec sessions that run here, in
@@ -32,7 +35,13 @@ func execRig(t *testing.T, root string) *control.Client {
 		}
 		return argv
 	}}
-	s := &execs.Sessions{Execer: ex}
+	return serveExecs(t, &execs.Sessions{Execer: ex})
+}
+
+// serveExecs serves the control socket with s's exec sessions until the
+// test ends.
+func serveExecs(t *testing.T, s *execs.Sessions) *control.Client {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), control.SocketName)
 	l, err := control.Listen(sock)
 	if err != nil {
@@ -41,7 +50,10 @@ func execRig(t *testing.T, root string) *control.Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); (&control.Server{Execs: s}).Serve(ctx, sock, l) }()
+	go func() {
+		defer wg.Done()
+		(&control.Server{Execs: s, ExecConflicts: []error{execs.ErrBusy}}).Serve(ctx, sock, l)
+	}()
 	go func() { defer wg.Done(); s.Start(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return control.NewClient(sock)
@@ -141,5 +153,47 @@ func TestExecUserFlag(t *testing.T) {
 	}
 	if _, _, err := parseUser("root"); err == nil {
 		t.Error("--user root was taken")
+	}
+}
+
+// execVMM is a VMM that can run programs (here, on this machine).
+type execVMM struct {
+	vmm.VMM
+	*exectest.Execer
+}
+
+func TestTheExecSectionCapsSessionsPerAppAndClosesAnIdleOne(t *testing.T) {
+	cfgPath := ctlConfig(t, t.TempDir())
+	f, _ := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("[exec]\nmax_sessions_per_app = 1\nidle_timeout_ms = 1000\n")
+	f.Close()
+	cfg, err := hostconfig.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serveExecs(t, execSessions(cfg, execVMM{Execer: &exectest.Execer{}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	// A session that keeps talking is never idle, and holds the one place.
+	conn, err := c.Exec(ctx, "web", control.ExecRequest{Argv: []string{"sh", "-c", "while :; do echo; sleep 0.1; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	talking := make(chan error, 1)
+	go func() {
+		_, err := control.RunExec(ctx, conn, control.ExecIO{Stdout: io.Discard})
+		talking <- err
+	}()
+	err = runExec(context.Background(), c, "web", control.ExecRequest{Argv: []string{"true"}}, nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "1 sessions are open into it, the most this host allows at once") {
+		t.Fatalf("a second session into the app answered %v; want it refused", err)
+	}
+	cancel()
+	<-talking
+	// A session that carries nothing for a second is closed, saying so.
+	var errOut bytes.Buffer
+	err = runExec(context.Background(), c, "web", control.ExecRequest{Argv: []string{"sleep", "600"}}, nil, io.Discard, &errOut)
+	var code exitCode
+	if !errors.As(err, &code) || !strings.Contains(errOut.String(), "nibrunnerd: exec into web: the session carried nothing for 1s and was closed") {
+		t.Fatalf("the idle session ended %v, saying %q", err, errOut.String())
 	}
 }

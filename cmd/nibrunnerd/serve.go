@@ -274,10 +274,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	// Exec sessions are a component beside the daemon: they reach guests
 	// through the VMM, wake apps through the daemon, and an open one is
 	// its app's traffic, so an on-request app does not sleep under it.
-	sessions := &execs.Sessions{}
-	if e, ok := vmm.As[vmm.Execer](deps.VMM); ok {
-		sessions.Execer = e
-	}
+	sessions := execSessions(cfg, deps.VMM)
 	if deps.Traffic != nil {
 		deps.Traffic = meter.Merged{deps.Traffic, sessions}
 	} else {
@@ -586,4 +583,17 @@ func pageInput(now time.Time, reportPath string, d *daemon.Daemon, j *control.Jo
 	}
 	in.Wakes, in.Held = mx.History().Points()
 	return in
+}
+
+// execSessions is the exec component as config.toml's [exec] bounds it,
+// reaching guests through v when it can run a program in one.
+func execSessions(cfg *hostconfig.Config, v vmm.VMM) *execs.Sessions {
+	s := &execs.Sessions{
+		MaxPerApp: cfg.Exec.MaxSessionsPerApp,
+		Idle:      time.Duration(cfg.Exec.IdleTimeoutMs) * time.Millisecond,
+	}
+	if e, ok := vmm.As[vmm.Execer](v); ok {
+		s.Execer = e
+	}
+	return s
 }

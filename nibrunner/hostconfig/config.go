@@ -56,7 +56,9 @@ type Config struct {
 	Checkpoints Checkpoints `toml:"checkpoints"`
 	// Admission holds only settings with defaults, so it may be absent.
 	Admission Admission `toml:"admission"`
-	Network   Network   `toml:"network"`
+	// Exec holds only settings with defaults, so it may be absent.
+	Exec    Exec    `toml:"exec"`
+	Network Network `toml:"network"`
 	// Jail holds only settings with defaults, so it may be absent.
 	Jail Jail `toml:"jail"`
 	// Proxy holds only optional sections, so it may be absent too.
@@ -166,6 +168,28 @@ type Admission struct {
 	// are put to sleep to make room before a start is refused.
 	MemoryOvercommit float64 `toml:"memory_overcommit,omitempty"`
 }
+
+// Exec bounds the exec and cp sessions of nibrunnerd exec and cp (ours).
+// Every key is optional.
+type Exec struct {
+	// MaxSessionsPerApp caps the exec and cp sessions open into one app at
+	// once (default 4, 1 to 64, the most a guest serves); one more is
+	// refused with a sentence until one ends.
+	MaxSessionsPerApp int `toml:"max_sessions_per_app,omitempty"`
+	// IdleTimeoutMs closes a session that carried nothing either way
+	// (no output, no input, no resize) for this long (default 1800000,
+	// half an hour; 1000 to 86400000); its program is killed, and the
+	// client is told why.
+	IdleTimeoutMs int `toml:"idle_timeout_ms,omitempty"`
+}
+
+// The [exec] defaults, and the most sessions a guest's init serves at
+// once (cmd/nibrun-init's maxExecSessions).
+const (
+	DefaultExecSessionsPerApp = 4
+	DefaultExecIdleTimeoutMs  = 30 * 60 * 1000
+	MaxExecSessionsPerApp     = 64
+)
 
 // DefaultMemoryOvercommit admits only what the host can give every guest
 // in full.
@@ -474,6 +498,18 @@ func (c *Config) validate(v *validator) {
 		c.Admission.MemoryOvercommit = DefaultMemoryOvercommit
 	case r < 1 || r > 16:
 		v.fail("admission.memory_overcommit is %g; it must be 1 to 16 (1 gives every guest its whole memory; 2 lets guests be given twice what the host has, as long as what they hold fits)", r)
+	}
+	switch n := c.Exec.MaxSessionsPerApp; {
+	case n == 0:
+		c.Exec.MaxSessionsPerApp = DefaultExecSessionsPerApp
+	case n < 1 || n > MaxExecSessionsPerApp:
+		v.fail("exec.max_sessions_per_app is %d; it must be 1 to %d (a guest serves %d sessions at most)", n, MaxExecSessionsPerApp, MaxExecSessionsPerApp)
+	}
+	switch ms := c.Exec.IdleTimeoutMs; {
+	case ms == 0:
+		c.Exec.IdleTimeoutMs = DefaultExecIdleTimeoutMs
+	case ms < 1000 || ms > 86400000:
+		v.fail("exec.idle_timeout_ms is %d; it must be 1000 to 86400000 (a second to a day)", ms)
 	}
 	j := &c.Jail
 	for _, id := range []struct {
