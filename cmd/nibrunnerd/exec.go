@@ -40,7 +40,9 @@ stdout and stderr here; its exit status is this command's. -i sends this
 command's stdin to it; -t gives it a terminal (window-size changes follow,
 and Ctrl-C interrupts the program, not this command).
 
-PROGRAM must exist in the app's root: the host injects no shell. An
+PROGRAM must exist in the app's root (a name without a slash is looked up
+in the PATH of the app's environment): the host injects no shell, and
+docs/debugging.md shows how to add one as a layer. An
 on-request app that sleeps is woken first, and the session counts as its
 traffic while it lasts; an app that is stopped is refused. Each exec is an
 event (nibrunnerd events).` + askLong,
