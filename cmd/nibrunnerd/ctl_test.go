@@ -20,7 +20,7 @@ import (
 
 // ctlConfig writes a host configuration under root (no proxy) and
 // returns its path.
-func ctlConfig(t *testing.T, root string) string {
+func ctlConfig(t testing.TB, root string) string {
 	t.Helper()
 	config := fmt.Sprintf(`max_apps = 10
 [paths]
@@ -108,7 +108,7 @@ func fakeHost(t *testing.T) (root, cfgPath string, doc, in map[string]any, app s
 }
 
 // writeDoc replaces the host's desired.json as a control plane does.
-func writeDoc(t *testing.T, root string, doc map[string]any) {
+func writeDoc(t testing.TB, root string, doc map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(doc)
 	os.MkdirAll(filepath.Join(root, "control"), 0o755)
@@ -119,7 +119,7 @@ func writeDoc(t *testing.T, root string, doc map[string]any) {
 }
 
 // serveInBackground runs serve on cfgPath until the test ends.
-func serveInBackground(t *testing.T, cfgPath, vmmKind string) {
+func serveInBackground(t testing.TB, cfgPath, vmmKind string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

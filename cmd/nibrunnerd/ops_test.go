@@ -17,7 +17,7 @@ import (
 )
 
 // waitReport waits up to limit for the host's report to satisfy cond.
-func waitReport(t *testing.T, root, what string, limit time.Duration, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
+func waitReport(t testing.TB, root, what string, limit time.Duration, cond func(*reported.HostReportedState) bool) *reported.HostReportedState {
 	t.Helper()
 	var r reported.HostReportedState
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -42,7 +42,7 @@ func appIs(app string, st reported.InstanceState) func(*reported.HostReportedSta
 }
 
 // awaitServe waits up to limit for serve to answer a ps on its socket.
-func awaitServe(t *testing.T, cfgPath string, limit time.Duration) {
+func awaitServe(t testing.TB, cfgPath string, limit time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := ctl("ps", "--config", cfgPath); err == nil {
@@ -55,7 +55,7 @@ func awaitServe(t *testing.T, cfgPath string, limit time.Duration) {
 
 // followEvents runs `nibrunnerd events -f --output json` until the test
 // ends and hands on each event it prints.
-func followEvents(t *testing.T, cfgPath string) <-chan control.Event {
+func followEvents(t testing.TB, cfgPath string) <-chan control.Event {
 	t.Helper()
 	pr, pw, _ := os.Pipe()
 	cmd := newRootCmd()
@@ -86,7 +86,7 @@ func followEvents(t *testing.T, cfgPath string) <-chan control.Event {
 }
 
 // waitEvent reads events until one of app has verb.
-func waitEvent(t *testing.T, evs <-chan control.Event, app string, verb control.Verb, limit time.Duration) control.Event {
+func waitEvent(t testing.TB, evs <-chan control.Event, app string, verb control.Verb, limit time.Duration) control.Event {
 	t.Helper()
 	timeout := time.After(limit)
 	var seen []string

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,7 @@ import (
 // of its applets a link in /bin, as a user adds a shell and tar to an
 // app's root (docs/debugging.md): the host injects none. It returns the
 // image's sha256.
-func toolsLayer(t *testing.T, dst string) string {
+func toolsLayer(t testing.TB, dst string) string {
 	t.Helper()
 	bb, err := exec.LookPath("busybox")
 	if err != nil {
@@ -113,15 +114,17 @@ func (w *watched) await(t *testing.T, want string, ended <-chan struct{}) {
 	}
 }
 
-// TestOnARealMicroVMExecAndCpReachTheAppsRoot is issue 34 on QEMU (TCG
-// here), over one booted guest: the counter app runs on-request over a
-// layer with busybox, and nibrunnerd exec and cp reach its root.
-func TestOnARealMicroVMExecAndCpReachTheAppsRoot(t *testing.T) {
+// execGuest is nibrunnerd serve on QEMU (TCG here) with the counter app
+// running on-request over a layer with busybox (toolsLayer), until tb ends.
+// It returns the host's folder and configuration, the document and its
+// instance (to change and write again), and the daemon's events.
+func execGuest(t testing.TB) (root, cfgPath string, doc, in map[string]any, evs <-chan control.Event) {
+	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb", "busybox")
-	root := daemontest.RunDir(t, "nbx")
+	root = daemontest.RunDir(t, "nbx")
 	daemontest.GuestImage(t)
-	cfgPath := ctlConfig(t, root)
+	cfgPath = ctlConfig(t, root)
 	cfg, _ := os.ReadFile(cfgPath)
 	cfg = []byte(strings.NewReplacer(
 		`guest_image_dir = "`+root+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
@@ -137,7 +140,7 @@ func TestOnARealMicroVMExecAndCpReachTheAppsRoot(t *testing.T) {
 	if err := daemontest.PinSlot(context.Background(), filepath.Join(root, "state"), "counter", slottest.Free(t)); err != nil {
 		t.Fatal(err)
 	}
-	in := map[string]any{
+	in = map[string]any{
 		"appId": "counter", "deploymentId": "counter-1", "volumeId": "counter-data", "desiredState": "on-request", "idleTimeoutMs": 600000,
 		"layers": []any{
 			map[string]any{"kind": "filesystem", "digest": tools, "objectKey": "layers/tools.squashfs"},
@@ -153,7 +156,7 @@ func TestOnARealMicroVMExecAndCpReachTheAppsRoot(t *testing.T) {
 		},
 		"hostnames": []any{},
 	}
-	doc := map[string]any{
+	doc = map[string]any{
 		"hostId":      "qemu-exec",
 		"volumes":     []any{map[string]any{"volumeId": "counter-data", "appId": "counter", "sizeBytes": 256 << 20, "desiredState": "present"}},
 		"instances":   []any{in},
@@ -162,9 +165,17 @@ func TestOnARealMicroVMExecAndCpReachTheAppsRoot(t *testing.T) {
 	writeDoc(t, root, doc)
 	serveInBackground(t, cfgPath, "qemu")
 	awaitServe(t, cfgPath, 60*time.Second)
-	evs := followEvents(t, cfgPath)
+	evs = followEvents(t, cfgPath)
 	waitEvent(t, evs, "counter", control.VerbStarted, 5*time.Minute)
 	waitReport(t, root, "the counter runs", 2*time.Minute, appIs("counter", reported.InstanceRunning))
+	return root, cfgPath, doc, in, evs
+}
+
+// TestOnARealMicroVMExecAndCpReachTheAppsRoot is issue 34 on QEMU (TCG
+// here), over one booted guest: the counter app runs on-request over a
+// layer with busybox, and nibrunnerd exec and cp reach its root.
+func TestOnARealMicroVMExecAndCpReachTheAppsRoot(t *testing.T) {
+	root, cfgPath, doc, in, evs := execGuest(t)
 	c := control.NewClient(filepath.Join(root, "run", control.SocketName))
 	execs := 0 // the exec and cp sessions run, each an event
 
@@ -311,4 +322,37 @@ func TestOnARealMicroVMExecAndCpReachTheAppsRoot(t *testing.T) {
 			t.Fatalf("exec into the stopped app printed %q and ended %v; want it refused as not running", out, err)
 		}
 	})
+}
+
+// BenchmarkExecBesidePs is issue 34's measure: nibrunnerd exec of a
+// trivial program (busybox true) into the running guest, beside
+// nibrunnerd ps, each a whole command line (flags, config.toml, the
+// control socket) as an operator types it, alternating in one run over
+// the same socket. It reports each one's p50 and p99.
+func BenchmarkExecBesidePs(b *testing.B) {
+	_, cfgPath, _, _, _ := execGuest(b)
+	var execs, pss []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if out, err := ctl("exec", "counter", "--config", cfgPath, "--", "true"); err != nil || out != "" {
+			b.Fatalf("exec: %q, %v", out, err)
+		}
+		t1 := time.Now()
+		if _, err := ctl("ps", "--config", cfgPath); err != nil {
+			b.Fatalf("ps: %v", err)
+		}
+		execs, pss = append(execs, t1.Sub(t0)), append(pss, time.Since(t1))
+	}
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"exec", execs}, {"ps", pss}} {
+		slices.Sort(m.d)
+		at := func(q float64) float64 {
+			return float64(m.d[min(len(m.d)-1, int(q*float64(len(m.d))))].Microseconds()) / 1000
+		}
+		b.ReportMetric(at(0.50), m.name+"-p50-ms")
+		b.ReportMetric(at(0.99), m.name+"-p99-ms")
+	}
+	b.ReportMetric(0, "ns/op")
 }
