@@ -167,26 +167,33 @@ func TestImportReadsTheInheritedRecordAtTheVersionItRead(t *testing.T) {
 // apply builds each payload once, against the registry version it pinned,
 // and hands that one proposal to the dry run, preflight and the
 // submission (it built it four times: offline first, then against the
-// live record, and twice more inside preflight).
+// live record, and twice more inside preflight); so does an apply of a
+// plan file, whose payload is built at the plan's registry version.
 func TestApplyBuildsThePayloadOnce(t *testing.T) {
 	startApplyDevnet(t)
-	statePath := filepath.Join(t.TempDir(), "state.json")
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.json")
+	planned := filepath.Join(dir, "plan.json")
+	if out, errOut, err := runAlp(t, "", "plan", "halt-app1", "-out", planned, "--config", applyConfig, "--state", statePath); err != nil {
+		t.Fatalf("plan -out: %v\n%s%s", err, out, errOut)
+	}
 	for _, tc := range []struct {
-		name  string
-		stdin string
-		args  []string
+		target []string
+		stdin  string
+		args   []string
 	}{
-		{"halt-app1", "submit\n", []string{"--yes"}}, // update_subnet: inherits from the live record
-		{"add-node-08", "submit\n", []string{"--yes"}},
-		{"drop-node-12", "", nil}, // dry run only
+		{[]string{planned, "halt-app1"}, "", nil},              // as planned, dry run only
+		{[]string{"halt-app1"}, "submit\n", []string{"--yes"}}, // update_subnet: inherits from the live record
+		{[]string{"add-node-08"}, "submit\n", []string{"--yes"}},
+		{[]string{"drop-node-12"}, "", nil}, // dry run only
 	} {
 		before := proposal.Builds()
-		args := append([]string{"apply", tc.name, "--config", applyConfig, "--state", statePath}, tc.args...)
+		args := append(append([]string{"apply"}, tc.target...), append([]string{"--config", applyConfig, "--state", statePath}, tc.args...)...)
 		if out, errOut, err := runAlp(t, tc.stdin, args...); err != nil {
-			t.Fatalf("apply %s: %v\n%s%s", tc.name, err, out, errOut)
+			t.Fatalf("apply %v: %v\n%s%s", tc.target, err, out, errOut)
 		}
 		if n := proposal.Builds() - before; n != 1 {
-			t.Errorf("apply %s %v built the payload %d times, want once", tc.name, tc.args, n)
+			t.Errorf("apply %v %v built the payload %d times, want once", tc.target, tc.args, n)
 		}
 	}
 }
