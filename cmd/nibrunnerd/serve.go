@@ -22,6 +22,7 @@ import (
 
 	"alpnib.dev/internal/version"
 	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/checkpoint/schedule"
 	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon"
@@ -164,12 +165,17 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	if err != nil {
 		return err
 	}
+	sched, err := openSchedule(ctx, cfg, cps, clk)
+	if err != nil {
+		return err
+	}
 	deps := daemon.Deps{
 		Layers:      cache,
 		Volumes:     local,
 		Checkpoints: cps,
 		Exports:     exps,
 		Router:      daemon.NoRouter{},
+		Schedule:    sched,
 	}
 	// With [metrics], /metrics is bound now (a port in use stops the
 	// start) and served once everything it reads exists.
@@ -461,6 +467,32 @@ func openBackground(ctx context.Context, cfg *hostconfig.Config, clk clock.Clock
 		return nil, nil, err
 	}
 	return cps, exps, nil
+}
+
+// openSchedule opens the scheduled checkpoints [checkpoints.schedule]
+// asks for: into the checkpoint store beside the document's checkpoints
+// (cps), under <prefix>scheduled/, with a folder of their own and no local
+// copy kept (the daemon's manager runs it, Deps.Schedule).
+func openSchedule(ctx context.Context, cfg *hostconfig.Config, cps *checkpoint.Store, clk clock.Clock) (*schedule.Schedule, error) {
+	sc := cfg.Checkpoints.Schedule
+	st, err := checkpoint.Open(ctx, checkpoint.Options{
+		Dir: filepath.Join(cfg.Volumes.StoragePrefix, "scheduled-checkpoints"), Objects: cps.Objects(),
+		Prefix: checkpointPrefix() + "scheduled/", FreezeTimeout: time.Duration(cfg.Checkpoints.FreezeTimeoutMs) * time.Millisecond,
+		UploadOnly: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scheduled checkpoints: %w", err)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	vols := map[string]schedule.Policy{}
+	for id, v := range sc.Volumes {
+		vols[id] = schedule.Policy{Interval: ms(v.IntervalMs), Keep: v.Keep, Off: v.Disabled}
+	}
+	return schedule.New(schedule.Options{
+		Store: st, Dir: filepath.Join(cfg.Paths.StateDir, "schedule"),
+		Default: schedule.Policy{Interval: ms(sc.IntervalMs), Keep: sc.Keep, Off: sc.Disabled},
+		Volumes: vols, Clock: clk,
+	})
 }
 
 // checkpointPrefix is checkpoints/<hostname>/ (checkpoints/ when the

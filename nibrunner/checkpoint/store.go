@@ -50,6 +50,10 @@ type Options struct {
 	Prefix  string
 	// FreezeTimeout bounds each freeze (DefaultFreezeTimeout when 0).
 	FreezeTimeout time.Duration
+	// UploadOnly keeps no local copy once a checkpoint is uploaded: the
+	// object in the store is the checkpoint (scheduled checkpoints, kept
+	// by the dozen, would otherwise hold as many copies on the host).
+	UploadOnly bool
 }
 
 // Store makes, lists and deletes checkpoints: a consistent sparse copy of
@@ -138,7 +142,15 @@ func (s *Store) create(ctx context.Context, id string, vol Volume) (Info, Snapsh
 	pr.CloseWithError(errors.New("the upload ended"))
 	<-written
 	if err != nil {
+		if s.opt.UploadOnly {
+			os.Remove(s.local(id))
+		}
 		return Info{}, snap, fmt.Errorf("checkpoint %s: upload: %w", id, err)
+	}
+	if s.opt.UploadOnly {
+		if err := os.Remove(s.local(id)); err != nil {
+			return Info{}, snap, fmt.Errorf("checkpoint %s: remove the local copy once uploaded: %w", id, err)
+		}
 	}
 	info := Info{VolumeID: vol.ID, Reference: s.opt.Objects.URL(key), ReadyAt: time.Now().UTC(), Key: key, Size: snap.Size, Data: snap.Data, Digest: hex.EncodeToString(sum.Sum(nil))}
 	b, _ := json.Marshal(info)
@@ -161,6 +173,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// Objects is the store the checkpoints are uploaded to.
+func (s *Store) Objects() store.Streamer { return s.opt.Objects }
 
 // LocalPath is the file holding checkpoint id's copy on this host.
 func (s *Store) LocalPath(id string) string { return s.local(id) }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sort"
 	"strings"
 
 	"alpnib.dev/nibrunner/checkpoint"
@@ -159,3 +160,33 @@ type guestFreezer struct {
 
 func (g guestFreezer) Freeze(ctx context.Context) error { return g.vmm.FreezeVolume(ctx, g.app) }
 func (g guestFreezer) Thaw(ctx context.Context) error   { return g.vmm.ThawVolume(ctx, g.app) }
+
+// scheduleHost is the host as scheduled checkpoints read it
+// (schedule.Host): the volumes listed, each read as a checkpoint job
+// reads it.
+type scheduleHost struct{ d *Daemon }
+
+func (h scheduleHost) Volumes(ctx context.Context) ([]string, error) {
+	d := h.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ids []string
+	for id, v := range d.volumes {
+		if v.listed {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+func (h scheduleHost) VolumeToCopy(ctx context.Context, id string) (checkpoint.Volume, error) {
+	d := h.d
+	if err := d.volumeAtRestForCopy(id); err != nil {
+		return checkpoint.Volume{}, err
+	}
+	d.mu.Lock()
+	app := d.appOfVolume(id)
+	d.mu.Unlock()
+	return d.volumeToRead(ctx, id, app), nil
+}

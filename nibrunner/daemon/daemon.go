@@ -138,6 +138,9 @@ type Deps struct {
 	Ports route.PortRouter
 	// Metrics is optional: told of each pass and each refused document.
 	Metrics metrics.Recorder
+	// Schedule is optional: scheduled checkpoints ([checkpoints.schedule]),
+	// run as a component after the jobs, stopped before them.
+	Schedule Schedule
 }
 
 // Daemon is one host's converge loop.
@@ -343,7 +346,9 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 //   - volume workers: one per action on a volume (apply.go), which take
 //     guests down for a grow;
 //   - jobs: the checkpoints and exports (background.go): a frozen guest
-//     is thawed before the workers stop.
+//     is thawed before the workers stop;
+//   - scheduled checkpoints (Deps.Schedule), when set, which read the
+//     volumes as the jobs do.
 //
 // Run adds the loop after them (the passes, the document's source and
 // its offers), so the loop stops first.
@@ -367,6 +372,12 @@ func (d *Daemon) components() error {
 		})},
 	} {
 		if _, err := d.mgr.Add(c.name, c.r); err != nil {
+			return err
+		}
+	}
+	if s := d.deps.Schedule; s != nil {
+		run := func(ctx context.Context) error { return s.Run(ctx, scheduleHost{d}) }
+		if _, err := d.mgr.Add("scheduled checkpoints", manager.RunnableFunc(run)); err != nil {
 			return err
 		}
 	}

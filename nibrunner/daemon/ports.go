@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/checkpoint"
+	"alpnib.dev/nibrunner/checkpoint/schedule"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/export"
 	"alpnib.dev/nibrunner/layer"
@@ -75,6 +76,15 @@ type Checkpoints interface {
 	// a copy, an upload).
 	Create(ctx context.Context, id string, vol checkpoint.Volume) (CheckpointInfo, error)
 	Delete(ctx context.Context, id string) error
+}
+
+// Schedule takes checkpoints of the host's volumes on a schedule of its
+// own (*schedule.Schedule): a component the daemon's manager runs, which
+// reads the host through the daemon (Run) and whose checkpoints the
+// report lists under each volume (Taken).
+type Schedule interface {
+	Run(ctx context.Context, h schedule.Host) error
+	Taken(volumeID string) []schedule.Taken
 }
 
 // ExportInfo is an export that was written.

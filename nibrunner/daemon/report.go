@@ -242,6 +242,14 @@ func (d *Daemon) volumeReports(now time.Time) []reported.Volume {
 	}
 	out = append(out, plan.UnlistedVolumes(d.doc, known, d.volumeApp)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].VolumeId < out[j].VolumeId })
+	if s := d.deps.Schedule; s != nil {
+		for i := range out {
+			for _, t := range s.Taken(string(out[i].VolumeId)) {
+				out[i].Checkpoints = append(out[i].Checkpoints, reported.ScheduledCheckpoint{
+					ObjectKey: desired.ObjectKey(t.Key), Digest: desired.Sha256Digest(t.Digest), TakenAt: t.TakenAt})
+			}
+		}
+	}
 	return out
 }
 

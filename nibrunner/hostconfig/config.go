@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 
 	"alpnib.dev/nibrunner/desired"
@@ -155,9 +156,59 @@ type Checkpoints struct {
 	FreezeTimeoutMs int `toml:"freeze_timeout_ms,omitempty"`
 	// MaxConcurrent bounds the checkpoints and exports running at once
 	// (default 2).
-	MaxConcurrent int   `toml:"max_concurrent,omitempty"`
-	Store         Store `toml:"-"`
+	MaxConcurrent int `toml:"max_concurrent,omitempty"`
+	// Schedule may be absent: every volume is then checkpointed daily,
+	// the last 7 kept.
+	Schedule Schedule `toml:"schedule"`
+	Store    Store    `toml:"-"`
 }
+
+// Schedule is how the host checkpoints every volume it holds on its own
+// (ours), beside the checkpoints a document asks for: into
+// checkpoints.store_url under checkpoints/<hostname>/scheduled/, each
+// listed under its volume in reported.json (object key, digest, when it
+// was taken), the oldest beyond keep deleted from the store once a newer
+// one is uploaded whole. A checkpoint that fails is retried with backoff
+// and deletes nothing. Every key is optional.
+type Schedule struct {
+	// IntervalMs is the time between two checkpoints of a volume (default
+	// 86400000, a day; 60000 to 2678400000). A volume's first is taken an
+	// interval after the host first sees it.
+	IntervalMs int `toml:"interval_ms,omitempty"`
+	// Keep is how many of a volume's scheduled checkpoints stay in the
+	// store (default 7; 1 to 1000).
+	Keep int `toml:"keep,omitempty"`
+	// Disabled, true, takes no scheduled checkpoint of a volume unless its
+	// own section asks for them; those in the store stay.
+	Disabled bool `toml:"disabled,omitempty"`
+	// Volumes are per-volume overrides, one section each, named by the
+	// volume's volumeId.
+	Volumes map[string]VolumeSchedule `toml:"volumes,omitempty"`
+}
+
+// VolumeSchedule is one volume's own schedule: its keys left out take
+// [checkpoints.schedule]'s, and the section alone schedules the volume
+// even when the host's schedule is disabled. Every key is optional.
+type VolumeSchedule struct {
+	// IntervalMs is the time between two checkpoints of the volume
+	// (60000 to 2678400000).
+	IntervalMs int `toml:"interval_ms,omitempty"`
+	// Keep is how many of the volume's scheduled checkpoints stay (1 to
+	// 1000).
+	Keep int `toml:"keep,omitempty"`
+	// Disabled, true, takes no scheduled checkpoint of the volume; those
+	// in the store stay.
+	Disabled bool `toml:"disabled,omitempty"`
+}
+
+// The [checkpoints.schedule] defaults and bounds.
+const (
+	DefaultScheduleIntervalMs = 86400000
+	DefaultScheduleKeep       = 7
+	minScheduleIntervalMs     = 60000
+	maxScheduleIntervalMs     = 2678400000
+	maxScheduleKeep           = 1000
+)
 
 // Admission is how guests are admitted into the host's memory.
 type Admission struct {
@@ -493,6 +544,27 @@ func (c *Config) validate(v *validator) {
 	} else if cp.MaxConcurrent < 1 || cp.MaxConcurrent > 64 {
 		v.fail("checkpoints.max_concurrent is %d; it must be 1 to 64", cp.MaxConcurrent)
 	}
+	sc := &cp.Schedule
+	if sc.IntervalMs == 0 {
+		sc.IntervalMs = DefaultScheduleIntervalMs
+	}
+	if sc.Keep == 0 {
+		sc.Keep = DefaultScheduleKeep
+	}
+	v.schedule("checkpoints.schedule", sc.IntervalMs, sc.Keep)
+	ids := make([]string, 0, len(sc.Volumes))
+	for id := range sc.Volumes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		key := "checkpoints.schedule.volumes." + id
+		if !volumeIDPattern.MatchString(id) {
+			v.fail("[%s] names no volume: a volumeId is letters, digits, _ and -, at most 63, starting with a letter or digit", key)
+		}
+		vs := sc.Volumes[id]
+		v.schedule(key, vs.IntervalMs, vs.Keep)
+	}
 	switch r := c.Admission.MemoryOvercommit; {
 	case r == 0:
 		c.Admission.MemoryOvercommit = DefaultMemoryOvercommit
@@ -610,6 +682,20 @@ func (v *validator) fail(format string, args ...any) {
 func (v *validator) absolute(key, p string) {
 	if !filepath.IsAbs(p) {
 		v.fail("%s is %q; it must be an absolute path", key, p)
+	}
+}
+
+// volumeIDPattern is desired.json's identifier.
+var volumeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+
+// schedule checks a schedule's interval and keep (0: left out, its
+// default taken elsewhere).
+func (v *validator) schedule(key string, intervalMs, keep int) {
+	if intervalMs != 0 && (intervalMs < minScheduleIntervalMs || intervalMs > maxScheduleIntervalMs) {
+		v.fail("%s.interval_ms is %d; it must be %d (a minute) to %d (31 days)", key, intervalMs, minScheduleIntervalMs, maxScheduleIntervalMs)
+	}
+	if keep != 0 && (keep < 1 || keep > maxScheduleKeep) {
+		v.fail("%s.keep is %d; it must be 1 to %d (disabled = true takes none)", key, keep, maxScheduleKeep)
 	}
 }
 

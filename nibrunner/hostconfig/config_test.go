@@ -370,6 +370,31 @@ func TestCheckpointSettingsAreReadWhenGivenAndRefusedByNameWhenWrong(t *testing.
 	}
 }
 
+func TestScheduledCheckpointsDefaultToDailyKeepingSevenWithAVolumesOwnSectionOverridingThem(t *testing.T) {
+	c := mustParse(t, readFull(t))
+	if sc := c.Checkpoints.Schedule; sc.IntervalMs != 86400000 || sc.Keep != 7 || sc.Disabled || len(sc.Volumes) != 0 {
+		t.Errorf("[checkpoints.schedule] left out gives %+v", sc)
+	}
+	c = mustParse(t, append(readFull(t), "\n[checkpoints.schedule]\nkeep = 3\ndisabled = true\n[checkpoints.schedule.volumes.blog-data]\ninterval_ms = 3600000\n[checkpoints.schedule.volumes.scratch]\ndisabled = true\n"...))
+	sc := c.Checkpoints.Schedule
+	if sc.IntervalMs != 86400000 || sc.Keep != 3 || !sc.Disabled ||
+		sc.Volumes["blog-data"] != (VolumeSchedule{IntervalMs: 3600000}) || sc.Volumes["scratch"] != (VolumeSchedule{Disabled: true}) {
+		t.Errorf("[checkpoints.schedule] gives %+v", sc)
+	}
+	for body, want := range map[string]string{
+		"[checkpoints.schedule]\ninterval_ms = 1000":      "checkpoints.schedule.interval_ms is 1000; it must be 60000 (a minute) to 2678400000 (31 days)",
+		"[checkpoints.schedule]\nkeep = 5000":             "checkpoints.schedule.keep is 5000; it must be 1 to 1000",
+		"[checkpoints.schedule]\nkeep = 0":                "checkpoints.schedule.keep is 0; leave the key out",
+		"[checkpoints.schedule]\ndisabled = \"yes\"":      "checkpoints.schedule.disabled must be true or false",
+		"[checkpoints.schedule.volumes.blog]\nkeep = -1":  "checkpoints.schedule.volumes.blog.keep is -1; it must be 1 to 1000",
+		"[checkpoints.schedule.volumes.blog]\nkept = 3":   "unknown key checkpoints.schedule.volumes.blog.kept: did you mean checkpoints.schedule.volumes.blog.keep?",
+		"[checkpoints.schedule.volumes.\"-x\"]\nkeep = 3": "[checkpoints.schedule.volumes.-x] names no volume",
+		"[checkpoints.schedule]\nvolumes = 3":             "checkpoints.schedule.volumes must hold sections",
+	} {
+		wantReason(t, append(readFull(t), "\n"+body+"\n"...), want)
+	}
+}
+
 func TestJailSettingsDefaultWhenLeftOutAndAreRefusedByNameWhenWrong(t *testing.T) {
 	c := mustParse(t, readFull(t))
 	if c.Jail != (Jail{UIDBase: 900000, GIDBase: 900000, GuestsCPUWeight: 100}) {

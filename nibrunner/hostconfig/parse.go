@@ -143,6 +143,30 @@ func (v *validator) shape(prefix string, table map[string]any, t reflect.Type) {
 			default:
 				v.fail("%s must be a number", key)
 			}
+		case reflect.Bool:
+			if _, ok := val.(bool); !ok {
+				v.fail("%s must be true or false", key)
+			}
+		case reflect.Map:
+			// A table of tables, one per name ([checkpoints.schedule.volumes.<id>]).
+			tables, ok := val.(map[string]any)
+			if !ok {
+				v.fail("%s must hold sections ([%s.<name>]), not a value", key, key)
+				continue
+			}
+			names := make([]string, 0, len(tables))
+			for name := range tables {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				sub, ok := tables[name].(map[string]any)
+				if !ok {
+					v.fail("%s.%s must be a section ([%s.%s]), not a value", key, name, key, name)
+					continue
+				}
+				v.shape(key+"."+name, sub, ft.Elem())
+			}
 		case reflect.Slice:
 			list, ok := val.([]any)
 			if !ok {

@@ -163,6 +163,11 @@ func (r *referencer) walk(prefix string, t reflect.Type, optional bool, fieldDoc
 		}
 		key := dotted(prefix, name)
 		doc := td.fields[f.Name]
+		if f.Type.Kind() == reflect.Map && f.Type.Elem().Kind() == reflect.Struct {
+			// One section per name: described once, as <name>.
+			subs = append(subs, sub{key + ".<" + mapKeyWord(f.Type.Elem()) + ">", f.Type.Elem(), true, doc})
+			continue
+		}
 		if isTable(f.Type) {
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
@@ -184,9 +189,21 @@ func (r *referencer) walk(prefix string, t reflect.Type, optional bool, fieldDoc
 	}
 }
 
+// mapKeyWord is what names one section of a table of them, in the
+// reference: volumeId for a VolumeSchedule.
+func mapKeyWord(t reflect.Type) string {
+	if t.Name() == "VolumeSchedule" {
+		return "volumeId"
+	}
+	return "name"
+}
+
 // goField is the Go name of the field of parent that holds the section at
-// prefix.
+// prefix (for a table of sections, prefix.<name>, the table's).
 func goField(parent reflect.Type, prefix string) string {
+	if strings.HasSuffix(prefix, ">") {
+		prefix = prefix[:strings.LastIndex(prefix, ".")]
+	}
 	last := prefix[strings.LastIndex(prefix, ".")+1:]
 	for i := 0; i < parent.NumField(); i++ {
 		if f := parent.Field(i); tomlName(f) == last {

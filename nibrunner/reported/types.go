@@ -127,6 +127,19 @@ type Volume struct {
 	DevicePath string           `json:"devicePath,omitempty" nib:"optional"`
 	Usage      *Usage           `json:"usage,omitempty" nib:"optional"`
 	Message    string           `json:"message,omitempty" nib:"optional,rule=message"`
+	// Checkpoints are the volume's scheduled checkpoints in the store,
+	// oldest first (ours; [checkpoints.schedule]). Absent when it has none.
+	Checkpoints []ScheduledCheckpoint `json:"checkpoints,omitempty" nib:"optional"`
+}
+
+// ScheduledCheckpoint is one checkpoint the host took of a volume on its
+// schedule: its object in the checkpoint store, the object's sha-256 (what
+// a volume's initialContents names to restore from it) and when it was
+// taken.
+type ScheduledCheckpoint struct {
+	ObjectKey desired.ObjectKey    `json:"objectKey"`
+	Digest    desired.Sha256Digest `json:"digest"`
+	TakenAt   time.Time            `json:"takenAt"`
 }
 
 // Usage is a volume's measured fill.
