@@ -103,6 +103,10 @@ declare -A need=(
   [nsenter]=util-linux
   # the status page's test loads it headless and reads the DOM it rendered
   [chromium]=chromium
+  # docs/images.md (run by a test) builds and pushes an image with them;
+  # bench/image-pull.sh measures ours against them
+  [skopeo]=skopeo
+  [umoci]=umoci
 )
 # command -> Debian package, for what only the benchmarks run (bench/*.sh):
 # installed by make bench (setup.sh --for-bench), not by make test.
@@ -110,9 +114,6 @@ declare -A need_bench=(
   [wrk]=wrk
   [openssl]=openssl
   [python3]=python3
-  # bench/image-pull.sh: the pull-and-convert pipeline ours is measured against
-  [skopeo]=skopeo
-  [umoci]=umoci
   [time]=time
 )
 # command -> Debian package, for what setup runs only when the machine has
