@@ -50,9 +50,9 @@ func Away(res *config.Resources, c Change) string {
 		if s == nil || s.Admins == nil {
 			return ""
 		}
-		if joinSorted(s.Admins) != c.Target {
+		if declared := kinds.AdminsTarget(s.Admins); declared != c.Target {
 			return fmt.Sprintf("subnet %s (%s) declares admins [%s], not [%s]: declare those", s.Name, site(s.Range),
-				joinSorted(s.Admins), c.Target)
+				declared, c.Target)
 		}
 	case kinds.OpRemoveNode:
 		if n := nodeByID(res, c.Subject); n != nil && !n.Decommissioned {
@@ -179,10 +179,4 @@ func versionName(res *config.Resources, id string) string {
 		}
 	}
 	return id
-}
-
-func joinSorted(ids []string) string {
-	s := slices.Clone(ids)
-	slices.Sort(s)
-	return strings.Join(slices.Compact(s), ",")
 }

@@ -34,8 +34,9 @@ type Change struct {
 	Target  string
 }
 
-// joinSorted is ids sorted, each once, comma-joined (an OpAdmins Target).
-func joinSorted(ids []string) string {
+// AdminsTarget is ids sorted, each once, comma-joined: an OpAdmins
+// Change's Target, so that two lists of the same admins compare equal.
+func AdminsTarget(ids []string) string {
 	s := slices.Clone(ids)
 	slices.Sort(s)
 	return strings.Join(slices.Compact(s), ",")

@@ -63,7 +63,7 @@ var updateSubnet = Define(Def[UpdateSubnet, nns.UpdateSubnetPayload, UpdateSubne
 		if p.SubnetAdmins == nil {
 			return nil
 		}
-		return []Change{{OpAdmins, p.SubnetID.String(), joinSorted(texts(*p.SubnetAdmins))}}
+		return []Change{{OpAdmins, p.SubnetID.String(), AdminsTarget(texts(*p.SubnetAdmins))}}
 	},
 	// the registry checks its invariants on the record written, and
 	// those read the members
@@ -638,7 +638,7 @@ func (u *UpdateSubnet) Closes() []Change {
 	if u.SubnetAdmins == nil {
 		return nil
 	}
-	return []Change{{OpAdmins, u.SubnetID, joinSorted(*u.SubnetAdmins)}}
+	return []Change{{OpAdmins, u.SubnetID, AdminsTarget(*u.SubnetAdmins)}}
 }
 
 // HCL writes the block as alp plan --generate does: the subnet and its

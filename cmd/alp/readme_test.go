@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,15 +20,7 @@ func TestTheReadmeWalkthroughEndsInSyncAndWritesNothingIntoTheCheckout(t *testin
 	if lines[0] != "make build && PATH=$PWD/bin:$PATH" {
 		t.Fatalf("the walkthrough's first line is %q; this test stands in for it with its own alp", lines[0])
 	}
-	bin := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(self, filepath.Join(bin, "alp")); err != nil {
-		t.Fatal(err)
-	}
-	lines[0] = "PATH=" + bin + ":$PATH"
+	lines[0] = "PATH=" + doctest.Tool(t, "alp") + ":$PATH"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	root, err := filepath.Abs("../..")

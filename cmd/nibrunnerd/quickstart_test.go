@@ -50,15 +50,7 @@ func runGuide(t *testing.T, path string, timeout time.Duration) string {
 	if lines[0] != "make build && PATH=$PWD/bin:$PATH" {
 		t.Fatalf("%s's first line is %q; this test stands in for it with its own nibrunnerd", path, lines[0])
 	}
-	bin := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(self, filepath.Join(bin, "nibrunnerd")); err != nil {
-		t.Fatal(err)
-	}
-	lines[0] = "PATH=" + bin + ":$PATH"
+	lines[0] = "PATH=" + doctest.Tool(t, "nibrunnerd") + ":$PATH"
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

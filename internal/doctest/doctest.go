@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -151,4 +152,20 @@ func wantOf(line string) int {
 		return n
 	}
 	return 0
+}
+
+// Tool is a folder holding name, a link to this test binary, to put first
+// on a document's PATH: its TestMain runs as name when the test asks, so
+// the document's lines run the code under test, not an installed build.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
