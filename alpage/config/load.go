@@ -97,7 +97,7 @@ func (e *Error) Error() string {
 		key := d.Summary + "\x00" + d.Detail
 		if g := byText[key]; g != nil {
 			if d.Subject != nil {
-				g.also = append(g.also, site(*d.Subject))
+				g.also = append(g.also, Site(*d.Subject))
 			}
 			continue
 		}
@@ -311,5 +311,5 @@ func (l *loader) errorf(subject *hcl.Range, summary, format string, args ...any)
 	})
 }
 
-// site renders a range as file:line for messages that name a second place.
-func site(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }
+// Site renders a range as file:line, for messages that name a place.
+func Site(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }

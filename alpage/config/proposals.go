@@ -31,7 +31,7 @@ func (l *loader) decodeProposals(c *Config) {
 	providers := l.blocks["provider"]
 	for i, b := range providers {
 		if i > 0 {
-			l.errorf(&b.DefRange, "Duplicate provider block", "a second provider block at %s; the first is at %s; keep one", site(b.DefRange), site(providers[0].DefRange))
+			l.errorf(&b.DefRange, "Duplicate provider block", "a second provider block at %s; the first is at %s; keep one", Site(b.DefRange), Site(providers[0].DefRange))
 			continue
 		}
 		// A fraction is reported and decoding goes on: the decoder takes
@@ -207,10 +207,10 @@ func (c *blockChecker) Once(what, field, id string, where hcl.Range) {
 		return
 	}
 	if first.field == field {
-		c.l.errorf(&where, "Duplicate "+what, "proposal %q names %s %s twice in %s (at %s and %s); keep one", c.p.Name, what, id, field, site(first.at), site(where))
+		c.l.errorf(&where, "Duplicate "+what, "proposal %q names %s %s twice in %s (at %s and %s); keep one", c.p.Name, what, id, field, Site(first.at), Site(where))
 		return
 	}
-	c.l.errorf(&where, "Contradictory "+what, "proposal %q names %s %s in both %s (at %s) and %s (at %s); keep the one you mean", c.p.Name, what, id, first.field, site(first.at), field, site(where))
+	c.l.errorf(&where, "Contradictory "+what, "proposal %q names %s %s in both %s (at %s) and %s (at %s); keep the one you mean", c.p.Name, what, id, first.field, Site(first.at), field, Site(where))
 }
 
 func (c *blockChecker) Errorf(where hcl.Range, summary, format string, args ...any) {

@@ -281,7 +281,7 @@ func (l *loader) checkDuplicateNames(kind string) {
 		name := b.Labels[0]
 		if prev, dup := first[name]; dup {
 			l.errorf(&b.LabelRanges[0], fmt.Sprintf("Duplicate %s name", kind),
-				"%s %q is declared twice: at %s and at %s; rename one of them", kind, name, site(prev.DefRange), site(b.DefRange))
+				"%s %q is declared twice: at %s and at %s; rename one of them", kind, name, Site(prev.DefRange), Site(b.DefRange))
 			continue
 		}
 		first[name] = b

@@ -119,7 +119,7 @@ func (l *loader) checkDuplicateIDs(r *Resources) {
 					at := l.attr(dup.at, "id")
 					l.errorf(&at, fmt.Sprintf("Duplicate %s id", kind),
 						"%s %q and %s %q both have id %q (at %s and %s); each %s must be declared once",
-						kind, names[refs[0].at], kind, names[dup.at], id, site(refs[0].at), site(dup.at), kind)
+						kind, names[refs[0].at], kind, names[dup.at], id, Site(refs[0].at), Site(dup.at), kind)
 				}
 			}
 		}
@@ -232,7 +232,7 @@ func (l *loader) applyGuestOSDefault(r *Resources) {
 		if def != nil {
 			at := l.attr(v.Range, "default")
 			l.errorf(&at, "Two default GuestOS versions",
-				"guestos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, site(l.attr(def.Range, "default")), v.Name, site(at))
+				"guestos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, Site(l.attr(def.Range, "default")), v.Name, Site(at))
 			continue
 		}
 		def = v
@@ -285,7 +285,7 @@ func (l *loader) applyHostOSDefault(r *Resources) {
 		if def != nil {
 			at := l.attr(v.Range, "default")
 			l.errorf(&at, "Two default HostOS versions",
-				"hostos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, site(l.attr(def.Range, "default")), v.Name, site(at))
+				"hostos_version %q (%s) and %q (%s) are both marked default; at most one may be", def.Name, Site(l.attr(def.Range, "default")), v.Name, Site(at))
 			continue
 		}
 		def = v

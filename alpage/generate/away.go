@@ -9,7 +9,6 @@ import (
 	"alpnib.dev/alpage/kinds"
 	"alpnib.dev/alpage/state"
 	"alpnib.dev/ic/principal"
-	"github.com/hashicorp/hcl/v2"
 )
 
 // Away says how a change moves the fleet away from its declaration: the
@@ -29,15 +28,15 @@ func Away(res *config.Resources, c Change) string {
 		switch {
 		case c.Op == kinds.OpAdd && !sameID(n.Subnet, c.Target):
 			return fmt.Sprintf("node %s (%s) is declared %s, not in subnet %s: declare subnet = subnet.%s.id",
-				n.Name, site(n.Range), inSubnet(res, n.Subnet), s, s)
+				n.Name, config.Site(n.Range), inSubnet(res, n.Subnet), s, s)
 		case c.Op == kinds.OpRemove && sameID(n.Subnet, c.Target):
-			return fmt.Sprintf("node %s (%s) is declared in subnet %s, which it leaves: remove its subnet line", n.Name, site(n.Range), s)
+			return fmt.Sprintf("node %s (%s) is declared in subnet %s, which it leaves: remove its subnet line", n.Name, config.Site(n.Range), s)
 		}
 	case kinds.OpDeploy:
 		var away []string
 		for _, n := range res.Nodes {
 			if sameID(n.Subnet, c.Subject) && n.Version != "" && !n.Decommissioned && n.Version != c.Target {
-				away = append(away, fmt.Sprintf("%s (%s)", n.Name, site(n.Range)))
+				away = append(away, fmt.Sprintf("%s (%s)", n.Name, config.Site(n.Range)))
 			}
 		}
 		if len(away) == 0 {
@@ -51,23 +50,23 @@ func Away(res *config.Resources, c Change) string {
 			return ""
 		}
 		if declared := kinds.AdminsTarget(s.Admins); declared != c.Target {
-			return fmt.Sprintf("subnet %s (%s) declares admins [%s], not [%s]: declare those", s.Name, site(s.Range),
+			return fmt.Sprintf("subnet %s (%s) declares admins [%s], not [%s]: declare those", s.Name, config.Site(s.Range),
 				declared, c.Target)
 		}
 	case kinds.OpRemoveNode:
 		if n := nodeByID(res, c.Subject); n != nil && !n.Decommissioned {
-			return fmt.Sprintf("node %s (%s) is declared registered, not deregistered: declare decommissioned = true", n.Name, site(n.Range))
+			return fmt.Sprintf("node %s (%s) is declared registered, not deregistered: declare decommissioned = true", n.Name, config.Site(n.Range))
 		}
 	case kinds.OpRemoveOperator:
 		for _, o := range res.NodeOperators {
 			if sameID(o.ID, c.Subject) && !o.Decommissioned {
-				return fmt.Sprintf("node operator %s (%s) is declared, not deleted: declare decommissioned = true", o.Name, site(o.Range))
+				return fmt.Sprintf("node operator %s (%s) is declared, not deleted: declare decommissioned = true", o.Name, config.Site(o.Range))
 			}
 		}
 	case kinds.OpRemoveProvider:
 		for _, p := range res.NodeProviders {
 			if sameID(p.ID, c.Subject) && !p.Decommissioned {
-				return fmt.Sprintf("node provider %s (%s) is declared, not removed: declare decommissioned = true", p.Name, site(p.Range))
+				return fmt.Sprintf("node provider %s (%s) is declared, not removed: declare decommissioned = true", p.Name, config.Site(p.Range))
 			}
 		}
 	}
@@ -128,8 +127,6 @@ func undoes(c Change, made map[Change]string) (Change, bool) {
 	}
 	return Change{}, false
 }
-
-func site(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }
 
 func sameID(a, b string) bool {
 	if a == b {

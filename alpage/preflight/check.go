@@ -59,7 +59,7 @@ func where(p *config.Proposal, c Check) string {
 	if r.Filename == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+	return config.Site(r)
 }
 
 // MinimumsOf maps each declared subnet's id to the Nakamoto minimums its
