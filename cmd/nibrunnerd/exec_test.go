@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"alpnib.dev/nibrunner/control"
 	"alpnib.dev/nibrunner/daemon/execs"
@@ -171,7 +172,8 @@ func TestTheExecSectionCapsSessionsPerAppAndClosesAnIdleOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := serveExecs(t, execSessions(cfg, execVMM{Execer: &exectest.Execer{}}))
+	sessions := execSessions(cfg, execVMM{Execer: &exectest.Execer{}})
+	c := serveExecs(t, sessions)
 	ctx, cancel := context.WithCancel(context.Background())
 	// A session that keeps talking is never idle, and holds the one place.
 	conn, err := c.Exec(ctx, "web", control.ExecRequest{Argv: []string{"sh", "-c", "while :; do echo; sleep 0.1; done"}})
@@ -189,6 +191,16 @@ func TestTheExecSectionCapsSessionsPerAppAndClosesAnIdleOne(t *testing.T) {
 	}
 	cancel()
 	<-talking
+	// The client has gone; the daemon's relay hears of it a moment later
+	// and gives the place back.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, busy := sessions.Activity("web"); !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled session still holds its place after 10s")
+		}
+	}
 	// A session that carries nothing for a second is closed, saying so.
 	var errOut bytes.Buffer
 	err = runExec(context.Background(), c, "web", control.ExecRequest{Argv: []string{"sleep", "600"}}, nil, io.Discard, &errOut)
