@@ -24,7 +24,7 @@ func slogLine(t *testing.T, now time.Time, d time.Duration, l *requestLog) strin
 		slog.String("method", string(l.method)), slog.String("host", string(l.host)),
 		slog.String("target", string(l.target)), slog.String("proto", string(l.proto)),
 		slog.Int("status", l.status), slog.Int64("bytes_in", l.bytesIn), slog.Int64("bytes_out", l.bytesOut),
-		slog.Duration("duration", d))
+		slog.Float64("duration_s", d.Seconds()))
 	if err := slog.NewJSONHandler(&buf, nil).Handle(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,29 @@ func TestAnAccessLogLineIsTheLineSlogsJSONHandlerWrites(t *testing.T) {
 		got := string(appendAccessLine(nil, now, 1234567*time.Nanosecond, l))
 		if want := slogLine(t, now, 1234567*time.Nanosecond, l); got != want {
 			t.Errorf("target %q:\n got %s\nwant %s", target, got, want)
+		}
+	}
+}
+
+func TestAnAccessLogLineSaysItsDurationInSecondsAsSlogWould(t *testing.T) {
+	now := time.Date(2026, 12, 6, 5, 4, 23, 0, time.UTC)
+	l := &requestLog{id: []byte("1"), app: "echo", status: 200}
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, `"duration_s":0}`},
+		{300 * time.Nanosecond, `"duration_s":3e-7}`},
+		{time.Microsecond, `"duration_s":0.000001}`},
+		{6114934 * time.Nanosecond, `"duration_s":0.006114934}`},
+		{90 * time.Second, `"duration_s":90}`},
+	} {
+		got := string(appendAccessLine(nil, now, c.d, l))
+		if want := slogLine(t, now, c.d, l); got != want {
+			t.Errorf("%v:\n got %s\nwant %s", c.d, got, want)
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%v: %s does not end %s", c.d, got, c.want)
 		}
 	}
 }

@@ -281,7 +281,7 @@ func TestEveryRequestLeavesOneAccessLogLine(t *testing.T) {
 	}
 	first, second := lines[0], lines[1]
 	if first["msg"] != "request" || first["app"] != "shop" || first["status"] != 200.0 || first["bytes_out"] != float64(len("shop answers shop.example.com\n")) ||
-		first["method"] != "GET" || first["host"] != "shop.example.com" || first["target"] != "/" || first["client"] != "127.0.0.1" || first["id"] == "" || first["duration"] == nil {
+		first["method"] != "GET" || first["host"] != "shop.example.com" || first["target"] != "/" || first["client"] != "127.0.0.1" || first["id"] == "" || first["duration_s"] == nil {
 		t.Errorf("first line %v", first)
 	}
 	if second["app"] != "" || second["status"] != 404.0 || second["id"] == first["id"] {
