@@ -497,3 +497,25 @@ func TestACancelledFirstReadOfTheViewIsReadAgainByTheNextCaller(t *testing.T) {
 		}
 	}
 }
+
+func TestAColdSyncOfManyRepliesSaysHowItIsGettingOn(t *testing.T) {
+	reg := seeded(40)
+	reg.MaxChangesBytes = 64 // a few versions per reply
+	n := serve(t, reg)
+	var log bytes.Buffer
+	dir := t.TempDir()
+	c, res := sync1(t, dir, n.client, n.verifier, &log)
+	c.Close()
+	if res.To != 40 || res.Requests < 5 {
+		t.Fatalf("sync %+v, want 0→40 in several replies", res)
+	}
+	if want := "registry copy: syncing: done, 40 of 40 versions in "; !strings.Contains(log.String(), want) {
+		t.Errorf("the cold sync said %q; want a line with %q", log.String(), want)
+	}
+	// An update of one reply stays quiet.
+	log.Reset()
+	reg.Apply([]registry.Mutation{{Key: "key_001", Value: []byte("changed")}})
+	if _, res = sync1(t, dir, n.client, n.verifier, &log); res.Requests != 1 || log.Len() != 0 {
+		t.Errorf("an update of one reply (%+v) said %q; want nothing", res, log.String())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"alpnib.dev/ic/certificate"
 	"alpnib.dev/ic/nns"
 	"alpnib.dev/ic/nns/registrypb"
+	"alpnib.dev/internal/progress"
 )
 
 // Source answers get_certified_changes_since, verified under the verifier
@@ -74,7 +75,7 @@ func syncAs(ctx context.Context, dir string, l layout, src Source, v *certificat
 	if err != nil {
 		return nil, Result{}, err
 	}
-	res, err := c.Update(ctx, src, v)
+	res, err := c.Update(ctx, src, v, log)
 	if why != nil {
 		res.Rebuilt, res.Reason = true, "the file could not be read"
 	}
@@ -86,13 +87,16 @@ func syncAs(ctx context.Context, dir string, l layout, src Source, v *certificat
 }
 
 // Update fetches and applies every version after the copy's, one verified
-// reply per transaction, until the copy is at the registry's latest.
-func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier) (Result, error) {
+// reply per transaction, until the copy is at the registry's latest. An
+// update that takes more than one reply (a cold copy of mainnet takes
+// hundreds) says how it is getting on, on progress (nil: quiet).
+func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier, out io.Writer) (Result, error) {
 	since, err := c.Version(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{From: since, To: since}
+	var meter *progress.Meter // made once a second reply is needed
 	for {
 		changes, err := src.GetCertifiedChangesSince(ctx, since, v)
 		res.Requests++
@@ -111,7 +115,13 @@ func (c *Copy) Update(ctx context.Context, src Source, v *certificate.Verifier) 
 		}
 		res.Deltas += applied
 		res.To = now
+		if meter == nil && now < changes.LatestVersion {
+			meter = progress.New(out, "registry copy: syncing", "versions", 0)
+		}
+		meter.SetTotal(int64(changes.LatestVersion - res.From))
+		meter.Add(int64(now - since))
 		if now >= changes.LatestVersion {
+			meter.Done()
 			return res, nil
 		}
 		since = now

@@ -67,6 +67,17 @@ func (m *Meter) Add(n int64) {
 	m.write(t, false)
 }
 
+// SetTotal says how many units the work holds, once that is known (0:
+// not known).
+func (m *Meter) SetTotal(total int64) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total = total
+}
+
 // Done writes the last line: how many, and how long it took.
 func (m *Meter) Done() {
 	if m == nil || m.w == nil {

@@ -53,3 +53,18 @@ func TestANilWriterIsQuiet(t *testing.T) {
 	nilMeter.Add(1)
 	nilMeter.Done()
 }
+
+func TestATotalLearnedLaterCountsInTheLines(t *testing.T) {
+	c := &fakeClock{t: time.Unix(0, 0)}
+	var b bytes.Buffer
+	m := newMeter(&b, "registry copy: syncing", "versions", 0, false, c.now)
+	m.SetTotal(400)
+	c.t = c.t.Add(Every)
+	m.Add(100)
+	m.Done()
+	want := "registry copy: syncing: 100 of 400 versions, 5s\n" +
+		"registry copy: syncing: done, 100 of 400 versions in 5s\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
