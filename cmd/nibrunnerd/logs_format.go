@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"time"
 
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/control"
+	"alpnib.dev/nibrunner/reported"
 )
 
 // logHandler is the slog handler of serve's --log-format writing to w:
@@ -58,5 +62,42 @@ func logLifecycle(ctx context.Context, j *control.Journal, from uint64, l *slog.
 			return
 		case <-more:
 		}
+	}
+}
+
+// volumesAtWork are the volumes of r being made, grown or deleted, whose
+// report says how the work is getting on ("being made (for 40s):
+// fetching the archive, 120 MiB of 1.0 GiB (11%)").
+func volumesAtWork(r *reported.HostReportedState) []reported.Volume {
+	if r == nil {
+		return nil
+	}
+	var at []reported.Volume
+	for _, v := range r.Volumes {
+		if v.State != reported.VolumeDeleted && strings.HasPrefix(v.Message, "being ") {
+			at = append(at, v)
+		}
+	}
+	return at
+}
+
+// logVolumeWork writes one record every `every` (by clk) for each volume
+// at work in the host's latest report (read), saying how it is getting
+// on, until ctx ends: a seed of a large archive takes minutes, and the
+// log said nothing until it was ready (issue 39). The report, not the
+// daemon, is read, so the line says what reported.json says.
+func logVolumeWork(ctx context.Context, clk clock.Clock, every time.Duration, read func() *reported.HostReportedState, l *slog.Logger) {
+	t := clk.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		for _, v := range volumesAtWork(read()) {
+			l.Log(ctx, slog.LevelInfo, "volume at work", "volume", v.VolumeId, "app", v.AppId, "progress", v.Message)
+		}
+		t.Reset(every)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"alpnib.dev/nibrunner/clock"
 	"alpnib.dev/nibrunner/control"
+	"alpnib.dev/nibrunner/reported"
 )
 
 // Each app's state change is one record with its reason, in the format
@@ -77,4 +80,55 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// A volume being made says how it is getting on in the log every few
+// seconds, as reported.json says it (issue 39: a seed was silent until
+// it was ready); a ready or deleted volume says nothing.
+func TestAVolumeAtWorkSaysHowItIsGettingOnInTheLogEveryFewSeconds(t *testing.T) {
+	var mu sync.Mutex
+	report := &reported.HostReportedState{Volumes: []reported.Volume{
+		{VolumeId: "web-data", AppId: "web", State: reported.VolumePending, Message: "being made (for 5s): fetching the archive, 12 MiB of 100 MiB (12%)"},
+		{VolumeId: "api-data", AppId: "api", State: reported.VolumeReady},
+		{VolumeId: "old-data", AppId: "old", State: reported.VolumeDeleted, Message: "being deleted (for 1s)"},
+	}}
+	read := func() *reported.HostReportedState {
+		mu.Lock()
+		defer mu.Unlock()
+		r := *report
+		return &r
+	}
+	clk := clock.NewManual(time.Unix(0, 0))
+	b := newSyncBuffer()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	armed := clk.Armed()
+	go func() {
+		defer close(done)
+		logVolumeWork(ctx, clk, 5*time.Second, read, slog.New(slog.NewJSONHandler(b, nil)))
+	}()
+	<-armed
+	armed = clk.Armed()
+	clk.Advance(5 * time.Second)
+	for !strings.Contains(b.String(), "12 MiB of 100 MiB") {
+		<-b.wrote
+	}
+	<-armed // the next line is timed
+	mu.Lock()
+	report.Volumes[0] = reported.Volume{VolumeId: "web-data", AppId: "web", State: reported.VolumeReady}
+	mu.Unlock()
+	armed = clk.Armed()
+	clk.Advance(5 * time.Second)
+	<-armed // the round after the volume became ready has run
+	cancel()
+	<-done
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one line, of web-data being made:\n%s", b.String())
+	}
+	var rec map[string]any
+	json.Unmarshal([]byte(lines[0]), &rec)
+	if rec["msg"] != "volume at work" || rec["volume"] != "web-data" || rec["app"] != "web" || !strings.HasPrefix(rec["progress"].(string), "being made (for 5s): fetching the archive") {
+		t.Errorf("the line: %v", rec)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"alpnib.dev/internal/progress"
 	"alpnib.dev/internal/version"
 	"alpnib.dev/nibrunner/checkpoint"
 	"alpnib.dev/nibrunner/checkpoint/schedule"
@@ -40,6 +41,7 @@ import (
 	"alpnib.dev/nibrunner/proxy"
 	"alpnib.dev/nibrunner/proxy/meter"
 	"alpnib.dev/nibrunner/proxy/raw"
+	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/slot"
 	"alpnib.dev/nibrunner/statuspage"
 	"alpnib.dev/nibrunner/store"
@@ -340,6 +342,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 	kept := journal.Seq()
 	journal.Watch(ctx, reportPath)
 	spawn(func() { logLifecycle(ctx, journal, kept, slog.Default()) })
+	spawn(func() {
+		logVolumeWork(ctx, clk, progress.Every, func() *reported.HostReportedState { return control.ReadReport(reportPath) }, slog.Default())
+	})
 	spawn(func() {
 		defer events.Close()
 		failing := false
