@@ -225,3 +225,31 @@ func BenchmarkProxiedKeepAliveRequests64(b *testing.B) {
 		}
 	})
 }
+
+// TestARequestFindsItsAppsConnectionsWithoutTheSharedLock: once an app's
+// pool exists, a request reaches it without the pools' lock, which every
+// request of every app once took (96% of the contended time at 64
+// connections, docs/bench.md). The test holds that lock throughout.
+func TestARequestFindsItsAppsConnectionsWithoutTheSharedLock(t *testing.T) {
+	app := rawApp(t)
+	p := New(Options{Logf: t.Logf})
+	addr := serve(t, p, ListenConfig{})
+	apply(t, p, routeTo("shop.example.com", "shop", app, route.Up))
+	c := dialRaw(t, addr, "shop.example.com")
+	if err := c.roundTrip(); err != nil {
+		t.Fatal(err)
+	}
+	p.pools.mu.Lock()
+	defer p.pools.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- c.roundTrip() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		c.c.Close()
+		t.Fatal("a request to an app already connected to waited on the pools' lock for a minute")
+	}
+}

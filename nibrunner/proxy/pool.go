@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -39,28 +40,42 @@ type backendPool struct {
 	dead bool // dropped by closeIdle: connections given back are closed
 }
 
-// pools is every backend's pool, by address.
+// pools is every backend's pool, by address. byAddr is replaced whole
+// under mu, never written in place, and published in view, so that a
+// request finds its app's pool without a lock: that one lock, taken by
+// every request, was 96% of the proxy's contended time under wrk at 64
+// connections, and a thread the kernel preempted while holding it held
+// up every request of every app (issue 41, docs/bench.md).
 type pools struct {
 	dialer net.Dialer
 	mu     sync.Mutex
 	byAddr map[string]*backendPool
+	view   atomic.Pointer[map[string]*backendPool]
 	closed bool
 }
 
 func (ps *pools) pool(addr string) *backendPool {
+	if m := ps.view.Load(); m != nil {
+		if bp := (*m)[addr]; bp != nil {
+			return bp
+		}
+	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	bp := ps.byAddr[addr]
-	if bp == nil && ps.closed {
+	if bp := ps.byAddr[addr]; bp != nil {
+		return bp
+	}
+	if ps.closed {
 		return &backendPool{addr: addr, dead: true}
 	}
-	if bp == nil {
-		if ps.byAddr == nil {
-			ps.byAddr = map[string]*backendPool{}
-		}
-		bp = &backendPool{addr: addr}
-		ps.byAddr[addr] = bp
+	bp := &backendPool{addr: addr}
+	m := make(map[string]*backendPool, len(ps.byAddr)+1)
+	for a, b := range ps.byAddr {
+		m[a] = b
 	}
+	m[addr] = bp
+	ps.byAddr = m
+	ps.view.Store(&m)
 	return bp
 }
 
@@ -136,6 +151,7 @@ func (ps *pools) closeIdle(shut bool) {
 	ps.mu.Lock()
 	byAddr := ps.byAddr
 	ps.byAddr = nil
+	ps.view.Store(nil)
 	if shut {
 		ps.closed = true
 	}
