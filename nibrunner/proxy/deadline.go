@@ -25,6 +25,11 @@ type timedConn struct {
 	// otherwise the caller's SetReadDeadline stands. writeIdle is each
 	// write's.
 	readIdle, writeIdle time.Duration
+	// headTimeout, when set (and readIdle is not), is armed as the read
+	// deadline by the next read, which clears it: a request head's
+	// deadline, armed only when the head needs bytes beyond those that
+	// woke its connection, so a head that came whole costs no timer.
+	headTimeout time.Duration
 	// The deadlines armed now (zero: none).
 	readAt, writeAt time.Time
 	// p is told of a read or write deadline that passed, once.
@@ -54,6 +59,10 @@ func due(armed time.Time, idle time.Duration) (time.Time, bool) {
 
 func (c *timedConn) Read(b []byte) (int, error) {
 	if c.readIdle <= 0 {
+		if c.headTimeout > 0 {
+			_ = c.SetReadDeadline(time.Now().Add(c.headTimeout))
+			c.headTimeout = 0
+		}
 		return c.Conn.Read(b)
 	}
 	if t, rearm := due(c.readAt, c.readIdle); rearm {

@@ -73,13 +73,22 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 			return
 		}
 		c.readIdle = 0
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		// The idle deadline, unless the one armed is it and less than an
+		// eighth of it old (a connection waits 7/8 of IdleTimeout at least):
+		// a kept-alive request then arms no timer for its wait or its head
+		// (each a change to the runtime's timers, docs/bench.md).
+		if t, rearm := due(c.readAt, s.cfg.IdleTimeout); rearm {
+			_ = c.SetReadDeadline(t)
+		}
 		if _, err := r.Peek(1); err != nil {
 			return
 		}
 		idle.Store(false)
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.ReadHeaderTimeout))
+		// ReadHeaderTimeout from the head's first read past what woke the
+		// connection: a head that came whole needs none.
+		c.headTimeout = s.cfg.ReadHeaderTimeout
 		err := h.req.read(r)
+		c.headTimeout = 0
 		if err == nil {
 			err = h.req.parseRequest()
 		}

@@ -221,3 +221,32 @@ func TestAHeadTrickledPastItsTimeoutIsClosedAndOneTooBigIs431BothCounted(t *test
 	}
 	rec.await(t, limitHeaderSize)
 }
+
+// TestTheNextHeadOnAKeptAliveConnectionIsTimedAsTheFirstIs: the header
+// deadline is armed only when a head needs more than the bytes that woke
+// its connection; a second request trickled after a first answered is
+// cut at ReadHeaderTimeout all the same, not at the idle timeout (two
+// minutes here).
+func TestTheNextHeadOnAKeptAliveConnectionIsTimedAsTheFirstIs(t *testing.T) {
+	rec, addr := limitedProxy(t, ListenConfig{ReadHeaderTimeout: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+smuggleHost+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the first request: %d, %v", resp.StatusCode, err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: shop.exa")
+	rec.await(t, limitHeaderTimeout)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := io.Copy(io.Discard, br); n != 0 || err != nil {
+		t.Fatalf("read %d bytes, %v; want the connection closed unanswered", n, err)
+	}
+}
