@@ -15,7 +15,7 @@ import (
 // once, and a deployment the planner gave up on is recorded out of
 // restarts (its guest, if up, taken down); then the pass hands the volume
 // work to the volumes' workers (waiting for it at most
-// Config.VolumeSettle, apply.go), gives every app about to start a slot and
+// Config.VolumeSettle, volwork.go), gives every app about to start a slot and
 // the network its rules, admits starts into memory and hands them to the
 // workers; then checkpoints and exports. It does not wait for the app
 // workers: each commits its result and asks for a pass.
@@ -26,7 +26,7 @@ import (
 // work: the plan no longer says what it needs, and its commit asked for
 // the pass that will. Likewise the volumes are as listed after commit
 // listed, and a volume whose worker committed since is left to the next
-// pass (applyVolumes).
+// pass (volumes.apply).
 func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, listed, plannedAt uint64) {
 	var ups, sleeps []plan.InstanceAction
 	d.mu.Lock()
@@ -63,7 +63,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 	}
 	d.mu.Unlock()
 
-	d.applyVolumes(ctx, now, doc, acts.Volumes, listed)
+	d.vols.apply(ctx, now, doc, acts.Volumes, listed)
 	// Every app about to start holds its slot, and the network has its
 	// tap and rules, before the first guest boots.
 	if len(ups) > 0 {
@@ -135,7 +135,7 @@ func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, given
 		a.rec = &record{AppID: a.id, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
 	}
 	a.rec.VolumeID = string(in.VolumeId)
-	volReady, volWhy := d.volumeReady(string(in.VolumeId), d.now())
+	volReady, volWhy := d.vols.ready(string(in.VolumeId), d.now())
 	freeingGiven, freeingHeld := d.freeing()
 	adm := plan.Admit(in, plan.StartFacts{
 		NetworkReady: d.netReady, NetworkErr: d.netErr,
@@ -257,8 +257,7 @@ func (d *Daemon) change(app string, fn func(*app), done bool) {
 		if done {
 			a.busy, a.reservedMiB, a.goingDown = false, 0, false
 		}
-		d.seq++
-		a.changedAt = d.seq
+		a.changedAt = d.seq.next()
 		a.signal()
 	}
 	d.publishLocked()
@@ -266,6 +265,31 @@ func (d *Daemon) change(app string, fn func(*app), done bool) {
 	d.routes.changed()
 	if done {
 		d.Kick()
+	}
+}
+
+// takeDownForGrow takes down the guests the grow rule says (plan.GrowTakesDown):
+// growing is offline, and the next plan starts them again on the bigger
+// volume.
+func (d *Daemon) takeDownForGrow(ctx context.Context, id string) {
+	d.mu.Lock()
+	facts := make(map[string]plan.Instance, len(d.apps))
+	for name, a := range d.apps {
+		if a.rec != nil {
+			facts[name] = d.facts(a)
+		}
+	}
+	on := plan.GrowTakesDown(id, facts)
+	for _, name := range on {
+		x := d.apps[name]
+		x.busy = true
+		d.stopProber(x)
+		x.signal()
+	}
+	d.mu.Unlock()
+	for _, name := range on {
+		err := d.takeDown(ctx, name, false)
+		d.commit(name, func(x *app) { x.tookDown(err) })
 	}
 }
 

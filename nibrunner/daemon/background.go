@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"sort"
 	"strings"
 
 	"alpnib.dev/nibrunner/checkpoint"
@@ -17,6 +16,14 @@ import (
 // and reads how the job is doing when it reports. A job runs outside the
 // daemon's lock, a bounded number at a time, is retried with backoff when it
 // fails, and kicks a pass when it ends so the report shows its result.
+
+// apply hands the plan's checkpoints and exports to the job runner
+// (background.go), once the instance actions are under way.
+func (d *Daemon) apply(acts plan.Actions) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.background(acts)
+}
 
 // Job ids: one per checkpoint or export and what is done to it.
 func cpCreateJob(id string) string  { return "checkpoint/" + id }
@@ -33,9 +40,9 @@ func (d *Daemon) background(acts plan.Actions) {
 		id, vol := c.CheckpointID, c.VolumeID
 		if c.Create {
 			d.jobs.Forget(cpDeleteJob(id))
-			app := d.appOfVolume(vol)
+			app := d.vols.appOf(vol)
 			d.submit(cpCreateJob(id), func(ctx context.Context) error {
-				if err := d.volumeAtRestForCopy(vol); err != nil {
+				if err := d.vols.atRestForCopy(vol); err != nil {
 					return err
 				}
 				_, err := d.deps.Checkpoints.Create(ctx, id, d.volumeToRead(ctx, vol, app))
@@ -67,9 +74,9 @@ func (d *Daemon) background(acts plan.Actions) {
 		for _, e := range d.doc.Exports {
 			if string(e.ExportId) == id {
 				d.jobs.Forget(expForgetJob(id))
-				app := d.appOfVolume(string(e.VolumeId))
+				app := d.vols.appOf(string(e.VolumeId))
 				d.submit(expWriteJob(id), func(ctx context.Context) error {
-					if err := d.volumeAtRestForCopy(string(e.VolumeId)); err != nil {
+					if err := d.vols.atRestForCopy(string(e.VolumeId)); err != nil {
 						return err
 					}
 					_, err := d.deps.Exports.Write(ctx, e, d.volumeToRead(ctx, string(e.VolumeId), app))
@@ -89,18 +96,6 @@ func (d *Daemon) submit(id string, fn jobs.Func) {
 	if _, err := d.jobs.Submit(id, fn); err != nil {
 		d.cfg.Logf("nibrunnerd: %s: %v", id, err)
 	}
-}
-
-// volumeAtRestForCopy refuses the copy of volume id while its worker is
-// making, growing or deleting it (a grow resizes the file under the copy);
-// the job's retry copies it after.
-func (d *Daemon) volumeAtRestForCopy(id string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if v := d.volumes[id]; v != nil && v.busy {
-		return explain.CopyVolumeAtWork(id)
-	}
-	return nil
 }
 
 // volumeToRead names volume id's file and, when the guest of app (the one
@@ -170,23 +165,16 @@ func (h scheduleHost) Volumes(ctx context.Context) ([]string, error) {
 	d := h.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var ids []string
-	for id, v := range d.volumes {
-		if v.listed {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
+	return d.vols.listedIDs(), nil
 }
 
 func (h scheduleHost) VolumeToCopy(ctx context.Context, id string) (checkpoint.Volume, error) {
 	d := h.d
-	if err := d.volumeAtRestForCopy(id); err != nil {
+	if err := d.vols.atRestForCopy(id); err != nil {
 		return checkpoint.Volume{}, err
 	}
 	d.mu.Lock()
-	app := d.appOfVolume(id)
+	app := d.vols.appOf(id)
 	d.mu.Unlock()
 	return d.volumeToRead(ctx, id, app), nil
 }

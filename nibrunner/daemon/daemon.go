@@ -33,7 +33,6 @@ import (
 	"alpnib.dev/nibrunner/metrics"
 	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
-	"alpnib.dev/nibrunner/plan"
 	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/route"
@@ -196,13 +195,9 @@ type Daemon struct {
 	sourceProblem string
 	// apps holds one value per app the daemon knows: see app.
 	apps map[string]*app
-	// volumes holds one value per volume the daemon knows: see vol.
-	// volTurns bounds the volume workers running (Config.VolumeJobs).
-	volumes  map[string]*vol
-	volTurns chan struct{}
-	// diskFree is the free space the last pass read (nil: unknown).
-	diskFree  *uint64
-	freeErr   string
+	// vols is the volume component (volumes.go): its state is guarded
+	// by mu too.
+	vols      *volumes
 	netReady  bool
 	netErr    string
 	lastNet   []network.App
@@ -211,8 +206,8 @@ type Daemon struct {
 	forgotten []string
 	// byApp indexes the accepted document's instances.
 	byApp map[string]*desired.DesiredInstance
-	// seq numbers commits (app.changedAt).
-	seq uint64
+	// seq numbers the workers' commits (app.changedAt, vol.changedAt).
+	seq commits
 	// passes counts the passes begun, passesDone is the last one ended;
 	// passed is closed, and replaced, when a pass ends.
 	passes, passesDone uint64
@@ -241,10 +236,10 @@ type Daemon struct {
 	fetches chan struct{}
 	// mgr owns every goroutine the daemon starts: the components in the
 	// order Open declares them (components), and the loop Run adds.
-	// workers, probers and volWorkers are its pools: the apps' workers,
-	// the health probers and the volumes' workers.
-	mgr                          *manager.Manager
-	workers, probers, volWorkers *manager.Pool
+	// workers and probers are its pools: the apps' workers and the
+	// health probers (the volumes' workers are vols.workers).
+	mgr              *manager.Manager
+	workers, probers *manager.Pool
 
 	kick chan struct{}
 
@@ -315,11 +310,11 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
 		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
-		apps:    map[string]*app{},
-		volumes: map[string]*vol{}, volTurns: make(chan struct{}, cfg.VolumeJobs),
+		apps:   map[string]*app{},
 		kick:   make(chan struct{}, 1),
 		passed: make(chan struct{}),
 	}
+	d.vols = newVolumes(cfg, deps.Volumes, store, &d.mu, &d.seq, d)
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, Clock: cfg.Clock, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	if err := d.load(ctx); err != nil {
 		store.Close()
@@ -343,7 +338,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 //   - probers: the health probers (probe.go), which publish and kick;
 //   - app workers: one goroutine per action on an app (act.go), which
 //     start probers;
-//   - volume workers: one per action on a volume (apply.go), which take
+//   - volume workers: one per action on a volume (volwork.go), which take
 //     guests down for a grow;
 //   - jobs: the checkpoints and exports (background.go): a frozen guest
 //     is thawed before the workers stop;
@@ -354,7 +349,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 // its offers), so the loop stops first.
 func (d *Daemon) components() error {
 	d.mgr = manager.New()
-	d.workers, d.probers, d.volWorkers = manager.NewPool(), manager.NewPool(), manager.NewPool()
+	d.workers, d.probers = manager.NewPool(), manager.NewPool()
 	d.routes.ask = make(chan struct{}, 1)
 	for _, c := range []struct {
 		name string
@@ -364,7 +359,7 @@ func (d *Daemon) components() error {
 		{"routes", manager.RunnableFunc(d.routes.run(d))},
 		{"probers", d.probers},
 		{"app workers", d.workers},
-		{"volume workers", d.volWorkers},
+		{"volume workers", d.vols.workers},
 		{"jobs", manager.RunnableFunc(func(ctx context.Context) error {
 			<-ctx.Done()
 			d.jobs.Close()
@@ -430,24 +425,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		a := d.appOf(app)
 		a.meters, a.metered = m, true
 	}
-	deleted, err := d.db.DeletedVolumes(ctx)
-	if err != nil {
-		return err
-	}
-	for id, dv := range deleted {
-		v := d.volOf(id)
-		v.deleted, v.wasDelete = dv, true
-	}
-	failures, err := d.db.VolumeFailures(ctx)
-	if err != nil {
-		return err
-	}
-	for id, f := range failures {
-		v := d.volOf(id)
-		v.failure = plan.VolumeFailure{Kind: plan.VolumeKind(f.Kind), SizeBytes: f.SizeBytes, Seed: f.Seed, Count: f.Count, At: f.At}
-		v.failed, v.msg = true, f.Message
-	}
-	return nil
+	return d.vols.load(ctx)
 }
 
 // indexed is an accepted document with what the daemon reads of it often:
@@ -478,10 +456,12 @@ func (d *Daemon) index(doc *desired.HostDesiredState, digest string) indexed {
 func (d *Daemon) setDoc(x indexed) {
 	doc := x.doc
 	d.doc, d.digest, d.byApp, d.problems = doc, x.digest, x.byApp, x.problems
-	for _, v := range doc.Volumes {
-		d.volOf(string(v.VolumeId)).app = string(v.AppId)
-	}
+	d.vols.named(doc)
 }
+
+// inForce is the accepted document (mu held): what the volumes' workers
+// check their work against.
+func (d *Daemon) inForce() *desired.HostDesiredState { return d.doc }
 
 // layerFetches bounds the layer preparations in flight (each may download
 // an object of gigabytes); they run on the apps' workers, outside the VM

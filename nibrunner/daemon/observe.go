@@ -27,25 +27,20 @@ func (d *Daemon) observed(now time.Time, only string, cps map[string]CheckpointI
 			}
 		}
 		if in := d.instance(only); in != nil {
-			if v, ok := d.listed(string(in.VolumeId)); ok {
+			if v, ok := d.vols.listed(string(in.VolumeId)); ok {
 				obs.Volumes[string(in.VolumeId)] = plan.Volume{SizeBytes: v.SizeBytes, AllocatedBytes: v.AllocatedBytes}
 			}
 		}
 		return obs
 	}
 	obs.Instances = make(map[string]plan.Instance, len(d.apps))
-	obs.Volumes = make(map[string]plan.Volume, len(d.volumes))
 	obs.Checkpoints = make(map[string]bool, len(cps))
 	obs.Exports = make(map[string]bool, len(exps))
-	obs.VolumeFailures, obs.DiskFree = d.volumeFailures(), d.diskFree
+	obs.Volumes = d.vols.observed()
+	obs.VolumeFailures, obs.DiskFree = d.vols.failures(), d.vols.diskFree
 	for id, a := range d.apps {
 		if o, ok := d.observedApp(a); ok {
 			obs.Instances[id] = o
-		}
-	}
-	for id, v := range d.volumes {
-		if v.listed {
-			obs.Volumes[id] = plan.Volume{SizeBytes: v.info.SizeBytes, AllocatedBytes: v.info.AllocatedBytes}
 		}
 	}
 	for id := range cps {

@@ -25,7 +25,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	defer d.passMu.Unlock()
 	began := d.now()
 	d.mu.Lock()
-	seen := d.seq
+	seen := d.seq.last()
 	d.passes++
 	n, planned := d.passes, false
 	defer func() { d.passEnded(n, planned) }()
@@ -46,7 +46,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		return fmt.Errorf("list volumes: %w", err)
 	}
 	d.listedAt = d.now()
-	free := d.freeDisk(ctx)
+	free := d.vols.freeDisk(ctx)
 	cps, err := d.deps.Checkpoints.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list checkpoints: %w", err)
@@ -62,12 +62,12 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	for _, a := range d.apps {
 		a.note = ""
 	}
-	d.setListing(vols, seen)
-	d.diskFree = free
+	d.vols.setListing(vols, seen)
+	d.vols.diskFree = free
 	d.observeGuests(now, vms, seen)
 	d.noteLayers(now)
 	doc := d.doc
-	d.giveUpUnasked(doc)
+	d.vols.giveUpUnasked(doc)
 	var acts plan.Actions
 	if doc != nil {
 		// With no accepted document the host changes nothing: an empty
@@ -78,7 +78,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	planned = true
 	// What the plan read of each app is as of this commit: act leaves an
 	// app alone whose worker committed since.
-	plannedAt := d.seq
+	plannedAt := d.seq.last()
 	d.mu.Unlock()
 
 	// Act.
@@ -87,19 +87,19 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		if len(acts.Volumes) > 0 {
 			// Report the volumes as they are now, not as apply thinks.
 			d.mu.Lock()
-			relisted := d.seq
+			relisted := d.seq.last()
 			d.mu.Unlock()
 			if vols, err = d.deps.Volumes.List(ctx); err != nil {
 				return fmt.Errorf("list volumes: %w", err)
 			}
 			d.mu.Lock()
-			d.setListing(vols, relisted)
+			d.vols.setListing(vols, relisted)
 			d.mu.Unlock()
 		}
 	}
 	d.routeAndNetwork(ctx)
 	d.account(ctx, now)
-	d.measureVolumes(ctx, now, vols)
+	d.vols.measureDue(ctx, now, vols)
 	d.pruneLayers(now)
 
 	// Persist, then report.

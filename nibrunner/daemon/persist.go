@@ -8,7 +8,6 @@ import (
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/vmm"
-	"alpnib.dev/nibrunner/volume"
 )
 
 // persist writes the records that changed and forgets the forgotten, in
@@ -153,49 +152,4 @@ func (a *app) measure(meas vmm.Measurement, pid int, now time.Time) {
 		}
 	}
 	a.measured = measurement{m: meas, pid: pid, cpu: meas.CPUTime, rx: meas.RxBytes, tx: meas.TxBytes, at: now}
-}
-
-// measureVolumes reads the fill of volumes not measured for a minute, a
-// bounded number per pass, when the backend can measure.
-func (d *Daemon) measureVolumes(ctx context.Context, now time.Time, vols map[string]VolumeInfo) {
-	u, ok := d.deps.Volumes.(VolumeUsage)
-	if !ok {
-		return
-	}
-	budget := 64
-	var due []string
-	d.mu.Lock()
-	for id := range vols {
-		if budget == 0 {
-			break
-		}
-		if v := d.volumes[id]; v != nil && (v.busy || v.measured && now.Sub(v.usage.MeasuredAt) < time.Minute) {
-			continue // its worker is at it, or it was measured lately
-		}
-		budget--
-		due = append(due, id)
-	}
-	for id, v := range d.volumes {
-		if _, ok := vols[id]; !ok {
-			v.usage, v.measured = volume.Usage{}, false
-		}
-	}
-	d.mu.Unlock()
-	for _, id := range due {
-		d.measureVolume(ctx, u, id, now)
-	}
-}
-
-// measureVolume reads volume id's fill now; a measurement that fails
-// leaves the last one as it was.
-func (d *Daemon) measureVolume(ctx context.Context, u VolumeUsage, id string, now time.Time) {
-	got, err := u.Usage(ctx, id)
-	if err != nil {
-		return
-	}
-	got.MeasuredAt = now
-	d.mu.Lock()
-	v := d.volOf(id)
-	v.usage, v.measured = got, true
-	d.mu.Unlock()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"alpnib.dev/internal/atomicfile"
@@ -67,7 +66,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		in := &d.doc.Instances[i]
 		r.Instances = append(r.Instances, d.instanceReport(in, statuses[string(in.AppId)], now))
 	}
-	r.Volumes = d.volumeReports(now)
+	r.Volumes = d.vols.reports(d.doc, now, d.volumeApp, d.deps.Schedule)
 	failures := map[string]string{}
 	for _, v := range r.Volumes {
 		if v.State == reported.VolumeFailed {
@@ -78,7 +77,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		if c.DesiredState != desired.Present {
 			continue
 		}
-		f := plan.CheckpointFacts{Volume: d.volumeOf(string(c.VolumeId), failures)}
+		f := plan.CheckpointFacts{Volume: d.vols.copyFacts(string(c.VolumeId), failures)}
 		if info, ok := cps[string(c.CheckpointId)]; ok {
 			f.Exists, f.Reference, f.ReadyAt = true, info.Reference, info.ReadyAt
 			f.Key, f.Digest = info.Key, info.Digest
@@ -90,7 +89,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		if e.DesiredState != desired.Present {
 			continue
 		}
-		f := plan.ExportFacts{Volume: d.volumeOf(string(e.VolumeId), failures)}
+		f := plan.ExportFacts{Volume: d.vols.copyFacts(string(e.VolumeId), failures)}
 		if info, ok := exps[string(e.ExportId)]; ok {
 			f.Exists, f.SizeBytes, f.ReadyAt = true, info.SizeBytes, info.ReadyAt
 		}
@@ -98,18 +97,6 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		r.Exports = append(r.Exports, plan.ExportStatus(d.doc, e, f, now))
 	}
 	return r
-}
-
-// volumeOf is what the host knows of volume id for a checkpoint or an
-// export of it: whether it holds it, whether it deleted it, and why its
-// making failed (failures: this report's failed volumes).
-func (d *Daemon) volumeOf(id string, failures map[string]string) plan.VolumeOf {
-	var o plan.VolumeOf
-	if v := d.volumes[id]; v != nil {
-		o.There, o.Deleted = v.listed, v.wasDelete
-	}
-	o.Failure = failures[id]
-	return o
 }
 
 // jobFacts is how background job id is doing, as the status functions
@@ -221,40 +208,10 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, status plan.Status,
 	return ri
 }
 
-// volumeReports renders what the planner says of every volume: the
-// document's (VolumeStatus), and the ones it does not name (detached, or
-// deleted by this host).
-func (d *Daemon) volumeReports(now time.Time) []reported.Volume {
-	out := make([]reported.Volume, 0, len(d.doc.Volumes))
-	for _, v := range d.doc.Volumes {
-		var f plan.VolumeFacts
-		if dv := d.volumes[string(v.VolumeId)]; dv != nil {
-			f = dv.facts()
-		}
-		out = append(out, plan.VolumeStatus(v, f, now))
-	}
-	known := func(yield func(string, plan.VolumeFacts) bool) {
-		for id, v := range d.volumes {
-			if !yield(id, v.facts()) {
-				return
-			}
-		}
-	}
-	out = append(out, plan.UnlistedVolumes(d.doc, known, d.volumeApp)...)
-	sort.Slice(out, func(i, j int) bool { return out[i].VolumeId < out[j].VolumeId })
-	if s := d.deps.Schedule; s != nil {
-		for i := range out {
-			for _, t := range s.Taken(string(out[i].VolumeId)) {
-				out[i].Checkpoints = append(out[i].Checkpoints, reported.ScheduledCheckpoint{
-					ObjectKey: desired.ObjectKey(t.Key), Digest: desired.Sha256Digest(t.Digest), TakenAt: t.TakenAt})
-			}
-		}
-	}
-	return out
-}
-
+// volumeApp is the app volume id is reported for: the one a document
+// named it for, or the one whose record mounts it (mu held).
 func (d *Daemon) volumeApp(id string) string {
-	if app := d.appOfVolume(id); app != "" {
+	if app := d.vols.appOf(id); app != "" {
 		return app
 	}
 	for app, a := range d.apps {

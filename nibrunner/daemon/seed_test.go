@@ -262,7 +262,7 @@ func TestASeedOfAVolumeTheDocumentDropsIsGivenUpAndLeavesNothing(t *testing.T) {
 	if !h.until(t, time.Minute, func() bool {
 		dm.mu.Lock()
 		defer dm.mu.Unlock()
-		v := dm.volumes["seeded-data"]
+		v := dm.vols.byID["seeded-data"]
 		return gated.Cancelled.Load() > 0 && (v == nil || !v.busy)
 	}) {
 		t.Fatalf("the seed of the dropped volume was not given up (its fetch was cancelled %d times)", gated.Cancelled.Load())

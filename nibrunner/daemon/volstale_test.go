@@ -52,7 +52,7 @@ func TestATeardownQueuedBehindAnotherVolumesWorkIsDroppedWhenTheVolumeIsAskedPre
 	if !h.until(t, time.Minute, func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		v := d.volumes["b-data"]
+		v := d.vols.byID["b-data"]
 		return v != nil && v.busy && v.work.Kind == plan.Teardown
 	}) {
 		t.Fatal("b's teardown was never handed to its worker")

@@ -162,7 +162,7 @@ func TestAPassDoesNotActOnAVolumeWhoseWorkerCommittedAfterItWasListed(t *testing
 	}
 	<-passed
 	d.mu.Lock()
-	v := d.volumes["b-data"]
+	v := d.vols.byID["b-data"]
 	busy := v != nil && v.busy
 	d.mu.Unlock()
 	if n := vols.grows.Load(); n != 1 || busy {

@@ -13,14 +13,6 @@ import (
 	"alpnib.dev/nibrunner/volume"
 )
 
-// apply hands the plan's checkpoints and exports to the job runner
-// (background.go), once the instance actions are under way.
-func (d *Daemon) apply(acts plan.Actions) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.background(acts)
-}
-
 // Volume work (making, seeding, growing, deleting a volume) runs on the
 // volume's worker, a goroutine of its own, never inside the pass: a seed
 // may fetch and unpack gigabytes for longer than any pass should take, and
@@ -29,7 +21,7 @@ func (d *Daemon) apply(acts plan.Actions) {
 // budget; it commits what happened under mu and asks for a pass. A pass
 // hands out work to a volume only when none is in flight on it.
 
-// applyVolumes carries out the plan's volume actions: the ones that only
+// apply carries out the plan's volume actions: the ones that only
 // say something are recorded at once; the others go to the volumes'
 // workers. The pass then waits for that work for at most
 // Config.VolumeSettle: work that ends within it (an empty volume made, one
@@ -40,18 +32,18 @@ func (d *Daemon) apply(acts plan.Actions) {
 // whose worker committed since (made, seeded, grown, deleted, failed) is
 // not as the plan read it, and is left to the next pass, which its commit
 // asked for.
-func (d *Daemon) applyVolumes(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts []plan.VolumeAction, listed uint64) {
-	d.clearSettledVolumes(acts, listed)
+func (vs *volumes) apply(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts []plan.VolumeAction, listed uint64) {
+	vs.clearSettled(acts, listed)
 	var handed []<-chan struct{}
 	for _, a := range acts {
-		if done := d.applyVolume(now, doc, a, listed); done != nil {
+		if done := vs.applyOne(now, doc, a, listed); done != nil {
 			handed = append(handed, done)
 		}
 	}
 	if len(handed) == 0 {
 		return
 	}
-	settle := d.cfg.Clock.NewTimer(d.cfg.VolumeSettle)
+	settle := vs.clock.NewTimer(vs.settle)
 	defer settle.Stop()
 	for _, done := range handed {
 		select {
@@ -64,11 +56,11 @@ func (d *Daemon) applyVolumes(ctx context.Context, now time.Time, doc *desired.H
 	}
 }
 
-// applyVolume records what action a says of its volume, or hands it to the
+// applyOne records what action a says of its volume, or hands it to the
 // volume's worker and returns the channel closed when that work ends (nil
 // when nothing was handed out, or the volume is stale since commit
 // listed).
-func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a plan.VolumeAction, listed uint64) <-chan struct{} {
+func (vs *volumes) applyOne(now time.Time, doc *desired.HostDesiredState, a plan.VolumeAction, listed uint64) <-chan struct{} {
 	var dv *desired.DesiredVolume
 	for i := range doc.Volumes {
 		if string(doc.Volumes[i].VolumeId) == a.VolumeID {
@@ -78,9 +70,9 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 	if dv == nil {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.volOf(a.VolumeID)
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	v := vs.of(a.VolumeID)
 	if v.stale(listed) {
 		return nil // its worker is at it, or was; the next pass plans again
 	}
@@ -91,7 +83,7 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 	case plan.RetryLater:
 		return nil // its failure's sentence stands, saying when
 	}
-	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present, Progress: &volume.Progress{}, Clock: d.cfg.Clock}
+	spec := volume.Spec{VolumeID: a.VolumeID, SizeBytes: dv.SizeBytes, State: volume.Present, Progress: &volume.Progress{}, Clock: vs.clock}
 	if c := dv.InitialContents; c != nil {
 		spec.InitialContents = &volume.Contents{Digest: string(c.Digest), ObjectKey: string(c.ObjectKey), DestinationPath: string(c.DestinationPath)}
 	}
@@ -104,9 +96,9 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 		v.work.Seeding, v.work.ObjectKey = true, spec.InitialContents.ObjectKey
 	}
 	done := make(chan struct{})
-	if _, ok := d.volWorkers.Go(func(ctx context.Context) {
+	if _, ok := vs.workers.Go(func(ctx context.Context) {
 		defer close(done)
-		d.volumeWork(ctx, *dv, a, spec)
+		vs.work(ctx, *dv, a, spec)
 	}); !ok {
 		v.idle() // the daemon closes: the next one plans the volume again
 		return nil
@@ -114,45 +106,45 @@ func (d *Daemon) applyVolume(now time.Time, doc *desired.HostDesiredState, a pla
 	return done
 }
 
-// volumeWork is one action on one volume's worker: it waits for a turn,
+// work is one action on one volume's worker: it waits for a turn,
 // takes down the guests a grow needs down, converges the volume within its
 // own budget, and commits what happened.
-func (d *Daemon) volumeWork(ctx context.Context, dv desired.DesiredVolume, a plan.VolumeAction, spec volume.Spec) {
+func (vs *volumes) work(ctx context.Context, dv desired.DesiredVolume, a plan.VolumeAction, spec volume.Spec) {
 	select {
-	case d.volTurns <- struct{}{}:
+	case vs.turns <- struct{}{}:
 	case <-ctx.Done():
-		d.volumeIdle(a.VolumeID)
+		vs.idle(a.VolumeID)
 		return
 	}
-	defer func() { <-d.volTurns }()
+	defer func() { <-vs.turns }()
 	// The work may have waited for its turn across documents: it goes on
 	// only while the document in force still says of this volume what it
 	// was planned on (a teardown of a volume asked present again, or of
 	// one a document stopped naming, would delete a tenant's data; a seed
 	// would make it from contents no longer asked for). Else the next
 	// pass plans the volume again.
-	d.mu.Lock()
-	if !stillAsked(d.doc, dv) {
-		v := d.volOf(a.VolumeID)
+	vs.mu.Lock()
+	if !stillAsked(vs.host.inForce(), dv) {
+		v := vs.of(a.VolumeID)
 		v.idle()
-		d.volCommitted(v)
-		d.mu.Unlock()
-		d.Kick()
+		vs.committed(v)
+		vs.mu.Unlock()
+		vs.host.Kick()
 		return
 	}
 	// A making the next documents no longer ask is given up (giveUpUnasked).
 	wctx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
-	v := d.volOf(a.VolumeID)
+	v := vs.of(a.VolumeID)
 	v.turn, v.giveUp = true, giveUp
-	d.mu.Unlock()
-	cctx, cancel := context.WithTimeout(wctx, d.cfg.VolumeTimeout)
+	vs.mu.Unlock()
+	cctx, cancel := context.WithTimeout(wctx, vs.timeout)
 	defer cancel()
 	if a.Kind == plan.Grow {
-		d.takeDownForGrow(cctx, a.VolumeID)
+		vs.host.takeDownForGrow(cctx, a.VolumeID)
 	}
-	_, err := d.deps.Volumes.Converge(cctx, spec)
-	now := d.now()
+	_, err := vs.backend.Converge(cctx, spec)
+	now := vs.now()
 	// The outcome is recorded even when the daemon closes meanwhile.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
 	defer rcancel()
@@ -162,98 +154,73 @@ func (d *Daemon) volumeWork(ctx context.Context, dv desired.DesiredVolume, a pla
 		// backend did is recorded (Close stops the workers before the
 		// database), or the next daemon would neither know
 		// the volume deleted (a teardown) nor made again (a provision).
-		d.volumeDoneWork(rctx, now, dv, a)
+		vs.doneWork(rctx, now, dv, a)
 	case ctx.Err() != nil:
 		// The daemon closes: the next one plans the volume again (and a
 		// seed resumes where the volume backend can).
-		d.volumeIdle(a.VolumeID)
+		vs.idle(a.VolumeID)
 	case errors.Is(context.Cause(wctx), volume.ErrGivenUp):
 		// Not a failure: nothing asks it any more. The backend removed
 		// what the making wrote; the next pass plans the volume anew.
-		d.volumeIdle(a.VolumeID)
-		d.cfg.Logf("nibrunnerd: the making of volume %s is given up: the document in force no longer asks it as it was planned", a.VolumeID)
+		vs.idle(a.VolumeID)
+		vs.logf("nibrunnerd: the making of volume %s is given up: the document in force no longer asks it as it was planned", a.VolumeID)
 	default:
-		d.volumeFailedWork(rctx, now, dv, a, err)
+		vs.failedWork(rctx, now, dv, a, err)
 	}
-	d.Kick()
+	vs.host.Kick()
 }
 
-// takeDownForGrow takes down the guests the grow rule says (plan.GrowTakesDown):
-// growing is offline, and the next plan starts them again on the bigger
-// volume.
-func (d *Daemon) takeDownForGrow(ctx context.Context, id string) {
-	d.mu.Lock()
-	facts := make(map[string]plan.Instance, len(d.apps))
-	for name, a := range d.apps {
-		if a.rec != nil {
-			facts[name] = d.facts(a)
-		}
-	}
-	on := plan.GrowTakesDown(id, facts)
-	for _, name := range on {
-		x := d.apps[name]
-		x.busy = true
-		d.stopProber(x)
-		x.signal()
-	}
-	d.mu.Unlock()
-	for _, name := range on {
-		err := d.takeDown(ctx, name, false)
-		d.commit(name, func(x *app) { x.tookDown(err) })
-	}
-}
-
-// volumeIdle frees volume id's worker without recording an outcome.
-func (d *Daemon) volumeIdle(id string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.volOf(id)
+// idle frees volume id's worker without recording an outcome.
+func (vs *volumes) idle(id string) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	v := vs.of(id)
 	v.idle()
-	d.volCommitted(v)
+	vs.committed(v)
 }
 
-// volumeFailedWork records that a failed with err at now: the sentence the
+// failedWork records that a failed with err at now: the sentence the
 // report gives, and the failure whose backoff the next attempt waits for,
 // in the database first, so a restart waits for it too (a refused shrink
 // waits for another document, not for a backoff).
-func (d *Daemon) volumeFailedWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction, err error) {
+func (vs *volumes) failedWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction, err error) {
 	if errors.Is(err, volume.ErrShrink) {
-		d.mu.Lock()
-		v := d.volOf(a.VolumeID)
+		vs.mu.Lock()
+		v := vs.of(a.VolumeID)
 		v.idle()
-		d.volCommitted(v)
+		vs.committed(v)
 		v.msg = err.Error() // says what to ask for instead
-		d.mu.Unlock()
+		vs.mu.Unlock()
 		return
 	}
-	d.mu.Lock()
-	f := d.nextFailure(now, dv, a)
-	d.mu.Unlock()
+	vs.mu.Lock()
+	f := vs.nextFailure(now, dv, a)
+	vs.mu.Unlock()
 	msg := reported.Truncate(plan.VolumeFailedMessage(a, dv.SizeBytes, f.At.Add(plan.VolumeRetry.Delay(f.Count)), err.Error()))
-	if err := d.db.PutVolumeFailure(ctx, db.VolumeFailure{VolumeID: a.VolumeID, Kind: string(f.Kind), SizeBytes: f.SizeBytes,
+	if err := vs.db.PutVolumeFailure(ctx, db.VolumeFailure{VolumeID: a.VolumeID, Kind: string(f.Kind), SizeBytes: f.SizeBytes,
 		Seed: f.Seed, Count: f.Count, At: f.At, Message: msg}); err != nil {
-		d.cfg.Logf("nibrunnerd: %v; a restart tries the volume again without waiting for its backoff", err)
+		vs.logf("nibrunnerd: %v; a restart tries the volume again without waiting for its backoff", err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.volOf(a.VolumeID)
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	v := vs.of(a.VolumeID)
 	v.idle()
-	d.volCommitted(v)
+	vs.committed(v)
 	v.failure, v.failed, v.msg = f, true, msg
 }
 
-// volumeDoneWork records that a succeeded: a deletion is remembered in
+// doneWork records that a succeeded: a deletion is remembered in
 // the database (and a volume made again is no longer deleted), the
 // listing holds the volume as it is now, and a grown volume's fill is
 // measured again (its last measurement holds the old size).
-func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction) {
-	d.mu.Lock()
-	v := d.volOf(a.VolumeID)
+func (vs *volumes) doneWork(ctx context.Context, now time.Time, dv desired.DesiredVolume, a plan.VolumeAction) {
+	vs.mu.Lock()
+	v := vs.of(a.VolumeID)
 	size, wasDeleted, wasFailed := v.info.SizeBytes, v.wasDelete, v.failed
-	d.mu.Unlock()
+	vs.mu.Unlock()
 	if wasFailed {
-		if err := d.db.ClearVolumeFailure(ctx, a.VolumeID); err != nil {
-			d.cfg.Logf("nibrunnerd: %v; a restart remembers the failure this mended", err)
+		if err := vs.db.ClearVolumeFailure(ctx, a.VolumeID); err != nil {
+			vs.logf("nibrunnerd: %v; a restart remembers the failure this mended", err)
 		}
 	}
 	var dvol db.DeletedVolume
@@ -261,18 +228,18 @@ func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.D
 	switch a.Kind {
 	case plan.Teardown:
 		dvol = db.DeletedVolume{VolumeID: a.VolumeID, AppID: string(dv.AppId), SizeBytes: size, DeletedAt: now}
-		if err := d.db.MarkVolumeDeleted(ctx, dvol); err != nil {
-			d.cfg.Logf("nibrunnerd: %v", err)
+		if err := vs.db.MarkVolumeDeleted(ctx, dvol); err != nil {
+			vs.logf("nibrunnerd: %v", err)
 		}
 	case plan.Provision:
 		if wasDeleted {
-			undeleted = d.db.UndeleteVolume(ctx, a.VolumeID) == nil
+			undeleted = vs.db.UndeleteVolume(ctx, a.VolumeID) == nil
 		}
 	}
-	d.mu.Lock()
-	v = d.volOf(a.VolumeID)
+	vs.mu.Lock()
+	v = vs.of(a.VolumeID)
 	v.idle()
-	d.volCommitted(v)
+	vs.committed(v)
 	v.msg = ""
 	v.failure, v.failed = plan.VolumeFailure{}, false
 	switch a.Kind {
@@ -281,7 +248,7 @@ func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.D
 		v.deleted, v.wasDelete = dvol, true
 		v.usage, v.measured = volume.Usage{}, false
 	default:
-		v.info, v.listed = VolumeInfo{SizeBytes: plan.RoundSize(dv.SizeBytes), Path: d.deps.Volumes.Path(a.VolumeID)}, true
+		v.info, v.listed = VolumeInfo{SizeBytes: plan.RoundSize(dv.SizeBytes), Path: vs.backend.Path(a.VolumeID)}, true
 		if undeleted {
 			v.deleted, v.wasDelete = db.DeletedVolume{}, false
 		}
@@ -289,27 +256,27 @@ func (d *Daemon) volumeDoneWork(ctx context.Context, now time.Time, dv desired.D
 			v.usage, v.measured = volume.Usage{}, false
 		}
 	}
-	d.mu.Unlock()
-	if u, ok := d.deps.Volumes.(VolumeUsage); ok && a.Kind == plan.Grow {
-		d.measureVolume(ctx, u, a.VolumeID, now)
+	vs.mu.Unlock()
+	if u, ok := vs.backend.(VolumeUsage); ok && a.Kind == plan.Grow {
+		vs.measure(ctx, u, a.VolumeID, now)
 	}
 }
 
-// clearSettledVolumes forgets the sentence of every volume the plan
+// clearSettled forgets the sentence of every volume the plan
 // leaves alone and no worker is at: it is as the document asks, so what
 // an earlier pass said of it (a refused shrink, a teardown held back, a
 // failure since mended) no longer holds. Only an action cleared it before,
 // and a document that asked for the size the volume already has plans
 // none. A volume stale since commit listed keeps its sentence: the plan
 // did not read what its worker committed.
-func (d *Daemon) clearSettledVolumes(acts []plan.VolumeAction, listed uint64) {
+func (vs *volumes) clearSettled(acts []plan.VolumeAction, listed uint64) {
 	acted := make(map[string]bool, len(acts))
 	for _, a := range acts {
 		acted[a.VolumeID] = true
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for id, v := range d.volumes {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	for id, v := range vs.byID {
 		if !acted[id] && !v.stale(listed) {
 			v.msg = ""
 		}
