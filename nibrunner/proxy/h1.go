@@ -41,7 +41,11 @@ type h1conn struct {
 	id     []byte // scratch: the request id
 	xff    []byte // scratch: X-Forwarded-For
 	line   []byte // scratch: the access log line
-	shard  uint32 // the access log buffer this connection's lines go to
+	// held is the app connection of this connection's last request when
+	// its pool was full: kept for this client's next request rather than
+	// closed (a full pool is a burst, and the next request would dial).
+	held  *bconn
+	shard uint32 // the access log buffer this connection's lines go to
 }
 
 // h1conns counts the HTTP/1.x connections served, spreading their access
@@ -66,6 +70,9 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 	defer func() {
 		h.w.Reset(nil)
 		writerPool.Put(h.w)
+		if h.held != nil {
+			h.held.Close()
+		}
 	}()
 	for {
 		idle.Store(true)
@@ -213,7 +220,13 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	var bc *bconn
 	var err error
 	for attempt := 0; ; attempt++ {
-		bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now())
+		bc = nil
+		if h.held != nil {
+			bc, h.held = p.pools.reuse(h.held, v.addr, p.opts.Now()), nil
+		}
+		if bc == nil {
+			bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now())
+		}
 		if err != nil {
 			break
 		}
@@ -315,7 +328,13 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	// the next client as its answer: it is closed, never pooled.
 	reusable := err == nil && !resp.close && !untilEOF && !bodyUnsent && req.minor >= 1 && bc.r.Buffered() == 0
 	if reusable {
-		p.pools.put(bc, p.opts.Now())
+		if !p.pools.put(bc, p.opts.Now()) {
+			// The pool is full: the connection stays with this client
+			// connection for its next request, where nginx's keepalive
+			// closes it, so that the burst's end and the next burst do
+			// not close and dial connections by the thousand (docs/bench.md).
+			h.held = bc
+		}
 	} else {
 		bc.Close()
 	}

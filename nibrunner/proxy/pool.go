@@ -118,18 +118,42 @@ func (ps *pools) dial(ctx context.Context, bp *backendPool) (*bconn, error) {
 	return c, nil
 }
 
-// put returns c to its pool, or closes it when the pool is full or shut.
-func (ps *pools) put(c *bconn, now time.Time) {
+// put returns c to its pool, or closes it when the pool is shut. When
+// the pool is full it returns false and leaves c to the caller.
+func (ps *pools) put(c *bconn, now time.Time) bool {
 	bp := c.backend
 	c.idleAt = now
 	bp.mu.Lock()
 	if !bp.dead && len(bp.idle) < maxIdlePerBackend {
 		bp.idle = append(bp.idle, c)
 		bp.mu.Unlock()
-		return
+		return true
 	}
+	dead := bp.dead
 	bp.mu.Unlock()
-	c.Conn.Close()
+	if dead {
+		c.Conn.Close()
+	}
+	return dead
+}
+
+// reuse returns c for another request to addr, when it is to addr, not
+// idle too long and quiet; otherwise it gives c to its pool or closes it
+// and returns nil.
+func (ps *pools) reuse(c *bconn, addr string, now time.Time) *bconn {
+	switch {
+	case c.backend.addr != addr:
+		if !ps.put(c, c.idleAt) {
+			c.Conn.Close()
+		}
+		return nil
+	case now.Sub(c.idleAt) < backendIdleTimeout && c.quiet():
+		c.reused = true
+		return c
+	default:
+		c.Conn.Close()
+		return nil
+	}
 }
 
 // idleCount is how many idle connections the pools hold.
