@@ -28,62 +28,20 @@ import (
 // listed, and a volume whose worker committed since is left to the next
 // pass (volumes.apply).
 func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesiredState, acts plan.Actions, listed, plannedAt uint64) {
-	var ups, sleeps []plan.InstanceAction
 	d.mu.Lock()
-	for _, x := range acts.Instances {
-		a := d.apps[x.AppID]
-		if a != nil && a.stale(plannedAt) {
-			continue // its worker is at it, or was; the next pass plans again
-		}
-		switch x.Kind {
-		case plan.Stop, plan.Forget:
-			d.dispatch(x, nil, 0)
-		case plan.GiveUp:
-			if a == nil {
-				continue
-			}
-			a.gaveUp()
-			if a.up() {
-				d.dispatch(plan.InstanceAction{Kind: plan.Stop, AppID: x.AppID}, nil, 0)
-			}
-		case plan.Sleep:
-			sleeps = append(sleeps, x)
-		case plan.Start, plan.Restart, plan.Wake, plan.Replace, plan.Recover:
-			ups = append(ups, x)
-		case plan.NoAction:
-			// The planner lists no such action.
-		}
-	}
-	idle := make(map[string]time.Time, len(sleeps))
-	for _, x := range sleeps {
-		idle[x.AppID] = d.lastActive(x.AppID)
-	}
-	for _, x := range plan.SleepOrder(sleeps, idle) {
-		d.dispatch(x, nil, 0)
-	}
+	ups := d.apps.handOut(acts.Instances, plannedAt)
 	d.mu.Unlock()
 
 	d.vols.apply(ctx, now, doc, acts.Volumes, listed)
 	// Every app about to start holds its slot, and the network has its
 	// tap and rules, before the first guest boots.
 	if len(ups) > 0 {
-		d.ensureSlots(ctx, ups)
+		d.apps.ensureSlots(ctx, ups)
 		d.routeAndNetwork(ctx)
 	}
 	d.mu.Lock()
 	if d.doc == doc {
-		given, held := d.memoryInUse()
-		for _, x := range ups {
-			if a := d.apps[x.AppID]; a != nil && a.stale(plannedAt) {
-				continue // its worker acted while this pass made volumes and the network
-			}
-			if in := d.instance(x.AppID); in != nil {
-				if need, ok := d.admit(x, in, given, held); ok {
-					given, held = given+need, held+need
-					d.dispatch(x, in, need)
-				}
-			}
-		}
+		d.apps.startAll(ups, plannedAt)
 	} // else a new document arrived: the next pass plans for it
 	d.mu.Unlock()
 
@@ -92,31 +50,31 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 
 // ensureSlots gives every app in ups that has none a slot, persisting them
 // before anything relies on them; a note says why when none is left.
-func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
-	d.mu.Lock()
+func (ps *apps) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
+	ps.mu.Lock()
 	var need []string
 	for _, x := range ups {
-		if a := d.apps[x.AppID]; a == nil || !a.hasSlot {
+		if a := ps.byID[x.AppID]; a == nil || !a.hasSlot {
 			need = append(need, x.AppID)
 		}
 	}
-	added, full := slot.Assign(d.slots(), need, d.cfg.MaxApps)
+	added, full := slot.Assign(ps.slots(), need, ps.cfg.MaxApps)
 	for _, app := range full {
-		d.note(app, explain.SlotsFull(d.cfg.MaxApps))
+		ps.note(app, explain.SlotsFull(ps.cfg.MaxApps))
 	}
-	d.mu.Unlock()
+	ps.mu.Unlock()
 	if len(added) == 0 {
 		return
 	}
-	err := d.db.PutSlots(ctx, added)
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	err := ps.db.PutSlots(ctx, added)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	for app, n := range added {
 		if err != nil {
-			d.note(app, explain.SlotUnrecorded(err))
+			ps.note(app, explain.SlotUnrecorded(err))
 			continue
 		}
-		a := d.appOf(app)
+		a := ps.appOf(app)
 		a.slot, a.hasSlot = n, true
 	}
 }
@@ -127,29 +85,30 @@ func (d *Daemon) ensureSlots(ctx context.Context, ups []plan.InstanceAction) {
 // A start the gate holds back is noted for the report and waits for a
 // later pass; the guests the gate names go to sleep now. It returns the
 // memory the guest will be given. Called with mu held.
-func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, given, held uint64) (uint64, bool) {
+func (ps *apps) admit(x plan.InstanceAction, in *desired.DesiredInstance, given, held uint64) (uint64, bool) {
 	dep := string(in.DeploymentId)
-	a := d.appOf(x.AppID)
+	a := ps.appOf(x.AppID)
 	if a.rec == nil || a.rec.DeploymentID != dep {
 		// A new app, or a new deployment: a fresh record and budget.
 		a.rec = &record{AppID: a.id, DeploymentID: dep, Budget: backoff.Budget{DeploymentID: dep}}
 	}
 	a.rec.VolumeID = string(in.VolumeId)
-	volReady, volWhy := d.vols.ready(string(in.VolumeId), d.now())
-	freeingGiven, freeingHeld := d.freeing()
+	volReady, volWhy := ps.host.volumeReady(string(in.VolumeId), ps.now())
+	freeingGiven, freeingHeld := ps.freeing()
+	netReady, netErr := ps.host.network()
 	adm := plan.Admit(in, plan.StartFacts{
-		NetworkReady: d.netReady, NetworkErr: d.netErr,
+		NetworkReady: netReady, NetworkErr: netErr,
 		VolumeReady: volReady, VolumeErr: volWhy,
-		InUseMiB: given, HeldMiB: held, CapacityMiB: d.cfg.CapacityMiB,
-		Overcommit: d.cfg.MemoryOvercommit, Sleepers: d.sleepers(x.AppID),
+		InUseMiB: given, HeldMiB: held, CapacityMiB: ps.cfg.CapacityMiB,
+		Overcommit: ps.cfg.MemoryOvercommit, Sleepers: ps.sleepers(x.AppID),
 		FreeingGivenMiB: freeingGiven, FreeingHeldMiB: freeingHeld,
 		HasSlot: a.hasSlot, NoSlot: a.note,
 	})
 	if adm.Why != "" {
 		a.note = adm.Why
 		for _, id := range adm.Sleep {
-			d.cfg.Logf("nibrunnerd: %s goes to sleep to make room in memory for %s", id, x.AppID)
-			d.dispatch(plan.InstanceAction{Kind: plan.Sleep, AppID: id}, nil, 0)
+			ps.cfg.Logf("nibrunnerd: %s goes to sleep to make room in memory for %s", id, x.AppID)
+			ps.dispatch(plan.InstanceAction{Kind: plan.Sleep, AppID: id}, nil, 0)
 		}
 		return 0, false
 	}
@@ -158,25 +117,25 @@ func (d *Daemon) admit(x plan.InstanceAction, in *desired.DesiredInstance, given
 
 // dispatch hands x to app's worker. Called with mu held; in is the
 // instance for actions that start a guest, need the memory it holds.
-func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, need uint64) {
-	a := d.appOf(x.AppID)
+func (ps *apps) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, need uint64) {
+	a := ps.appOf(x.AppID)
 	a.busy, a.reservedMiB = true, need
 	switch x.Kind {
 	case plan.Start, plan.Wake:
 	case plan.Sleep, plan.Stop, plan.Forget:
 		a.goingDown = a.up()
-		d.stopProber(a)
+		ps.stopProber(a)
 	case plan.Replace, plan.Recover, plan.Restart, plan.GiveUp, plan.NoAction:
 		// The guest goes down (or to sleep): its health no longer counts.
-		d.stopProber(a)
+		ps.stopProber(a)
 	}
 	if x.Kind == plan.Restart && a.rec != nil {
-		d.cfg.Logf("nibrunnerd: restart %s (restart %d of its budget): %s", x.AppID, x.Restart.N, a.rec.FailReason)
+		ps.cfg.Logf("nibrunnerd: restart %s (restart %d of its budget): %s", x.AppID, x.Restart.N, a.rec.FailReason)
 	}
 	urgent := a.wantAwake
 	n := a.slot
 	a.signal()
-	if _, ok := d.workers.Go(func(ctx context.Context) { d.work(ctx, x, in, n, urgent) }); !ok {
+	if _, ok := ps.workers.Go(func(ctx context.Context) { ps.work(ctx, x, in, n, urgent) }); !ok {
 		// The daemon closes: the next one's first pass plans it again.
 		a.busy, a.reservedMiB, a.goingDown = false, 0, false
 	}
@@ -185,12 +144,12 @@ func (d *Daemon) dispatch(x plan.InstanceAction, in *desired.DesiredInstance, ne
 // work is one action on one app's worker. It holds no daemon-wide lock
 // while it calls the VMM or fetches layers; what happened is committed
 // under the lock at the end (commit).
-func (d *Daemon) work(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
+func (ps *apps) work(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
 	id := x.AppID
 	switch x.Kind {
 	case plan.Stop:
-		err := d.takeDown(ctx, id, true)
-		d.commit(id, func(a *app) {
+		err := ps.takeDown(ctx, id, true)
+		ps.commit(id, func(a *app) {
 			a.tookDown(err)
 			if err == nil && a.rec != nil {
 				// Stopped, it has no failure left to restart: started
@@ -199,116 +158,116 @@ func (d *Daemon) work(ctx context.Context, x plan.InstanceAction, in *desired.De
 			}
 		})
 	case plan.Forget:
-		err := d.takeDown(ctx, id, true)
+		err := ps.takeDown(ctx, id, true)
 		if err == nil {
 			// The record goes with the next persist.
-			err = d.db.ReleaseSlot(ctx, id)
+			err = ps.db.ReleaseSlot(ctx, id)
 		}
-		d.commit(id, func(a *app) {
+		ps.commit(id, func(a *app) {
 			if err != nil {
-				d.cfg.Logf("nibrunnerd: forget %s: %v", id, err)
+				ps.cfg.Logf("nibrunnerd: forget %s: %v", id, err)
 				a.tookDown(err)
 				return
 			}
-			delete(d.apps, id)
-			d.forgotten = append(d.forgotten, id)
+			delete(ps.byID, id)
+			ps.forgotten = append(ps.forgotten, id)
 		})
 	case plan.Sleep:
-		err := d.sleepGuest(ctx, id)
-		d.commit(id, func(a *app) { a.slept(err, d.now()) })
+		err := ps.sleepGuest(ctx, id)
+		ps.commit(id, func(a *app) { a.slept(err, ps.now()) })
 	case plan.Replace, plan.Recover, plan.Restart:
 		// Each boots cold, so any snapshot goes: a replacement's or a
 		// recovery's is of the old guest, and one a restart finds (a wake
 		// that failed, whose drop failed too) would otherwise be restored
 		// later over a volume that has moved on.
-		err := d.takeDown(ctx, id, true)
+		err := ps.takeDown(ctx, id, true)
 		if err != nil {
-			d.commit(id, func(a *app) { a.tookDown(err) })
+			ps.commit(id, func(a *app) { a.tookDown(err) })
 			return
 		}
-		d.update(id, func(a *app) {
+		ps.update(id, func(a *app) {
 			a.tookDown(nil)
 			if a.rec != nil {
 				a.rec.Sleeping = false
 			}
 		})
-		d.bringUp(ctx, x, in, n, urgent)
+		ps.bringUp(ctx, x, in, n, urgent)
 	case plan.Start, plan.Wake:
-		d.bringUp(ctx, x, in, n, urgent)
+		ps.bringUp(ctx, x, in, n, urgent)
 	case plan.GiveUp, plan.NoAction:
 		// Never handed to a worker (act records a give-up itself): the
 		// worker only gives the app back.
-		d.commit(id, func(*app) {})
+		ps.commit(id, func(*app) {})
 	}
 }
 
 // update changes app's state under the lock and publishes it, its worker
 // still busy.
-func (d *Daemon) update(app string, fn func(*app)) { d.change(app, fn, false) }
+func (ps *apps) update(app string, fn func(*app)) { ps.change(app, fn, false) }
 
 // commit records what app's worker did, frees the worker, publishes the
 // routes and asks for a pass, which persists and reports it.
-func (d *Daemon) commit(app string, fn func(*app)) { d.change(app, fn, true) }
+func (ps *apps) commit(app string, fn func(*app)) { ps.change(app, fn, true) }
 
-func (d *Daemon) change(app string, fn func(*app), done bool) {
-	d.mu.Lock()
-	if a := d.apps[app]; a != nil {
+func (ps *apps) change(app string, fn func(*app), done bool) {
+	ps.mu.Lock()
+	if a := ps.byID[app]; a != nil {
 		fn(a)
 		if done {
 			a.busy, a.reservedMiB, a.goingDown = false, 0, false
 		}
-		a.changedAt = d.seq.next()
+		a.changedAt = ps.seq.next()
 		a.signal()
 	}
-	d.publishLocked()
-	d.mu.Unlock()
-	d.routes.changed()
+	ps.host.publishLocked()
+	ps.mu.Unlock()
+	ps.host.routesChanged()
 	if done {
-		d.Kick()
+		ps.host.Kick()
 	}
 }
 
 // takeDownForGrow takes down the guests the grow rule says (plan.GrowTakesDown):
 // growing is offline, and the next plan starts them again on the bigger
 // volume.
-func (d *Daemon) takeDownForGrow(ctx context.Context, id string) {
-	d.mu.Lock()
-	facts := make(map[string]plan.Instance, len(d.apps))
-	for name, a := range d.apps {
+func (ps *apps) takeDownForGrow(ctx context.Context, id string) {
+	ps.mu.Lock()
+	facts := make(map[string]plan.Instance, len(ps.byID))
+	for name, a := range ps.byID {
 		if a.rec != nil {
-			facts[name] = d.facts(a)
+			facts[name] = ps.facts(a)
 		}
 	}
 	on := plan.GrowTakesDown(id, facts)
 	for _, name := range on {
-		x := d.apps[name]
+		x := ps.byID[name]
 		x.busy = true
-		d.stopProber(x)
+		ps.stopProber(x)
 		x.signal()
 	}
-	d.mu.Unlock()
+	ps.mu.Unlock()
 	for _, name := range on {
-		err := d.takeDown(ctx, name, false)
-		d.commit(name, func(x *app) { x.tookDown(err) })
+		err := ps.takeDown(ctx, name, false)
+		ps.commit(name, func(x *app) { x.tookDown(err) })
 	}
 }
 
 // takeDown stops app's guest (and, when discard, drops its snapshot),
 // taking a turn at the VM gate.
-func (d *Daemon) takeDown(ctx context.Context, app string, discard bool) error {
-	if err := d.vmGate.acquire(ctx, false); err != nil {
+func (ps *apps) takeDown(ctx context.Context, app string, discard bool) error {
+	if err := ps.gate.acquire(ctx, false); err != nil {
 		return err
 	}
-	defer d.vmGate.release()
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer ps.gate.release()
+	cctx, cancel := context.WithTimeout(ctx, ps.cfg.OpTimeout)
 	defer cancel()
-	if err := d.deps.VMM.Stop(cctx, app); err != nil {
-		d.cfg.Logf("nibrunnerd: stop %s: %v", app, err)
+	if err := ps.deps.VMM.Stop(cctx, app); err != nil {
+		ps.cfg.Logf("nibrunnerd: stop %s: %v", app, err)
 		return err
 	}
 	if discard {
-		if err := d.deps.VMM.Discard(cctx, app); err != nil {
-			d.cfg.Logf("nibrunnerd: discard the snapshot of %s: %v", app, err)
+		if err := ps.deps.VMM.Discard(cctx, app); err != nil {
+			ps.cfg.Logf("nibrunnerd: discard the snapshot of %s: %v", app, err)
 		}
 	}
 	return nil
@@ -329,14 +288,14 @@ func (a *app) tookDown(err error) {
 }
 
 // sleepGuest snapshots app's guest, taking a turn at the VM gate.
-func (d *Daemon) sleepGuest(ctx context.Context, app string) error {
-	if err := d.vmGate.acquire(ctx, false); err != nil {
+func (ps *apps) sleepGuest(ctx context.Context, app string) error {
+	if err := ps.gate.acquire(ctx, false); err != nil {
 		return err
 	}
-	defer d.vmGate.release()
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer ps.gate.release()
+	cctx, cancel := context.WithTimeout(ctx, ps.cfg.OpTimeout)
 	defer cancel()
-	return d.deps.VMM.Sleep(cctx, app)
+	return ps.deps.VMM.Sleep(cctx, app)
 }
 
 // slept records a sleep's outcome. A failed sleep leaves the guest up; the

@@ -13,7 +13,7 @@ import (
 // across restarts (its record, slot and meters) and what it holds only for
 // this run (its guest as last seen, its prober, this pass's note, the last
 // measurement, its failed sleeps, and its worker's state). One value per app: forgetting an app is deleting its
-// entry from Daemon.apps. Every field is read and written under Daemon.mu.
+// entry from apps.byID. Every field is read and written under Daemon.mu.
 type app struct {
 	id string
 	// rec is nil until the app was started or its guest observed.
@@ -85,36 +85,36 @@ func (a *app) wait() <-chan struct{} {
 }
 
 // appOf returns app id's entry, made empty if there is none.
-func (d *Daemon) appOf(id string) *app {
-	a := d.apps[id]
+func (ps *apps) appOf(id string) *app {
+	a := ps.byID[id]
 	if a == nil {
 		a = &app{id: id}
-		d.apps[id] = a
+		ps.byID[id] = a
 	}
 	return a
 }
 
 // known returns app id's entry, or an empty one (not added) if the daemon
 // knows nothing of it yet.
-func (d *Daemon) known(id string) *app {
-	if a := d.apps[id]; a != nil {
+func (ps *apps) known(id string) *app {
+	if a := ps.byID[id]; a != nil {
 		return a
 	}
 	return &app{id: id}
 }
 
 // record returns app id's record, or nil.
-func (d *Daemon) record(id string) *record {
-	if a := d.apps[id]; a != nil {
+func (ps *apps) record(id string) *record {
+	if a := ps.byID[id]; a != nil {
 		return a.rec
 	}
 	return nil
 }
 
 // slots returns every app's slot, as slot.Assign takes them.
-func (d *Daemon) slots() map[string]int {
-	out := make(map[string]int, len(d.apps))
-	for id, a := range d.apps {
+func (ps *apps) slots() map[string]int {
+	out := make(map[string]int, len(ps.byID))
+	for id, a := range ps.byID {
 		if a.hasSlot {
 			out[id] = a.slot
 		}
@@ -123,13 +123,13 @@ func (d *Daemon) slots() map[string]int {
 }
 
 // note says why app id's start is held back this pass.
-func (d *Daemon) note(id, why string) { d.appOf(id).note = why }
+func (ps *apps) note(id, why string) { ps.appOf(id).note = why }
 
 // memoryInUse is the memory given to every guest up and every start in
 // flight, and what they hold of the host (heldMiB; a start in flight
 // counts its whole size).
-func (d *Daemon) memoryInUse() (given, held uint64) {
-	for _, a := range d.apps {
+func (ps *apps) memoryInUse() (given, held uint64) {
+	for _, a := range ps.byID {
 		if a.up() && a.rec != nil {
 			given += a.rec.MemoryMiB
 			held += a.heldMiB()
@@ -150,8 +150,8 @@ func (a *app) heldMiB() uint64 {
 }
 
 // freeing is the memory of the guests going to sleep or down now.
-func (d *Daemon) freeing() (given, held uint64) {
-	for _, a := range d.apps {
+func (ps *apps) freeing() (given, held uint64) {
+	for _, a := range ps.byID {
 		if a.goingDown && a.up() && a.rec != nil {
 			given, held = given+a.rec.MemoryMiB, held+a.heldMiB()
 		}
@@ -161,16 +161,16 @@ func (d *Daemon) freeing() (given, held uint64) {
 
 // sleepers are the guests a start short of memory may put to sleep, as
 // plan.Sleepers decides from what the daemon knows of each app (mu held).
-func (d *Daemon) sleepers(starting string) []plan.Sleeper {
-	facts := make([]plan.SleepFacts, 0, len(d.apps))
-	for id, a := range d.apps {
+func (ps *apps) sleepers(starting string) []plan.Sleeper {
+	facts := make([]plan.SleepFacts, 0, len(ps.byID))
+	for id, a := range ps.byID {
 		f := plan.SleepFacts{AppID: id, Up: a.up(), Busy: a.busy, WantAwake: a.wantAwake}
-		if in := d.byApp[id]; in != nil {
+		if in := ps.host.instance(id); in != nil {
 			f.OnRequest = in.DesiredState == desired.StateOnRequest
 		}
 		if a.rec != nil && f.Up && f.OnRequest {
 			f.Recorded = true
-			f.IdleSince, f.GivenMiB, f.HeldMiB = d.lastActive(id), a.rec.MemoryMiB, a.heldMiB()
+			f.IdleSince, f.GivenMiB, f.HeldMiB = ps.lastActive(id), a.rec.MemoryMiB, a.heldMiB()
 		}
 		facts = append(facts, f)
 	}
@@ -179,13 +179,13 @@ func (d *Daemon) sleepers(starting string) []plan.Sleeper {
 
 // lastActive is when app last had a request, or started when it has had
 // none since.
-func (d *Daemon) lastActive(app string) time.Time {
+func (ps *apps) lastActive(app string) time.Time {
 	var t time.Time
-	if rec := d.record(app); rec != nil {
+	if rec := ps.record(app); rec != nil {
 		t = rec.StartedAt
 	}
-	if d.deps.Traffic != nil {
-		if last, _ := d.deps.Traffic.Activity(app); last.After(t) {
+	if ps.deps.Traffic != nil {
+		if last, _ := ps.deps.Traffic.Activity(app); last.After(t) {
 			t = last
 		}
 	}

@@ -31,16 +31,21 @@ func (d *Daemon) Accepted() *desired.HostDesiredState {
 // slept it. A sleep the VMM refuses (no room for the snapshot) leaves the
 // guest up and says why.
 func (d *Daemon) Sleep(ctx context.Context, app string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	in := d.instance(app)
+	return d.apps.sleep(ctx, app)
+}
+
+// sleep is Daemon.Sleep, on the app component (mu not held).
+func (ps *apps) sleep(ctx context.Context, app string) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	in := ps.host.instance(app)
 	if in == nil {
 		return explain.SleepRefused(app, explain.MsgSleepUnlisted)
 	}
 	if in.DesiredState != desired.StateOnRequest {
 		return explain.SleepRefused(app, explain.SleepAskedState(in.DesiredState))
 	}
-	a := d.apps[app]
+	a := ps.byID[app]
 	if a != nil && a.rec != nil && a.rec.Sleeping && !a.busy {
 		return nil
 	}
@@ -50,32 +55,32 @@ func (d *Daemon) Sleep(ctx context.Context, app string) error {
 	a.wantAsleep = true
 	asked := false
 	for {
-		if d.closing() {
+		if ps.host.closing() {
 			return explain.SleepEnded(app, ErrClosed)
 		}
 		if !a.busy {
 			if asked || !a.wantAsleep {
 				break
 			}
-			x, ok := plan.App(d.doc, in, d.observed(d.now(), app, nil, nil))
+			x, ok := plan.App(ps.host.inForce(), in, ps.host.observeOne(ps.now(), app))
 			if !ok || x.Kind != plan.Sleep {
 				a.wantAsleep = false
 				return explain.SleepRefused(app, explain.SleepNotNow(x.Kind))
 			}
-			d.dispatch(x, nil, 0)
+			ps.dispatch(x, nil, 0)
 			asked = true
 		}
 		ch := a.wait()
-		d.mu.Unlock()
+		ps.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			d.mu.Lock()
+			ps.mu.Lock()
 			a.wantAsleep = false
 			return explain.SleepEnded(app, ctx.Err())
-		case <-d.mgr.Stopping():
+		case <-ps.host.stopping():
 		case <-ch:
 		}
-		d.mu.Lock()
+		ps.mu.Lock()
 	}
 	if a.rec == nil || !a.rec.Sleeping {
 		msg := ""

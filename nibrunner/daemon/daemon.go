@@ -193,25 +193,24 @@ type Daemon struct {
 	// sourceProblem is what the last reading's source said of itself
 	// (watch.Document.Problem).
 	sourceProblem string
-	// apps holds one value per app the daemon knows: see app.
-	apps map[string]*app
+	// apps is the app component (apps.go): its state is guarded by mu
+	// too.
+	apps *apps
 	// vols is the volume component (volumes.go): its state is guarded
 	// by mu too.
-	vols      *volumes
-	netReady  bool
-	netErr    string
-	lastNet   []network.App
-	lastPass  time.Time
-	lastFlush time.Time
-	forgotten []string
+	vols     *volumes
+	netReady bool
+	netErr   string
+	lastNet  []network.App
+	lastPass time.Time
 	// byApp indexes the accepted document's instances.
 	byApp map[string]*desired.DesiredInstance
 	// seq numbers the workers' commits (app.changedAt, vol.changedAt).
 	seq commits
-	// passes counts the passes begun, passesDone is the last one ended;
+	// passCount counts the passes begun, passesDone is the last one ended;
 	// passed is closed, and replaced, when a pass ends.
-	passes, passesDone uint64
-	passed             chan struct{}
+	passCount, passesDone uint64
+	passed                chan struct{}
 	// retryAt is when the last plan's first backoff ends (a restart or a
 	// failed sleep's retry comes due): Run plans again then.
 	retryAt time.Time
@@ -230,16 +229,11 @@ type Daemon struct {
 	// own goroutine (routes.go).
 	routes routeApplier
 
-	// vmGate bounds VMM operations in flight; fetches bounds layer
-	// preparations.
-	vmGate  *gate
-	fetches chan struct{}
 	// mgr owns every goroutine the daemon starts: the components in the
 	// order Open declares them (components), and the loop Run adds.
-	// workers and probers are its pools: the apps' workers and the
-	// health probers (the volumes' workers are vols.workers).
-	mgr              *manager.Manager
-	workers, probers *manager.Pool
+	// Its pools are the components': apps.workers, apps.probers and
+	// vols.workers.
+	mgr *manager.Manager
 
 	kick chan struct{}
 
@@ -309,12 +303,11 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
-		vmGate: newGate(cfg.MaxConcurrentVMStarts), fetches: make(chan struct{}, layerFetches),
-		apps:   map[string]*app{},
 		kick:   make(chan struct{}, 1),
 		passed: make(chan struct{}),
 	}
 	d.vols = newVolumes(cfg, deps.Volumes, store, &d.mu, &d.seq, d)
+	d.apps = newApps(cfg, deps, store, &d.mu, &d.seq, appHost(d))
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, Clock: cfg.Clock, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	if err := d.load(ctx); err != nil {
 		store.Close()
@@ -349,7 +342,6 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 // its offers), so the loop stops first.
 func (d *Daemon) components() error {
 	d.mgr = manager.New()
-	d.workers, d.probers = manager.NewPool(), manager.NewPool()
 	d.routes.ask = make(chan struct{}, 1)
 	for _, c := range []struct {
 		name string
@@ -357,8 +349,8 @@ func (d *Daemon) components() error {
 	}{
 		{"state", manager.RunnableFunc(d.keepState)},
 		{"routes", manager.RunnableFunc(d.routes.run(d))},
-		{"probers", d.probers},
-		{"app workers", d.workers},
+		{"probers", d.apps.probers},
+		{"app workers", d.apps.workers},
 		{"volume workers", d.vols.workers},
 		{"jobs", manager.RunnableFunc(func(ctx context.Context) error {
 			<-ctx.Done()
@@ -396,34 +388,8 @@ func (d *Daemon) load(ctx context.Context) error {
 			d.setDoc(d.index(doc, acc.Digest))
 		}
 	}
-	recs, err := d.db.Records(ctx)
-	if err != nil {
+	if err := d.apps.load(ctx); err != nil {
 		return err
-	}
-	for app, r := range recs {
-		rec, err := decodeRecord(r.Data)
-		if err != nil {
-			d.cfg.Logf("nibrunnerd: the record of %s is unreadable and is rebuilt from what is observed: %v", app, err)
-			continue
-		}
-		a := d.appOf(app)
-		a.rec, a.persisted = rec, r.Data
-	}
-	slots, err := d.db.Slots(ctx)
-	if err != nil {
-		return err
-	}
-	for app, n := range slots {
-		a := d.appOf(app)
-		a.slot, a.hasSlot = n, true
-	}
-	meters, err := d.db.AllMeters(ctx)
-	if err != nil {
-		return err
-	}
-	for app, m := range meters {
-		a := d.appOf(app)
-		a.meters, a.metered = m, true
 	}
 	return d.vols.load(ctx)
 }
@@ -458,10 +424,6 @@ func (d *Daemon) setDoc(x indexed) {
 	d.doc, d.digest, d.byApp, d.problems = doc, x.digest, x.byApp, x.problems
 	d.vols.named(doc)
 }
-
-// inForce is the accepted document (mu held): what the volumes' workers
-// check their work against.
-func (d *Daemon) inForce() *desired.HostDesiredState { return d.doc }
 
 // layerFetches bounds the layer preparations in flight (each may download
 // an object of gigabytes); they run on the apps' workers, outside the VM
@@ -498,18 +460,7 @@ func (d *Daemon) closing() bool {
 // every other component ended, then writes the last meters and closes it.
 func (d *Daemon) keepState(ctx context.Context) error {
 	<-ctx.Done()
-	d.mu.Lock()
-	for _, a := range d.apps {
-		a.prober = nil // ended with the probers' pool
-		a.signal()
-	}
-	meters := d.metersToFlush()
-	d.mu.Unlock()
-	// The caller's context is usually over by now; the last meters still
-	// get a bounded moment to reach the database.
-	wctx, cancel := context.WithTimeout(context.Background(), recordGrace)
-	defer cancel()
-	d.writeMeters(wctx, meters)
+	d.apps.closed()
 	return d.db.Close()
 }
 

@@ -53,7 +53,7 @@ func TestRawPortsArePublishedToTheRelayAtTheGuestsTapAddress(t *testing.T) {
 		return len(ps) == 2 && ps[0].State == route.Up
 	})
 	d.mu.Lock()
-	n := d.apps["game"].slot
+	n := d.apps.byID["game"].slot
 	d.mu.Unlock()
 	guest := slot.Network(n).GuestIPv4.String()
 	want := []route.Port{

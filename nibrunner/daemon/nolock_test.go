@@ -151,7 +151,7 @@ func TestAWakeIsNotHeldUpByARawPortBeingBound(t *testing.T) {
 	if !h.until(t, failsafe, func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		a := d.apps["web"]
+		a := d.apps.byID["web"]
 		return a != nil && (a.busy || a.up())
 	}) {
 		t.Fatal("web was not started while game's raw port was being bound")

@@ -21,10 +21,8 @@ func (d *Daemon) observed(now time.Time, only string, cps map[string]CheckpointI
 	obs := plan.Observed{Now: now, Problems: d.problems}
 	if only != "" {
 		obs.Instances, obs.Volumes = map[string]plan.Instance{}, map[string]plan.Volume{}
-		if a := d.apps[only]; a != nil {
-			if o, ok := d.observedApp(a); ok {
-				obs.Instances[only] = o
-			}
+		if o, ok := d.apps.observedOne(only); ok {
+			obs.Instances[only] = o
 		}
 		if in := d.instance(only); in != nil {
 			if v, ok := d.vols.listed(string(in.VolumeId)); ok {
@@ -33,16 +31,10 @@ func (d *Daemon) observed(now time.Time, only string, cps map[string]CheckpointI
 		}
 		return obs
 	}
-	obs.Instances = make(map[string]plan.Instance, len(d.apps))
 	obs.Checkpoints = make(map[string]bool, len(cps))
 	obs.Exports = make(map[string]bool, len(exps))
-	obs.Volumes = d.vols.observed()
+	obs.Instances, obs.Volumes = d.apps.observed(), d.vols.observed()
 	obs.VolumeFailures, obs.DiskFree = d.vols.failures(), d.vols.diskFree
-	for id, a := range d.apps {
-		if o, ok := d.observedApp(a); ok {
-			obs.Instances[id] = o
-		}
-	}
 	for id := range cps {
 		obs.Checkpoints[id] = true
 	}
@@ -54,16 +46,16 @@ func (d *Daemon) observed(now time.Time, only string, cps map[string]CheckpointI
 
 // observedApp is what the planner is told of app a: nothing until the
 // daemon has a record of it, or a note on why its start was held back.
-func (d *Daemon) observedApp(a *app) (plan.Instance, bool) {
+func (ps *apps) observedApp(a *app) (plan.Instance, bool) {
 	switch {
 	case a.rec != nil:
-		o := d.facts(a)
-		if d.deps.Traffic != nil {
-			o.LastTrafficAt, o.Busy = d.deps.Traffic.Activity(a.id)
+		o := ps.facts(a)
+		if ps.deps.Traffic != nil {
+			o.LastTrafficAt, o.Busy = ps.deps.Traffic.Activity(a.id)
 		}
 		return o, true
 	case a.note != "":
-		return d.facts(a), true
+		return ps.facts(a), true
 	}
 	return plan.Instance{}, false
 }

@@ -26,8 +26,8 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	began := d.now()
 	d.mu.Lock()
 	seen := d.seq.last()
-	d.passes++
-	n, planned := d.passes, false
+	d.passCount++
+	n, planned := d.passCount, false
 	defer func() { d.passEnded(n, planned) }()
 	d.mu.Unlock()
 	d.recordAgain(ctx)
@@ -59,12 +59,10 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	// Decide, under the lock: nothing here does I/O.
 	d.mu.Lock()
 	now := d.now()
-	for _, a := range d.apps {
-		a.note = ""
-	}
+	d.apps.clearNotes()
 	d.vols.setListing(vols, seen)
 	d.vols.diskFree = free
-	d.observeGuests(now, vms, seen)
+	d.apps.observeGuests(now, vms, seen)
 	d.noteLayers(now)
 	doc := d.doc
 	d.vols.giveUpUnasked(doc)
@@ -98,15 +96,15 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		}
 	}
 	d.routeAndNetwork(ctx)
-	d.account(ctx, now)
+	d.apps.account(ctx, now, d.lastPass)
 	d.vols.measureDue(ctx, now, vols)
 	d.pruneLayers(now)
 
 	// Persist, then report.
-	perr := d.persist(ctx, now)
+	perr := d.apps.persist(ctx, now)
 	d.mu.Lock()
 	statuses := d.instanceStatuses(now)
-	d.converged(now, statuses)
+	d.apps.converged(now, statuses)
 	rep := d.report(now, statuses, cps, exps)
 	d.mu.Unlock()
 	if err := d.writeReport(rep); err != nil {
@@ -124,12 +122,13 @@ func (d *Daemon) Pass(ctx context.Context) error {
 // converged records in each instance's record (of its deployment) since
 // when it is where the document asks it, from statuses (instanceStatuses):
 // the pass commits it, the report only reads it (mu held).
-func (d *Daemon) converged(now time.Time, statuses map[string]plan.Status) {
-	if d.doc == nil {
+func (ps *apps) converged(now time.Time, statuses map[string]plan.Status) {
+	doc := ps.host.inForce()
+	if doc == nil {
 		return
 	}
-	for _, in := range d.doc.Instances {
-		a := d.apps[string(in.AppId)]
+	for _, in := range doc.Instances {
+		a := ps.byID[string(in.AppId)]
 		if a == nil || a.rec == nil || a.rec.DeploymentID != string(in.DeploymentId) {
 			continue // no record of this deployment to keep it in
 		}
@@ -148,9 +147,7 @@ func (d *Daemon) passEnded(n uint64, planned bool) {
 	defer d.mu.Unlock()
 	if planned {
 		d.passesDone = n
-		for _, a := range d.apps {
-			a.heldBack = a.note
-		}
+		d.apps.holdNotes()
 	}
 	close(d.passed)
 	d.passed = make(chan struct{})
@@ -173,17 +170,17 @@ func (a *app) stale(seen uint64) bool { return a.busy || a.changedAt > seen }
 // a guest without a record (started just before a crash, or by an older
 // daemon) is adopted as it is; an exit is noted once. An app whose worker
 // acted since the listing keeps what its worker committed.
-func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen uint64) {
-	for app, a := range d.apps {
+func (ps *apps) observeGuests(now time.Time, vms map[string]vmm.Status, seen uint64) {
+	for app, a := range ps.byID {
 		if a.stale(seen) {
 			continue
 		}
 		a.vm, a.hasVM = vms[app]
 	}
 	for app, st := range vms {
-		a := d.apps[app]
+		a := ps.byID[app]
 		if a == nil {
-			a = d.appOf(app)
+			a = ps.appOf(app)
 			a.vm, a.hasVM = st, true
 		}
 		if a.stale(seen) {
@@ -194,7 +191,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 			rec = &record{AppID: app, DeploymentID: st.DeploymentID, Booted: true,
 				Health: health.Started(st.StartedAt), StartedAt: st.StartedAt,
 				Budget: backoff.Budget{DeploymentID: st.DeploymentID, LastStart: st.StartedAt}}
-			if in := d.instance(app); in != nil && string(in.DeploymentId) == st.DeploymentID {
+			if in := ps.host.instance(app); in != nil && string(in.DeploymentId) == st.DeploymentID {
 				rec.VolumeID = string(in.VolumeId)
 				rec.MemoryMiB = uint64(in.Config.Resources.MemoryMib)
 			}
@@ -207,7 +204,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 		case vmm.Running:
 			rec.Sleeping = false
 			if a.prober == nil {
-				d.startProber(a, st)
+				ps.startProber(a, st)
 			}
 			if p := a.prober; p != nil {
 				rec.Health = p.record()
@@ -221,7 +218,7 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 				}
 			}
 		case vmm.Exited:
-			d.stopProber(a)
+			ps.stopProber(a)
 			if rec.FailedAt.IsZero() {
 				rec.FailedAt = now
 				rec.LastExitCode = st.ExitCode
@@ -230,9 +227,9 @@ func (d *Daemon) observeGuests(now time.Time, vms map[string]vmm.Status, seen ui
 			}
 		}
 	}
-	for _, a := range d.apps {
+	for _, a := range ps.byID {
 		if a.prober != nil && !a.stale(seen) && !a.up() {
-			d.stopProber(a)
+			ps.stopProber(a)
 		}
 	}
 }
@@ -243,7 +240,7 @@ func (d *Daemon) instance(app string) *desired.DesiredInstance {
 
 // facts is what the daemon knows of app a, as the planner reads it (mu
 // held).
-func (d *Daemon) facts(a *app) plan.Instance {
+func (ps *apps) facts(a *app) plan.Instance {
 	o := plan.Instance{
 		WantAwake: a.wantAwake, WantAsleep: a.wantAsleep,
 		StartFailure: a.failure, StartFailed: a.failureDep,

@@ -18,10 +18,10 @@ import (
 // so it stays in memory until the app has one. An app whose worker is busy
 // is persisted by the pass after it commits. The change is made under the
 // lock and written outside it.
-func (d *Daemon) persist(ctx context.Context, now time.Time) error {
+func (ps *apps) persist(ctx context.Context, now time.Time) error {
 	var ch db.Change
-	d.mu.Lock()
-	for app, a := range d.apps {
+	ps.mu.Lock()
+	for app, a := range ps.byID {
 		rec := a.rec
 		if rec == nil || !a.hasSlot || a.busy {
 			continue
@@ -31,35 +31,35 @@ func (d *Daemon) persist(ctx context.Context, now time.Time) error {
 			ch.Put = append(ch.Put, db.Record{AppID: app, DeploymentID: rec.DeploymentID, Data: b})
 		}
 	}
-	ch.Delete, d.forgotten = d.forgotten, nil
+	ch.Delete, ps.forgotten = ps.forgotten, nil
 	var meters map[string]db.Meters
-	if now.Sub(d.lastFlush) >= 30*time.Second {
-		meters = d.metersToFlush()
+	if now.Sub(ps.lastFlush) >= 30*time.Second {
+		meters = ps.metersToFlush()
 	}
-	d.mu.Unlock()
+	ps.mu.Unlock()
 
-	err := d.db.Apply(ctx, ch)
-	d.mu.Lock()
+	err := ps.db.Apply(ctx, ch)
+	ps.mu.Lock()
 	if err != nil {
-		d.forgotten = append(ch.Delete, d.forgotten...)
+		ps.forgotten = append(ch.Delete, ps.forgotten...)
 	} else {
 		for _, r := range ch.Put {
-			if a := d.apps[r.AppID]; a != nil {
+			if a := ps.byID[r.AppID]; a != nil {
 				a.persisted = r.Data
 			}
 		}
 	}
-	d.mu.Unlock()
+	ps.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return d.writeMeters(ctx, meters)
+	return ps.writeMeters(ctx, meters)
 }
 
 // metersToFlush is every app's meters (mu held).
-func (d *Daemon) metersToFlush() map[string]db.Meters {
-	meters := make(map[string]db.Meters, len(d.apps))
-	for app, a := range d.apps {
+func (ps *apps) metersToFlush() map[string]db.Meters {
+	meters := make(map[string]db.Meters, len(ps.byID))
+	for app, a := range ps.byID {
 		if a.metered {
 			meters[app] = a.meters
 		}
@@ -67,16 +67,16 @@ func (d *Daemon) metersToFlush() map[string]db.Meters {
 	return meters
 }
 
-func (d *Daemon) writeMeters(ctx context.Context, meters map[string]db.Meters) error {
+func (ps *apps) writeMeters(ctx context.Context, meters map[string]db.Meters) error {
 	if len(meters) == 0 {
 		return nil
 	}
-	if err := d.db.Apply(ctx, db.Change{Meters: meters}); err != nil {
+	if err := ps.db.Apply(ctx, db.Change{Meters: meters}); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.lastFlush = d.now()
-	d.mu.Unlock()
+	ps.mu.Lock()
+	ps.lastFlush = ps.now()
+	ps.mu.Unlock()
 	return nil
 }
 
@@ -88,20 +88,20 @@ const (
 )
 
 // account grows the meters: running time for guests up, idle time for
-// sleepers, and CPU and bytes from measurements (at most every 15 s per
+// sleepers since lastPass, and CPU and bytes from measurements (at most every 15 s per
 // guest, a bounded number per pass, taken outside the lock).
-func (d *Daemon) account(ctx context.Context, now time.Time) {
+func (ps *apps) account(ctx context.Context, now, lastPass time.Time) {
 	type target struct {
 		app string
 		pid int
 	}
 	var due []target
-	d.mu.Lock()
+	ps.mu.Lock()
 	delta := uint64(0)
-	if !d.lastPass.IsZero() {
-		delta = uint64(min(now.Sub(d.lastPass), time.Minute).Milliseconds())
+	if !lastPass.IsZero() {
+		delta = uint64(min(now.Sub(lastPass), time.Minute).Milliseconds())
 	}
-	for app, a := range d.apps {
+	for app, a := range ps.byID {
 		rec := a.rec
 		if rec == nil {
 			continue
@@ -111,7 +111,7 @@ func (d *Daemon) account(ctx context.Context, now time.Time) {
 		switch {
 		case up:
 			m.RunningMs += delta
-		case rec.Sleeping || rec.Booted && d.byApp[app] != nil && d.byApp[app].DesiredState == desired.StateOnRequest:
+		case rec.Sleeping || rec.Booted && ps.host.instance(app) != nil && ps.host.instance(app).DesiredState == desired.StateOnRequest:
 			// Asleep, or booted once and waiting for a request.
 			m.IdleMs += delta
 		}
@@ -120,20 +120,20 @@ func (d *Daemon) account(ctx context.Context, now time.Time) {
 			due = append(due, target{app, a.vm.PID})
 		}
 	}
-	d.mu.Unlock()
+	ps.mu.Unlock()
 
 	for _, t := range due {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		meas, err := d.deps.VMM.Measure(cctx, t.app)
+		meas, err := ps.deps.VMM.Measure(cctx, t.app)
 		cancel()
 		if err != nil {
 			continue
 		}
-		d.mu.Lock()
-		if a := d.apps[t.app]; a != nil {
+		ps.mu.Lock()
+		if a := ps.byID[t.app]; a != nil {
 			a.measure(meas, t.pid, now)
 		}
-		d.mu.Unlock()
+		ps.mu.Unlock()
 	}
 }
 

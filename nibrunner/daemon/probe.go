@@ -54,10 +54,10 @@ var probeClient = &http.Client{
 }
 
 // startProber starts a's prober for its guest st (mu held).
-func (d *Daemon) startProber(a *app, st vmm.Status) {
-	d.stopProber(a)
+func (ps *apps) startProber(a *app, st vmm.Status) {
+	ps.stopProber(a)
 	app, rec := a.id, a.rec
-	spec := plan.ProbeOf(d.instance(app), st.DeploymentID)
+	spec := plan.ProbeOf(ps.host.instance(app), st.DeploymentID)
 	p := &prober{
 		kind:     spec.Kind,
 		endpoint: st.Endpoint,
@@ -67,14 +67,14 @@ func (d *Daemon) startProber(a *app, st vmm.Status) {
 		timeout:  spec.Timeout,
 		rec:      rec.Health,
 		done:     make(chan struct{}),
-		logf:     d.cfg.Logf,
-		clock:    d.cfg.Clock,
+		logf:     ps.cfg.Logf,
+		clock:    ps.cfg.Clock,
 	}
 	if p.rec.State == "" || p.rec.StartedAt.IsZero() {
 		p.rec = health.Started(st.StartedAt)
 	}
-	cancel, ok := d.probers.Go(func(ctx context.Context) {
-		p.run(ctx, func() { d.proberChanged(app, p) })
+	cancel, ok := ps.probers.Go(func(ctx context.Context) {
+		p.run(ctx, func() { ps.proberChanged(app, p) })
 	})
 	if !ok {
 		return // the daemon closes
@@ -87,7 +87,7 @@ func (d *Daemon) startProber(a *app, st vmm.Status) {
 // goroutine, which may be waiting for mu to report a change: a change from
 // a prober that is no longer the app's is ignored (proberChanged), and
 // Close waits for every prober to end (the probers' pool).
-func (d *Daemon) stopProber(a *app) {
+func (ps *apps) stopProber(a *app) {
 	if a.prober != nil {
 		a.prober.stop()
 		a.prober = nil
@@ -97,18 +97,18 @@ func (d *Daemon) stopProber(a *app) {
 func (p *prober) stop() { p.cancel() }
 
 // proberChanged publishes a change of app's health as p saw it.
-func (d *Daemon) proberChanged(app string, p *prober) {
-	d.mu.Lock()
-	a := d.apps[app]
+func (ps *apps) proberChanged(app string, p *prober) {
+	ps.mu.Lock()
+	a := ps.byID[app]
 	if a == nil || a.prober != p {
-		d.mu.Unlock()
+		ps.mu.Unlock()
 		return
 	}
 	a.signal()
-	d.publishLocked()
-	d.mu.Unlock()
-	d.routes.changed()
-	d.Kick()
+	ps.host.publishLocked()
+	ps.mu.Unlock()
+	ps.host.routesChanged()
+	ps.host.Kick()
 }
 
 func (p *prober) record() health.Record {

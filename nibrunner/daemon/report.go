@@ -39,20 +39,8 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		Message:        d.hostMessage(),
 		Warnings:       d.warnings,
 	}
-	var usedMiB uint64
-	var usedCPU uint32
-	for app, a := range d.apps {
-		if !a.up() {
-			continue
-		}
-		if rec := a.rec; rec != nil {
-			usedMiB += rec.MemoryMiB
-		}
-		if in := d.instance(app); in != nil {
-			usedCPU += in.Config.Resources.VcpuCount
-		}
-	}
-	given, held := d.memoryInUse()
+	usedMiB, usedCPU := d.apps.used()
+	given, held := d.apps.memoryInUse()
 	r.Memory = &reported.HostMemory{GivenMib: given, HeldMib: held, CapacityMib: d.cfg.CapacityMiB, Overcommit: max(d.cfg.MemoryOvercommit, 1)}
 	r.Allocatable = reported.Resources{VcpuCount: d.cfg.VCPUs - min(usedCPU, d.cfg.VCPUs), MemoryMib: d.cfg.CapacityMiB - min(usedMiB, d.cfg.CapacityMiB), CacheBytes: d.cfg.CacheBytes}
 	if d.doc == nil {
@@ -64,7 +52,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 	}
 	for i := range d.doc.Instances {
 		in := &d.doc.Instances[i]
-		r.Instances = append(r.Instances, d.instanceReport(in, statuses[string(in.AppId)], now))
+		r.Instances = append(r.Instances, d.apps.instanceReport(in, statuses[string(in.AppId)], now))
 	}
 	r.Volumes = d.vols.reports(d.doc, now, d.volumeApp, d.deps.Schedule)
 	failures := map[string]string{}
@@ -117,18 +105,7 @@ func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
 		return nil
 	}
 	obs := d.observed(now, "", nil, nil)
-	for id, o := range obs.Instances {
-		if p := d.apps[id].prober; p != nil {
-			// The guest's health as its prober sees it now, and why it
-			// failed when the pass has not recorded that yet: a failed
-			// instance is never reported without its sentence.
-			var why string
-			if o.Health, why = p.live(); o.FailReason == "" {
-				o.FailReason = why
-			}
-			obs.Instances[id] = o
-		}
-	}
+	d.apps.probedNow(obs.Instances)
 	out := make(map[string]plan.Status, len(d.doc.Instances))
 	for i := range d.doc.Instances {
 		in := &d.doc.Instances[i]
@@ -139,14 +116,14 @@ func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
 
 // instanceReport renders status, what the planner says of in, with what
 // the daemon measured and remembers of it.
-func (d *Daemon) instanceReport(in *desired.DesiredInstance, status plan.Status, now time.Time) reported.Instance {
+func (ps *apps) instanceReport(in *desired.DesiredInstance, status plan.Status, now time.Time) reported.Instance {
 	app := string(in.AppId)
 	ri := reported.Instance{AppId: in.AppId, DeploymentId: in.DeploymentId}
-	a := d.known(app)
+	a := ps.known(app)
 	if a.hasSlot {
 		net := slot.Network(a.slot)
 		ri.HostPort = uint16(net.HostPort)
-		if !d.cfg.UserNetwork {
+		if !ps.cfg.UserNetwork {
 			ri.GuestIpv4 = net.GuestIPv4.String()
 		}
 		// A guest the VMM reaches on a loopback port answers there, not at
@@ -170,7 +147,7 @@ func (d *Daemon) instanceReport(in *desired.DesiredInstance, status plan.Status,
 	up := a.up() && st.DeploymentID == string(in.DeploymentId)
 	ri.State = reported.InstanceState(status.State)
 	ri.Message = reported.Truncate(status.Message)
-	if p, ok := d.pulling(in); ok && !up {
+	if p, ok := ps.pulling(in); ok && !up {
 		ri.Message = reported.Truncate(p.Sentence())
 	}
 	if rec != nil {
@@ -214,10 +191,8 @@ func (d *Daemon) volumeApp(id string) string {
 	if app := d.vols.appOf(id); app != "" {
 		return app
 	}
-	for app, a := range d.apps {
-		if a.rec != nil && a.rec.VolumeID == id {
-			return app
-		}
+	if app := d.apps.mounting(id); app != "" {
+		return app
 	}
 	return "unknown"
 }
@@ -241,8 +216,8 @@ func (d *Daemon) writeReport(r *reported.HostReportedState) error {
 // does meanwhile is added.
 // pulling is how the pull of one of in's image layers goes, while the
 // layer cache runs one (*layer.Cache tells it; other Layers do not).
-func (d *Daemon) pulling(in *desired.DesiredInstance) (layer.Pull, bool) {
-	pl, ok := d.deps.Layers.(interface {
+func (ps *apps) pulling(in *desired.DesiredInstance) (layer.Pull, bool) {
+	pl, ok := ps.deps.Layers.(interface {
 		Pulling(reference string) (layer.Pull, bool)
 	})
 	if !ok {

@@ -22,7 +22,7 @@ func TestRenderingTheReportChangesNoRecord(t *testing.T) {
 	defer d.passMu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	rec := d.apps["a"].rec
+	rec := d.apps.byID["a"].rec
 	rec.ConvergedAt = time.Time{}
 	before := *rec
 	now := d.now()

@@ -19,7 +19,7 @@ import (
 // network and the router are called outside it.
 func (d *Daemon) routeAndNetwork(ctx context.Context) {
 	d.mu.Lock()
-	nets := d.netSlots()
+	nets := d.apps.netSlots(d.doc)
 	stale := !d.netReady || !reflect.DeepEqual(nets, d.lastNet)
 	d.publishLocked()
 	d.mu.Unlock()
@@ -39,16 +39,16 @@ func (d *Daemon) routeAndNetwork(ctx context.Context) {
 	d.routes.changed()
 }
 
-// netSlots is the network's table: every listed app with a slot, its
+// netSlots is the network's table: every app doc lists with a slot, its
 // ports forwarded while its guest is up (mu held).
-func (d *Daemon) netSlots() []network.App {
+func (ps *apps) netSlots(doc *desired.HostDesiredState) []network.App {
 	var nets []network.App
-	if d.doc == nil {
+	if doc == nil {
 		return nets
 	}
-	for i := range d.doc.Instances {
-		in := &d.doc.Instances[i]
-		a := d.apps[string(in.AppId)]
+	for i := range doc.Instances {
+		in := &doc.Instances[i]
+		a := ps.byID[string(in.AppId)]
 		if a == nil || !a.hasSlot {
 			continue
 		}
@@ -66,9 +66,20 @@ func (d *Daemon) netSlots() []network.App {
 // place routes are made (buildRoutes); the route applier hands them to the
 // router.
 func (d *Daemon) publishLocked() {
-	backends := map[string]string{}
-	facts := map[string]routeFacts{}
-	for app, a := range d.apps {
+	facts, backends := d.apps.routeFacts()
+	routes, raw := buildRoutes(d.doc, facts, d.table.Load().Routes(), d.cfg.UserNetwork)
+	d.rawPorts = raw
+	t := route.NewTable(routes, backends)
+	if !t.Same(d.table.Load()) {
+		d.table.Store(t)
+	}
+}
+
+// routeFacts is what the route builder reads of every app the daemon
+// holds, and where each guest a prober watches answers (mu held).
+func (ps *apps) routeFacts() (facts map[string]routeFacts, backends map[string]string) {
+	facts, backends = make(map[string]routeFacts, len(ps.byID)), map[string]string{}
+	for app, a := range ps.byID {
 		if a.prober != nil && a.prober.endpoint != "" {
 			backends[app] = a.prober.endpoint
 		}
@@ -78,12 +89,7 @@ func (d *Daemon) publishLocked() {
 		}
 		facts[app] = f
 	}
-	routes, raw := buildRoutes(d.doc, facts, d.table.Load().Routes(), d.cfg.UserNetwork)
-	d.rawPorts = raw
-	t := route.NewTable(routes, backends)
-	if !t.Same(d.table.Load()) {
-		d.table.Store(t)
-	}
+	return facts, backends
 }
 
 // routeFacts is what the route builder needs to know of one app the daemon

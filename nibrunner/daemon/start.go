@@ -19,64 +19,64 @@ import (
 // fetch holds back no other app), then takes a turn at the VM gate (a wake
 // that a request waits on goes first) and boots. The result is committed
 // under the lock.
-func (d *Daemon) bringUp(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
+func (ps *apps) bringUp(ctx context.Context, x plan.InstanceAction, in *desired.DesiredInstance, n int, urgent bool) {
 	id := x.AppID
-	images, err := d.prepareLayers(ctx, in)
+	images, err := ps.prepareLayers(ctx, in)
 	if err != nil {
-		now := d.now()
-		d.commit(id, func(a *app) {
+		now := ps.now()
+		ps.commit(id, func(a *app) {
 			a.wantAwake = false
 			a.startFailed(x, in, explain.LayersNotReady(err), now)
 		})
 		return
 	}
-	spec := d.spec(in, n, images)
-	if err := d.vmGate.acquire(ctx, urgent); err != nil {
-		d.commit(id, func(a *app) { a.wantAwake = false })
+	spec := ps.spec(in, n, images)
+	if err := ps.gate.acquire(ctx, urgent); err != nil {
+		ps.commit(id, func(a *app) { a.wantAwake = false })
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, ps.cfg.OpTimeout)
 	var st vmm.Status
 	var discardErr error
 	if x.Kind == plan.Wake {
-		st, err = d.deps.VMM.Wake(cctx, spec)
+		st, err = ps.deps.VMM.Wake(cctx, spec)
 	} else {
-		st, err = d.deps.VMM.Start(cctx, spec)
+		st, err = ps.deps.VMM.Start(cctx, spec)
 	}
 	if err != nil && ctx.Err() != nil {
 		// The daemon is closing: the start is abandoned, not failed (its
 		// snapshot kept); the next daemon's first pass repairs it.
 		cancel()
-		d.vmGate.release()
-		d.commit(id, func(a *app) { a.wantAwake = false })
+		ps.gate.release()
+		ps.commit(id, func(a *app) { a.wantAwake = false })
 		return
 	}
 	if err != nil && x.Kind == plan.Wake {
 		// A snapshot whose wake failed is not tried again: its retry is a
 		// restart, which boots cold (see startFailed).
-		discardErr = d.deps.VMM.Discard(cctx, id)
+		discardErr = ps.deps.VMM.Discard(cctx, id)
 	}
 	cancel()
-	d.vmGate.release()
+	ps.gate.release()
 	if discardErr != nil {
-		d.cfg.Logf("nibrunnerd: discard the snapshot of %s after its wake failed: %v", id, discardErr)
+		ps.cfg.Logf("nibrunnerd: discard the snapshot of %s after its wake failed: %v", id, discardErr)
 	}
-	now := d.now()
-	d.commit(id, func(a *app) { d.started(a, x, in, st, err, now) })
+	now := ps.now()
+	ps.commit(id, func(a *app) { ps.started(a, x, in, st, err, now) })
 }
 
 // prepareLayers makes in's layers ready to attach.
-func (d *Daemon) prepareLayers(ctx context.Context, in *desired.DesiredInstance) ([]layer.Image, error) {
+func (ps *apps) prepareLayers(ctx context.Context, in *desired.DesiredInstance) ([]layer.Image, error) {
 	specs := layerSpecs(in)
 	select {
-	case d.fetches <- struct{}{}:
+	case ps.fetches <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-d.fetches }()
+	defer func() { <-ps.fetches }()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	return d.deps.Layers.PrepareAll(lctx, specs)
+	return ps.deps.Layers.PrepareAll(lctx, specs)
 }
 
 // layerSpecs are the layer cache's specs of in's layers.
@@ -95,7 +95,7 @@ func layerSpecs(in *desired.DesiredInstance) []layer.Spec {
 // started records a start's outcome in a (mu held). A wake of a snapshot
 // that the VMM booted cold instead (it could not restore it, and dropped
 // it) says so in the record's message until the guest next goes down.
-func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
+func (ps *apps) started(a *app, x plan.InstanceAction, in *desired.DesiredInstance, st vmm.Status, err error, now time.Time) {
 	a.wantAwake = false
 	if err != nil {
 		a.startFailed(x, in, explain.StartFailed(x.Kind == plan.Wake, err), now)
@@ -128,7 +128,7 @@ func (d *Daemon) started(a *app, x plan.InstanceAction, in *desired.DesiredInsta
 		rec.LayerDigests = append(rec.LayerDigests, l.ContentDigest())
 	}
 	a.vm, a.hasVM = st, true
-	d.startProber(a, st)
+	ps.startProber(a, st)
 }
 
 // recordOf is a's record of in's deployment, a fresh one (and budget)
@@ -163,7 +163,7 @@ func (a *app) startFailed(x plan.InstanceAction, in *desired.DesiredInstance, wh
 	rec.Health.State = health.Failed
 }
 
-func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {
+func (ps *apps) spec(in *desired.DesiredInstance, n int, images []layer.Image) vmm.Spec {
 	c := in.Config
 	layers := make([]vmm.Layer, len(in.Layers))
 	for i, l := range in.Layers {
@@ -190,14 +190,14 @@ func (d *Daemon) spec(in *desired.DesiredInstance, n int, images []layer.Image) 
 	}
 	rp := c.RestartPolicy
 	network := slot.Network(n)
-	network.DNS = d.cfg.DNS
-	if d.cfg.UserNetwork {
+	network.DNS = ps.cfg.DNS
+	if ps.cfg.UserNetwork {
 		network = vmm.Network{HostPort: slot.HostPort(n)}
 	}
 	return vmm.Spec{
 		AppID: string(in.AppId), DeploymentID: string(in.DeploymentId), Slot: n,
 		MemoryMiB: int(c.Resources.MemoryMib), VCPUs: int(c.Resources.VcpuCount),
-		Layers: layers, VolumePath: d.deps.Volumes.Path(string(in.VolumeId)),
+		Layers: layers, VolumePath: ps.deps.Volumes.Path(string(in.VolumeId)),
 		Command:  vmm.Command{Program: string(c.Command.Program), Args: c.Command.Args, WorkingDirectory: string(c.Command.WorkingDirectory), Environment: env},
 		HTTPPort: int(c.HttpPort), Ports: ports(in, n),
 		Restart:  vmm.RestartPolicy{MaxRestarts: int(rp.MaxRestarts), InitialBackoff: ms(rp.InitialBackoffMs), MaxBackoff: ms(rp.MaxBackoffMs), BackoffFactor: rp.BackoffFactor, ResetAfter: ms(rp.ResetAfterMs)},

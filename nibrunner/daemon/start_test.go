@@ -184,7 +184,7 @@ func TestAWakeWaitingForAFirstBootOutlastsAPassWhoseListingFailed(t *testing.T) 
 	go func() { woke <- d.Wake(wctx, "a") }()
 	<-d.kick // the wake asked for a pass
 	d.mu.Lock()
-	waiting := d.apps["a"] != nil && d.apps["a"].wantAwake && !d.apps["a"].hasSlot
+	waiting := d.apps.byID["a"] != nil && d.apps.byID["a"].wantAwake && !d.apps.byID["a"].hasSlot
 	d.mu.Unlock()
 	if !waiting {
 		t.Fatal("the wake is not waiting for a's first boot")

@@ -23,19 +23,24 @@ var ErrClosed = errors.New("the daemon is closing")
 // next pass's to start; when that pass holds the start back (every slot
 // taken), the wake answers why instead of waiting for its context to end.
 func (d *Daemon) Wake(ctx context.Context, app string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !plan.Wakeable(d.instance(app), d.problems) {
+	return d.apps.wake(ctx, app)
+}
+
+// wake is Daemon.Wake, on the app component (mu not held).
+func (ps *apps) wake(ctx context.Context, app string) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !plan.Wakeable(ps.host.instance(app), ps.host.docProblems()) {
 		return explain.WakeEnded(app, route.ErrNotRunning)
 	}
-	a := d.appOf(app)
+	a := ps.appOf(app)
 	a.wantAwake = true
 	// pass is the pass this wake waits for, when the app has no slot yet:
 	// one that begins after the wake asked, gives the app a slot and
 	// starts it, or says why not.
 	var pass uint64
 	for {
-		end := plan.WakeNext(d.wakeFacts(a, pass))
+		end := plan.WakeNext(ps.wakeFacts(a, pass))
 		if end.Release {
 			a.wantAwake = false
 		}
@@ -51,37 +56,39 @@ func (d *Daemon) Wake(ctx context.Context, app string) error {
 		case plan.WakeProbe:
 			// Up without a prober (a sleep that failed, before the next
 			// pass probes it again): the wake is its health check.
-			d.startProber(a, a.vm)
+			ps.startProber(a, a.vm)
 		case plan.WakeDecide:
-			if why := d.decide(a); why != "" {
+			if why := ps.decide(a); why != "" {
 				a.wantAwake = false
 				return explain.WakeAnswer(app, why)
 			}
 		}
-		if !a.hasSlot && !a.busy && pass <= d.passesDone {
-			pass = d.passes + 1
+		begun, done, passed := ps.host.passes()
+		if !a.hasSlot && !a.busy && pass <= done {
+			pass = begun + 1
 		}
-		ch, passed := a.wait(), d.passed
-		d.mu.Unlock()
+		ch := a.wait()
+		ps.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			d.mu.Lock()
+			ps.mu.Lock()
 			return explain.WakeEnded(app, ctx.Err())
-		case <-d.mgr.Stopping():
+		case <-ps.host.stopping():
 		case <-ch:
 		case <-passed:
 		}
-		d.mu.Lock()
+		ps.mu.Lock()
 	}
 }
 
 // wakeFacts is what the wake's rules (plan.WakeNext) read of app a, for a
 // wake that waits for pass (0: none) (mu held).
-func (d *Daemon) wakeFacts(a *app, pass uint64) plan.WakeFacts {
+func (ps *apps) wakeFacts(a *app, pass uint64) plan.WakeFacts {
+	_, done, _ := ps.host.passes()
 	f := plan.WakeFacts{
-		Closing:      d.closing(),
-		Wakeable:     plan.Wakeable(d.instance(a.id), d.problems),
-		PassHeldBack: pass != 0 && d.passesDone >= pass && !a.busy && !a.up() && !a.hasSlot,
+		Closing:      ps.host.closing(),
+		Wakeable:     plan.Wakeable(ps.host.instance(a.id), ps.host.docProblems()),
+		PassHeldBack: pass != 0 && done >= pass && !a.busy && !a.up() && !a.hasSlot,
 		Busy:         a.busy, Up: a.up(), WantAwake: a.wantAwake,
 		Failure: a.failure, HasSlot: a.hasSlot, HeldBack: a.heldBack,
 	}
@@ -96,10 +103,10 @@ func (d *Daemon) wakeFacts(a *app, pass uint64) plan.WakeFacts {
 // now, and hands the action to its worker (mu held). It returns why
 // nothing could be done: the planner's refusal, or why admission held the
 // start back.
-func (d *Daemon) decide(a *app) string {
-	in := d.instance(a.id)
-	obs := d.observed(d.now(), a.id, nil, nil)
-	x, refused := plan.WakeAction(d.doc, in, obs)
+func (ps *apps) decide(a *app) string {
+	in := ps.host.instance(a.id)
+	obs := ps.host.observeOne(ps.now(), a.id)
+	x, refused := plan.WakeAction(ps.host.inForce(), in, obs)
 	if x.Kind == plan.GiveUp {
 		a.gaveUp()
 	}
@@ -108,16 +115,16 @@ func (d *Daemon) decide(a *app) string {
 	}
 	if !a.hasSlot {
 		// Its first boot: the pass gives it a slot and starts it.
-		d.Kick()
+		ps.host.Kick()
 		return ""
 	}
 	a.note = ""
-	given, held := d.memoryInUse()
-	need, ok := d.admit(x, in, given, held)
+	given, held := ps.memoryInUse()
+	need, ok := ps.admit(x, in, given, held)
 	if !ok {
 		return a.note
 	}
-	d.dispatch(x, in, need)
+	ps.dispatch(x, in, need)
 	return ""
 }
 

@@ -136,7 +136,7 @@ func wakeDuringABusyPass(b *testing.B, n int, latency time.Duration, starts int)
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		busy := 0
-		for _, a := range d.apps {
+		for _, a := range d.apps.byID {
 			if a.busy {
 				busy++
 			}

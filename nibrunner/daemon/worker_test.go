@@ -98,7 +98,7 @@ func TestAWakeReturnsOnceItsAppIsHealthyWhileAnotherAppsLayerFetchHangs(t *testi
 		t.Fatalf("a wake while b's layer fetch hangs: %v", err)
 	}
 	d.mu.Lock()
-	healthy := answering(d.apps["a"])
+	healthy := answering(d.apps.byID["a"])
 	d.mu.Unlock()
 	if !healthy {
 		t.Fatal("the wake returned before a's health check passed")
