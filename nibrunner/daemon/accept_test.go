@@ -30,9 +30,9 @@ func (f *fullDisk) SetAccepted(ctx context.Context, a db.Accepted) error {
 }
 
 func failingRecorder(d *Daemon) *fullDisk {
-	f := &fullDisk{record: d.recordDoc}
+	f := &fullDisk{record: d.acc.record}
 	f.full.Store(true)
-	d.recordDoc = f.SetAccepted
+	d.acc.record = f.SetAccepted
 	return f
 }
 

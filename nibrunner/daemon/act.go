@@ -40,7 +40,7 @@ func (d *Daemon) act(ctx context.Context, now time.Time, doc *desired.HostDesire
 		d.routeAndNetwork(ctx)
 	}
 	d.mu.Lock()
-	if d.doc == doc {
+	if d.acc.doc == doc {
 		d.apps.startAll(ups, plannedAt)
 	} // else a new document arrived: the next pass plans for it
 	d.mu.Unlock()

@@ -65,6 +65,15 @@ type app struct {
 	changed chan struct{}
 }
 
+// measurement is an app's guest as last measured (account).
+type measurement struct {
+	m      vmm.Measurement
+	pid    int
+	cpu    time.Duration
+	rx, tx uint64
+	at     time.Time
+}
+
 // up reports whether the app's guest runs.
 func (a *app) up() bool { return a.hasVM && a.vm.State == vmm.Running }
 

@@ -61,7 +61,7 @@ func (d *Daemon) background(acts plan.Actions) {
 			writing = append(writing, id)
 		}
 	}
-	for _, id := range plan.ExportsToCancel(d.doc, writing) {
+	for _, id := range plan.ExportsToCancel(d.acc.doc, writing) {
 		d.jobs.Forget(expWriteJob(id))
 	}
 	for _, a := range acts.Exports {
@@ -71,7 +71,7 @@ func (d *Daemon) background(acts plan.Actions) {
 			d.submit(expForgetJob(id), func(ctx context.Context) error { return d.deps.Exports.Forget(ctx, id) })
 			continue
 		}
-		for _, e := range d.doc.Exports {
+		for _, e := range d.acc.doc.Exports {
 			if string(e.ExportId) == id {
 				d.jobs.Forget(expForgetJob(id))
 				app := d.vols.appOf(string(e.VolumeId))
@@ -90,7 +90,7 @@ func (d *Daemon) background(acts plan.Actions) {
 // submit starts job id unless it is known; a ready job that ended before
 // this pass listed what exists is started again (its effect is gone).
 func (d *Daemon) submit(id string, fn jobs.Func) {
-	if st, ok := d.jobs.Status(id); ok && st.State == jobs.Ready && st.EndedAt.Before(d.listedAt) {
+	if st, ok := d.jobs.Status(id); ok && st.State == jobs.Ready && st.EndedAt.Before(d.loop.listedAt) {
 		d.jobs.Forget(id)
 	}
 	if _, err := d.jobs.Submit(id, fn); err != nil {

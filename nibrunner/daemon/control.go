@@ -19,7 +19,7 @@ var ErrCannotSleep = explain.ErrCannotSleep
 func (d *Daemon) Accepted() *desired.HostDesiredState {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.doc
+	return d.acc.doc
 }
 
 // Sleep puts an on-request app to sleep now, as if its sleep policy had

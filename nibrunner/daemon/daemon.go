@@ -31,7 +31,6 @@ import (
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/jobs"
 	"alpnib.dev/nibrunner/metrics"
-	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/perm"
 	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
@@ -144,12 +143,23 @@ type Deps struct {
 
 // Daemon is one host's converge loop.
 //
+// It composes components, as controller-runtime's manager runs its
+// Reconcilers and Runnables: apps (apps.go), volumes (volumes.go), the
+// route applier (routes.go) and the job runner, each started and stopped
+// by the manager (components). What remains on Daemon is the loop that
+// drives them: the document's readings (Offer, accept.go), the pass
+// (Pass), the report, and the public calls (Wake, Sleep, Backend).
+//
 // A pass observes the host holding no lock, then decides under mu (the
 // pure planner over what it observed and what the daemon remembers), then
 // acts: each app's actions run on that app's worker, a goroutine that holds
 // no daemon-wide lock while it calls the VMM or fetches layers, and commits
 // what happened under mu, briefly. The request path takes no lock at all:
-// it reads the published route table (table).
+// it reads the published route table (routes.table).
+//
+// The fields are grouped as tailscale's LocalBackend groups its own: what
+// is immutable or safe on its own first, then the components, then each
+// lock and what it guards, every guarded field marked.
 //
 // The locks, in the order they may be taken (never the other way):
 // passMu, then offerMu, then mu. gate.mu, prober.mu and the job runner's
@@ -157,15 +167,32 @@ type Deps struct {
 // lock is held while the router and the raw relay are handed a table: the
 // route applier (routes.go) calls them from its own goroutine.
 type Daemon struct {
+	// Immutable after Open, or safe to use without mu (each says).
 	cfg  Config
 	deps Deps
 	db   *db.DB
-	// recordDoc writes an accepted document: db.SetAccepted, or a failing
-	// store in tests.
-	recordDoc func(context.Context, db.Accepted) error
+	// mgr owns every goroutine the daemon starts: the components in the
+	// order Open declares them (components), and the loop Run adds. Its
+	// pools are the components': apps.workers, apps.probers and
+	// vols.workers.
+	mgr *manager.Manager
+	// jobs runs checkpoints and exports beside the passes
+	// (background.go); its lock is a leaf.
+	jobs *jobs.Runner
+	// kick asks for a pass (Kick); it is only sent on and received from.
+	kick chan struct{}
+
+	// The components. apps and vols keep their state under mu (apps.go,
+	// volumes.go say why one lock); routes keeps the published table,
+	// read without a lock, and what it hands the router, on its own
+	// goroutine (routes.go).
+	apps   *apps
+	vols   *volumes
+	routes routeApplier
 
 	// passMu lets one pass run at a time; nothing else takes it. It is
 	// held for the whole pass, I/O included: only another pass waits.
+	// It guards loop.listedAt.
 	passMu sync.Mutex
 	// offerMu lets one reading of desired.json be taken at a time (Offer;
 	// a pass's recordAgain tries it and skips when it is held). It is held
@@ -173,83 +200,22 @@ type Daemon struct {
 	// so nothing else may wait for it: a wake, a sleep and a commit never
 	// take it.
 	offerMu sync.Mutex
-	// mu guards everything below. No I/O happens under it: no VMM, layer,
-	// volume, network, database, router or relay call, no file read or
-	// write, no decode of a document. What it covers is copied out, the
-	// call made without it, and the result committed under it again.
-	mu       sync.Mutex
-	doc      *desired.HostDesiredState
-	digest   string
-	problems map[string]string
-	refusal  string
-	// warnings are the unknown properties of the last document read, and
-	// docWarnings those of the document in force (reported.WarningsOf).
-	warnings, docWarnings []string
-	// unrecorded is a document accepted but not yet recorded (the
-	// database write failed): each pass tries it again (accept.go).
-	unrecorded *unrecorded
-	// noDocument: the refusal is that there is no desired.json to read.
-	noDocument bool
-	// sourceProblem is what the last reading's source said of itself
-	// (watch.Document.Problem).
-	sourceProblem string
-	// apps is the app component (apps.go): its state is guarded by mu
-	// too.
-	apps *apps
-	// vols is the volume component (volumes.go): its state is guarded
-	// by mu too.
-	vols     *volumes
-	netReady bool
-	netErr   string
-	lastNet  []network.App
-	lastPass time.Time
-	// byApp indexes the accepted document's instances.
-	byApp map[string]*desired.DesiredInstance
-	// seq numbers the workers' commits (app.changedAt, vol.changedAt).
-	seq commits
-	// passCount counts the passes begun, passesDone is the last one ended;
-	// passed is closed, and replaced, when a pass ends.
-	passCount, passesDone uint64
-	passed                chan struct{}
-	// retryAt is when the last plan's first backoff ends (a restart or a
-	// failed sleep's retry comes due): Run plans again then.
-	retryAt time.Time
-	// layerSeen is when each layer was last referenced by a document;
-	// lastPrune is when the layer cache was last pruned (prune.go).
-	layerSeen map[string]layerUse
-	lastPrune time.Time
-
-	// table is what the request path reads: routes and backends. It is
-	// swapped atomically (under mu, by publishLocked) and read without
-	// a lock.
-	table route.Published
-	// rawPorts are the raw ports last published (mu).
-	rawPorts []route.Port
-	// routes hands the router and the relay what was published, from its
-	// own goroutine (routes.go).
-	routes routeApplier
-
-	// mgr owns every goroutine the daemon starts: the components in the
-	// order Open declares them (components), and the loop Run adds.
-	// Its pools are the components': apps.workers, apps.probers and
-	// vols.workers.
-	mgr *manager.Manager
-
-	kick chan struct{}
-
-	// jobs runs checkpoints and exports beside the passes (background.go);
-	// listedAt is when the last pass listed the checkpoints and exports
-	// that exist.
-	jobs     *jobs.Runner
-	listedAt time.Time
-}
-
-type measurement struct {
-	m      vmm.Measurement
-	pid    int
-	cpu    time.Duration
-	rx, tx uint64
-	at     time.Time
+	// mu guards the fields below (each says what of it is not), and the
+	// state of apps, vols and routes that their comments mark (mu). No I/O
+	// happens under it: no VMM, layer, volume, network, database, router
+	// or relay call, no file read or write, no decode of a document. What
+	// it covers is copied out, the call made without it, and the result
+	// committed under it again.
+	mu sync.Mutex
+	// acc is the accepted document, and what the daemon says of the last
+	// reading of desired.json (accept.go) (mu).
+	acc docState
+	// loop is the passes' count, the commits' sequence, and the plan's
+	// next backoff (pass.go) (mu, but listedAt: passMu).
+	loop loopState
+	// layers is when each layer was last referenced, for the layer
+	// cache's pruning (prune.go) (mu).
+	layers layerUses
 }
 
 // Open opens the state database in cfg.StateDir and loads what the daemon
@@ -302,12 +268,13 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Daemon, error) {
 		cfg.MaxConcurrentVMStarts = DefaultMaxConcurrentVMStarts()
 	}
 	d := &Daemon{
-		cfg: cfg, deps: deps, db: store, recordDoc: store.SetAccepted,
-		kick:   make(chan struct{}, 1),
-		passed: make(chan struct{}),
+		cfg: cfg, deps: deps, db: store,
+		kick: make(chan struct{}, 1),
 	}
-	d.vols = newVolumes(cfg, deps.Volumes, store, &d.mu, &d.seq, d)
-	d.apps = newApps(cfg, deps, store, &d.mu, &d.seq, appHost(d))
+	d.acc.record = store.SetAccepted
+	d.loop.passed = make(chan struct{})
+	d.vols = newVolumes(cfg, deps.Volumes, store, &d.mu, &d.loop.seq, d)
+	d.apps = newApps(cfg, deps, store, &d.mu, &d.loop.seq, appHost(d))
 	d.jobs = jobs.New(jobs.Options{Concurrency: cfg.BackgroundJobs, Clock: cfg.Clock, OnEnd: func(string, jobs.Status) { d.Kick() }})
 	if err := d.load(ctx); err != nil {
 		store.Close()
@@ -378,12 +345,12 @@ func (d *Daemon) load(ctx context.Context) error {
 	}
 	if ok {
 		doc, warnings, err := desired.DecodeFields(acc.Document, desired.FieldWarn)
-		d.warnings = reported.WarningsOf(warnings)
-		d.docWarnings = d.warnings
+		d.acc.warnings = reported.WarningsOf(warnings)
+		d.acc.docWarnings = d.acc.warnings
 		if err != nil {
 			// This daemon's rules refuse what an older one accepted: keep
 			// the host as it is and say so.
-			d.refusal = reported.Truncate(explain.RefusedBefore(err))
+			d.acc.refusal = reported.Truncate(explain.RefusedBefore(err))
 		} else {
 			d.setDoc(d.index(doc, acc.Digest))
 		}
@@ -421,7 +388,7 @@ func (d *Daemon) index(doc *desired.HostDesiredState, digest string) indexed {
 // setDoc puts x in force (mu held).
 func (d *Daemon) setDoc(x indexed) {
 	doc := x.doc
-	d.doc, d.digest, d.byApp, d.problems = doc, x.digest, x.byApp, x.problems
+	d.acc.doc, d.acc.digest, d.acc.byApp, d.acc.problems = doc, x.digest, x.byApp, x.problems
 	d.vols.named(doc)
 }
 
@@ -489,7 +456,7 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	d.offerMu.Lock()
 	defer d.offerMu.Unlock()
 	d.mu.Lock()
-	d.sourceProblem = doc.Problem
+	d.acc.sourceProblem = doc.Problem
 	d.mu.Unlock()
 	if doc.Status() {
 		return nil // the source said only how it is: the host keeps what it has
@@ -499,23 +466,23 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	// and the log keeps the whole.
 	if doc.Err != nil {
 		d.mu.Lock()
-		d.noDocument = errors.Is(doc.Err, watch.ErrMissing)
-		d.unrecorded = nil // the file no longer holds it
-		d.refusal = reported.Truncate(explain.NoDocument(d.keeping(), doc.Err))
-		d.warnings = nil
+		d.acc.noDocument = errors.Is(doc.Err, watch.ErrMissing)
+		d.acc.unrecorded = nil // the file no longer holds it
+		d.acc.refusal = reported.Truncate(explain.NoDocument(d.keeping(), doc.Err))
+		d.acc.warnings = nil
 		d.mu.Unlock()
 		return nil
 	}
 	sum := sha256.Sum256(doc.Data)
 	digest := hex.EncodeToString(sum[:])
 	d.mu.Lock()
-	d.noDocument = false
-	inForce := digest == d.digest && d.doc != nil
+	d.acc.noDocument = false
+	inForce := digest == d.acc.digest && d.acc.doc != nil
 	if inForce {
 		// Read again, unchanged (a backstop, a rewrite): nothing to
 		// decode.
-		d.refusal, d.unrecorded = "", nil
-		d.warnings = d.docWarnings
+		d.acc.refusal, d.acc.unrecorded = "", nil
+		d.acc.warnings = d.acc.docWarnings
 	}
 	d.mu.Unlock()
 	if inForce {
@@ -528,10 +495,10 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 	}
 	if err != nil {
 		d.mu.Lock()
-		d.unrecorded = nil
-		d.warnings = warnings
+		d.acc.unrecorded = nil
+		d.acc.warnings = warnings
 		whole := explain.Refused(d.keeping(), explain.ReasonsText(desired.Reasons(err)))
-		d.refusal = reported.Truncate(whole)
+		d.acc.refusal = reported.Truncate(whole)
 		d.mu.Unlock()
 		if d.deps.Metrics != nil {
 			d.deps.Metrics.DocumentRefused()
@@ -545,10 +512,10 @@ func (d *Daemon) Offer(ctx context.Context, doc watch.Document) error {
 // keeping says what the host does while it takes no new document (mu
 // held).
 func (d *Daemon) keeping() string {
-	if d.doc == nil {
+	if d.acc.doc == nil {
 		return explain.Keeping("")
 	}
-	return explain.Keeping(d.digest)
+	return explain.Keeping(d.acc.digest)
 }
 
 // Run reads the document's source and runs passes until ctx ends. Each
@@ -652,7 +619,7 @@ func (d *Daemon) passAndLog(ctx context.Context) {
 func (d *Daemon) nextTimer() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.retryAt, !d.retryAt.IsZero()
+	return d.loop.retryAt, !d.loop.retryAt.IsZero()
 }
 
 // hostID makes name (the machine's hostname, until a document names the

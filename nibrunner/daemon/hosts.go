@@ -18,11 +18,11 @@ var (
 )
 
 // inForce is the accepted document (mu held).
-func (d *Daemon) inForce() *desired.HostDesiredState { return d.doc }
+func (d *Daemon) inForce() *desired.HostDesiredState { return d.acc.doc }
 
 // docProblems says why instances are failed by the document itself (mu
 // held).
-func (d *Daemon) docProblems() map[string]string { return d.problems }
+func (d *Daemon) docProblems() map[string]string { return d.acc.problems }
 
 // observeOne is what the planner reads of app id and its volume (mu held).
 func (d *Daemon) observeOne(now time.Time, id string) plan.Observed {
@@ -30,7 +30,7 @@ func (d *Daemon) observeOne(now time.Time, id string) plan.Observed {
 }
 
 // network says whether the network has its rules, and why not (mu held).
-func (d *Daemon) network() (bool, string) { return d.netReady, d.netErr }
+func (d *Daemon) network() (bool, string) { return d.routes.netReady, d.routes.netErr }
 
 // volumeReady says whether a guest may start on volume id now (mu held).
 func (d *Daemon) volumeReady(id string, now time.Time) (bool, string) {
@@ -40,7 +40,7 @@ func (d *Daemon) volumeReady(id string, now time.Time) (bool, string) {
 // passes are the passes begun and the last one ended, and the channel
 // closed when the running (or next) pass ends (mu held).
 func (d *Daemon) passes() (begun, done uint64, passed <-chan struct{}) {
-	return d.passCount, d.passesDone, d.passed
+	return d.loop.begun, d.loop.done, d.loop.passed
 }
 
 // routesChanged asks the route applier to hand over what was published.

@@ -54,8 +54,8 @@ func TestAWakeIsNotHeldUpByALargeDocumentBeingRecorded(t *testing.T) {
 	// it go: the wake below happens while a 16 MiB document is decoded,
 	// hashed and being recorded.
 	entered, release := make(chan struct{}), make(chan struct{})
-	record := d.recordDoc
-	d.recordDoc = func(ctx context.Context, acc db.Accepted) error {
+	record := d.acc.record
+	d.acc.record = func(ctx context.Context, acc db.Accepted) error {
 		if len(acc.Document) > 1<<20 {
 			close(entered)
 			<-release

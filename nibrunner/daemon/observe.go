@@ -18,7 +18,7 @@ import (
 // only, when not "", narrows it to that app and its volume: a wake or a
 // sleep asks the planner about one app (plan.App), which reads no more.
 func (d *Daemon) observed(now time.Time, only string, cps map[string]CheckpointInfo, exps map[string]ExportInfo) plan.Observed {
-	obs := plan.Observed{Now: now, Problems: d.problems}
+	obs := plan.Observed{Now: now, Problems: d.acc.problems}
 	if only != "" {
 		obs.Instances, obs.Volumes = map[string]plan.Instance{}, map[string]plan.Volume{}
 		if o, ok := d.apps.observedOne(only); ok {

@@ -13,6 +13,28 @@ import (
 	"alpnib.dev/nibrunner/vmm"
 )
 
+// loopState is how the passes go: how many began and ended, the commits'
+// sequence, and when the plan waits for a backoff. Every field is guarded
+// by Daemon.mu, except listedAt, which only the pass reads and writes
+// (Daemon.passMu).
+type loopState struct {
+	// seq numbers the workers' commits (app.changedAt, vol.changedAt);
+	// the components hold it too.
+	seq commits
+	// begun counts the passes begun, done is the last one that ended
+	// having planned; passed is closed, and replaced, when a pass ends.
+	begun, done uint64
+	passed      chan struct{}
+	// retryAt is when the last plan's first backoff ends (a restart or a
+	// failed sleep's retry comes due): Run plans again then.
+	retryAt time.Time
+	// lastPass is when the last pass observed (the meters count from it).
+	lastPass time.Time
+	// listedAt is when the last pass listed the checkpoints and exports
+	// that exist (passMu).
+	listedAt time.Time
+}
+
 // opTimeout bounds one adapter call, so one stuck guest cannot hold up the
 // host.
 const opTimeout = 60 * time.Second
@@ -25,9 +47,9 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	defer d.passMu.Unlock()
 	began := d.now()
 	d.mu.Lock()
-	seen := d.seq.last()
-	d.passCount++
-	n, planned := d.passCount, false
+	seen := d.loop.seq.last()
+	d.loop.begun++
+	n, planned := d.loop.begun, false
 	defer func() { d.passEnded(n, planned) }()
 	d.mu.Unlock()
 	d.recordAgain(ctx)
@@ -45,7 +67,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list volumes: %w", err)
 	}
-	d.listedAt = d.now()
+	d.loop.listedAt = d.now()
 	free := d.vols.freeDisk(ctx)
 	cps, err := d.deps.Checkpoints.List(ctx)
 	if err != nil {
@@ -64,7 +86,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 	d.vols.diskFree = free
 	d.apps.observeGuests(now, vms, seen)
 	d.noteLayers(now)
-	doc := d.doc
+	doc := d.acc.doc
 	d.vols.giveUpUnasked(doc)
 	var acts plan.Actions
 	if doc != nil {
@@ -72,11 +94,11 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		// instance list would forget every app.
 		acts = plan.Plan(doc, d.observed(now, "", cps, exps))
 	}
-	d.retryAt = acts.RetryAt
+	d.loop.retryAt = acts.RetryAt
 	planned = true
 	// What the plan read of each app is as of this commit: act leaves an
 	// app alone whose worker committed since.
-	plannedAt := d.seq.last()
+	plannedAt := d.loop.seq.last()
 	d.mu.Unlock()
 
 	// Act.
@@ -85,7 +107,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		if len(acts.Volumes) > 0 {
 			// Report the volumes as they are now, not as apply thinks.
 			d.mu.Lock()
-			relisted := d.seq.last()
+			relisted := d.loop.seq.last()
 			d.mu.Unlock()
 			if vols, err = d.deps.Volumes.List(ctx); err != nil {
 				return fmt.Errorf("list volumes: %w", err)
@@ -96,7 +118,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		}
 	}
 	d.routeAndNetwork(ctx)
-	d.apps.account(ctx, now, d.lastPass)
+	d.apps.account(ctx, now, d.loop.lastPass)
 	d.vols.measureDue(ctx, now, vols)
 	d.pruneLayers(now)
 
@@ -114,7 +136,7 @@ func (d *Daemon) Pass(ctx context.Context) error {
 		d.deps.Metrics.Pass(d.now().Sub(began), rep)
 	}
 	d.mu.Lock()
-	d.lastPass = now
+	d.loop.lastPass = now
 	d.mu.Unlock()
 	return perr
 }
@@ -146,11 +168,11 @@ func (d *Daemon) passEnded(n uint64, planned bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if planned {
-		d.passesDone = n
+		d.loop.done = n
 		d.apps.holdNotes()
 	}
-	close(d.passed)
-	d.passed = make(chan struct{})
+	close(d.loop.passed)
+	d.loop.passed = make(chan struct{})
 }
 
 // afterPass returns a channel closed when the pass running now, or else
@@ -158,7 +180,7 @@ func (d *Daemon) passEnded(n uint64, planned bool) {
 func (d *Daemon) afterPass() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.passed
+	return d.loop.passed
 }
 
 // stale reports whether what a pass knew of a at commit seen (what it
@@ -235,7 +257,7 @@ func (ps *apps) observeGuests(now time.Time, vms map[string]vmm.Status, seen uin
 }
 
 func (d *Daemon) instance(app string) *desired.DesiredInstance {
-	return d.byApp[app]
+	return d.acc.byApp[app]
 }
 
 // facts is what the daemon knows of app a, as the planner reads it (mu

@@ -16,6 +16,13 @@ type LayerPruner interface {
 // pruneEvery is how often the layer cache is looked at.
 const pruneEvery = time.Minute
 
+// layerUses is when each layer was last referenced by a document, and
+// when the layer cache was last pruned. Guarded by Daemon.mu.
+type layerUses struct {
+	seen      map[string]layerUse
+	lastPrune time.Time
+}
+
 // layerUse is when a document last referenced a layer.
 type layerUse struct {
 	spec layer.Spec
@@ -25,15 +32,15 @@ type layerUse struct {
 // noteLayers records that the accepted document references its layers now
 // (mu held).
 func (d *Daemon) noteLayers(now time.Time) {
-	if d.doc == nil {
+	if d.acc.doc == nil {
 		return
 	}
-	if d.layerSeen == nil {
-		d.layerSeen = map[string]layerUse{}
+	if d.layers.seen == nil {
+		d.layers.seen = map[string]layerUse{}
 	}
-	for i := range d.doc.Instances {
-		for _, s := range layerSpecs(&d.doc.Instances[i]) {
-			d.layerSeen[string(s.Kind)+"\x00"+s.Digest+"\x00"+s.DestinationPath+"\x00"+s.Reference] = layerUse{spec: s, at: now}
+	for i := range d.acc.doc.Instances {
+		for _, s := range layerSpecs(&d.acc.doc.Instances[i]) {
+			d.layers.seen[string(s.Kind)+"\x00"+s.Digest+"\x00"+s.DestinationPath+"\x00"+s.Reference] = layerUse{spec: s, at: now}
 		}
 	}
 }
@@ -48,11 +55,11 @@ func (d *Daemon) pruneLayers(now time.Time) {
 		return
 	}
 	d.mu.Lock()
-	if d.doc == nil || now.Sub(d.lastPrune) < pruneEvery {
+	if d.acc.doc == nil || now.Sub(d.layers.lastPrune) < pruneEvery {
 		d.mu.Unlock()
 		return
 	}
-	d.lastPrune = now
+	d.layers.lastPrune = now
 	grace := d.cfg.LayerGrace
 	if budget := d.cfg.LayerCacheBytes; budget > 0 {
 		d.mu.Unlock()
@@ -63,11 +70,11 @@ func (d *Daemon) pruneLayers(now time.Time) {
 		}
 	}
 	var keep []layer.Spec
-	for key, u := range d.layerSeen {
+	for key, u := range d.layers.seen {
 		if now.Sub(u.at) <= grace {
 			keep = append(keep, u.spec)
 		} else {
-			delete(d.layerSeen, key)
+			delete(d.layers.seen, key)
 		}
 	}
 	d.mu.Unlock()

@@ -35,33 +35,33 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 		Versions:   reported.Versions{Agent: d.cfg.AgentVersion, GuestImage: d.cfg.GuestImageVersion, Vmm: d.deps.VMM.Version()},
 		Volumes:    []reported.Volume{}, Instances: []reported.Instance{},
 		Checkpoints: []reported.Checkpoint{}, Exports: []reported.Export{},
-		AcceptedDigest: desired.Sha256Digest(d.digest),
+		AcceptedDigest: desired.Sha256Digest(d.acc.digest),
 		Message:        d.hostMessage(),
-		Warnings:       d.warnings,
+		Warnings:       d.acc.warnings,
 	}
 	usedMiB, usedCPU := d.apps.used()
 	given, held := d.apps.memoryInUse()
 	r.Memory = &reported.HostMemory{GivenMib: given, HeldMib: held, CapacityMib: d.cfg.CapacityMiB, Overcommit: max(d.cfg.MemoryOvercommit, 1)}
 	r.Allocatable = reported.Resources{VcpuCount: d.cfg.VCPUs - min(usedCPU, d.cfg.VCPUs), MemoryMib: d.cfg.CapacityMiB - min(usedMiB, d.cfg.CapacityMiB), CacheBytes: d.cfg.CacheBytes}
-	if d.doc == nil {
+	if d.acc.doc == nil {
 		return r
 	}
 	r.State = reported.HostReady
-	if d.doc.HostId != "" {
-		r.HostId = d.doc.HostId
+	if d.acc.doc.HostId != "" {
+		r.HostId = d.acc.doc.HostId
 	}
-	for i := range d.doc.Instances {
-		in := &d.doc.Instances[i]
+	for i := range d.acc.doc.Instances {
+		in := &d.acc.doc.Instances[i]
 		r.Instances = append(r.Instances, d.apps.instanceReport(in, statuses[string(in.AppId)], now))
 	}
-	r.Volumes = d.vols.reports(d.doc, now, d.volumeApp, d.deps.Schedule)
+	r.Volumes = d.vols.reports(d.acc.doc, now, d.volumeApp, d.deps.Schedule)
 	failures := map[string]string{}
 	for _, v := range r.Volumes {
 		if v.State == reported.VolumeFailed {
 			failures[string(v.VolumeId)] = v.Message
 		}
 	}
-	for _, c := range d.doc.Checkpoints {
+	for _, c := range d.acc.doc.Checkpoints {
 		if c.DesiredState != desired.Present {
 			continue
 		}
@@ -71,9 +71,9 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 			f.Key, f.Digest = info.Key, info.Digest
 		}
 		f.Create = d.jobFacts(cpCreateJob(string(c.CheckpointId)))
-		r.Checkpoints = append(r.Checkpoints, plan.CheckpointStatus(d.doc, c, f, now))
+		r.Checkpoints = append(r.Checkpoints, plan.CheckpointStatus(d.acc.doc, c, f, now))
 	}
-	for _, e := range d.doc.Exports {
+	for _, e := range d.acc.doc.Exports {
 		if e.DesiredState != desired.Present {
 			continue
 		}
@@ -82,7 +82,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 			f.Exists, f.SizeBytes, f.ReadyAt = true, info.SizeBytes, info.ReadyAt
 		}
 		f.Write = d.jobFacts(expWriteJob(string(e.ExportId)))
-		r.Exports = append(r.Exports, plan.ExportStatus(d.doc, e, f, now))
+		r.Exports = append(r.Exports, plan.ExportStatus(d.acc.doc, e, f, now))
 	}
 	return r
 }
@@ -101,14 +101,14 @@ func (d *Daemon) jobFacts(id string) plan.JobFacts {
 // document (InstanceStatus) from what is true now, after this pass acted;
 // nil with no document (mu held).
 func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
-	if d.doc == nil {
+	if d.acc.doc == nil {
 		return nil
 	}
 	obs := d.observed(now, "", nil, nil)
 	d.apps.probedNow(obs.Instances)
-	out := make(map[string]plan.Status, len(d.doc.Instances))
-	for i := range d.doc.Instances {
-		in := &d.doc.Instances[i]
+	out := make(map[string]plan.Status, len(d.acc.doc.Instances))
+	for i := range d.acc.doc.Instances {
+		in := &d.acc.doc.Instances[i]
 		out[string(in.AppId)] = plan.InstanceStatus(in, obs)
 	}
 	return out
@@ -234,5 +234,5 @@ func (ps *apps) pulling(in *desired.DesiredInstance) (layer.Pull, bool) {
 }
 
 func (d *Daemon) hostMessage() string {
-	return reported.Truncate(explain.HostMessage(d.sourceProblem, d.refusal, d.noDocument, d.keeping()))
+	return reported.Truncate(explain.HostMessage(d.acc.sourceProblem, d.acc.refusal, d.acc.noDocument, d.keeping()))
 }

@@ -19,8 +19,8 @@ import (
 // network and the router are called outside it.
 func (d *Daemon) routeAndNetwork(ctx context.Context) {
 	d.mu.Lock()
-	nets := d.apps.netSlots(d.doc)
-	stale := !d.netReady || !reflect.DeepEqual(nets, d.lastNet)
+	nets := d.apps.netSlots(d.acc.doc)
+	stale := !d.routes.netReady || !reflect.DeepEqual(nets, d.routes.lastNet)
 	d.publishLocked()
 	d.mu.Unlock()
 	if stale {
@@ -29,10 +29,10 @@ func (d *Daemon) routeAndNetwork(ctx context.Context) {
 		cancel()
 		d.mu.Lock()
 		if err != nil {
-			d.netErr = err.Error()
+			d.routes.netErr = err.Error()
 			d.cfg.Logf("nibrunnerd: apply the network rules: %v", err)
 		} else {
-			d.netReady, d.netErr, d.lastNet = true, "", nets
+			d.routes.netReady, d.routes.netErr, d.routes.lastNet = true, "", nets
 		}
 		d.mu.Unlock()
 	}
@@ -67,11 +67,11 @@ func (ps *apps) netSlots(doc *desired.HostDesiredState) []network.App {
 // router.
 func (d *Daemon) publishLocked() {
 	facts, backends := d.apps.routeFacts()
-	routes, raw := buildRoutes(d.doc, facts, d.table.Load().Routes(), d.cfg.UserNetwork)
-	d.rawPorts = raw
+	routes, raw := buildRoutes(d.acc.doc, facts, d.routes.table.Load().Routes(), d.cfg.UserNetwork)
+	d.routes.raw = raw
 	t := route.NewTable(routes, backends)
-	if !t.Same(d.table.Load()) {
-		d.table.Store(t)
+	if !t.Same(d.routes.table.Load()) {
+		d.routes.table.Store(t)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 
+	"alpnib.dev/nibrunner/network"
 	"alpnib.dev/nibrunner/route"
 )
 
@@ -15,7 +16,19 @@ import (
 // table wins and the tables in between may be skipped. A table the router
 // or the relay refused is handed again at the next ask (every pass asks).
 type routeApplier struct {
+	// ask is the applier's doorbell (changed); made before it runs.
 	ask chan struct{}
+	// table is what the request path reads: routes and backends. It is
+	// swapped atomically (under mu, by publishLocked) and read without
+	// a lock.
+	table route.Published
+	// raw are the raw ports last published (mu).
+	raw []route.Port
+	// netReady says the network took the rules of lastNet, the apps'
+	// slots as last handed to it; netErr is why it did not (mu).
+	netReady bool
+	netErr   string
+	lastNet  []network.App
 	// applied and lastPorts are what the router and the relay last took
 	// (nil until they took one); only the applier's goroutine reads or
 	// writes them.
@@ -51,7 +64,7 @@ func (r *routeApplier) changed() {
 // ports, each when it has not taken them yet. It holds no lock while it
 // calls them; mu is taken only to copy the raw ports.
 func (r *routeApplier) apply(ctx context.Context, d *Daemon) {
-	t := d.table.Load()
+	t := r.table.Load()
 	switch {
 	case t == r.applied:
 	case r.applied != nil && t.SameRoutes(r.applied):
@@ -67,7 +80,7 @@ func (r *routeApplier) apply(ctx context.Context, d *Daemon) {
 		return
 	}
 	d.mu.Lock()
-	raw := d.rawPorts
+	raw := r.raw
 	d.mu.Unlock()
 	if r.lastPorts != nil && reflect.DeepEqual(raw, r.lastPorts) {
 		return

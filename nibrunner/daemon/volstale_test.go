@@ -63,7 +63,7 @@ func TestATeardownQueuedBehindAnotherVolumesWorkIsDroppedWhenTheVolumeIsAskedPre
 	if !h.until(t, time.Minute, func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return d.doc != nil && len(d.doc.Instances) == 2
+		return d.acc.doc != nil && len(d.acc.doc.Instances) == 2
 	}) {
 		t.Fatal("the document asking b back was never taken")
 	}

@@ -135,5 +135,5 @@ func (ps *apps) decide(a *app) string {
 // fake VMM's guests listen on a fresh loopback port each start). It reads
 // the published table and takes no lock.
 func (d *Daemon) Backend(app string) string {
-	return d.table.Load().Backend(app)
+	return d.routes.table.Load().Backend(app)
 }

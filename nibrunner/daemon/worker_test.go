@@ -172,7 +172,7 @@ func TestBackendRoutesAndAWakeOfAnUpAppAnswerWhileAPassIsBlockedInTheVMM(t *test
 }
 
 func routeState(d *Daemon, hostname string) route.State {
-	for _, r := range d.table.Load().Routes() {
+	for _, r := range d.routes.table.Load().Routes() {
 		if r.Hostname == hostname {
 			return r.State
 		}
