@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"alpnib.dev/nibrunner/route"
 )
@@ -13,6 +14,10 @@ import (
 type activator struct {
 	mu       sync.Mutex
 	inflight map[string]*wake
+	// n is len(inflight), read without mu: a request to an app that is
+	// up asks for its wake, and with none under way anywhere (nearly
+	// always) takes no lock shared by every request (issue 41).
+	n atomic.Int64
 }
 
 // wake is one wake under way; err and addr are set before done closes.
@@ -24,6 +29,9 @@ type wake struct {
 
 // running is the wake under way for app, or nil.
 func (a *activator) running(app string) *wake {
+	if a.n.Load() == 0 {
+		return nil
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.inflight[app]
@@ -42,6 +50,7 @@ func (p *Proxy) start(app string) *wake {
 	}
 	wk := &wake{done: make(chan struct{})}
 	a.inflight[app] = wk
+	a.n.Add(1)
 	go func() {
 		var err error
 		var addr string
@@ -68,6 +77,7 @@ func (p *Proxy) start(app string) *wake {
 		}
 		a.mu.Lock()
 		delete(a.inflight, app)
+		a.n.Add(-1)
 		wk.err, wk.addr = err, addr
 		close(wk.done)
 		a.mu.Unlock()

@@ -231,7 +231,9 @@ func BenchmarkProxiedKeepAliveRequests64(b *testing.B) {
 // TestARequestFindsItsAppsConnectionsWithoutTheSharedLock: once an app's
 // pool exists, a request reaches it without the pools' lock, which every
 // request of every app once took (96% of the contended time at 64
-// connections, docs/bench.md). The test holds that lock throughout.
+// connections, docs/bench.md), nor the wakes' lock, which every request
+// to an app that is up took to ask for a wake under way. The test holds
+// both throughout.
 func TestARequestFindsItsAppsConnectionsWithoutTheSharedLock(t *testing.T) {
 	app := rawApp(t)
 	p := New(Options{Logf: t.Logf})
@@ -243,6 +245,8 @@ func TestARequestFindsItsAppsConnectionsWithoutTheSharedLock(t *testing.T) {
 	}
 	p.pools.mu.Lock()
 	defer p.pools.mu.Unlock()
+	p.wakes.mu.Lock()
+	defer p.wakes.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- c.roundTrip() }()
 	select {
@@ -252,7 +256,7 @@ func TestARequestFindsItsAppsConnectionsWithoutTheSharedLock(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		c.c.Close()
-		t.Fatal("a request to an app already connected to waited on the pools' lock for a minute")
+		t.Fatal("a request to an app already connected to waited on a lock shared by every request for a minute")
 	}
 }
 
