@@ -21,18 +21,27 @@ import (
 // webImage is a two-layer linux/amd64 image whose config says how it runs.
 func webImage(t *testing.T, cfg v1.Config) v1.Image {
 	t.Helper()
-	img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{OS: "linux", Architecture: "amd64", Config: cfg, RootFS: v1.RootFS{Type: "layers"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var layers []v1.Layer
 	for _, size := range []int64{2048, 512} {
 		l, err := random.Layer(size, types.OCILayer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if img, err = mutate.AppendLayers(img, l); err != nil {
-			t.Fatal(err)
-		}
+		layers = append(layers, l)
+	}
+	return imageOf(t, cfg, layers...)
+}
+
+// imageOf is a linux/amd64 image of the layers, bottom first, whose
+// config says how it runs.
+func imageOf(t *testing.T, cfg v1.Config, layers ...v1.Layer) v1.Image {
+	t.Helper()
+	img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{OS: "linux", Architecture: "amd64", Config: cfg, RootFS: v1.RootFS{Type: "layers"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.AppendLayers(img, layers...); err != nil {
+		t.Fatal(err)
 	}
 	return img
 }

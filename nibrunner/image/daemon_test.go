@@ -18,7 +18,7 @@ import (
 	"alpnib.dev/nibrunner/daemon"
 	"alpnib.dev/nibrunner/daemon/daemontest"
 	"alpnib.dev/nibrunner/desired"
-	"alpnib.dev/nibrunner/image/internal/tartest"
+	"alpnib.dev/nibrunner/image/tartest"
 	"alpnib.dev/nibrunner/layer"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/vmm/fake"

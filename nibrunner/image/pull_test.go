@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"alpnib.dev/internal/testenv"
-	"alpnib.dev/nibrunner/image/internal/tartest"
+	"alpnib.dev/nibrunner/image/tartest"
 )
 
 func newPuller(t *testing.T, o Options) *Puller {

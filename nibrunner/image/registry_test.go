@@ -1,10 +1,8 @@
 package image
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,10 +11,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"alpnib.dev/nibrunner/image/internal/tartest"
 	"alpnib.dev/nibrunner/image/registrytest"
+	"alpnib.dev/nibrunner/image/tartest"
 )
 
 // registry is registrytest's registry under the names these tests use.
@@ -73,24 +70,13 @@ func authFile(t *testing.T, registry, user, pass string, mode os.FileMode) strin
 	return p
 }
 
-type entry = tartest.Entry
-
 var (
 	dir  = tartest.Dir
 	file = tartest.File
 	ls   = tartest.Ls
+	// tarLayer is a gzip layer holding the entries.
+	tarLayer = tartest.Layer
 )
-
-// tarLayer is a gzip layer holding the entries.
-func tarLayer(t *testing.T, entries ...entry) v1.Layer {
-	t.Helper()
-	raw := tartest.Tar(t, entries...)
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 // testImage is a linux/amd64 image of the layers, with a command.
 func testImage(t *testing.T, layers ...v1.Layer) v1.Image {

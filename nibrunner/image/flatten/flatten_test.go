@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"alpnib.dev/internal/testenv"
-	"alpnib.dev/nibrunner/image/internal/tartest"
+	"alpnib.dev/nibrunner/image/tartest"
 )
 
 type entry = tartest.Entry

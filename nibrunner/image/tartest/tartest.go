@@ -1,4 +1,5 @@
-// Package tartest builds the tar layers the image and flatten tests apply.
+// Package tartest builds the tar layers the image and flatten tests apply,
+// and the daemon's tests push.
 package tartest
 
 import (
@@ -6,8 +7,12 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // Entry is one tar entry.
@@ -26,6 +31,37 @@ func Dir(name string) Entry { return Entry{Name: name, Type: tar.TypeDir, Mode: 
 // File is a regular file, mode 0644.
 func File(name, body string) Entry {
 	return Entry{Name: name, Body: body, Type: tar.TypeReg, Mode: 0o644}
+}
+
+// Program is an executable file, mode 0755.
+func Program(name, body string) Entry {
+	return Entry{Name: name, Body: body, Type: tar.TypeReg, Mode: 0o755}
+}
+
+// Busybox is the host's static busybox at bin/busybox, each of its
+// applets a link beside it: a shell and tools for an image a real guest
+// runs.
+func Busybox(t testing.TB) []Entry {
+	t.Helper()
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := exec.Command(bb, "--list").Output()
+	if err != nil {
+		t.Fatalf("busybox --list: %v", err)
+	}
+	es := []Entry{Dir("bin/"), Program("bin/busybox", string(b))}
+	for _, applet := range strings.Fields(string(list)) {
+		if applet != "busybox" {
+			es = append(es, Symlink("bin/"+applet, "busybox"))
+		}
+	}
+	return es
 }
 
 // Symlink is a symbolic link to target.
@@ -72,6 +108,18 @@ func Tar(t testing.TB, entries ...Entry) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// Layer is an image layer holding the entries (gzip, as tarball
+// compresses a tar it is given).
+func Layer(t testing.TB, entries ...Entry) v1.Layer {
+	t.Helper()
+	raw := Tar(t, entries...)
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // Zeros is an endless stream of zero bytes.
