@@ -165,6 +165,9 @@ func TestConcurrentCallersToASleepingAppShareOneWake(t *testing.T) {
 		}()
 	}
 	waitFor(t, "every caller waits on the wake", func() bool { return p.meters.Of("shop").Open() == callers })
+	// The wake runs on a goroutine of its own, which a loaded machine may
+	// not have run yet when the last caller arrives.
+	waitFor(t, "the wake begins", func() bool { return w.calls.Load() > 0 })
 	if n := w.calls.Load(); n != 1 {
 		t.Fatalf("%d wakes for %d concurrent callers, want 1", n, callers)
 	}
