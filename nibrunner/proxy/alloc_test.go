@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -323,4 +324,44 @@ func TestAConnectionTheFullPoolWouldCloseServesItsClientsNextRequest(t *testing.
 		t.Errorf("the client's next request came to the app from %s, its first from %s: its connection was closed", second, first)
 	}
 	answered()
+}
+
+// TestClientConnectionsHoldNoMoreOfAnAppsConnectionsThanItsCap: the
+// connections client connections keep past a full pool are bounded per
+// app by MaxBackendConnsPerApp, so an app has at most that many in use,
+// as many held and its pool's idle ones; one past the bound is closed.
+func TestClientConnectionsHoldNoMoreOfAnAppsConnectionsThanItsCap(t *testing.T) {
+	app := rawApp(t)
+	p := New(Options{Logf: t.Logf, MaxBackendConnsPerApp: 2})
+	bp := p.pools.pool("127.0.0.1:" + strconv.Itoa(app))
+	var hs []*h1conn
+	var last *bconn
+	for range 3 {
+		bc, err := p.pools.dial(context.Background(), bp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &h1conn{p: p}
+		h.hold(bc)
+		hs, last = append(hs, h), bc
+	}
+	if hs[0].held == nil || hs[1].held == nil {
+		t.Fatal("the first two connections past a full pool were not held")
+	}
+	if hs[2].held != nil {
+		t.Fatal("a third connection was held past MaxBackendConnsPerApp = 2")
+	}
+	if err := last.Close(); err == nil {
+		t.Fatal("the third connection, not held, was left open")
+	}
+	hs[0].unhold().Close()
+	bc, err := p.pools.dial(context.Background(), bp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs[2].hold(bc); hs[2].held == nil {
+		t.Fatal("a connection was not held once one of the two held had been taken back")
+	}
+	hs[1].unhold().Close()
+	hs[2].unhold().Close()
 }

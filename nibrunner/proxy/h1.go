@@ -71,7 +71,7 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 		h.w.Reset(nil)
 		writerPool.Put(h.w)
 		if h.held != nil {
-			h.held.Close()
+			h.unhold().Close()
 		}
 	}()
 	for {
@@ -222,7 +222,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	for attempt := 0; ; attempt++ {
 		bc = nil
 		if h.held != nil {
-			bc, h.held = p.pools.reuse(h.held, v.addr, p.opts.Now()), nil
+			bc = p.pools.reuse(h.unhold(), v.addr, p.opts.Now())
 		}
 		if bc == nil {
 			bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now())
@@ -333,12 +333,33 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			// connection for its next request, where nginx's keepalive
 			// closes it, so that the burst's end and the next burst do
 			// not close and dial connections by the thousand (docs/bench.md).
-			h.held = bc
+			h.hold(bc)
 		}
 	} else {
 		bc.Close()
 	}
 	return err == nil && !closing, lg
+}
+
+// hold keeps bc, which its full pool did not take, for this client
+// connection's next request, unless the app's connections held so already
+// number MaxBackendConnsPerApp: then bc is closed. So an app has at most
+// that many in use, as many held, and its pool's idle ones.
+func (h *h1conn) hold(bc *bconn) {
+	if bc.backend.held.Add(1) > int64(h.p.opts.MaxBackendConnsPerApp) {
+		bc.backend.held.Add(-1)
+		bc.Close()
+		return
+	}
+	h.held = bc
+}
+
+// unhold takes back the connection hold kept.
+func (h *h1conn) unhold() *bconn {
+	bc := h.held
+	h.held = nil
+	bc.backend.held.Add(-1)
+	return bc
 }
 
 // readResponseHead reads the app's answer's head (or an interim one),

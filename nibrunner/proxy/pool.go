@@ -38,6 +38,9 @@ type backendPool struct {
 	mu   sync.Mutex
 	idle []*bconn
 	dead bool // dropped by closeIdle: connections given back are closed
+	// held counts the connections client connections keep for their
+	// next request because this pool was full (h1conn.hold).
+	held atomic.Int64
 }
 
 // pools is every backend's pool, by address. byAddr is replaced whole
