@@ -123,6 +123,9 @@ type h2peer struct {
 	mu     sync.Mutex
 	seen   []h2event
 	change chan struct{}
+	// done is set once the test is over: the connection is about to be
+	// closed, and the read loop's acknowledgements may find it closed.
+	done atomic.Bool
 }
 
 // dialH2 opens an HTTP/2 connection to addr: h2c with prior knowledge
@@ -149,6 +152,7 @@ func dialH2(t *testing.T, addr string, pool *x509.CertPool, settings ...http2.Se
 	p := &h2peer{t: t, c: c, fr: http2.NewFramer(c, c), next: 1, change: make(chan struct{}, 1)}
 	p.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	p.enc = hpack.NewEncoder(&p.encBuf)
+	t.Cleanup(func() { p.done.Store(true) }) // runs before the Close above
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +164,7 @@ func dialH2(t *testing.T, addr string, pool *x509.CertPool, settings ...http2.Se
 func (p *h2peer) write(f func() error) {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if err := f(); err != nil {
+	if err := f(); err != nil && !p.done.Load() {
 		p.t.Errorf("write a frame: %v", err)
 	}
 }
