@@ -213,7 +213,9 @@ func TestAConnectionWithBytesPastItsAnswerIsNotPooled(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { l.Close() })
-			sent := make(chan struct{}, 4)
+			// send tells the app to send its extra answer, and sent says it
+			// did: two channels, so that neither side takes its own signal.
+			send, sent := make(chan struct{}, 4), make(chan struct{}, 4)
 			go func() {
 				for {
 					c, err := l.Accept()
@@ -232,7 +234,7 @@ func TestAConnectionWithBytesPastItsAnswerIsNotPooled(t *testing.T) {
 							leak := "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n/stale"
 							if late {
 								io.WriteString(c, answer)
-								<-sent
+								<-send
 								io.WriteString(c, leak)
 								sent <- struct{}{}
 							} else {
@@ -247,7 +249,7 @@ func TestAConnectionWithBytesPastItsAnswerIsNotPooled(t *testing.T) {
 				t.Fatalf("first: %d %q", status, body)
 			}
 			if late {
-				sent <- struct{}{} // the app sends its extra answer now
+				send <- struct{}{} // the app sends its extra answer now
 				<-sent
 				// The extra bytes are on the idle connection's socket: the
 				// next request finds them there and dials anew.
