@@ -109,7 +109,8 @@ type routeFacts struct {
 //
 // Every hostname the document lists has a route, whether or not its app
 // was ever given a slot: an app stopped from its first document answers
-// 503 "This app is not running.", never 404. An app the document no longer
+// 503 "This app is not running.", never 404, and a request to one whose
+// first boot is still to come waits for it. An app the document no longer
 // lists but the daemon still holds is being deleted: the hostnames it had
 // (in last) keep answering 503 until it is forgotten, unless an app of the
 // document names them now. Raw ports are published only for apps with a
@@ -160,24 +161,21 @@ func buildRoutes(doc *desired.HostDesiredState, apps map[string]routeFacts, last
 	return routes, raw
 }
 
-// hostnameState is what a listed app's hostnames do.
+// hostnameState is what a listed app's hostnames do: proxy to a guest
+// whose health check passed; answer 503 "This app is not running." for an
+// app asked stopped; and otherwise hand the request to the activator,
+// whose wake brings the app up or waits for it (a first boot still to
+// come or under way, a guest booting, an app asleep), or answers why it
+// cannot (its start held back, its restart's backoff, its budget spent,
+// a host that cannot carry it).
 func hostnameState(want desired.DesiredInstanceState, f routeFacts) route.State {
 	switch {
-	case !f.HasSlot:
-		// Never started yet (or stopped from its first document): not
-		// running, as for any app whose guest is not up.
-		return route.Down
 	case f.Up && f.Answering:
 		return route.Up
-	case f.Up && want != desired.StateStopped:
-		// Booting: the activator waits on Wake, which waits for this
-		// boot's prober, rather than proxying to a guest that does not
-		// listen yet (a 502).
-		return route.Sleeping
-	case want == desired.StateOnRequest && f.Booted:
-		return route.Sleeping
+	case want == desired.StateStopped:
+		return route.Down
 	}
-	return route.Down
+	return route.Sleeping
 }
 
 // answering tells whether a's guest has passed its health check: its

@@ -27,8 +27,20 @@ func TestTheRouteBuilderGivesEveryListedHostnameARouteAndAnAppBeingDeletedAnswer
 			want: []route.Route{{Hostname: "a.example.net", AppID: "a", State: route.Down}},
 		},
 		{
-			name: "an app to run that has no slot yet answers not running until it boots",
+			name: "an app to run that has no slot yet is waited on until its first boot",
 			doc:  []desired.DesiredInstance{in("a", desired.StateRunning)},
+			apps: map[string]routeFacts{"a": {}},
+			want: []route.Route{{Hostname: "a.example.net", AppID: "a", State: route.Sleeping}},
+		},
+		{
+			name: "an app whose first guest is being started is waited on",
+			doc:  []desired.DesiredInstance{in("a", desired.StateRunning)},
+			apps: map[string]routeFacts{"a": {Slot: 2, HasSlot: true}},
+			want: []route.Route{{Hostname: "a.example.net", AppID: "a", HostPort: slot.HostPort(2), State: route.Sleeping}},
+		},
+		{
+			name: "an app stopped in its first document answers not running",
+			doc:  []desired.DesiredInstance{in("a", desired.StateStopped)},
 			apps: map[string]routeFacts{"a": {}},
 			want: []route.Route{{Hostname: "a.example.net", AppID: "a", State: route.Down}},
 		},
@@ -100,7 +112,8 @@ func TestRawPortsArePublishedOnlyForAppsWithASlotOffTheUserNetwork(t *testing.T)
 	}}
 	apps := map[string]routeFacts{"a": {Slot: 1, HasSlot: true}}
 	_, raw := buildRoutes(d, apps, nil, false)
-	want := route.Port{AppID: "a", Index: 1, HostPort: slot.HostPort(1) + 1, Addr: "10.201.0.6:7000", State: route.Down}
+	// a is being started: its port, like its hostnames, waits for it.
+	want := route.Port{AppID: "a", Index: 1, HostPort: slot.HostPort(1) + 1, Addr: "10.201.0.6:7000", State: route.Sleeping}
 	if len(raw) != 1 || raw[0] != want {
 		t.Fatalf("raw ports %+v, want only %+v", raw, want)
 	}
