@@ -160,6 +160,8 @@ func (c *control) answer(s *supervisor, m guest.Message) guest.Message {
 	case guest.KindSetTime:
 		tv := unix.NsecToTimeval(m.UnixMs * int64(time.Millisecond))
 		err = unix.Settimeofday(&tv)
+	case guest.KindSetNetwork:
+		err = setNetwork(m.Network)
 	case guest.KindShutdown:
 		s.stop()
 	default:

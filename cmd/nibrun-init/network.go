@@ -36,6 +36,7 @@ func parseParams(cmdline string) map[string]string {
 // with that address and a default route. A guest without nibrun.ip has no
 // network beyond loopback.
 func configureNetwork(root string) error {
+	stackedRoot = root
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		_ = netlink.LinkSetUp(lo)
 	}
@@ -45,24 +46,36 @@ func configureNetwork(root string) error {
 			return err
 		}
 	}
-	ipText := p[guest.ParamIP]
-	if ipText == "" {
+	if p[guest.ParamIP] == "" {
 		return nil
 	}
+	eth, err := waitEth0(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	return addressEth0(eth, p[guest.ParamIP], p[guest.ParamGateway])
+}
+
+func waitEth0(wait time.Duration) (netlink.Link, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		eth, err := netlink.LinkByName("eth0")
+		if err == nil {
+			return eth, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no eth0 after %s: %w", wait, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// addressEth0 gives eth0 the address ipText (with prefix), brings it up
+// and routes through gw when set.
+func addressEth0(eth netlink.Link, ipText, gw string) error {
 	addr, err := netlink.ParseAddr(ipText)
 	if err != nil {
 		return fmt.Errorf("%s=%q: %w", guest.ParamIP, ipText, err)
-	}
-	var eth netlink.Link
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if eth, err = netlink.LinkByName("eth0"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no eth0 after 10s: %w", err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if err := netlink.AddrReplace(eth, addr); err != nil {
 		return fmt.Errorf("address eth0 with %s: %w", ipText, err)
@@ -70,7 +83,7 @@ func configureNetwork(root string) error {
 	if err := netlink.LinkSetUp(eth); err != nil {
 		return fmt.Errorf("bring eth0 up: %w", err)
 	}
-	if gw := p[guest.ParamGateway]; gw != "" {
+	if gw != "" {
 		ip := net.ParseIP(gw)
 		if ip == nil {
 			return fmt.Errorf("%s=%q is not an address", guest.ParamGateway, gw)
@@ -83,17 +96,85 @@ func configureNetwork(root string) error {
 	return nil
 }
 
-// bindResolvConf lays a resolv.conf naming dns over the root's, so the
-// tenant's volume is not written with a host detail that may change.
-func bindResolvConf(root, dns string) error {
-	src := "/run/resolv.conf"
+// setNetwork moves a running guest to the network n, after a wake from a
+// snapshot taken in another slot or on another host: eth0 gets n's address
+// in place of every other, the default route goes through n's gateway, the
+// neighbour entries (the old host's MAC for the old gateway) are dropped,
+// and the resolv.conf the tenant reads names n's name servers.
+func setNetwork(n *guest.Network) error {
+	if n == nil {
+		return fmt.Errorf("%s without a network", guest.KindSetNetwork)
+	}
+	if n.DNS != "" {
+		if err := setResolvConf(n.DNS); err != nil {
+			return fmt.Errorf("name servers %s: %w", n.DNS, err)
+		}
+	}
+	if n.IP == "" {
+		return nil
+	}
+	eth, err := waitEth0(time.Second)
+	if err != nil {
+		return err
+	}
+	addr, err := netlink.ParseAddr(n.IP)
+	if err != nil {
+		return fmt.Errorf("%s: %w", n.IP, err)
+	}
+	if err := addressEth0(eth, n.IP, n.Gateway); err != nil {
+		return err
+	}
+	old, err := netlink.AddrList(eth, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("list eth0's addresses: %w", err)
+	}
+	for _, a := range old {
+		if !a.IPNet.IP.Equal(addr.IP) {
+			if err := netlink.AddrDel(eth, &a); err != nil {
+				return fmt.Errorf("drop eth0's old address %s: %w", a.IPNet, err)
+			}
+		}
+	}
+	neigh, _ := netlink.NeighList(eth.Attrs().Index, netlink.FAMILY_V4)
+	for _, e := range neigh {
+		_ = netlink.NeighDel(&e)
+	}
+	// Dropping the old address took the routes through it: route again.
+	return addressEth0(eth, n.IP, n.Gateway)
+}
+
+// resolvRoot is the tenant's root whose resolv.conf bindResolvConf covers,
+// or "" before it did.
+var resolvRoot, stackedRoot string
+
+// setResolvConf names dns in the resolv.conf the tenant reads: the one
+// bindResolvConf laid (written in place, so the bind shows it), or a new
+// bind when the guest booted without name servers.
+func setResolvConf(dns string) error {
+	if resolvRoot == "" {
+		if stackedRoot == "" {
+			return fmt.Errorf("no root to lay a resolv.conf over")
+		}
+		return bindResolvConf(stackedRoot, dns)
+	}
+	return os.WriteFile("/run/resolv.conf", []byte(resolvConf(dns)), 0o644)
+}
+
+func resolvConf(dns string) string {
 	var conf strings.Builder
 	for _, s := range strings.Split(dns, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			conf.WriteString("nameserver " + s + "\n")
 		}
 	}
-	if err := os.WriteFile(src, []byte(conf.String()), 0o644); err != nil {
+	return conf.String()
+}
+
+// bindResolvConf lays a resolv.conf naming dns over the root's, so the
+// tenant's volume is not written with a host detail that may change.
+func bindResolvConf(root, dns string) error {
+	src := "/run/resolv.conf"
+	if err := os.WriteFile(src, []byte(resolvConf(dns)), 0o644); err != nil {
 		return err
 	}
 	dst := filepath.Join(root, "etc", "resolv.conf")
@@ -106,5 +187,6 @@ func bindResolvConf(root, dns string) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind resolv.conf: %w", err)
 	}
+	resolvRoot = root
 	return nil
 }

@@ -120,7 +120,7 @@ func (ps *apps) started(a *app, x plan.InstanceAction, in *desired.DesiredInstan
 	rec.StartedAt = now // the daemon's clock, which the sleep policy reads
 	rec.FailedAt, rec.FailReason, rec.Message = time.Time{}, "", ""
 	if coldWake {
-		rec.Message = explain.MsgWokenCold
+		rec.Message = explain.WokenCold(st.WokenCold)
 	}
 	rec.ConvergedAt = time.Time{}
 	rec.LayerDigests = rec.LayerDigests[:0]

@@ -34,6 +34,14 @@ const (
 	// KindSetTime sets the guest's clock to UnixMs: microvm has no RTC, and
 	// a guest restored from a snapshot wakes with the time it slept at.
 	KindSetTime Kind = "set-time"
+	// KindSetNetwork tells a guest woken from a snapshot its network now
+	// (Network), which differs when it woke in another slot or on another
+	// host from the one it slept on: the init moves
+	// eth0 to the new address, routes through the new gateway, forgets the
+	// old host's neighbours and names the new name servers. An init of a
+	// build before it answers an unknown request, and the host boots the
+	// app cold instead.
+	KindSetNetwork Kind = "set-network"
 	// KindExec carries one exec session frame (package execwire) in Frame,
 	// in either direction. It has no ID and no reply: the frames are the
 	// session's own protocol.
@@ -81,8 +89,18 @@ type Message struct {
 	// passed without a thaw, so a host that dies mid-checkpoint cannot
 	// leave the tenant's writes stuck.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// Network is a KindSetNetwork request's network.
+	Network *Network `json:"network,omitempty"`
 	// Frame is a KindExec message's execwire frame.
 	Frame []byte `json:"frame,omitempty"`
+}
+
+// Network is a guest's network as the kernel command line's ParamIP,
+// ParamGateway and ParamDNS carry it at boot.
+type Network struct {
+	IP      string `json:"ip"`                // address with prefix, e.g. 10.201.0.2/30
+	Gateway string `json:"gateway,omitempty"` // the host's end
+	DNS     string `json:"dns,omitempty"`     // name servers, comma-separated
 }
 
 // Measurement is the guest's view of its resources, sent in reply to a

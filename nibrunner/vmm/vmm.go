@@ -150,6 +150,10 @@ type Status struct {
 	// Restored is true when Wake brought the guest back from its snapshot
 	// rather than booting it cold.
 	Restored bool
+	// WokenCold is, for a Wake that booted cold, why its snapshot was not
+	// restored (a sentence: its stamp did not fit this host, or the
+	// restore failed), or "" when the VMM does not say.
+	WokenCold string
 }
 
 // Measurement is a guest's resource use at one moment. CPU and byte
@@ -187,8 +191,8 @@ type VMM interface {
 	// listed until Stop or Start clears it, so its exit code can be read).
 	List(ctx context.Context) ([]Status, error)
 	// Sleep saves the guest's state and memory under the snapshot folder,
-	// stamped with the deployment, guest image version, host boot id and
-	// slot, then ends its process.
+	// stamped with what a restore needs to match (the deployment and guest
+	// image, and what the VMM's own snapshots need), then ends its process.
 	Sleep(ctx context.Context, appID string) error
 	// Wake restores the snapshot Sleep saved when its stamp matches spec,
 	// and otherwise boots spec cold (Status.Restored tells which).

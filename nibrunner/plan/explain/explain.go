@@ -97,6 +97,15 @@ const (
 	MsgSnapshotDropped = "; its memory snapshot was dropped and it is booted again from its volume"
 )
 
+// WokenCold is the report's word on an app woken by a cold boot, with why
+// its snapshot was not restored when the VMM said.
+func WokenCold(why string) string {
+	if why == "" {
+		return MsgWokenCold
+	}
+	return MsgWokenCold + " (" + why + ")"
+}
+
 // StartFailed says why a start (or, wake, a wake) did not bring a microVM
 // up: the VMM's error.
 func StartFailed(wake bool, err error) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -64,21 +65,41 @@ func (m machine) kernelCmdline() string {
 		// Without it TCG boots hang at random before the timer is set up.
 		p = append(p, "tsc_early_khz=2000000")
 	}
+	if n := m.guestNetwork(); n.IP != "" {
+		p = append(p, guest.ParamIP+"="+n.IP, guest.ParamGateway+"="+n.Gateway)
+		if n.DNS != "" {
+			p = append(p, guest.ParamDNS+"="+n.DNS)
+		}
+	}
+	return strings.Join(p, " ")
+}
+
+// guestNetwork is what the guest's init is told of its network: its
+// address with prefix, its gateway and its name servers, as the kernel
+// command line's nibrun.ip, nibrun.gw and nibrun.dns carry them at boot
+// and a set-network request carries them at a wake elsewhere. The zero
+// value is no network beyond loopback.
+type guestNetwork struct {
+	IP      string `json:"ip,omitempty"`
+	Gateway string `json:"gateway,omitempty"`
+	DNS     string `json:"dns,omitempty"` // comma-separated
+}
+
+func (m machine) guestNetwork() guestNetwork {
 	n := m.Spec.Network
 	switch {
 	case n.Tap != "":
-		p = append(p, fmt.Sprintf("%s=%s/%d", guest.ParamIP, n.GuestIPv4, n.PrefixLen), guest.ParamGateway+"="+n.HostIPv4.String())
-		if len(n.DNS) > 0 {
-			servers := make([]string, len(n.DNS))
-			for i, a := range n.DNS {
-				servers[i] = a.String()
-			}
-			p = append(p, guest.ParamDNS+"="+strings.Join(servers, ","))
+		g := guestNetwork{IP: fmt.Sprintf("%s/%d", n.GuestIPv4, n.PrefixLen), Gateway: n.HostIPv4.String()}
+		servers := make([]string, len(n.DNS))
+		for i, a := range n.DNS {
+			servers[i] = a.String()
 		}
+		g.DNS = strings.Join(servers, ",")
+		return g
 	case m.UserNet:
-		p = append(p, guest.ParamIP+"="+userNetGuest, guest.ParamGateway+"="+userNetGW, guest.ParamDNS+"="+userNetDNS)
+		return guestNetwork{IP: userNetGuest, Gateway: userNetGW, DNS: userNetDNS}
 	}
-	return strings.Join(p, " ")
+	return guestNetwork{}
 }
 
 // reportingOrder is the smallest free block, 2^order pages, the guest
@@ -183,16 +204,55 @@ func (m machine) args(bootTime int64) []string {
 	return a
 }
 
-// Hash identifies the machine for a snapshot's stamp: a snapshot restores
-// only into the same devices, memory size and accelerator.
+// Hash identifies the machine's devices for a snapshot's stamp: a
+// migration stream restores only into the same devices, in the same order,
+// with the same memory size, vCPUs and accelerator. It is taken of the
+// command line with everything that names this host or this slot made the
+// same (the files' paths, the tap and its descriptor, the slot's MAC, the
+// host ports, the addresses on the kernel command line): those are not in
+// the stream, so a snapshot restores into another slot or onto another
+// host, and the guest is told its new network after it resumes (see
+// restore). Whether the guest has a network at all is kept: it is a device.
 func (m machine) Hash() string {
-	a := m.args(0)
+	n := m
+	n.Kernel, n.Initrd, n.Base, n.Volume, n.Config, n.Dir = "kernel", "initrd", "base", "volume", "config", "dir"
+	n.Layers = make([]string, len(m.Layers))
+	for i := range n.Layers {
+		n.Layers[i] = "layer" + strconv.Itoa(i)
+	}
+	n.TapFD = 0
+	s := m.Spec
+	n.Spec = vmm.Spec{AppID: "app", MemoryMiB: s.MemoryMiB, VCPUs: s.VCPUs}
+	n.UserNet = s.Network.Tap != "" || m.UserNet
+	a := n.args(0)
 	h := sha256.New()
-	h.Write([]byte(m.QEMU))
 	for _, s := range a {
 		fmt.Fprintf(h, "%d:%s", len(s), s)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// machineType names QEMU's machine and accelerator for a snapshot's stamp;
+// under KVM the guest runs on the host's own CPU model (-cpu host), which
+// is named too: a stream restores only onto the CPU features it was saved
+// with.
+func (m machine) machineType() string {
+	t := microvmMachine + " under " + m.Accel
+	if m.Accel == "kvm" {
+		t += " on " + hostCPUModel()
+	}
+	return t
+}
+
+// hostCPUModel is the host CPU's model name from /proc/cpuinfo.
+func hostCPUModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "an unknown CPU"
 }
 
 // endpoint is where the daemon reaches the guest's HTTP port.

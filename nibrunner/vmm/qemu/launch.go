@@ -54,6 +54,20 @@ func (v *VMM) machineFor(ctx context.Context, spec vmm.Spec) (machine, error) {
 	return m, nil
 }
 
+// stampOf is the stamp a snapshot of machine m's guest gets, bar the
+// state's size and when it was saved.
+func (v *VMM) stampOf(m machine) Stamp {
+	mem := m.Spec.MemoryMiB
+	if mem <= 0 {
+		mem = 256 // args' default
+	}
+	return Stamp{
+		Format: stampFormat, AppID: m.Spec.AppID, DeploymentID: m.Spec.DeploymentID, GuestImage: v.cfg.Image.Version,
+		QEMU: v.version, MachineType: m.machineType(), GuestKernel: v.cfg.Image.KernelRelease, MemoryMiB: mem,
+		Machine: m.Hash(), Network: m.guestNetwork(), BootID: v.bootID,
+	}
+}
+
 // launch starts QEMU for spec in its jail (restoring from the state file
 // incoming when set), writes the pidfile and connects QMP and the control
 // channel.
@@ -115,7 +129,7 @@ func (v *VMM) launch(ctx context.Context, spec vmm.Spec, incoming string) (*vmGu
 	}
 	rec := record{
 		GuestImage: v.cfg.Image.Version, Accel: m.Accel, Machine: m.Hash(), MemoryMiB: spec.MemoryMiB, Restored: incoming != "",
-		Cmdline: args, Volume: m.Volume, MemoryLimit: guestLimits(m).MemoryMax,
+		Cmdline: args, Volume: m.Volume, MemoryLimit: guestLimits(m).MemoryMax, Stamp: v.stampOf(m),
 	}
 	if v.unjailed {
 		rec.MemoryLimit = 0 // no cgroup to raise at a sleep

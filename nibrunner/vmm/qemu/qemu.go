@@ -190,6 +190,10 @@ type record struct {
 	// guest's uid, and its cgroup's memory limit in bytes.
 	Volume      string `json:"volume"`
 	MemoryLimit int64  `json:"memoryLimit"`
+	// Stamp is what a snapshot of the guest is stamped with (bar its
+	// size and time): what it booted under, kept for a sleep after a
+	// daemon restart or upgrade.
+	Stamp Stamp `json:"stamp"`
 }
 
 // vmGuest is one QEMU process.

@@ -167,10 +167,10 @@ func (v *VMM) sleep(ctx context.Context, appID string, freeze bool) error {
 	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
 		return resume(err)
 	}
-	stamp := Stamp{
-		AppID: appID, DeploymentID: g.pf.DeploymentID, GuestImage: g.rec.GuestImage, BootID: v.bootID,
-		Slot: g.pf.Slot, Machine: g.rec.Machine, StateSize: st.Size(), SavedAtMs: time.Now().UnixMilli(),
-	}
+	// The stamp is what the guest booted under (a guest adopted from a
+	// build before format 2 has none, and is refused at its wake).
+	stamp := g.rec.Stamp
+	stamp.BootID, stamp.StateSize, stamp.SavedAtMs = v.bootID, st.Size(), time.Now().UnixMilli()
 	if err := writeStamp(dir, stamp); err != nil {
 		_ = os.Remove(filepath.Join(dir, stateFile))
 		return resume(err)
@@ -253,8 +253,13 @@ func (v *VMM) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 		v.release(spec.AppID)
 		return vmm.Status{}, fmt.Errorf("wake %s: %w", spec.AppID, err)
 	}
+	why := ""
 	if err != nil {
 		// Any other reason not to restore is a reason to boot cold.
+		why = err.Error()
+		if m := notRestorable(""); errors.As(err, &m) {
+			why = string(m)
+		}
 		_ = v.Discard(ctx, spec.AppID)
 		if g, err = v.launch(ctx, spec, ""); err != nil {
 			v.release(spec.AppID)
@@ -264,27 +269,44 @@ func (v *VMM) Wake(ctx context.Context, spec vmm.Spec) (vmm.Status, error) {
 	v.mu.Lock()
 	v.guests[spec.AppID] = g
 	v.mu.Unlock()
-	return g.status(), nil
+	st := g.status()
+	st.WokenCold = why
+	return st, nil
 }
+
+// ErrNotRestorable is wrapped by the errors that say a snapshot's stamp
+// does not fit this host or the guest about to wake.
+var ErrNotRestorable = errors.New("the snapshot cannot be restored here")
+
+// notRestorable is why a snapshot's stamp does not fit the guest about to
+// wake (Stamp.Mismatch's sentence); it is ErrNotRestorable.
+type notRestorable string
+
+func (e notRestorable) Error() string        { return string(e) }
+func (e notRestorable) Is(target error) bool { return target == ErrNotRestorable }
 
 // WakeMismatch says why the app's snapshot would not be restored into
 // spec, or "" when it would. (ours)
 func (v *VMM) WakeMismatch(ctx context.Context, spec vmm.Spec) string {
 	stamp, err := readStamp(v.snapDir(spec.AppID))
 	if err != nil {
-		return "no snapshot"
+		return "there is no snapshot"
 	}
 	m, err := v.machineFor(ctx, spec)
 	if err != nil {
 		return err.Error()
 	}
-	return stamp.Mismatch(Stamp{AppID: spec.AppID, DeploymentID: spec.DeploymentID, GuestImage: v.cfg.Image.Version, BootID: v.bootID, Slot: spec.Slot, Machine: m.Hash()})
+	return stamp.Mismatch(v.stampOf(m))
 }
 
 func (v *VMM) restore(ctx context.Context, spec vmm.Spec) (*vmGuest, error) {
 	dir := v.snapDir(spec.AppID)
 	if why := v.WakeMismatch(ctx, spec); why != "" {
-		return nil, fmt.Errorf("snapshot of %s not restorable: %s", spec.AppID, why)
+		return nil, fmt.Errorf("snapshot of %s not restorable: %w", spec.AppID, notRestorable(why))
+	}
+	stamp, err := readStamp(dir)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", spec.AppID, err)
 	}
 	state := filepath.Join(dir, stateFile)
 	if _, err := os.Stat(state); err != nil {
@@ -331,6 +353,18 @@ func (v *VMM) restore(ctx context.Context, spec vmm.Spec) (*vmGuest, error) {
 	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 	_, _ = g.ctl.request(sctx, guest.Message{Kind: guest.KindSetTime, UnixMs: time.Now().UnixMilli()})
 	scancel()
+	// The guest holds the network it slept with; it may wake in another
+	// slot or on another host. It is told the one it has now (on a wake
+	// where it slept, the same one: the init's answer is then a no-op
+	// bar forgetting its neighbours, which costs one ARP), before the
+	// thaw lets the tenant go on.
+	now := g.rec.Stamp.Network
+	nctx, ncancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = g.ctl.request(nctx, guest.Message{Kind: guest.KindSetNetwork, Network: &guest.Network{IP: now.IP, Gateway: now.Gateway, DNS: now.DNS}})
+	ncancel()
+	if err != nil {
+		return abort(fmt.Errorf("tell the guest its network (%s, slept with %s): %w", orUnknown(now.IP), orUnknown(stamp.Network.IP), err))
+	}
 	// Its volume was frozen for the sleep (a snapshot of an earlier build
 	// was not, and the init leaves an unfrozen volume as it is).
 	tctx, tcancel := context.WithTimeout(ctx, 15*time.Second)
@@ -361,8 +395,10 @@ func (v *VMM) HasSnapshot(appID string) bool {
 	return err == nil
 }
 
-// removeStaleSnapshots deletes snapshots taken under an earlier host boot
-// (and half-written ones): nothing could restore them.
+// removeStaleSnapshots deletes half-written snapshots, and those of the
+// first stamp format taken under an earlier host boot: nothing could
+// restore them. A snapshot of this format outlives a reboot: its stamp
+// names nothing of the boot.
 func (v *VMM) removeStaleSnapshots() {
 	entries, _ := os.ReadDir(v.cfg.SnapshotDir)
 	for _, e := range entries {
@@ -370,7 +406,7 @@ func (v *VMM) removeStaleSnapshots() {
 			continue
 		}
 		dir := filepath.Join(v.cfg.SnapshotDir, e.Name())
-		if s, err := readStamp(dir); err != nil || s.BootID != v.bootID {
+		if s, err := readStamp(dir); err != nil || (s.Format < stampFormat && s.BootID != v.bootID) {
 			_ = os.RemoveAll(dir)
 		}
 	}

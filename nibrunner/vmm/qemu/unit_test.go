@@ -15,6 +15,7 @@ import (
 
 	"alpnib.dev/internal/testenv"
 	"alpnib.dev/nibrunner/guest"
+	"alpnib.dev/nibrunner/guestimage"
 	"alpnib.dev/nibrunner/vmm"
 )
 
@@ -251,23 +252,97 @@ func TestTheMachineHashChangesWithTheMemorySizeAndTheAccelerator(t *testing.T) {
 	}
 }
 
-func TestAStampMismatchNamesWhatDiffers(t *testing.T) {
-	s := Stamp{AppID: "a", DeploymentID: "d1", GuestImage: "gi-1", BootID: "b", Slot: 1, Machine: "m"}
+func TestAStampMismatchSaysInASentenceWhatDiffers(t *testing.T) {
+	s := Stamp{Format: stampFormat, AppID: "a", DeploymentID: "d1", GuestImage: "gi-1", QEMU: "7.2.15", MachineType: "microvm,rtc=off,acpi=off under tcg",
+		GuestKernel: "6.1.1", MemoryMiB: 256, Machine: "m", BootID: "b", Network: guestNetwork{IP: "10.201.0.2/30"}}
 	if w := s.Mismatch(s); w != "" {
 		t.Fatalf("a stamp differs from itself: %s", w)
 	}
-	for field, change := range map[string]func(*Stamp){
-		"deployment":  func(x *Stamp) { x.DeploymentID = "d2" },
-		"guest image": func(x *Stamp) { x.GuestImage = "gi-2" },
-		"host boot":   func(x *Stamp) { x.BootID = "c" },
-		"slot":        func(x *Stamp) { x.Slot = 2 },
-		"machine":     func(x *Stamp) { x.Machine = "n" },
+	for _, c := range []struct {
+		change func(*Stamp)
+		want   string
+	}{
+		{func(x *Stamp) { x.AppID = "b" }, `the snapshot is of app "a", not "b"`},
+		{func(x *Stamp) { x.DeploymentID = "d2" }, "the snapshot is of deployment d1, and the app now runs deployment d2"},
+		{func(x *Stamp) { x.GuestImage = "gi-2" }, "the snapshot was taken in guest image gi-1, and this host boots guest image gi-2"},
+		{func(x *Stamp) { x.QEMU = "8.2.2" }, "the snapshot was saved by QEMU 7.2.15, and this host runs QEMU 8.2.2: QEMU reads a microvm's saved state only in the version that wrote it"},
+		{func(x *Stamp) { x.MachineType = "microvm,rtc=off,acpi=off under kvm on AMD EPYC" },
+			"the snapshot's machine is microvm,rtc=off,acpi=off under tcg, and this host's is microvm,rtc=off,acpi=off under kvm on AMD EPYC"},
+		{func(x *Stamp) { x.GuestKernel = "6.1.2" }, "the snapshot's guest kernel is 6.1.1, and this host boots 6.1.2"},
+		{func(x *Stamp) { x.MemoryMiB = 512 }, "the snapshot holds 256 MiB of memory, and the app now has 512 MiB"},
+		{func(x *Stamp) { x.Machine = "n" }, "the snapshot's devices (vCPUs, drives, network) are not the ones the app now has"},
 	} {
 		want := s
-		change(&want)
-		if w := s.Mismatch(want); !strings.HasPrefix(w, field) {
-			t.Errorf("changing the %s gave mismatch %q", field, w)
+		c.change(&want)
+		if got := s.Mismatch(want); got != c.want {
+			t.Errorf("mismatch %q, want %q", got, c.want)
 		}
+	}
+	older := s
+	older.Format = 0
+	if got := older.Mismatch(s); got != "the snapshot's stamp is of format 0, which keyed it to its host boot and slot; this host reads format 2" {
+		t.Errorf("a first format's mismatch %q", got)
+	}
+	newer := s
+	newer.Format = stampFormat + 1
+	if got := newer.Mismatch(s); got != "the snapshot's stamp is of format 3, newer than this host's 2" {
+		t.Errorf("a newer format's mismatch %q", got)
+	}
+	// What names the host or the slot is not matched: a snapshot wakes
+	// after a reboot, in another slot, on another host.
+	elsewhere := s
+	elsewhere.BootID, elsewhere.Network = "another host", guestNetwork{IP: "10.201.0.6/30", Gateway: "10.201.0.5"}
+	if w := s.Mismatch(elsewhere); w != "" {
+		t.Errorf("a snapshot from another boot and slot is refused: %s", w)
+	}
+}
+
+func TestTheMachineHashLeavesOutWhatNamesTheHostOrTheSlot(t *testing.T) {
+	m := testMachine()
+	h := m.Hash()
+	o := testMachine()
+	o.Kernel, o.Initrd, o.Base, o.Volume, o.Config, o.Dir = "/b/vmlinuz", "/b/initrd", "/b/base", "/b/vol.ext4", "/b/run/app/config.img", "/b/run/app"
+	o.Layers = []string{"/b/cache/a.sqfs", "/b/cache/b.ext4"}
+	o.TapFD = 3
+	o.Spec.AppID, o.Spec.Slot = "app", 7
+	o.Spec.Network = vmm.Network{Tap: "nbr7", HostIPv4: netip.MustParseAddr("10.201.0.29"), GuestIPv4: netip.MustParseAddr("10.201.0.30"), PrefixLen: 30, HostPort: 21056}
+	if o.Hash() != h {
+		t.Error("another host's paths and another slot's tap, MAC and addresses gave another machine hash")
+	}
+	o.UserNet, o.Spec.Network = true, vmm.Network{HostPort: 21016}
+	if o.Hash() != h {
+		t.Error("user networking in place of a tap gave another machine hash (the device is the same)")
+	}
+	o.UserNet, o.Spec.Network = false, vmm.Network{}
+	if o.Hash() == h {
+		t.Error("a guest without a network device has the hash of one with")
+	}
+	o = testMachine()
+	o.Layers = o.Layers[:1]
+	if o.Hash() == h {
+		t.Error("a guest with one layer fewer has the same machine hash")
+	}
+	o = testMachine()
+	o.Spec.VCPUs = 1
+	if o.Hash() == h {
+		t.Error("a guest with fewer vCPUs has the same machine hash")
+	}
+}
+
+func TestAGuestKeepsTheNetworkItWasToldInTheStampOfItsSnapshot(t *testing.T) {
+	m := testMachine()
+	m.Spec.Network.DNS = []netip.Addr{netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("1.1.1.1")}
+	v := &VMM{cfg: Config{Image: guestimage.Image{Version: "gi-1", KernelRelease: "6.1.1"}}, version: "7.2.15", bootID: "b"}
+	s := v.stampOf(m)
+	want := guestNetwork{IP: "10.201.0.10/30", Gateway: "10.201.0.9", DNS: "9.9.9.9,1.1.1.1"}
+	if s.Network != want {
+		t.Errorf("stamp network %+v, want %+v", s.Network, want)
+	}
+	if !strings.Contains(m.kernelCmdline(), "nibrun.ip=10.201.0.10/30 nibrun.gw=10.201.0.9 nibrun.dns=9.9.9.9,1.1.1.1") {
+		t.Errorf("the kernel command line does not carry the same network: %s", m.kernelCmdline())
+	}
+	if s.Format != stampFormat || s.QEMU != "7.2.15" || s.GuestKernel != "6.1.1" || s.MemoryMiB != 256 || s.MachineType != "microvm,rtc=off,acpi=off under tcg" {
+		t.Errorf("stamp %+v", s)
 	}
 }
 
@@ -283,7 +358,7 @@ func TestTheGuestConfigCarriesTheCommandAndTheRestartPolicyInMilliseconds(t *tes
 	}
 }
 
-func TestSnapshotsFromAnEarlierHostBootAreRemovedAtStart(t *testing.T) {
+func TestSnapshotsOutliveAHostRebootButHalfWrittenAndFirstFormatOnesAreRemovedAtStart(t *testing.T) {
 	testenv.RequireCommand(t, "qemu-system-x86_64")
 	dir := shortTempDir(t)
 	snap := filepath.Join(dir, "snap")
@@ -291,12 +366,16 @@ func TestSnapshotsFromAnEarlierHostBootAreRemovedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for app, boot := range map[string]string{"old": "another-boot", "current": bootID} {
+	for app, s := range map[string]Stamp{
+		"rebooted":      {Format: stampFormat, AppID: "rebooted", BootID: "another-boot"},
+		"old":           {AppID: "old", BootID: "another-boot"},
+		"old-this-boot": {AppID: "old-this-boot", BootID: bootID},
+	} {
 		d := filepath.Join(snap, app)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeStamp(d, Stamp{AppID: app, BootID: boot}); err != nil {
+		if err := writeStamp(d, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -307,8 +386,9 @@ func TestSnapshotsFromAnEarlierHostBootAreRemovedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.HasSnapshot("old") || !v.HasSnapshot("current") {
-		t.Errorf("after start: old kept %v, current kept %v", v.HasSnapshot("old"), v.HasSnapshot("current"))
+	if !v.HasSnapshot("rebooted") || v.HasSnapshot("old") || !v.HasSnapshot("old-this-boot") {
+		t.Errorf("after start: rebooted kept %v (want true), old kept %v (want false), old-this-boot kept %v (want true)",
+			v.HasSnapshot("rebooted"), v.HasSnapshot("old"), v.HasSnapshot("old-this-boot"))
 	}
 	if _, err := os.Stat(filepath.Join(snap, "half-written")); !os.IsNotExist(err) {
 		t.Errorf("a snapshot without a stamp survived: %v", err)
