@@ -61,6 +61,11 @@ func (c *Credit) Take(ctx context.Context, want int) (int, error) {
 func (c *Credit) Grant(n uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		// The stream ended while the peer's window was on its way: its
+		// channel is closed and stays so (closing it again would panic).
+		return nil
+	}
 	if c.avail+int64(n) > MaxWindow {
 		return fmt.Errorf("%w: a grant of %d bytes would leave %d outstanding, more than %d", ErrFrame, n, c.avail+int64(n), MaxWindow)
 	}
