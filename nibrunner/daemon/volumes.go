@@ -199,7 +199,7 @@ func (vs *volumes) ready(id string, now time.Time) (ready bool, why string) {
 	case v == nil:
 		return false, ""
 	case v.busy:
-		return false, plan.VolumeHoldsBack(v.workNow(), now)
+		return false, explain.VolumeHoldsBack(v.workNow(), now)
 	}
 	return v.listed, v.msg
 }
@@ -276,7 +276,7 @@ func (vs *volumes) reports(doc *desired.HostDesiredState, now time.Time, appOf f
 		if dv := vs.byID[string(v.VolumeId)]; dv != nil {
 			f = dv.facts()
 		}
-		out = append(out, plan.VolumeStatus(v, f, now))
+		out = append(out, explain.VolumeStatus(v, f, now))
 	}
 	known := func(yield func(string, plan.VolumeFacts) bool) {
 		for id, v := range vs.byID {

@@ -9,6 +9,7 @@ import (
 	"alpnib.dev/nibrunner/db"
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/plan"
+	"alpnib.dev/nibrunner/plan/explain"
 	"alpnib.dev/nibrunner/reported"
 	"alpnib.dev/nibrunner/volume"
 )
@@ -78,7 +79,7 @@ func (vs *volumes) applyOne(now time.Time, doc *desired.HostDesiredState, a plan
 	}
 	switch a.Kind {
 	case plan.Blocked, plan.RefuseShrink, plan.NoDisk:
-		v.msg = plan.VolumeActionMessage(a, v.info.SizeBytes, dv.SizeBytes)
+		v.msg = explain.VolumeActionMessage(a, v.info.SizeBytes, dv.SizeBytes)
 		return nil
 	case plan.RetryLater:
 		return nil // its failure's sentence stands, saying when
@@ -196,7 +197,7 @@ func (vs *volumes) failedWork(ctx context.Context, now time.Time, dv desired.Des
 	vs.mu.Lock()
 	f := vs.nextFailure(now, dv, a)
 	vs.mu.Unlock()
-	msg := reported.Truncate(plan.VolumeFailedMessage(a, dv.SizeBytes, f.At.Add(plan.VolumeRetry.Delay(f.Count)), err.Error()))
+	msg := reported.Truncate(explain.VolumeFailedMessage(a, dv.SizeBytes, f.At.Add(plan.VolumeRetry.Delay(f.Count)), err.Error()))
 	if err := vs.db.PutVolumeFailure(ctx, db.VolumeFailure{VolumeID: a.VolumeID, Kind: string(f.Kind), SizeBytes: f.SizeBytes,
 		Seed: f.Seed, Count: f.Count, At: f.At, Message: msg}); err != nil {
 		vs.logf("nibrunnerd: %v; a restart tries the volume again without waiting for its backoff", err)

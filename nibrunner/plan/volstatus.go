@@ -71,7 +71,8 @@ type VolumeFacts struct {
 }
 
 // VolumeStatus decides what the report says of volume v of the document,
-// from what the host knows of it f at now. The first rule that holds wins:
+// from what the host knows of it f (explain.VolumeStatus words it). The
+// first rule that holds wins:
 //   - on the host: ready, at its size, unless what was last done to it
 //     failed while it is wanted present (failed, saying why); a grow or a
 //     deletion under way says so;
@@ -81,14 +82,15 @@ type VolumeFacts struct {
 //     or started again);
 //   - its making failed: failed, saying why;
 //   - otherwise pending.
-func VolumeStatus(v desired.DesiredVolume, f VolumeFacts, now time.Time) reported.Volume {
+func VolumeStatus(v desired.DesiredVolume, f VolumeFacts) VolumeReport {
 	rv := reported.Volume{VolumeId: v.VolumeId, AppId: v.AppId, SizeBytes: RoundSize(v.SizeBytes)}
+	atWork := false
 	switch {
 	case f.Listed:
 		rv.State, rv.SizeBytes, rv.DevicePath, rv.Usage = reported.VolumeReady, f.SizeBytes, f.DevicePath, f.Usage
 		switch {
 		case f.Work.Kind == Grow || f.Work.Kind == Teardown:
-			rv.Message = volumeWorkMessage(f.Work, now)
+			atWork = true
 		case f.Message != "":
 			rv.Message = f.Message
 			if v.DesiredState == desired.Present {
@@ -101,14 +103,23 @@ func VolumeStatus(v desired.DesiredVolume, f VolumeFacts, now time.Time) reporte
 			rv.SizeBytes = f.DeletedSizeBytes
 		}
 	case f.Work.Kind == Provision:
-		rv.State, rv.Message = reported.VolumePending, volumeWorkMessage(f.Work, now)
+		rv.State, atWork = reported.VolumePending, true
 	case f.Message != "":
 		rv.State, rv.Message = reported.VolumeFailed, f.Message
 	default:
 		rv.State = reported.VolumePending
 	}
 	rv.Message = reported.Truncate(rv.Message)
-	return rv
+	return VolumeReport{Volume: rv, AtWork: atWork}
+}
+
+// VolumeReport is what the report says of one volume, as the planner
+// decides it. Message holds only a sentence passed on (what the last
+// action said); AtWork says that the report tells instead how the work
+// in flight goes, which plan/explain words from the facts' Work.
+type VolumeReport struct {
+	reported.Volume
+	AtWork bool
 }
 
 // UnlistedVolumes says what the report says of the volumes the document
@@ -148,14 +159,4 @@ func GrowTakesDown(id string, instances map[string]Instance) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// VolumeHoldsBack is why an instance on a volume with work in flight is
-// not started now ("" when nothing holds it back): its volume is being
-// made, grown or deleted, and the guest starts on it once that is done.
-func VolumeHoldsBack(w VolumeWork, now time.Time) string {
-	if w.Kind == "" {
-		return ""
-	}
-	return volumeWorkMessage(w, now)
 }

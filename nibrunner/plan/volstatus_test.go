@@ -11,65 +11,6 @@ import (
 	"alpnib.dev/nibrunner/reported"
 )
 
-func TestVolumeStatus(t *testing.T) {
-	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
-	present := desired.DesiredVolume{VolumeId: "v", AppId: "a", SizeBytes: 1000, DesiredState: desired.Present}
-	absent := present
-	absent.DesiredState = desired.Absent
-	seeding := VolumeWork{Kind: Provision, SizeBytes: 1024, Since: now.Add(-90 * time.Second), Seeding: true, ObjectKey: "seeds/big.tar.gz"}
-	at := func(w VolumeWork, ph SeedPhase, fetched, total, unpacked int64, e *EarlierSeed) VolumeWork {
-		w.Phase, w.Fetched, w.Total, w.Unpacked, w.Earlier = ph, fetched, total, unpacked, e
-		return w
-	}
-	earlier := now.Add(-time.Hour)
-	for _, c := range []struct {
-		name  string
-		v     desired.DesiredVolume
-		f     VolumeFacts
-		state reported.VolumeState
-		size  uint64
-		says  []string // "" alone: no message
-	}{
-		{"on the host", present, VolumeFacts{Listed: true, SizeBytes: 4096, DevicePath: "/v.img", Usage: &reported.Usage{TotalBytes: 4000, UsedBytes: 10}}, reported.VolumeReady, 4096, []string{""}},
-		{"gone from the host, its fill with it", present, VolumeFacts{Usage: &reported.Usage{TotalBytes: 4000}}, reported.VolumePending, 1024, []string{""}},
-		{"on the host, its shrink refused", present, VolumeFacts{Listed: true, SizeBytes: 4096, Message: "a volume only grows"}, reported.VolumeFailed, 4096, []string{"a volume only grows"}},
-		{"on the host, absent held back", absent, VolumeFacts{Listed: true, SizeBytes: 4096, Message: "held back"}, reported.VolumeReady, 4096, []string{"held back"}},
-		{"being grown", present, VolumeFacts{Listed: true, SizeBytes: 4096, Message: "old", Work: VolumeWork{Kind: Grow, SizeBytes: 8192, Since: now.Add(-3 * time.Second)}}, reported.VolumeReady, 4096,
-			[]string{"being grown to 8192 bytes (for 3s): its guests are down"}},
-		{"being deleted", absent, VolumeFacts{Listed: true, SizeBytes: 4096, Work: VolumeWork{Kind: Teardown, Since: now}}, reported.VolumeReady, 4096, []string{"being deleted"}},
-		{"asked absent, deleted here", absent, VolumeFacts{Deleted: true, DeletedSizeBytes: 4096}, reported.VolumeDeleted, 4096, []string{""}},
-		{"asked absent, never here", absent, VolumeFacts{}, reported.VolumeDeleted, 1024, []string{""}},
-		{"being made, waiting for a turn", present, VolumeFacts{Work: at(seeding, SeedQueued, 0, 0, 0, nil)}, reported.VolumePending, 1024,
-			[]string{"being made (for 1m30s): waiting for a turn"}},
-		{"being made without a seed", present, VolumeFacts{Work: VolumeWork{Kind: Provision, Since: now, Phase: SeedFetching}}, reported.VolumePending, 1024, []string{"being made (for 0s)"}},
-		{"fetching", present, VolumeFacts{Message: "could not be made (tried again at …): boom", Work: at(seeding, SeedFetching, 3<<20, 12<<20, 0, nil)}, reported.VolumePending, 1024,
-			[]string{`being made from initialContents "seeds/big.tar.gz" (for 1m30s): fetching the archive, 3145728 bytes (3.0 MiB) of 12582912 bytes (12.0 MiB) (25%)`}},
-		{"fetching, size not yet known", present, VolumeFacts{Work: at(seeding, SeedFetching, 100, 0, 0, nil)}, reported.VolumePending, 1024, []string{"100 bytes so far"}},
-		{"unpacking", present, VolumeFacts{Work: at(seeding, SeedUnpacking, 12<<20, 12<<20, 5<<20, nil)}, reported.VolumePending, 1024,
-			[]string{"unpacking the archive (12582912 bytes (12.0 MiB) fetched), 5242880 bytes (5.0 MiB) of files unpacked"}},
-		{"formatting", present, VolumeFacts{Work: at(seeding, SeedFormatting, 12<<20, 12<<20, 11<<20, nil)}, reported.VolumePending, 1024, []string{"writing the filesystem"}},
-		{"resumed after a restart", present, VolumeFacts{Work: at(seeding, SeedUnpacking, 12<<20, 12<<20, 0, &EarlierSeed{StartedAt: earlier, Fetched: 12 << 20, Resumed: true})}, reported.VolumePending, 1024,
-			[]string{"resumed: an attempt begun at 2026-12-02T05:00:00Z was interrupted by a restart after fetching the whole archive", "without fetching it again"}},
-		{"restarted after a restart", present, VolumeFacts{Work: at(seeding, SeedFetching, 1, 12<<20, 0, &EarlierSeed{StartedAt: earlier, Fetched: 6 << 20})}, reported.VolumePending, 1024,
-			[]string{"restarted: an attempt begun at 2026-12-02T05:00:00Z was interrupted by a restart after fetching 6291456 bytes (6.0 MiB)", "fetched again from the start"}},
-		{"its making failed", present, VolumeFacts{Message: "could not be made: boom"}, reported.VolumeFailed, 1024, []string{"could not be made: boom"}},
-		{"not made yet", present, VolumeFacts{}, reported.VolumePending, 1024, []string{""}},
-	} {
-		got := VolumeStatus(c.v, c.f, now)
-		if got.State != c.state || got.SizeBytes != c.size || got.VolumeId != "v" || got.AppId != "a" {
-			t.Errorf("%s: %+v; want %s at %d bytes", c.name, got, c.state, c.size)
-		}
-		for _, s := range c.says {
-			if s == "" && got.Message != "" || !strings.Contains(got.Message, s) {
-				t.Errorf("%s: message %q; want it to say %q", c.name, got.Message, s)
-			}
-		}
-		if c.f.Listed && (got.DevicePath != c.f.DevicePath || got.Usage != c.f.Usage) || !c.f.Listed && got.Usage != nil {
-			t.Errorf("%s: device %q, usage %+v", c.name, got.DevicePath, got.Usage)
-		}
-	}
-}
-
 func TestUnlistedVolumes(t *testing.T) {
 	doc := &desired.HostDesiredState{Volumes: []desired.DesiredVolume{{VolumeId: "named"}}}
 	facts := map[string]VolumeFacts{
@@ -104,16 +45,6 @@ func TestGrowTakesDown(t *testing.T) {
 		if got := GrowTakesDown("v", c.in); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
-	}
-}
-
-func TestVolumeHoldsBack(t *testing.T) {
-	now := time.Now()
-	if got := VolumeHoldsBack(VolumeWork{}, now); got != "" {
-		t.Errorf("no work holds back: %q", got)
-	}
-	if got := VolumeHoldsBack(VolumeWork{Kind: Grow, SizeBytes: 2048, Since: now}, now); !strings.HasPrefix(got, "being grown to 2048 bytes") {
-		t.Errorf("a grow holds back with %q", got)
 	}
 }
 
@@ -206,17 +137,3 @@ func TestExportsToCancel(t *testing.T) {
 	}
 }
 
-func TestVolumeActionAndFailureSentences(t *testing.T) {
-	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
-	for _, c := range []struct{ got, want string }{
-		{VolumeActionMessage(VolumeAction{Kind: Blocked, By: "a"}, 0, 0), "asked absent but held back: app a still uses it; it is deleted once no instance in the document names it"},
-		{VolumeActionMessage(VolumeAction{Kind: RefuseShrink}, 4096, 512), "a volume only grows: it is 4096 bytes and the document asks for 512; ask for 4096 or more (shrinking would destroy data)"},
-		{VolumeFailedMessage(VolumeAction{Kind: Provision}, 512, at, "boom"), "could not be made (tried again at 2026-12-02T06:00:00Z): boom"},
-		{VolumeFailedMessage(VolumeAction{Kind: Grow}, 8192, at, "boom"), "could not be grown to 8192 bytes (tried again at 2026-12-02T06:00:00Z): boom"},
-		{VolumeFailedMessage(VolumeAction{Kind: Teardown}, 0, at, "boom"), "could not be deleted (tried again at 2026-12-02T06:00:00Z): boom"},
-	} {
-		if c.got != c.want {
-			t.Errorf("%q\nwant %q", c.got, c.want)
-		}
-	}
-}
