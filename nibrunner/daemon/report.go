@@ -71,7 +71,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 			f.Key, f.Digest = info.Key, info.Digest
 		}
 		f.Create = d.jobFacts(cpCreateJob(string(c.CheckpointId)))
-		r.Checkpoints = append(r.Checkpoints, plan.CheckpointStatus(d.acc.doc, c, f, now))
+		r.Checkpoints = append(r.Checkpoints, explain.CheckpointStatus(d.acc.doc, c, f, now))
 	}
 	for _, e := range d.acc.doc.Exports {
 		if e.DesiredState != desired.Present {
@@ -82,7 +82,7 @@ func (d *Daemon) report(now time.Time, statuses map[string]plan.Status, cps map[
 			f.Exists, f.SizeBytes, f.ReadyAt = true, info.SizeBytes, info.ReadyAt
 		}
 		f.Write = d.jobFacts(expWriteJob(string(e.ExportId)))
-		r.Exports = append(r.Exports, plan.ExportStatus(d.acc.doc, e, f, now))
+		r.Exports = append(r.Exports, explain.ExportStatus(d.acc.doc, e, f, now))
 	}
 	return r
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strconv"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
@@ -40,13 +41,73 @@ type CheckpointFacts struct {
 	Volume VolumeOf
 }
 
+// JobWhy is why the report of a checkpoint or an export says what it
+// says: a typed reason, which plan/explain words from JobReason's facts.
+type JobWhy int
+
+// The reasons of a checkpoint's or an export's report.
+const (
+	// JobSaysNothing: there is nothing to say.
+	JobSaysNothing JobWhy = iota
+	// JobFailed: its job failed (Job) and waits for its retry.
+	JobFailed
+	// JobVolumeComing: its volume is the document's (volumes[Index]) and
+	// is being made; Failure says why its last making failed, if it did.
+	JobVolumeComing
+	// JobVolumeAbsent: the document asks its volume absent
+	// (volumes[Index]).
+	JobVolumeAbsent
+	// JobVolumeDeleted: this host deleted its volume and the document
+	// does not list it.
+	JobVolumeDeleted
+	// JobVolumeUnknown: neither the document nor the host has its volume.
+	JobVolumeUnknown
+)
+
+var jobWhyNames = [...]string{"nothing", "job failed", "volume coming", "volume asked absent", "volume deleted", "volume unknown"}
+
+func (w JobWhy) String() string {
+	if int(w) < len(jobWhyNames) {
+		return jobWhyNames[w]
+	}
+	return "JobWhy(" + strconv.Itoa(int(w)) + ")"
+}
+
+// JobReason is why a checkpoint's or an export's report says what it
+// says, with the facts its sentence names.
+type JobReason struct {
+	Why JobWhy
+	// Job is the failed job (JobFailed).
+	Job JobFacts
+	// VolumeID is the volume it reads, App the app an export names ("" for
+	// a checkpoint), Index the volume's place in the document's volumes,
+	// Failure why the volume's making failed (JobVolumeComing).
+	VolumeID, App string
+	Index         int
+	Failure       string
+}
+
+// CheckpointReport is a checkpoint's report as the planner decides it:
+// the checkpoint, with no Message, and why (explain words it).
+type CheckpointReport struct {
+	reported.Checkpoint
+	Why JobReason
+}
+
+// ExportReport is an export's report as the planner decides it: the
+// export, with no Message, and why (explain words it).
+type ExportReport struct {
+	reported.Export
+	Why JobReason
+}
+
 // CheckpointStatus decides what the report says of checkpoint c of doc
-// (asked present) at now: ready once it exists; failed while the job that
-// makes it failed and waits for its retry; otherwise pending, unless its
-// volume is missing, which waits while the document asks for the volume
-// and fails when nothing in it ever will make the volume (volumeMissing).
-func CheckpointStatus(doc *desired.HostDesiredState, c desired.DesiredCheckpoint, f CheckpointFacts, now time.Time) reported.Checkpoint {
-	rc := reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}
+// (asked present): ready once it exists; failed while the job that makes
+// it failed and waits for its retry; otherwise pending, unless its volume
+// is missing, which waits while the document asks for the volume and
+// fails when nothing in it ever will make the volume (volumeMissing).
+func CheckpointStatus(doc *desired.HostDesiredState, c desired.DesiredCheckpoint, f CheckpointFacts) CheckpointReport {
+	rc := CheckpointReport{Checkpoint: reported.Checkpoint{CheckpointId: c.CheckpointId, VolumeId: c.VolumeId, State: reported.CheckpointPending}}
 	switch {
 	case f.Exists:
 		at := f.ReadyAt
@@ -54,10 +115,10 @@ func CheckpointStatus(doc *desired.HostDesiredState, c desired.DesiredCheckpoint
 		rc.ObjectKey, rc.Digest = desired.ObjectKey(f.Key), desired.Sha256Digest(f.Digest)
 		return rc
 	case f.Create.Failed:
-		rc.State, rc.Message = reported.CheckpointFailed, jobMessage("could not be made", f.Create, now)
+		rc.State, rc.Why = reported.CheckpointFailed, JobReason{Why: JobFailed, Job: f.Create}
 	}
 	if !f.Volume.There && rc.State == reported.CheckpointPending {
-		rc.State, rc.Message = judgeMissing(doc, "checkpoint", string(c.VolumeId), "", f.Volume, reported.CheckpointFailed, rc.State)
+		rc.State, rc.Why = judgeMissing(doc, string(c.VolumeId), "", f.Volume, reported.CheckpointFailed, rc.State)
 	}
 	return rc
 }
@@ -77,8 +138,8 @@ type ExportFacts struct {
 // present) at now: ready once written; preparing while its job runs;
 // failed while the job failed and waits for its retry; otherwise pending,
 // unless its volume is missing (as CheckpointStatus).
-func ExportStatus(doc *desired.HostDesiredState, e desired.DesiredExport, f ExportFacts, now time.Time) reported.Export {
-	re := reported.Export{ExportId: e.ExportId, State: reported.ExportPending}
+func ExportStatus(doc *desired.HostDesiredState, e desired.DesiredExport, f ExportFacts) ExportReport {
+	re := ExportReport{Export: reported.Export{ExportId: e.ExportId, State: reported.ExportPending}}
 	switch {
 	case f.Exists:
 		at := f.ReadyAt
@@ -87,23 +148,54 @@ func ExportStatus(doc *desired.HostDesiredState, e desired.DesiredExport, f Expo
 	case f.Write.Running:
 		re.State = reported.ExportPreparing
 	case f.Write.Failed:
-		re.State, re.Message = reported.ExportFailed, jobMessage("could not be written", f.Write, now)
+		re.State, re.Why = reported.ExportFailed, JobReason{Why: JobFailed, Job: f.Write}
 	}
 	if !f.Volume.There && re.State == reported.ExportPending {
-		re.State, re.Message = judgeMissing(doc, "export", string(e.VolumeId), string(e.AppId), f.Volume, reported.ExportFailed, re.State)
+		re.State, re.Why = judgeMissing(doc, string(e.VolumeId), string(e.AppId), f.Volume, reported.ExportFailed, re.State)
 	}
 	return re
 }
 
 // judgeMissing is the state (failed, or pending as it was) and the
-// sentence of a pending checkpoint or export whose volume the host lacks
+// reason of a pending checkpoint or export whose volume the host lacks
 // (volumeMissing).
-func judgeMissing[S ~string](doc *desired.HostDesiredState, what, id, app string, v VolumeOf, failed, pending S) (S, string) {
-	bad, msg := volumeMissing(doc, what, id, app, v)
+func judgeMissing[S ~string](doc *desired.HostDesiredState, id, app string, v VolumeOf, failed, pending S) (S, JobReason) {
+	bad, why := volumeMissing(doc, id, app, v)
 	if bad {
-		return failed, msg
+		return failed, why
 	}
-	return pending, msg
+	return pending, why
+}
+
+// volumeMissing judges a checkpoint or export of volume id, which this
+// host does not have (v.Deleted: it had it and deleted it), for app
+// (empty for a checkpoint, which names none): whether it is failed rather
+// than pending, and why. The host makes a volume only when the document
+// lists it present, so the entry waits (pending) while the document does
+// (with why its making failed, when v.Failure says), and otherwise
+// nothing in this document will ever make the volume: it is failed. It
+// is judged again with every document, so one that lists the volume
+// makes it pending.
+func volumeMissing(doc *desired.HostDesiredState, id, app string, v VolumeOf) (bool, JobReason) {
+	r := JobReason{VolumeID: id, App: app}
+	for i, dv := range doc.Volumes {
+		if string(dv.VolumeId) != id {
+			continue
+		}
+		r.Index = i
+		if dv.DesiredState == desired.Present {
+			r.Why, r.Failure = JobVolumeComing, v.Failure
+			return false, r
+		}
+		r.Why = JobVolumeAbsent
+		return true, r
+	}
+	if v.Deleted {
+		r.Why = JobVolumeDeleted
+		return true, r
+	}
+	r.Why = JobVolumeUnknown
+	return true, r
 }
 
 // ExportsToCancel is the rule that exports are authoritative, for the

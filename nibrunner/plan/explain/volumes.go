@@ -126,3 +126,46 @@ func bytesText(n uint64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// CheckpointStatus is the report of checkpoint c of doc, as the planner
+// decides it (plan.CheckpointStatus) from f, in words at now.
+func CheckpointStatus(doc *desired.HostDesiredState, c desired.DesiredCheckpoint, f plan.CheckpointFacts, now time.Time) reported.Checkpoint {
+	r := plan.CheckpointStatus(doc, c, f)
+	r.Message = JobSays(r.Why, "checkpoint", "could not be made", now)
+	return r.Checkpoint
+}
+
+// ExportStatus is the report of export e of doc, as the planner decides
+// it (plan.ExportStatus) from f, in words at now.
+func ExportStatus(doc *desired.HostDesiredState, e desired.DesiredExport, f plan.ExportFacts, now time.Time) reported.Export {
+	r := plan.ExportStatus(doc, e, f)
+	r.Message = JobSays(r.Why, "export", "could not be written", now)
+	return r.Export
+}
+
+// JobSays is the sentence of r for a checkpoint or an export (what),
+// whose job's failure is said as failed ("could not be made"), at now.
+func JobSays(r plan.JobReason, what, failed string, now time.Time) string {
+	id, i := r.VolumeID, r.Index
+	switch r.Why {
+	case plan.JobFailed:
+		j := r.Job
+		return reported.Truncate(fmt.Sprintf("%s (attempt %d; the next try is in %s): %s", failed, j.Attempts, plan.RoundDuration(max(j.RetryAt.Sub(now), 0)), j.Message))
+	case plan.JobVolumeComing:
+		if r.Failure != "" {
+			return reported.Truncate(fmt.Sprintf("waiting for volume %s to be made (volumes[%d]), which failed: %s", id, i, r.Failure))
+		}
+		return fmt.Sprintf("waiting for volume %s to be made (volumes[%d])", id, i)
+	case plan.JobVolumeAbsent:
+		return fmt.Sprintf("volume %s is asked absent (volumes[%d].desiredState), so there is nothing to %s: ask for it present, or point this %s at a volume the host holds", id, i, what, what)
+	case plan.JobVolumeDeleted:
+		return fmt.Sprintf("volume %s was deleted from this host and this document does not list it, so there is nothing to %s: point this %s at a volume the host holds, or drop it", id, what, what)
+	case plan.JobVolumeUnknown:
+		forApp := ""
+		if r.App != "" {
+			forApp = " with appId " + r.App
+		}
+		return fmt.Sprintf("volume %s is not one of this document's volumes and this host has none by that name, so nothing will make it: add it to volumes%s, or point this %s at a volume the host holds", id, forApp, what)
+	}
+	return ""
+}

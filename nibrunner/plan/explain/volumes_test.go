@@ -105,3 +105,81 @@ func TestANoDiskSentenceNamesTheVolumeItsSizeAndTheFreeSpace(t *testing.T) {
 		t.Errorf("a NoDisk action says %q", got)
 	}
 }
+
+// missingDoc lists one volume present and one absent.
+var missingDoc = &desired.HostDesiredState{Volumes: []desired.DesiredVolume{
+	{VolumeId: "coming", AppId: "a", DesiredState: desired.Present},
+	{VolumeId: "going", AppId: "b", DesiredState: desired.Absent},
+}}
+
+func TestCheckpointStatus(t *testing.T) {
+	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	ready := now.Add(-time.Minute)
+	there := plan.VolumeOf{There: true}
+	failedJob := plan.JobFacts{Failed: true, Attempts: 2, RetryAt: now.Add(4 * time.Second), Message: "freeze: boom"}
+	for _, c := range []struct {
+		name  string
+		vol   string
+		f     plan.CheckpointFacts
+		state reported.CheckpointState
+		says  string
+	}{
+		{"made", "coming", plan.CheckpointFacts{Exists: true, Reference: "checkpoints/c.img", ReadyAt: ready, Create: failedJob}, reported.CheckpointReady, ""},
+		{"its job failed", "coming", plan.CheckpointFacts{Create: failedJob, Volume: there}, reported.CheckpointFailed, "could not be made (attempt 2; the next try is in 4s): freeze: boom"},
+		{"its job runs", "coming", plan.CheckpointFacts{Create: plan.JobFacts{Running: true}, Volume: there}, reported.CheckpointPending, ""},
+		{"its volume to be made", "coming", plan.CheckpointFacts{}, reported.CheckpointPending, "waiting for volume coming to be made (volumes[0])"},
+		{"its volume's making failed", "coming", plan.CheckpointFacts{Volume: plan.VolumeOf{Failure: "disk full"}}, reported.CheckpointPending, "waiting for volume coming to be made (volumes[0]), which failed: disk full"},
+		{"its volume asked absent", "going", plan.CheckpointFacts{}, reported.CheckpointFailed, "volume going is asked absent (volumes[1].desiredState), so there is nothing to checkpoint"},
+		{"its volume deleted and unlisted", "gone", plan.CheckpointFacts{Volume: plan.VolumeOf{Deleted: true}}, reported.CheckpointFailed, "volume gone was deleted from this host"},
+		{"its volume never heard of", "ghost", plan.CheckpointFacts{}, reported.CheckpointFailed, "add it to volumes, or point this checkpoint at a volume the host holds"},
+	} {
+		cp := desired.DesiredCheckpoint{CheckpointId: "c", VolumeId: desired.VolumeId(c.vol), DesiredState: desired.Present}
+		got := CheckpointStatus(missingDoc, cp, c.f, now)
+		if got.State != c.state || got.CheckpointId != "c" || string(got.VolumeId) != c.vol {
+			t.Errorf("%s: %+v; want %s", c.name, got, c.state)
+		}
+		if c.says == "" && got.Message != "" || !strings.Contains(got.Message, c.says) {
+			t.Errorf("%s: message %q; want %q", c.name, got.Message, c.says)
+		}
+		if c.f.Exists && (got.Reference != c.f.Reference || got.ReadyAt == nil || !got.ReadyAt.Equal(ready)) {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+	}
+}
+
+func TestExportStatus(t *testing.T) {
+	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	there := plan.VolumeOf{There: true}
+	for _, c := range []struct {
+		name     string
+		vol, app string
+		f        plan.ExportFacts
+		state    reported.ExportState
+		says     string
+	}{
+		{"written", "coming", "a", plan.ExportFacts{Exists: true, SizeBytes: 77, ReadyAt: now}, reported.ExportReady, ""},
+		{"being written", "coming", "a", plan.ExportFacts{Write: plan.JobFacts{Running: true}, Volume: there}, reported.ExportPreparing, ""},
+		{"being written, its volume gone", "ghost", "a", plan.ExportFacts{Write: plan.JobFacts{Running: true}}, reported.ExportPreparing, ""},
+		{"its job failed", "coming", "a", plan.ExportFacts{Write: plan.JobFacts{Failed: true, Attempts: 1, RetryAt: now.Add(-time.Second), Message: "s3: denied"}, Volume: there}, reported.ExportFailed,
+			"could not be written (attempt 1; the next try is in 0s): s3: denied"},
+		{"waiting", "coming", "a", plan.ExportFacts{Volume: there}, reported.ExportPending, ""},
+		{"its volume asked absent", "going", "b", plan.ExportFacts{}, reported.ExportFailed, "nothing to export: ask for it present, or point this export at a volume the host holds"},
+		{"its volume never heard of, for an app", "ghost-data", "ghost", plan.ExportFacts{}, reported.ExportFailed,
+			"volume ghost-data is not one of this document's volumes and this host has none by that name, so nothing will make it: add it to volumes with appId ghost"},
+	} {
+		e := desired.DesiredExport{ExportId: "e", AppId: desired.AppId(c.app), VolumeId: desired.VolumeId(c.vol), DesiredState: desired.Present}
+		got := ExportStatus(missingDoc, e, c.f, now)
+		if got.State != c.state || got.ExportId != "e" {
+			t.Errorf("%s: %+v; want %s", c.name, got, c.state)
+		}
+		if c.says == "" && got.Message != "" || !strings.Contains(got.Message, c.says) {
+			t.Errorf("%s: message %q; want %q", c.name, got.Message, c.says)
+		}
+		if n := len([]rune(got.Message)); n > reported.MaxMessageLen {
+			t.Errorf("%s: %d characters, more than a report message holds", c.name, n)
+		}
+		if c.f.Exists && (got.SizeBytes != 77 || got.ReadyAt == nil) {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+	}
+}
