@@ -104,8 +104,8 @@ func (ps *apps) admit(x plan.InstanceAction, in *desired.DesiredInstance, given,
 		FreeingGivenMiB: freeingGiven, FreeingHeldMiB: freeingHeld,
 		HasSlot: a.hasSlot, NoSlot: a.note,
 	})
-	if adm.Why != "" {
-		a.note = adm.Why
+	if !adm.Admitted() {
+		a.note = explain.Admission(adm)
 		for _, id := range adm.Sleep {
 			ps.cfg.Logf("nibrunnerd: %s goes to sleep to make room in memory for %s", id, x.AppID)
 			ps.dispatch(plan.InstanceAction{Kind: plan.Sleep, AppID: id}, nil, 0)

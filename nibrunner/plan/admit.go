@@ -1,8 +1,7 @@
 package plan
 
 import (
-	"fmt"
-	"strings"
+	"strconv"
 
 	"alpnib.dev/nibrunner/desired"
 )
@@ -41,17 +40,64 @@ type StartFacts struct {
 	NoSlot  string
 }
 
+// AdmitWhy is why the start gate holds a start back: a typed reason,
+// which plan/explain words from AdmitReason's facts.
+type AdmitWhy int
+
+// The start gate's reasons, in the order its gates are tried.
+const (
+	// Admitted: every gate is open.
+	Admitted AdmitWhy = iota
+	// WaitNetwork: the host network rules are not in place (Text: why).
+	WaitNetwork
+	// WaitVolume: the instance's volume (VolumeID) is not ready (Text:
+	// why, "" when it is not made yet).
+	WaitVolume
+	// WaitMemoryGiven: the memory given to guests leaves ShortMiB too
+	// little.
+	WaitMemoryGiven
+	// WaitMemoryHeld: the guests hold HeldMiB of the CapacityMiB they
+	// may, ShortMiB too much.
+	WaitMemoryHeld
+	// WaitSlot: it has no slot (Text: the allocator's sentence, "" when
+	// none was tried).
+	WaitSlot
+)
+
+var admitWhyNames = [...]string{"admitted", "network", "volume", "memory given", "memory held", "slot"}
+
+func (w AdmitWhy) String() string {
+	if int(w) < len(admitWhyNames) {
+		return admitWhyNames[w]
+	}
+	return "AdmitWhy(" + strconv.Itoa(int(w)) + ")"
+}
+
+// AdmitReason is why the start gate holds a start back, with the facts
+// its sentence names.
+type AdmitReason struct {
+	Why                            AdmitWhy
+	Text, VolumeID                 string
+	ShortMiB, HeldMiB, CapacityMiB uint64
+	// RoomComing: short of memory, the guests already going to sleep or
+	// down make the room, so none other is put to sleep.
+	RoomComing bool
+}
+
 // Admission is the start gate's answer.
 type Admission struct {
 	// NeedMiB is the memory the guest will be given, when admitted.
 	NeedMiB uint64
-	// Why is the sentence the report gives while the start waits for a
-	// later pass; empty means admitted.
-	Why string
+	// Why is why the start waits for a later pass (Admitted: it does
+	// not); plan/explain words it for the report.
+	Why AdmitReason
 	// Sleep are the apps to put to sleep now so that the start fits at a
-	// later pass (set only with Why).
+	// later pass (set only when held back).
 	Sleep []string
 }
+
+// Admitted tells whether the start may go ahead.
+func (a Admission) Admitted() bool { return a.Why.Why == Admitted }
 
 // Admit is the start gate: whether a start of in may go ahead now, given
 // f. The first gate that is shut says why: the network rules, the volume,
@@ -60,19 +106,15 @@ type Admission struct {
 func Admit(in *desired.DesiredInstance, f StartFacts) Admission {
 	switch {
 	case !f.NetworkReady:
-		return Admission{Why: "waiting to be started: the host network rules are not in place yet (" + f.NetworkErr + ")"}
+		return Admission{Why: AdmitReason{Why: WaitNetwork, Text: f.NetworkErr}}
 	case !f.VolumeReady:
-		e := f.VolumeErr
-		if e == "" {
-			e = "it is not made yet"
-		}
-		return Admission{Why: fmt.Sprintf("waiting to be started: its volume %s is not ready: %s", in.VolumeId, e)}
+		return Admission{Why: AdmitReason{Why: WaitVolume, VolumeID: string(in.VolumeId), Text: f.VolumeErr}}
 	}
 	need := uint64(in.Config.Resources.MemoryMib)
 	if given, held := memoryShort(f, need); given > 0 || held > 0 {
-		why := memoryWaitingMessage(max(given, held))
+		why := AdmitReason{Why: WaitMemoryGiven, ShortMiB: max(given, held)}
 		if held > given {
-			why = fmt.Sprintf("waiting to be started: the guests on its host hold %d MiB of the %d MiB they may, %d MiB short of the memory it needs", f.HeldMiB, f.CapacityMiB, held)
+			why = AdmitReason{Why: WaitMemoryHeld, ShortMiB: held, HeldMiB: f.HeldMiB, CapacityMiB: f.CapacityMiB}
 		}
 		// Room is made for the whole excess, which is more than the
 		// shortfall the sentence names when the host is already over.
@@ -82,19 +124,13 @@ func Admit(in *desired.DesiredInstance, f StartFacts) Admission {
 		}
 		given, held = given-min(given, f.FreeingGivenMiB), held-min(held, f.FreeingHeldMiB)
 		if given == 0 && held == 0 {
-			return Admission{Why: why + "; waiting for the guests going to sleep or down to make room"}
+			why.RoomComing = true
+			return Admission{Why: why}
 		}
-		sleep := MakeRoom(given, held, f.Sleepers)
-		if len(sleep) > 0 {
-			why += "; putting the longest idle on request to sleep to make room: " + strings.Join(sleep, ", ")
-		}
-		return Admission{Why: why, Sleep: sleep}
+		return Admission{Why: why, Sleep: MakeRoom(given, held, f.Sleepers)}
 	}
 	if !f.HasSlot {
-		if f.NoSlot != "" {
-			return Admission{Why: f.NoSlot}
-		}
-		return Admission{Why: "waiting to be started: it has no slot yet"}
+		return Admission{Why: AdmitReason{Why: WaitSlot, Text: f.NoSlot}}
 	}
 	return Admission{NeedMiB: need}
 }

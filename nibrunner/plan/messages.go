@@ -1,9 +1,5 @@
 package plan
 
-import (
-	"fmt"
-)
-
 // The sentences the planner's status functions say, in one place.
 
 // msgVolumeDetached is a volume on the host that no document names.
@@ -16,8 +12,3 @@ const (
 	MsgNoSlotYet      = "its first start was held back and it has no slot yet; the next pass tries again"
 	MsgWentDownWaking = "the guest went down while waking"
 )
-
-// memoryWaitingMessage explains a start held back by memory admission.
-func memoryWaitingMessage(shortMiB uint64) string {
-	return fmt.Sprintf("waiting to be started: its host is %d MiB short of the memory it needs", shortMiB)
-}
