@@ -109,7 +109,7 @@ func (d *Daemon) instanceStatuses(now time.Time) map[string]plan.Status {
 	out := make(map[string]plan.Status, len(d.acc.doc.Instances))
 	for i := range d.acc.doc.Instances {
 		in := &d.acc.doc.Instances[i]
-		out[string(in.AppId)] = plan.InstanceStatus(in, obs)
+		out[string(in.AppId)] = explain.InstanceStatus(in, obs)
 	}
 	return out
 }

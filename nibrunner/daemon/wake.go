@@ -110,8 +110,8 @@ func (ps *apps) decide(a *app) string {
 	if x.Kind == plan.GiveUp {
 		a.gaveUp()
 	}
-	if refused != "" {
-		return refused
+	if refused.Refused() {
+		return explain.WakeRefused(refused)
 	}
 	if !a.hasSlot {
 		// Its first boot: the pass gives it a slot and starts it.

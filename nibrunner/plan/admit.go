@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"alpnib.dev/nibrunner/desired"
 )
 
@@ -66,12 +64,7 @@ const (
 
 var admitWhyNames = [...]string{"admitted", "network", "volume", "memory given", "memory held", "slot"}
 
-func (w AdmitWhy) String() string {
-	if int(w) < len(admitWhyNames) {
-		return admitWhyNames[w]
-	}
-	return "AdmitWhy(" + strconv.Itoa(int(w)) + ")"
-}
+func (w AdmitWhy) String() string { return enumName(admitWhyNames[:], int(w), "AdmitWhy") }
 
 // AdmitReason is why the start gate holds a start back, with the facts
 // its sentence names.

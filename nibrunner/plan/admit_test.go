@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
 )
 
 func TestMakeRoomPicksTheLongestIdleFirstAndNoneInVain(t *testing.T) {

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"strconv"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
@@ -66,12 +65,7 @@ const (
 
 var jobWhyNames = [...]string{"nothing", "job failed", "volume coming", "volume asked absent", "volume deleted", "volume unknown"}
 
-func (w JobWhy) String() string {
-	if int(w) < len(jobWhyNames) {
-		return jobWhyNames[w]
-	}
-	return "JobWhy(" + strconv.Itoa(int(w)) + ")"
-}
+func (w JobWhy) String() string { return enumName(jobWhyNames[:], int(w), "JobWhy") }
 
 // JobReason is why a checkpoint's or an export's report says what it
 // says, with the facts its sentence names.

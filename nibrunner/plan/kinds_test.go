@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,5 +144,22 @@ func TestEverySwitchOverAnInstanceKindNamesEveryKind(t *testing.T) {
 	}
 	if switches == 0 {
 		t.Fatal("found no switch over an instance kind under nibrunner: the test no longer reads the daemon")
+	}
+}
+
+// Every typed reason has a name, and a value beyond them says its type.
+func TestEveryReasonHasAName(t *testing.T) {
+	for _, names := range [][]string{jobWhyNames[:], admitWhyNames[:], restartSaysNames[:], wakeWhyNames[:]} {
+		for i, n := range names {
+			if n == "" || slices.Index(names, n) != i {
+				t.Errorf("reason %d of %v has no name of its own", i, names)
+			}
+		}
+	}
+	if got := JobWhy(99).String(); got != "JobWhy(99)" {
+		t.Errorf("JobWhy(99) says %q", got)
+	}
+	if got := AdmitWhy(WaitSlot).String(); got != "slot" {
+		t.Errorf("WaitSlot says %q", got)
 	}
 }

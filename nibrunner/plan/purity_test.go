@@ -80,3 +80,24 @@ func TestThePlannerImportsNothingThatTouchesTheHost(t *testing.T) {
 		}
 	}
 }
+
+// TestThePlannerSaysNoSentence pins the split of deciding from saying:
+// plan imports no fmt, so no sentence is formatted in it; its status
+// functions return typed reasons, which plan/explain words.
+func TestThePlannerSaysNoSentence(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is not on PATH: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, "list", "-f", "{{join .Imports \" \"}}", "alpnib.dev/nibrunner/plan").Output()
+	if err != nil {
+		t.Fatalf("go list alpnib.dev/nibrunner/plan: %v", err)
+	}
+	for _, im := range strings.Fields(string(out)) {
+		if im == "fmt" {
+			t.Fatal("plan imports fmt: a sentence belongs in plan/explain, and plan returns the reason it words")
+		}
+	}
+}

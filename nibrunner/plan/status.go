@@ -1,19 +1,51 @@
 package plan
 
 import (
-	"fmt"
 	"time"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
 )
 
-// Status is what the report says of one instance: its state and the
-// sentence a person acts on ("" when there is nothing to say). The daemon
-// renders the rest (meters, the guest's address, timestamps).
+// Status is what the report says of one instance: its state, the
+// sentence a person acts on that the planner passes on (the host's
+// problem, the guest's failure, the note of a held-back start; "" when
+// there is nothing to say), and the restart it names, which plan/explain
+// words after it (explain.InstanceStatus). The daemon renders the rest
+// (meters, the guest's address, timestamps).
 type Status struct {
 	State   health.State
 	Message string
+	Restart RestartNote
+}
+
+// RestartSays is which restart an instance's report names: a typed
+// reason, worded by plan/explain from RestartNote's facts.
+type RestartSays int
+
+// What an instance's report says of its restarts.
+const (
+	// RestartNothing: nothing.
+	RestartNothing RestartSays = iota
+	// RestartOutOf: it was restarted N times, MaxRestarts allowed, and
+	// failed again: the Message is its last failure.
+	RestartOutOf
+	// RestartIn: its guest is up but failing, and is restarted In.
+	RestartIn
+	// RestartNext: its guest failed, and restart N of MaxRestarts comes In.
+	RestartNext
+)
+
+var restartSaysNames = [...]string{"nothing", "out of restarts", "restart of a failing guest", "next restart"}
+
+func (r RestartSays) String() string { return enumName(restartSaysNames[:], int(r), "RestartSays") }
+
+// RestartNote is the restart an instance's report names.
+type RestartNote struct {
+	Says        RestartSays
+	N           int
+	MaxRestarts uint32
+	In          time.Duration
 }
 
 // InstanceStatus decides what the report says of instance in, from obs.
@@ -37,24 +69,24 @@ func InstanceStatus(in *desired.DesiredInstance, obs Observed) Status {
 	var s Status
 	switch {
 	case obs.Problems[app] != "":
-		s = Status{health.Failed, "this host cannot run it: " + obs.Problems[app]}
+		s = Status{State: health.Failed, Message: "this host cannot run it: " + obs.Problems[app]}
 	case o.StartFailure != "" && o.StartFailed == dep && !stopped:
-		s = Status{health.Failed, o.StartFailure}
+		s = Status{State: health.Failed, Message: o.StartFailure}
 	case rec && o.outOfRestarts(dep) && !up && !stopped:
-		s = Status{health.Failed, fmt.Sprintf("out of restarts: it was restarted %d times and failed again (restartPolicy.maxRestarts is %d); last: %s. Deploy a new deploymentId to try again",
-			o.Budget.Total, in.Config.RestartPolicy.MaxRestarts, o.FailReason)}
+		s = Status{State: health.Failed, Message: o.FailReason,
+			Restart: RestartNote{Says: RestartOutOf, N: o.Budget.Total, MaxRestarts: in.Config.RestartPolicy.MaxRestarts}}
 	case up && rec:
 		s.State = o.Health
 		if s.State == health.Failed || s.State == health.Unhealthy {
 			s.Message = o.FailReason
 			if next := NextRestart(in, o, obs.Now); !next.OutOfRestarts && next.At.After(obs.Now) {
-				s.Message += fmt.Sprintf("; it is restarted in %s", RoundDuration(next.At.Sub(obs.Now)))
+				s.Restart = RestartNote{Says: RestartIn, In: next.At.Sub(obs.Now)}
 			}
 		}
 	case rec && !o.FailedAt.IsZero() && !stopped:
-		s = Status{health.Failed, o.FailReason}
+		s = Status{State: health.Failed, Message: o.FailReason}
 		if next := NextRestart(in, o, obs.Now); !next.OutOfRestarts && next.At.After(obs.Now) {
-			s.Message += fmt.Sprintf("; restart %d of %d in %s", next.N, in.Config.RestartPolicy.MaxRestarts, RoundDuration(next.At.Sub(obs.Now)))
+			s.Restart = RestartNote{Says: RestartNext, N: next.N, MaxRestarts: in.Config.RestartPolicy.MaxRestarts, In: next.At.Sub(obs.Now)}
 		}
 	case o.Acting && !up && !stopped:
 		// Its worker is starting or waking it.
@@ -70,7 +102,7 @@ func InstanceStatus(in *desired.DesiredInstance, obs Observed) Status {
 			s.Message = "waiting to be started: the next converge pass boots it"
 		}
 	}
-	if s.Message == "" && rec {
+	if s.Message == "" && s.Restart.Says == RestartNothing && rec {
 		s.Message = o.Message // a sleep or stop that failed
 	}
 	return s

@@ -56,4 +56,3 @@ func TestExportsToCancel(t *testing.T) {
 		t.Fatalf("cancelled %v, want %v: exports are authoritative", got, want)
 	}
 }
-

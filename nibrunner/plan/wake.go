@@ -1,7 +1,7 @@
 package plan
 
 import (
-	"fmt"
+	"strconv"
 
 	"alpnib.dev/nibrunner/desired"
 	"alpnib.dev/nibrunner/health"
@@ -15,38 +15,75 @@ func Wakeable(in *desired.DesiredInstance, problems map[string]string) bool {
 	return in != nil && in.DesiredState != desired.StateStopped && problems[string(in.AppId)] == ""
 }
 
+// WakeWhy is why the planner's answer to a waiting request brings the
+// app up or not: a typed reason, worded by plan/explain (WakeRefused).
+type WakeWhy int
+
+// A wake's answers from the planner.
+const (
+	// WakeGoesAhead: the action brings the app up.
+	WakeGoesAhead WakeWhy = iota
+	// WakeOutOfRestarts: the deployment spent its restart budget.
+	WakeOutOfRestarts
+	// WakePlannerFirst: the planner asks another action (Kind) first.
+	WakePlannerFirst
+	// WakeAwaitsRestart: it failed, and its restart's backoff is not over.
+	WakeAwaitsRestart
+	// WakeHeldBack: its start is held back (Note: the pass's sentence).
+	WakeHeldBack
+	// WakeVolumeNotReady: its volume is not ready.
+	WakeVolumeNotReady
+)
+
+var wakeWhyNames = [...]string{"goes ahead", "out of restarts", "planner first", "awaits restart", "held back", "volume not ready"}
+
+func (w WakeWhy) String() string { return enumName(wakeWhyNames[:], int(w), "WakeWhy") }
+
+// WakeRefusal is why a wake cannot bring an app up now (WakeGoesAhead:
+// it can), with the facts its sentence names.
+type WakeRefusal struct {
+	Why WakeWhy
+	// Kind is the action the planner asks first (WakePlannerFirst).
+	Kind InstanceKind
+	// Note is why its start is held back (WakeHeldBack).
+	Note string
+}
+
+// Refused tells whether the wake cannot bring the app up now.
+func (r WakeRefusal) Refused() bool { return r.Why != WakeGoesAhead }
+
 // WakeAction is the planner's answer to a request that waits for instance
 // in of doc, from obs (where the daemon marked it WantAwake): the action
-// that brings it up (Start, Wake, Replace, Recover or Restart) and "", or
-// why the wake cannot bring it up now, the sentence the wake answers.
-// When that is because the deployment has just spent its restart budget
-// the action is GiveUp, which the daemon records as a pass would.
-func WakeAction(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs Observed) (InstanceAction, string) {
-	const outOfRestarts = "it is out of restarts until a new deploymentId"
+// that brings it up (Start, Wake, Replace, Recover or Restart), or why the
+// wake cannot bring it up now, which the wake answers in words
+// (explain.WakeRefused). When that is because the deployment has just
+// spent its restart budget the action is GiveUp, which the daemon records
+// as a pass would.
+func WakeAction(doc *desired.HostDesiredState, in *desired.DesiredInstance, obs Observed) (InstanceAction, WakeRefusal) {
 	x, ok := App(doc, in, obs)
 	if ok {
 		switch x.Kind {
 		case Start, Wake, Replace, Recover, Restart:
-			return x, ""
+			return x, WakeRefusal{}
 		case GiveUp:
-			return x, outOfRestarts
+			return x, WakeRefusal{Why: WakeOutOfRestarts}
 		case Sleep, Stop, Forget, NoAction:
 		}
-		return x, fmt.Sprintf("the planner asks %s first", x.Kind)
+		return x, WakeRefusal{Why: WakePlannerFirst, Kind: x.Kind}
 	}
 	dep := string(in.DeploymentId)
 	o := obs.Instances[string(in.AppId)]
 	switch {
 	case o.Recorded == dep && o.outOfRestarts(dep):
-		return x, outOfRestarts
+		return x, WakeRefusal{Why: WakeOutOfRestarts}
 	case o.VM == Exited || o.failedToStart(dep):
 		// Its restart's backoff is not over (the guest exited, or its
 		// last start failed).
-		return x, "it failed and waits for its restart"
+		return x, WakeRefusal{Why: WakeAwaitsRestart}
 	case o.Note != "":
-		return x, "nothing to wake: " + o.Note
+		return x, WakeRefusal{Why: WakeHeldBack, Note: o.Note}
 	}
-	return x, "nothing to wake: its volume is not ready"
+	return x, WakeRefusal{Why: WakeVolumeNotReady}
 }
 
 // WakeFacts is what the daemon knows of an app a wake waits for, each
@@ -151,4 +188,13 @@ func or(s, otherwise string) string {
 		return s
 	}
 	return otherwise
+}
+
+// enumName is the name of value v of an enum typ whose names are in
+// order, or typ(v) for a value beyond them.
+func enumName(names []string, v int, typ string) string {
+	if v >= 0 && v < len(names) {
+		return names[v]
+	}
+	return typ + "(" + strconv.Itoa(v) + ")"
 }

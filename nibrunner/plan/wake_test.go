@@ -36,26 +36,26 @@ func TestOnlyAnAppTheDocumentAsksUpAndTheHostCanCarryIsWakeable(t *testing.T) {
 func TestTheWakesAnswers(t *testing.T) {
 	onRequest := instance("a", "d1", desired.StateOnRequest) // at most 3 restarts, from 1 s doubling
 	tests := []struct {
-		name     string
-		obs      *Instance // nil: the daemon has no record of it
-		volume   bool      // the volume is on the host
-		wanted   desired.DesiredPresence
-		kind     InstanceKind
-		refusals string
+		name    string
+		obs     *Instance // nil: the daemon has no record of it
+		volume  bool      // the volume is on the host
+		wanted  desired.DesiredPresence
+		kind    InstanceKind
+		refusal WakeRefusal
 	}{
-		{"an app never started is started", nil, true, desired.Present, Start, ""},
-		{"a sleeping app is woken", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, Sleeping: true, WantAwake: true}, true, desired.Present, Wake, ""},
-		{"an app booted once and down is woken cold", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, WantAwake: true}, true, desired.Present, Wake, ""},
-		{"a snapshot of an older deployment is replaced", &Instance{Recorded: "d0", DeploymentID: "d0", Booted: true, Sleeping: true, WantAwake: true}, true, desired.Present, Replace, ""},
-		{"an exited guest whose backoff is over is restarted", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1"}, WantAwake: true}, true, desired.Present, Restart, ""},
-		{"an exited guest in its backoff waits for its restart", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0, Budget: backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0}, WantAwake: true}, true, desired.Present, NoAction, "it failed and waits for its restart"},
-		{"an app whose last start failed waits for its restart", &Instance{Recorded: "d1", DeploymentID: "d1", VM: NoVM, Booted: true, FailedAt: t0, Budget: backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0}, WantAwake: true}, true, desired.Present, NoAction, "it failed and waits for its restart"},
-		{"a deployment out of restarts is out of restarts", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, Budget: spent, WantAwake: true}, true, desired.Present, NoAction, "it is out of restarts until a new deploymentId"},
-		{"a failed guest that has just spent its budget gives up", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Failed, FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: t0.Add(-time.Minute)}, WantAwake: true}, true, desired.Present, GiveUp, "it is out of restarts until a new deploymentId"},
-		{"an app whose volume is not wanted has nothing to wake", nil, false, desired.Absent, NoAction, "nothing to wake: its volume is not ready"},
-		{"an app with nothing to start on says why its start was held back", &Instance{Note: "waiting to be started: every slot of this host is taken (max_apps = 1)", WantAwake: true}, false, desired.Absent, NoAction, "nothing to wake: waiting to be started: every slot of this host is taken (max_apps = 1)"},
-		{"a guest whose volume vanished is recovered", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, WantAwake: true}, false, desired.Present, Recover, ""},
-		{"a guest up and asked asleep is not woken: the planner sleeps it first", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, WantAsleep: true}, true, desired.Present, Sleep, "the planner asks sleep first"},
+		{"an app never started is started", nil, true, desired.Present, Start, WakeRefusal{}},
+		{"a sleeping app is woken", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, Sleeping: true, WantAwake: true}, true, desired.Present, Wake, WakeRefusal{}},
+		{"an app booted once and down is woken cold", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, WantAwake: true}, true, desired.Present, Wake, WakeRefusal{}},
+		{"a snapshot of an older deployment is replaced", &Instance{Recorded: "d0", DeploymentID: "d0", Booted: true, Sleeping: true, WantAwake: true}, true, desired.Present, Replace, WakeRefusal{}},
+		{"an exited guest whose backoff is over is restarted", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1"}, WantAwake: true}, true, desired.Present, Restart, WakeRefusal{}},
+		{"an exited guest in its backoff waits for its restart", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Exited, FailedAt: t0, Budget: backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0}, WantAwake: true}, true, desired.Present, NoAction, WakeRefusal{Why: WakeAwaitsRestart}},
+		{"an app whose last start failed waits for its restart", &Instance{Recorded: "d1", DeploymentID: "d1", VM: NoVM, Booted: true, FailedAt: t0, Budget: backoff.Budget{DeploymentID: "d1", Window: 1, Total: 1, LastStart: t0}, WantAwake: true}, true, desired.Present, NoAction, WakeRefusal{Why: WakeAwaitsRestart}},
+		{"a deployment out of restarts is out of restarts", &Instance{Recorded: "d1", DeploymentID: "d1", Booted: true, Budget: spent, WantAwake: true}, true, desired.Present, NoAction, WakeRefusal{Why: WakeOutOfRestarts}},
+		{"a failed guest that has just spent its budget gives up", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Failed, FailedAt: t0.Add(-time.Minute), Budget: backoff.Budget{DeploymentID: "d1", Window: 3, Total: 3, LastStart: t0.Add(-time.Minute)}, WantAwake: true}, true, desired.Present, GiveUp, WakeRefusal{Why: WakeOutOfRestarts}},
+		{"an app whose volume is not wanted has nothing to wake", nil, false, desired.Absent, NoAction, WakeRefusal{Why: WakeVolumeNotReady}},
+		{"an app with nothing to start on says why its start was held back", &Instance{Note: "waiting to be started: every slot of this host is taken (max_apps = 1)", WantAwake: true}, false, desired.Absent, NoAction, WakeRefusal{Why: WakeHeldBack, Note: "waiting to be started: every slot of this host is taken (max_apps = 1)"}},
+		{"a guest whose volume vanished is recovered", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, WantAwake: true}, false, desired.Present, Recover, WakeRefusal{}},
+		{"a guest up and asked asleep is not woken: the planner sleeps it first", &Instance{Recorded: "d1", DeploymentID: "d1", VM: Up, Health: health.Running, Booted: true, WantAsleep: true}, true, desired.Present, Sleep, WakeRefusal{Why: WakePlannerFirst, Kind: Sleep}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestTheWakesAnswers(t *testing.T) {
 				obs.Instances["a"] = *tt.obs
 			}
 			x, why := WakeAction(d, &onRequest, obs)
-			if x.Kind != tt.kind || why != tt.refusals {
-				t.Fatalf("WakeAction = %q, %q; want %q, %q", x.Kind, why, tt.kind, tt.refusals)
+			if x.Kind != tt.kind || why != tt.refusal {
+				t.Fatalf("WakeAction = %q, %+v; want %q, %+v", x.Kind, why, tt.kind, tt.refusal)
 			}
 		})
 	}

@@ -24,7 +24,9 @@ func TestTheStartGate(t *testing.T) {
 	}{
 		{"a start with every gate open is admitted with its memory", func(*plan.StartFacts) {}, 256, ""},
 		{"a start that fills memory exactly is admitted", func(f *plan.StartFacts) { f.InUseMiB = 768 }, 256, ""},
-		{"no start before the network rules are in place", func(f *plan.StartFacts) { f.NetworkReady, f.NetworkErr = false, "nft: table nibrun could not be loaded" }, 0,
+		{"no start before the network rules are in place", func(f *plan.StartFacts) {
+			f.NetworkReady, f.NetworkErr = false, "nft: table nibrun could not be loaded"
+		}, 0,
 			"waiting to be started: the host network rules are not in place yet (nft: table nibrun could not be loaded)"},
 		{"no start before the volume is made", func(f *plan.StartFacts) { f.VolumeReady = false }, 0,
 			"waiting to be started: its volume vol-a is not ready: it is not made yet"},
