@@ -261,6 +261,9 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 		}
 		defer v.Close()
 		deps.VMM = v
+		// A sleeping app's memory travels beside its volume's checkpoint
+		// (docs/fleet.md).
+		deps.Travel = qemu.Travel{VMM: v, Checkpoints: cps.Objects(), Artifacts: artifacts}
 		deps.Network = network.Host{DeniedV4: cfg.Network.DeniedV4, DeniedV6: cfg.Network.DeniedV6, DNS: cfg.Network.DNS}
 		if userNetwork {
 			deps.Network = daemon.NoNetwork{}

@@ -45,12 +45,22 @@ func (d *Daemon) background(acts plan.Actions) {
 				if err := d.vols.atRestForCopy(vol); err != nil {
 					return err
 				}
-				_, err := d.deps.Checkpoints.Create(ctx, id, d.volumeToRead(ctx, vol, app))
-				return err
+				// Read before the copy: the snapshot that fits it (travel.go).
+				saved := d.savedSnapshot(app)
+				info, err := d.deps.Checkpoints.Create(ctx, id, d.volumeToRead(ctx, vol, app))
+				if err != nil {
+					return err
+				}
+				return d.sendSnapshot(ctx, id, app, saved, info.Key)
 			})
 		} else {
 			d.jobs.Forget(cpCreateJob(id))
-			d.submit(cpDeleteJob(id), func(ctx context.Context) error { return d.deps.Checkpoints.Delete(ctx, id) })
+			d.submit(cpDeleteJob(id), func(ctx context.Context) error {
+				if err := d.forgetSnapshot(ctx, id); err != nil {
+					return err
+				}
+				return d.deps.Checkpoints.Delete(ctx, id)
+			})
 		}
 	}
 	// An export dropped from the document or asked absent while it is

@@ -139,6 +139,9 @@ type Deps struct {
 	// Schedule is optional: scheduled checkpoints ([checkpoints.schedule]),
 	// run as a component after the jobs, stopped before them.
 	Schedule Schedule
+	// Travel is optional: without it a checkpoint carries no memory
+	// snapshot, and an app restored from one boots cold.
+	Travel Travel
 }
 
 // Daemon is one host's converge loop.

@@ -78,6 +78,26 @@ type Checkpoints interface {
 	Delete(ctx context.Context, id string) error
 }
 
+// Travel moves an on-request app's memory snapshot through the stores,
+// beside its volume's checkpoint (qemu.Travel; docs/fleet.md): sent with a
+// checkpoint of the volume of an app asleep, fetched when a volume is
+// restored from a checkpoint, so the app wakes there where it fell asleep.
+type Travel interface {
+	// SavedAt is when the app's snapshot was saved (Unix ms), 0 for none.
+	SavedAt(app string) int64
+	// Send puts the snapshot saved at savedAtMs beside the checkpoint at
+	// checkpointKey and returns the bytes sent (0 when the app has none);
+	// another snapshot is an error.
+	Send(ctx context.Context, app string, savedAtMs int64, checkpointKey string) (int64, error)
+	// Fetch makes the snapshot beside the checkpoint at objectKey the
+	// app's and returns its deployment ("" when there is none), and the
+	// bytes fetched. One this host could never restore is an error that
+	// says why.
+	Fetch(ctx context.Context, app, objectKey string) (deployment string, n int64, err error)
+	// Forget deletes the snapshot beside the checkpoint at checkpointKey.
+	Forget(ctx context.Context, checkpointKey string) error
+}
+
 // Schedule takes checkpoints of the host's volumes on a schedule of its
 // own (*schedule.Schedule): a component the daemon's manager runs, which
 // reads the host through the daemon (Run) and whose checkpoints the

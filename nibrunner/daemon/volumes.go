@@ -59,6 +59,10 @@ type volumeHost interface {
 	// takeDownForGrow takes down the guests on volume id that its grow
 	// needs down (mu not held).
 	takeDownForGrow(ctx context.Context, id string)
+	// restoredFromCheckpoint: volume vol of app was just made from the
+	// checkpoint at objectKey, and is not yet made in the daemon's eyes
+	// (mu not held).
+	restoredFromCheckpoint(ctx context.Context, app, vol, objectKey string)
 	// Kick asks for a pass.
 	Kick()
 }

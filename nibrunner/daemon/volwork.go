@@ -144,7 +144,12 @@ func (vs *volumes) work(ctx context.Context, dv desired.DesiredVolume, a plan.Vo
 	if a.Kind == plan.Grow {
 		vs.host.takeDownForGrow(cctx, a.VolumeID)
 	}
-	_, err := vs.backend.Converge(cctx, spec)
+	made, err := vs.backend.Converge(cctx, spec)
+	if err == nil && made.Restored && dv.InitialContents != nil {
+		// The app's memory may have come with it: it arrives asleep
+		// before a pass can boot it on the volume.
+		vs.host.restoredFromCheckpoint(cctx, string(dv.AppId), a.VolumeID, string(dv.InitialContents.ObjectKey))
+	}
 	now := vs.now()
 	// The outcome is recorded even when the daemon closes meanwhile.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), recordGrace)

@@ -74,6 +74,9 @@ type Volume struct {
 	Grown     bool // this call grew it
 	Deleted   bool
 	Seeded    *UnpackStats // what initialContents unpacked, when this call made it
+	// Restored: this call made it from a checkpoint its initialContents
+	// named (the checkpoint's image became the volume's).
+	Restored bool
 }
 
 // Error is a volume that cannot be converged. Its message names the volume
@@ -189,7 +192,7 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 	}
 	want := int64(RoundSize(spec.SizeBytes))
 	if !exists {
-		seeded, err := l.create(ctx, spec, v.Path, want)
+		seeded, restored, err := l.create(ctx, spec, v.Path, want)
 		if err != nil {
 			if !interrupted(ctx) {
 				// Failed or given up rather than interrupted: the next
@@ -198,7 +201,7 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 			}
 			return v, err
 		}
-		v.SizeBytes, v.Created, v.Seeded = want, true, seeded
+		v.SizeBytes, v.Created, v.Seeded, v.Restored = want, true, seeded, restored
 		return v, nil
 	}
 	have := st.Size()
@@ -220,7 +223,14 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 //
 // initialContents that names a checkpoint rather than an archive is
 // restored instead (restore): its image becomes the volume's.
-func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) (_ *UnpackStats, err error) {
+func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) (_ *UnpackStats, restored bool, err error) {
+	seeded, err := l.createImage(ctx, spec, path, size, &restored)
+	return seeded, restored, err
+}
+
+// createImage is create; *restored is set when initialContents named a
+// checkpoint.
+func (l *Local) createImage(ctx context.Context, spec Spec, path string, size int64, restored *bool) (_ *UnpackStats, err error) {
 	stage, err := os.MkdirTemp(l.Dir, ".stage-"+spec.VolumeID+"-")
 	if err != nil {
 		return nil, err
@@ -249,6 +259,7 @@ func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) 
 		// does.
 		defer func() { sd.end(ctx, err) }()
 		if head, _ := sniff(sd.archive, 8); checkpoint.IsContainer(head) {
+			*restored = true
 			return nil, l.restore(ctx, spec, sd, path, size)
 		}
 		var stats UnpackStats

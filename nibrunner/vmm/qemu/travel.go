@@ -172,3 +172,62 @@ func (v *VMM) hostMismatch(ctx context.Context, appID string, s Stamp) string {
 	want.MachineType = machine{Accel: v.Accel(ctx)}.machineType()
 	return s.Mismatch(want)
 }
+
+// Travel is the daemon's way to send an app's snapshot beside a checkpoint
+// of its volume and to fetch it when a volume is restored from one
+// (daemon.Travel): the VMM's snapshots, the checkpoint store they go up
+// to, and the artifact store a restore reads from (one bucket on a fleet
+// whose hosts share one, docs/fleet.md).
+type Travel struct {
+	VMM *VMM
+	// Checkpoints is where this host's checkpoints go; Artifacts where a
+	// volume's initialContents are read from.
+	Checkpoints, Artifacts store.Store
+}
+
+// SavedAt implements daemon.Travel: SnapshotSavedAt.
+func (t Travel) SavedAt(appID string) int64 { return t.VMM.SnapshotSavedAt(appID) }
+
+// Send implements daemon.Travel: the snapshot saved at savedAtMs goes up
+// beside the checkpoint at checkpointKey. An app with no snapshot sends
+// nothing (0, nil).
+func (t Travel) Send(ctx context.Context, appID string, savedAtMs int64, checkpointKey string) (int64, error) {
+	n, err := t.VMM.PutSnapshot(ctx, appID, savedAtMs, t.Checkpoints, TravelPrefix(checkpointKey))
+	if errors.Is(err, ErrNoSnapshot) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// Fetch implements daemon.Travel: the snapshot beside the checkpoint at
+// objectKey becomes the app's, and its deployment is returned. None there
+// is "" and no error; one this host could never restore is an error
+// wrapping ErrNotRestorable, with the stamp's sentence.
+func (t Travel) Fetch(ctx context.Context, appID, objectKey string) (deployment string, n int64, err error) {
+	n, err = t.VMM.FetchSnapshot(ctx, appID, t.Artifacts, TravelPrefix(objectKey))
+	if errors.Is(err, ErrNoSnapshot) {
+		return "", n, nil
+	}
+	if err != nil {
+		return "", n, err
+	}
+	s, err := readStamp(t.VMM.snapDir(appID))
+	if err != nil {
+		_ = t.VMM.Discard(ctx, appID)
+		return "", n, fmt.Errorf("fetch the snapshot of %s: %w", appID, err)
+	}
+	return s.DeploymentID, n, nil
+}
+
+// Forget implements daemon.Travel: the snapshot beside the checkpoint at
+// checkpointKey, if any, is deleted (its stamp first, so a reader never
+// finds a stamp without its state).
+func (t Travel) Forget(ctx context.Context, checkpointKey string) error {
+	prefix := TravelPrefix(checkpointKey)
+	for _, name := range []string{TravelStampObject, TravelStateObject} {
+		if err := t.Checkpoints.Delete(ctx, prefix+name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("delete the snapshot beside %s: %w", checkpointKey, err)
+		}
+	}
+	return nil
+}
