@@ -38,11 +38,11 @@ conns=64
 need=()
 command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-for c in jq openssl mke2fs curl; do command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || need+=("$c"); done
+for c in jq openssl mke2fs mksquashfs curl; do command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || need+=("$c"); done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
   pkgs=()
-  for p in "${need[@]}"; do case $p in mke2fs) pkgs+=(e2fsprogs) ;; *) pkgs+=("$p") ;; esac; done
+  for p in "${need[@]}"; do case $p in mke2fs) pkgs+=(e2fsprogs) ;; mksquashfs) pkgs+=(squashfs-tools) ;; *) pkgs+=("$p") ;; esac; done
   apt-get install -y "${pkgs[@]}" >/dev/null
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
