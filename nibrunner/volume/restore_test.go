@@ -61,8 +61,12 @@ func (r *s3Restore) seededVolume(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	c := &volume.Contents{Digest: hex.EncodeToString(sum[:]), ObjectKey: "seeds/" + id + ".tar.gz", DestinationPath: "/srv"}
-	if _, err := r.local.Converge(ctx(t), volume.Spec{VolumeID: id, SizeBytes: 32 << 20, State: volume.Present, InitialContents: c}); err != nil {
+	v, err := r.local.Converge(ctx(t), volume.Spec{VolumeID: id, SizeBytes: 32 << 20, State: volume.Present, InitialContents: c})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if v.Restored || v.Seeded == nil {
+		t.Errorf("a volume seeded from an archive says %+v; want Seeded, not Restored (a checkpoint's)", v)
 	}
 }
 
@@ -164,8 +168,8 @@ func TestAVolumeDeletedAfterItsCheckpointIsRestoredFromTheCheckpointObjectAndALa
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.Created || v.SizeBytes != 32<<20 {
-		t.Errorf("restored volume %+v; want made, 32 MiB", v)
+	if !v.Created || !v.Restored || v.SizeBytes != 32<<20 {
+		t.Errorf("restored volume %+v; want made from the checkpoint (Restored), 32 MiB", v)
 	}
 	sameFiles(t, files(t, v.Path), want)
 	if now := p.Now(); now.Fetched == 0 || now.Fetched != now.Total || now.Unpacked != info.Data {
