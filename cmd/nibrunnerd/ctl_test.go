@@ -49,6 +49,23 @@ denied_egress_addresses_v6 = []
 }
 
 // ctl runs one nibrunnerd command line and returns what it printed.
+// qemuConfig writes ctlConfig for a serve on QEMU and returns its path:
+// the guest image the QEMU tests share, room for the slots slottest pins,
+// each pair of replace (old, new) replaced, then extra (more tables) at
+// the end.
+func qemuConfig(t testing.TB, root, extra string, replace ...string) string {
+	t.Helper()
+	cfgPath := ctlConfig(t, root)
+	cfg, _ := os.ReadFile(cfgPath)
+	replace = append(replace,
+		`guest_image_dir = "`+root+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
+		"max_apps = 10", "max_apps = 4000")
+	if err := os.WriteFile(cfgPath, []byte(strings.NewReplacer(replace...).Replace(string(cfg))+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath
+}
+
 func ctl(args ...string) (string, error) {
 	cmd := newRootCmd()
 	var out bytes.Buffer

@@ -69,15 +69,7 @@ func TestOnARealMicroVMOnlyTheConfiguredListenersAnswerFromAnotherNamespace(t *t
 	testenv.IP(t, "-n", out, "link", "set", "uplink", "up")
 	testenv.IP(t, "-n", out, "route", "add", slot.Subnet.String(), "via", hostAddr)
 
-	cfgPath := ctlConfig(t, dir)
-	cfg, _ := os.ReadFile(cfgPath)
-	cfg = []byte(strings.NewReplacer(
-		`guest_image_dir = "`+dir+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
-		"max_apps = 10", "max_apps = 4000").Replace(string(cfg)))
-	cfg = append(cfg, fmt.Sprintf("[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n[proxy.raw]\nlisten_address = \"127.0.0.1\"\nmax_ports_per_guest = 7\n", proxyPort)...)
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := qemuConfig(t, dir, fmt.Sprintf("[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n[proxy.raw]\nlisten_address = \"127.0.0.1\"\nmax_ports_per_guest = 7\n", proxyPort))
 	writeDoc(t, dir, map[string]any{
 		"hostId":  "exposed",
 		"volumes": []any{map[string]any{"volumeId": "echo-data", "appId": "echo", "sizeBytes": 32 << 20, "desiredState": "present"}},

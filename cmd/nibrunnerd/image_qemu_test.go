@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,16 +60,8 @@ func TestOnARealMicroVMAnImagesWhiteoutsHoldInsideTheGuest(t *testing.T) {
 
 	root := daemontest.RunDir(t, "nbi")
 	daemontest.GuestImage(t)
-	cfgPath := ctlConfig(t, root)
-	cfg, _ := os.ReadFile(cfgPath)
-	cfg = []byte(strings.NewReplacer(
-		`guest_image_dir = "`+root+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
-		"max_apps = 10", "max_apps = 4000").Replace(string(cfg)))
 	proxyPort := freeTCPPort(t)
-	cfg = fmt.Appendf(cfg, "[images]\nplain_http_registries = [%q]\n[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n", reg.Addr, proxyPort)
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := qemuConfig(t, root, fmt.Sprintf("[images]\nplain_http_registries = [%q]\n[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n", reg.Addr, proxyPort))
 	if err := daemontest.PinSlot(context.Background(), filepath.Join(root, "state"), "site", slottest.Free(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -124,14 +124,7 @@ func execGuest(t testing.TB) (root, cfgPath string, doc, in map[string]any, evs 
 	testenv.RequireCommand(t, "qemu-system-x86_64", "mksquashfs", "mke2fs", "apt-get", "dpkg-deb", "busybox")
 	root = daemontest.RunDir(t, "nbx")
 	daemontest.GuestImage(t)
-	cfgPath = ctlConfig(t, root)
-	cfg, _ := os.ReadFile(cfgPath)
-	cfg = []byte(strings.NewReplacer(
-		`guest_image_dir = "`+root+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
-		"max_apps = 10", "max_apps = 4000").Replace(string(cfg)))
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath = qemuConfig(t, root, "")
 	counter, err := daemontest.Tenant("alpnib.dev/examples/apps/counter", filepath.Join(root, "store", "apps", "counter"))
 	if err != nil {
 		t.Fatal(err)

@@ -35,11 +35,7 @@ func TestOnARealMicroVMPsStatusLogsAndEventsShowTheGuest(t *testing.T) {
 	if _, err := guestimage.Build(bctx, testenv.GuestImageDir()); err != nil {
 		t.Fatalf("build the guest image: %v", err)
 	}
-	cfg, _ := os.ReadFile(cfgPath)
-	cfg = []byte(strings.NewReplacer(
-		`guest_image_dir = "`+root+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
-		"max_apps = 10", "max_apps = 4000").Replace(string(cfg)))
-	os.WriteFile(cfgPath, cfg, 0o644)
+	qemuConfig(t, root, "")
 
 	// The tenant: examples/apps/counter, static, as an executable layer.
 	bin := filepath.Join(root, "store", "apps", "counter")

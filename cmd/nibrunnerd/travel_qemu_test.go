@@ -62,16 +62,8 @@ func TestAnAppAsleepOnHostAWakesOnHostBFromItsMemoryThroughTheStore(t *testing.T
 	}
 	newHost := func(prefix string) host {
 		h := host{root: daemontest.RunDir(t, prefix), port: freeTCPPort(t)}
-		h.cfg = ctlConfig(t, h.root)
-		cfg, _ := os.ReadFile(h.cfg)
-		cfg = []byte(strings.NewReplacer(
-			`guest_image_dir = "`+h.root+`/guest"`, `guest_image_dir = "`+testenv.GuestImageDir()+`"`,
-			`store_url = "`+h.root+`/store"`, `store_url = "s3://fleet"`,
-			"max_apps = 10", "max_apps = 4000").Replace(string(cfg)))
-		cfg = fmt.Appendf(cfg, "[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n", h.port)
-		if err := os.WriteFile(h.cfg, cfg, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		h.cfg = qemuConfig(t, h.root, fmt.Sprintf("[proxy.http]\nlisten_address = \"127.0.0.1\"\nport = %d\n", h.port),
+			`store_url = "`+h.root+`/store"`, `store_url = "s3://fleet"`)
 		return h
 	}
 	a, b := newHost("nta"), newHost("ntb")
