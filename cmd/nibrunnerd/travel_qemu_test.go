@@ -153,22 +153,14 @@ func TestAnAppAsleepOnHostAWakesOnHostBFromItsMemoryThroughTheStore(t *testing.T
 		return false
 	})
 	downTime := time.Since(start)
-	stateOf := func(r *reported.HostReportedState, app string) reported.InstanceState {
-		for _, in := range r.Instances {
-			if string(in.AppId) == app {
-				return in.State
-			}
-		}
-		return ""
-	}
 	// Recorded asleep before its volume counted as made, and still asleep
 	// a pass later: an on-request app that never ran would boot at once.
-	if st := stateOf(r, "counter"); st != reported.InstanceIdle {
-		t.Fatalf("when its volume was restored on B the counter was %q; want idle (it arrives asleep)", st)
+	if !appIs("counter", reported.InstanceIdle)(r) {
+		t.Fatalf("when its volume was restored on B the counter was not idle (it arrives asleep): %+v", r.Instances)
 	}
 	later := waitReport(t, b.root, "a pass after the restore", time.Minute, func(n *reported.HostReportedState) bool { return n.ReportedAt.After(r.ReportedAt) })
-	if st := stateOf(later, "counter"); st != reported.InstanceIdle {
-		t.Fatalf("a pass after its volume was restored on B the counter was %q; want idle until a request wakes it", st)
+	if !appIs("counter", reported.InstanceIdle)(later) {
+		t.Fatalf("a pass after its volume was restored on B the counter was not idle (until a request wakes it): %+v", later.Instances)
 	}
 
 	// The first request through B's proxy wakes it from A's memory.

@@ -222,18 +222,12 @@ func (l *Local) converge(ctx context.Context, spec Spec) (Volume, error) {
 // place, so a crash never leaves a half-made volume that looks made.
 //
 // initialContents that names a checkpoint rather than an archive is
-// restored instead (restore): its image becomes the volume's.
+// restored instead (restore): its image becomes the volume's, and
+// restored says so.
 func (l *Local) create(ctx context.Context, spec Spec, path string, size int64) (_ *UnpackStats, restored bool, err error) {
-	seeded, err := l.createImage(ctx, spec, path, size, &restored)
-	return seeded, restored, err
-}
-
-// createImage is create; *restored is set when initialContents named a
-// checkpoint.
-func (l *Local) createImage(ctx context.Context, spec Spec, path string, size int64, restored *bool) (_ *UnpackStats, err error) {
 	stage, err := os.MkdirTemp(l.Dir, ".stage-"+spec.VolumeID+"-")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer os.RemoveAll(stage)
 	// The filesystem's root is the guest's overlay home: VolumeUpperDir is
@@ -242,29 +236,28 @@ func (l *Local) createImage(ctx context.Context, spec Spec, path string, size in
 	tree := filepath.Join(stage, "tree")
 	upper := filepath.Join(tree, guest.VolumeUpperDir)
 	if err := os.MkdirAll(upper, 0o755); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, d := range []string{tree, upper} {
 		if err := os.Chmod(d, 0o755); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var seeded *UnpackStats
 	if c := spec.InitialContents; c != nil {
 		var sd *seeding
 		if sd, err = l.beginSeed(ctx, spec.VolumeID, c, spec.Progress, clock.Or(spec.Clock)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// err is create's: the seeding ends as the making of the volume
 		// does.
 		defer func() { sd.end(ctx, err) }()
 		if head, _ := sniff(sd.archive, 8); checkpoint.IsContainer(head) {
-			*restored = true
-			return nil, l.restore(ctx, spec, sd, path, size)
+			return nil, true, l.restore(ctx, spec, sd, path, size)
 		}
 		var stats UnpackStats
 		if stats, err = sd.unpack(ctx, upper, size); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		seeded = &stats
 	}
@@ -273,18 +266,18 @@ func (l *Local) createImage(ctx context.Context, spec Spec, path string, size in
 	defer os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	err = f.Truncate(size) // sparse: the host spends only what ext4 writes
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("make the volume file: %w", err)
+		return nil, false, fmt.Errorf("make the volume file: %w", err)
 	}
 	mke2fs, err := tool(l.Mke2fs, "mke2fs")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// -m 0: the tenant is not root, so a root reserve would only be space it
 	// cannot use. root_owner=0:0: the filesystem root is the guest's, not
@@ -292,20 +285,20 @@ func (l *Local) createImage(ctx context.Context, spec Spec, path string, size in
 	out, err := run(ctx, mke2fs, "-q", "-F", "-t", "ext4", "-m", "0", "-E", "root_owner=0:0", "-L", label(spec.VolumeID), "-d", tree, tmp)
 	if err != nil {
 		if strings.Contains(out, "Could not allocate block") || strings.Contains(out, "No space left") || strings.Contains(out, "Could not allocate inode") {
-			return nil, fmt.Errorf("initialContents: %w: %d bytes is too small for its contents and ext4's own structures; ask for a larger sizeBytes", ErrDoesNotFit, size)
+			return nil, false, fmt.Errorf("initialContents: %w: %d bytes is too small for its contents and ext4's own structures; ask for a larger sizeBytes", ErrDoesNotFit, size)
 		}
 		if strings.Contains(out, "Not enough space to build") || strings.Contains(out, "too small") {
-			return nil, fmt.Errorf("sizeBytes %d is too small to hold an ext4 filesystem; ask for a few MiB at least", size)
+			return nil, false, fmt.Errorf("sizeBytes %d is too small to hold an ext4 filesystem; ask for a few MiB at least", size)
 		}
-		return nil, fmt.Errorf("format with mke2fs: %w: %s", err, out)
+		return nil, false, fmt.Errorf("format with mke2fs: %w: %s", err, out)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := l.dropSeed(spec.VolumeID); err != nil {
-		return nil, fmt.Errorf("the volume is made, but what seeding it left is not removed: %w", err)
+		return nil, false, fmt.Errorf("the volume is made, but what seeding it left is not removed: %w", err)
 	}
-	return seeded, nil
+	return seeded, false, nil
 }
 
 // grow extends the file and the filesystem in it. The volume must not be

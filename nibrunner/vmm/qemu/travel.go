@@ -84,50 +84,50 @@ func (v *VMM) PutSnapshot(ctx context.Context, appID string, savedAtMs int64, st
 }
 
 // FetchSnapshot downloads the snapshot st holds under prefix into the app's
-// snapshot folder, so the app's next Wake restores it, and returns the
-// bytes fetched. A snapshot this host could never restore (another QEMU,
-// machine, guest kernel or image, or another app's) is refused before its
-// state is fetched, with a sentence that says why (an error wrapping
-// ErrNotRestorable); ErrNoSnapshot when the store has none. Any snapshot
-// the app had here is replaced. (ours)
-func (v *VMM) FetchSnapshot(ctx context.Context, appID string, st store.Store, prefix string) (int64, error) {
+// snapshot folder, so the app's next Wake restores it, and returns its
+// stamp and the bytes fetched. A snapshot this host could never restore
+// (another QEMU, machine, guest kernel or image, or another app's) is
+// refused before its state is fetched, with a sentence that says why (an
+// error wrapping ErrNotRestorable); ErrNoSnapshot when the store has none.
+// Any snapshot the app had here is replaced. (ours)
+func (v *VMM) FetchSnapshot(ctx context.Context, appID string, st store.Store, prefix string) (Stamp, int64, error) {
 	rc, _, err := st.Get(ctx, prefix+TravelStampObject)
 	if errors.Is(err, store.ErrNotFound) {
-		return 0, fmt.Errorf("fetch a snapshot of %s: %w under %s", appID, ErrNoSnapshot, prefix)
+		return Stamp{}, 0, fmt.Errorf("fetch a snapshot of %s: %w under %s", appID, ErrNoSnapshot, prefix)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("fetch the snapshot of %s: its stamp: %w", appID, err)
+		return Stamp{}, 0, fmt.Errorf("fetch the snapshot of %s: its stamp: %w", appID, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(rc, 1<<20))
 	rc.Close()
 	if err != nil {
-		return 0, fmt.Errorf("fetch the snapshot of %s: its stamp: %w", appID, err)
+		return Stamp{}, 0, fmt.Errorf("fetch the snapshot of %s: its stamp: %w", appID, err)
 	}
 	var stamp Stamp
 	if err := json.Unmarshal(b, &stamp); err != nil {
-		return 0, fmt.Errorf("fetch the snapshot of %s: its stamp: %w", appID, err)
+		return Stamp{}, 0, fmt.Errorf("fetch the snapshot of %s: its stamp: %w", appID, err)
 	}
 	if why := v.hostMismatch(ctx, appID, stamp); why != "" {
-		return int64(len(b)), fmt.Errorf("fetch the snapshot of %s: %w", appID, notRestorable(why))
+		return Stamp{}, int64(len(b)), fmt.Errorf("fetch the snapshot of %s: %w", appID, notRestorable(why))
 	}
 	dir := v.snapDir(appID)
 	if err := v.Discard(ctx, appID); err != nil {
-		return int64(len(b)), err
+		return Stamp{}, int64(len(b)), err
 	}
 	if err := os.MkdirAll(dir, perm.Dir); err != nil {
-		return int64(len(b)), fmt.Errorf("fetch the snapshot of %s: %w", appID, err)
+		return Stamp{}, int64(len(b)), fmt.Errorf("fetch the snapshot of %s: %w", appID, err)
 	}
 	n, err := v.fetchState(ctx, st, prefix+TravelStateObject, dir, stamp.StateSize)
 	n += int64(len(b))
 	if err != nil {
 		_ = v.Discard(ctx, appID)
-		return n, fmt.Errorf("fetch the snapshot of %s: its state: %w", appID, err)
+		return Stamp{}, n, fmt.Errorf("fetch the snapshot of %s: its state: %w", appID, err)
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, stampFile), b, 0o640); err != nil {
 		_ = v.Discard(ctx, appID)
-		return n, fmt.Errorf("fetch the snapshot of %s: %w", appID, err)
+		return Stamp{}, n, fmt.Errorf("fetch the snapshot of %s: %w", appID, err)
 	}
-	return n, nil
+	return stamp, n, nil
 }
 
 // fetchState writes object key of st to dir's state file, whole or not at
@@ -204,19 +204,11 @@ func (t Travel) Send(ctx context.Context, appID string, savedAtMs int64, checkpo
 // is "" and no error; one this host could never restore is an error
 // wrapping ErrNotRestorable, with the stamp's sentence.
 func (t Travel) Fetch(ctx context.Context, appID, objectKey string) (deployment string, n int64, err error) {
-	n, err = t.VMM.FetchSnapshot(ctx, appID, t.Artifacts, TravelPrefix(objectKey))
+	s, n, err := t.VMM.FetchSnapshot(ctx, appID, t.Artifacts, TravelPrefix(objectKey))
 	if errors.Is(err, ErrNoSnapshot) {
 		return "", n, nil
 	}
-	if err != nil {
-		return "", n, err
-	}
-	s, err := readStamp(t.VMM.snapDir(appID))
-	if err != nil {
-		_ = t.VMM.Discard(ctx, appID)
-		return "", n, fmt.Errorf("fetch the snapshot of %s: %w", appID, err)
-	}
-	return s.DeploymentID, n, nil
+	return s.DeploymentID, n, err
 }
 
 // Forget implements daemon.Travel: the snapshot beside the checkpoint at

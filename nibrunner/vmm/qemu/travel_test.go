@@ -95,7 +95,7 @@ func TestAnAppAsleepOnOneHostWakesOnAnotherFromItsSnapshotThroughS3(t *testing.T
 	out.Close()
 	volDown := time.Since(start)
 	start = time.Now()
-	fetched, err := b.FetchSnapshot(ctx, spec.AppID, objects, TravelPrefix(volKey))
+	_, fetched, err := b.FetchSnapshot(ctx, spec.AppID, objects, TravelPrefix(volKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestASnapshotFromAnIncompatibleHostIsRefusedBeforeItsStateIsFetched(t *test
 
 	hostB := &VMM{cfg: Config{SnapshotDir: t.TempDir(), Image: guestimage.Image{Version: "gi-1", KernelRelease: "6.1.1"}}, version: "8.2.2"}
 	hostB.accel.Store(&tcg)
-	n, err := hostB.FetchSnapshot(ctx, "app", objects, "app/")
+	_, n, err := hostB.FetchSnapshot(ctx, "app", objects, "app/")
 	if !errors.Is(err, ErrNotRestorable) || !strings.Contains(err.Error(), "the snapshot was saved by QEMU 7.2.15, and this host runs QEMU 8.2.2") {
 		t.Fatalf("fetch from a host of another QEMU: %v", err)
 	}
@@ -178,13 +178,13 @@ func TestASnapshotFromAnIncompatibleHostIsRefusedBeforeItsStateIsFetched(t *test
 
 	// Same QEMU: fetched whole, and B holds it.
 	hostB.version = "7.2.15"
-	if _, err := hostB.FetchSnapshot(ctx, "app", objects, "app/"); err != nil {
+	if _, _, err := hostB.FetchSnapshot(ctx, "app", objects, "app/"); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(hostB.snapDir("app"), stateFile)); err != nil || string(b) != "state" || !hostB.HasSnapshot("app") {
 		t.Errorf("the fetched state %q, %v", b, err)
 	}
-	if _, err := hostB.FetchSnapshot(ctx, "app", objects, "nothing/"); !errors.Is(err, ErrNoSnapshot) {
+	if _, _, err := hostB.FetchSnapshot(ctx, "app", objects, "nothing/"); !errors.Is(err, ErrNoSnapshot) {
 		t.Errorf("a fetch of nothing: %v", err)
 	}
 }
