@@ -56,9 +56,19 @@ func refusedThrough(t *testing.T, listen, client string) {
 	r := New(Options{ListenAddress: listen, Logf: logged.Logf})
 	t.Cleanup(r.Close)
 	r.SetWaker(w)
-	hp := freePort(t)
-	if err := r.ApplyPorts(t.Context(), []route.Port{{AppID: "game", Index: 1, HostPort: hp, Addr: "127.0.0.1:1", State: route.Sleeping}}); err != nil {
-		t.Fatal(err)
+	// freePort finds a port free on loopback; on the wildcard another
+	// test's outgoing connection may hold it meanwhile (the ephemeral
+	// range is the one :0 picks from), so a port taken is tried again.
+	var hp int
+	for try := 0; ; try++ {
+		hp = freePort(t)
+		err := r.ApplyPorts(t.Context(), []route.Port{{AppID: "game", Index: 1, HostPort: hp, Addr: "127.0.0.1:1", State: route.Sleeping}})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 9 {
+			t.Fatal(err)
+		}
 	}
 	c, err := net.Dial("udp", net.JoinHostPort(client, strconv.Itoa(hp)))
 	if err != nil {
