@@ -20,7 +20,12 @@
 # own runs between ours and nginx (before/after a change, side by side).
 # With OURS_GOMAXPROCS=N, nibrunnerd runs with N Ps.
 # With EPOLL_PROXY=1, bench/epollproxy (a bare epoll-loop proxy, a
-# measuring instrument) gets runs of its own in the c64 setting.
+# measuring instrument) gets runs of its own in the c64 setting, in a
+# session of its own as nginx and ours run, with EPOLL_GOMAXPROCS Ps
+# (default one per core).
+# With NGINX_TWICE=1, a second nginx, configured as the first, gets runs
+# of its own ("nginx2"): how far nginx's ratios to itself swing, the
+# noise under every ratio this prints.
 # BENCH_PRIORITY=1 runs everything in one CPU cgroup of the largest
 # weight (the issue 13 measurement); by default the proxies are plain
 # processes, as the kernel schedules them on a host (issue 41).
@@ -93,7 +98,7 @@ own_cpu
 work=$(mktemp -d /tmp/nibbench.XXXXXX)
 pids=()
 cleanup() {
-  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  for f in "$work"/nginx*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
   # start_ours runs in a command substitution, so its pids are in files.
   for f in "$work"/*.serve-pid; do
     [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
@@ -201,24 +206,24 @@ JSON
 # per app (128 idle connections, as ours keeps per app), host I to the
 # backend on line I+1.
 start_nginx() {
-  local port=$1 backends=$2 tls=${3:-} listen i=0 b
+  local port=$1 backends=$2 tls=${3:-} name=${4:-nginx} listen i=0 b
   listen="listen 127.0.0.1:$port;"
   # The same certificate, and the same TLS 1.3 cipher suite Go's server
   # picks on a CPU with AES instructions (OpenSSL's default order would
   # give wrk AES-256).
   [ -n "$tls" ] && listen="listen 127.0.0.1:$port ssl; ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.2 TLSv1.3; ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;"
-  [ -f "$work/nginx.pid" ] && stop_nginx
+  [ -f "$work/$name.pid" ] && stop_nginx "$name"
   {
     cat <<NGINX
 worker_processes 1;
 worker_rlimit_nofile 16384;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
+pid $work/$name.pid;
+error_log $work/$name-error.log warn;
 events { worker_connections 4096; }
 http {
-  access_log $work/nginx-access.log combined buffer=64k flush=1s;
-  client_body_temp_path $work/nginx-body;
-  proxy_temp_path $work/nginx-proxy;
+  access_log $work/$name-access.log combined buffer=64k flush=1s;
+  client_body_temp_path $work/$name-body;
+  proxy_temp_path $work/$name-proxy;
   server_names_hash_bucket_size 64;
 NGINX
     while read -r b; do
@@ -240,17 +245,17 @@ NGINX
       i=$((i + 1))
     done <"$backends"
     echo '}'
-  } >"$work/nginx.conf"
-  "$nginx_bin" -c "$work/nginx.conf" -p "$work"
+  } >"$work/$name.conf"
+  "$nginx_bin" -c "$work/$name.conf" -p "$work"
   for _ in $(seq 50); do curl -ksf -o /dev/null --resolve "bench.example.com:$port:127.0.0.1" "${tls:+https}${tls:-http}://bench.example.com:$port/" && break; sleep 0.1; done
 }
 
 stop_nginx() {
-  local m
-  m=$(cat "$work/nginx.pid" 2>/dev/null) || return 0
+  local m name=${1:-nginx}
+  m=$(cat "$work/$name.pid" 2>/dev/null) || return 0
   kill "$m" 2>/dev/null || true
   for _ in $(seq 50); do kill -0 "$m" 2>/dev/null || break; sleep 0.1; done
-  rm -f "$work/nginx.pid"
+  rm -f "$work/$name.pid"
 }
 
 # stop_ours NAME: the daemon, then its guests by their pidfiles.
@@ -302,7 +307,7 @@ round() {
   return 0
 }
 
-nginx_pids() { local m; m=$(cat "$work/nginx.pid"); echo "$m" $(pgrep -P "$m"); }
+nginx_pids() { local m; m=$(cat "$work/${1:-nginx}.pid"); echo "$m" $(pgrep -P "$m"); }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
@@ -311,7 +316,7 @@ summary() {
   local s=$1 who rps p99 cpu n nr np
   nr=$(awk -v s="$s" '$1 == s && $2 == "nginx" { print $3 }' "$work/results" | median)
   np=$(awk -v s="$s" '$1 == s && $2 == "nginx" { print $5 }' "$work/results" | median)
-  for who in ours base epoll; do
+  for who in ours base epoll nginx2; do
     n=$(awk -v s="$s" -v w="$who" '$1 == s && $2 == w' "$work/results" | wc -l)
     [ "$n" -gt 0 ] || continue
     rps=$(awk -v s="$s" -v w="$who" '$1 == s && $2 == w { print $3 }' "$work/results" | median)
@@ -360,10 +365,15 @@ for setting in $settings; do
   ep=""
   if [ "${EPOLL_PROXY:-}" = 1 ] && [ "$setting" = c64 ]; then
     ep=$(free_port)
-    "$work/epollproxy" -listen "127.0.0.1:$ep" -backend "$(head -1 "$work/ours-$setting.backends")" &
+    GOMAXPROCS=${EPOLL_GOMAXPROCS:-$(nproc)} setsid "$work/epollproxy" -listen "127.0.0.1:$ep" -backend "$(head -1 "$work/ours-$setting.backends")" &
     ep_pid=$!
     pids+=("$ep_pid")
     for _ in $(seq 50); do curl -sf -o /dev/null -H 'Host: bench.example.com' "http://127.0.0.1:$ep/" && break; sleep 0.1; done
+  fi
+  ng2=""
+  if [ "${NGINX_TWICE:-}" = 1 ]; then
+    ng2=$(free_port)
+    start_nginx "$ng2" "$work/ours-$setting.backends" "$tls" nginx2
   fi
   echo
   echo "$setting: $conns connections, $apps app(s), $scheme (guests $(head -1 "$work/ours-$setting.backends")…)"
@@ -373,8 +383,10 @@ for setting in $settings; do
     if [ -n "${BASE_REF:-}" ]; then round "$setting" base "$scheme://127.0.0.1:$base/" "$base_pid"; fi
     round "$setting" nginx "$scheme://127.0.0.1:$ng/" $(nginx_pids)
     if [ -n "$ep" ]; then round "$setting" epoll "http://127.0.0.1:$ep/" "$ep_pid"; fi
+    if [ -n "$ng2" ]; then round "$setting" nginx2 "$scheme://127.0.0.1:$ng2/" $(nginx_pids nginx2); fi
   done
   stop_nginx
+  if [ -n "$ng2" ]; then stop_nginx nginx2; fi
   stop_ours "ours-$setting"
   if [ -n "${BASE_REF:-}" ]; then stop_ours "base-$setting"; fi
   if [ -n "$ep" ]; then kill "$ep_pid" 2>/dev/null || true; wait "$ep_pid" 2>/dev/null || true; ep=""; fi

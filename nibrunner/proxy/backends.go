@@ -35,16 +35,10 @@ func (s slot) release() { <-s }
 // release once done with it, or false when none came within wait or ctx
 // ended first. Taking a free place allocates nothing.
 func (a *appSlots) acquire(ctx context.Context, app string, wait time.Duration) (slot, bool) {
-	v, ok := a.byApp.Load(app)
-	if !ok {
-		v, _ = a.byApp.LoadOrStore(app, make(slot, a.max))
+	if s, ok := a.try(app); ok {
+		return s, true
 	}
-	ch := v.(slot)
-	select {
-	case ch <- struct{}{}:
-		return ch, true
-	default:
-	}
+	ch := a.of(app)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -54,6 +48,25 @@ func (a *appSlots) acquire(ctx context.Context, app string, wait time.Duration) 
 	case <-ctx.Done():
 	}
 	return nil, false
+}
+
+// try takes a free place among app's connections without waiting.
+func (a *appSlots) try(app string) (slot, bool) {
+	ch := a.of(app)
+	select {
+	case ch <- struct{}{}:
+		return ch, true
+	default:
+		return nil, false
+	}
+}
+
+func (a *appSlots) of(app string) slot {
+	v, ok := a.byApp.Load(app)
+	if !ok {
+		v, _ = a.byApp.LoadOrStore(app, make(slot, a.max))
+	}
+	return v.(slot)
 }
 
 // keep forgets the apps keep refuses that hold no place.

@@ -90,6 +90,8 @@ func (c *timedConn) Write(b []byte) (int, error) {
 		// does not read.
 		if tc := tcpOf(c.Conn); tc != nil {
 			_ = tc.SetLinger(0)
+		} else if lc := lcOf(c.Conn); lc != nil {
+			_ = lc.SetLinger(0)
 		}
 	}
 	return n, err

@@ -47,6 +47,10 @@ type h1conn struct {
 	// closed (a full pool is a burst, and the next request would dial).
 	held  *bconn
 	shard uint32 // the access log buffer this connection's lines go to
+	// lc is the client connection when a loop serves it (loop.go), and
+	// leaveFn takes this connection's task out of it.
+	lc      *loopConn
+	leaveFn func()
 }
 
 // h1conns counts the HTTP/1.x connections served, spreading their access
@@ -68,6 +72,9 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		h.client = a.AddrPort().Addr().Unmap().AppendTo(nil)
 	}
+	if h.lc = lcOf(c.Conn); h.lc != nil {
+		h.leaveFn = func() { h.leave(nil) }
+	}
 	defer func() {
 		h.w.Reset(nil)
 		writerPool.Put(h.w)
@@ -88,7 +95,7 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 		if t, rearm := due(c.readAt, s.cfg.IdleTimeout); rearm {
 			_ = c.SetReadDeadline(t)
 		}
-		if r.Buffered() == 0 {
+		if r.Buffered() == 0 && !h.inLoop() {
 			// The next request is likely on its way: yield once, so it
 			// arrives while other connections are served and the read
 			// finds it instead of parking on the poller (docs/bench.md).
@@ -184,7 +191,7 @@ func (h *h1conn) serveOne() bool {
 	}
 	h.key = appendNormalHost(h.key[:0], hostField)
 	hasBody := req.contentLength > 0 || req.chunked
-	v := p.decide(h.s.ctx, h.key, h.sni, req.upgrade)
+	v := p.decide(h.s.ctx, h.key, h.sni, req.upgrade, h.leaveFn)
 	lg := requestLog{app: v.app, status: v.reply.status, start: start}
 	if v.m != nil {
 		defer func() { v.m.End(p.opts.Now()) }()
@@ -203,7 +210,11 @@ func (h *h1conn) serveOne() bool {
 		h.log(&lg, target)
 		return keep && err == nil && !h.s.closing.Load()
 	}
-	place, ok := p.slots.acquire(h.s.ctx, v.app, p.opts.DialTimeout)
+	place, ok := p.slots.try(v.app)
+	if !ok {
+		h.leave(nil) // a wait for a place is no wait on a socket
+		place, ok = p.slots.acquire(h.s.ctx, v.app, p.opts.DialTimeout)
+	}
 	if !ok {
 		// No place among the app's connections: answered as the proxy's
 		// own answers are, a body left unread closing the connection.
@@ -232,7 +243,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			bc = p.pools.reuse(h.unhold(), v.addr, p.opts.Now())
 		}
 		if bc == nil {
-			bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now())
+			bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now(), h.loop())
 		}
 		if err != nil {
 			break
@@ -248,7 +259,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			}
 		}
 		if err == nil {
-			if bc.r.Buffered() == 0 {
+			if bc.r.Buffered() == 0 && !h.inLoop() {
 				runtime.Gosched() // the app's answer: as for the next request
 			}
 			err = h.readResponseHead(bc)
@@ -298,6 +309,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			bc.Close()
 			return false, h.failed(lg, errors.New("the app switched protocols unasked"), true)
 		}
+		h.leave(bc) // the stream's two directions are two goroutines
 		_ = bc.SetReadDeadline(time.Time{}) // the stream is not timed
 		h.c.readIdle = 0
 		_ = h.c.SetReadDeadline(time.Time{})
@@ -349,6 +361,35 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 		bc.Close()
 	}
 	return err == nil && !closing, lg
+}
+
+// inLoop reports whether a loop serves this connection now.
+func (h *h1conn) inLoop() bool { return h.lc != nil && h.lc.task != nil && !h.lc.task.left }
+
+// loop is the loop serving this connection now, nil when none does.
+func (h *h1conn) loop() *loop {
+	if h.inLoop() {
+		return h.lc.l
+	}
+	return nil
+}
+
+// leave takes this connection out of its loop, with bc (the app
+// connection in use, if any), before anything that may wait on more
+// than its sockets. An app connection held for the next request is
+// closed: the next comes from the runtime-polled pools.
+func (h *h1conn) leave(bc *bconn) {
+	if !h.inLoop() {
+		return
+	}
+	if h.held != nil {
+		h.unhold().Close()
+	}
+	var blc *loopConn
+	if bc != nil {
+		blc, bc.fd = bc.lc, -1
+	}
+	h.lc.task.leave(h.lc, blc)
 }
 
 // hold keeps bc, which its full pool did not take, for this client

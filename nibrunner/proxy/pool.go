@@ -30,6 +30,7 @@ type bconn struct {
 	backend *backendPool
 	peek    [1]byte // quiet's buffer
 	fd      int     // the socket's descriptor, for quiet (-1: none)
+	lc      *loopConn
 }
 
 // backendPool is the idle connections to one address.
@@ -82,24 +83,39 @@ func (ps *pools) pool(addr string) *backendPool {
 	return bp
 }
 
-// get returns an idle connection to addr, or dials a new one.
-func (ps *pools) get(ctx context.Context, addr string, now time.Time) (*bconn, error) {
+// get returns an idle connection to addr, or dials a new one. With l,
+// the taker is a task of that event loop: it gets only connections of
+// that loop (loopConns its epoll waits on), and a new one is dialled
+// without blocking the loop; without, only runtime-polled ones.
+func (ps *pools) get(ctx context.Context, addr string, now time.Time, l *loop) (*bconn, error) {
 	bp := ps.pool(addr)
 	for {
 		bp.mu.Lock()
-		n := len(bp.idle)
-		if n == 0 {
+		i := len(bp.idle) - 1
+		for ; i >= 0; i-- {
+			if c := bp.idle[i]; c.lc == nil && l == nil || c.lc != nil && c.lc.l == l {
+				break
+			}
+		}
+		if i < 0 {
 			bp.mu.Unlock()
+			if l != nil {
+				return ps.dialLoop(l, bp)
+			}
 			return ps.dial(ctx, bp)
 		}
-		c := bp.idle[n-1]
-		bp.idle[n-1] = nil
-		bp.idle = bp.idle[:n-1]
+		c := bp.idle[i]
+		n := copy(bp.idle[i:], bp.idle[i+1:])
+		bp.idle[i+n] = nil
+		bp.idle = bp.idle[:i+n]
 		bp.mu.Unlock()
 		// Taken from the pool, c is this request's alone: closeIdle no
 		// longer reaches it, so its descriptor may be asked directly.
 		if now.Sub(c.idleAt) < backendIdleTimeout && c.quiet() {
 			c.reused = true
+			if c.lc != nil {
+				c.lc.task = l.cur
+			}
 			return c, nil
 		}
 		c.Conn.Close()
@@ -121,13 +137,30 @@ func (ps *pools) dial(ctx context.Context, bp *backendPool) (*bconn, error) {
 	return c, nil
 }
 
+// dialLoop opens a new connection to bp's address for the task of l
+// running now.
+func (ps *pools) dialLoop(l *loop, bp *backendPool) (*bconn, error) {
+	lc, err := l.dial(bp.addr, ps.dialer.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &bconn{Conn: lc, r: bufio.NewReaderSize(lc, backendBufSize), w: bufio.NewWriterSize(lc, backendBufSize), backend: bp, fd: lc.fd, lc: lc}, nil
+}
+
 // put returns c to its pool, or closes it when the pool is shut. When
 // the pool is full it returns false and leaves c to the caller.
 func (ps *pools) put(c *bconn, now time.Time) bool {
+	if c.lc != nil && c.lc.gc.Load() != nil {
+		c.Conn.Close() // it left its loop: never back in the loop's pool
+		return true
+	}
 	bp := c.backend
 	c.idleAt = now
 	bp.mu.Lock()
 	if !bp.dead && len(bp.idle) < maxIdlePerBackend {
+		if c.lc != nil {
+			c.lc.task = nil
+		}
 		bp.idle = append(bp.idle, c)
 		bp.mu.Unlock()
 		return true

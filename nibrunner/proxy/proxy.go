@@ -236,7 +236,10 @@ type verdict struct {
 // over TLS for sni (normalHost'd, "" without). It may wait on a wake;
 // ctx ends the wait (not the wake) when the client leaves. The meter of
 // the app, when there is one, is begun: the caller ends it.
-func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade bool) verdict {
+//
+// leave, when set, is called before a wait on a wake (a task of the
+// event loop leaves it then).
+func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade bool, leave func()) verdict {
 	if len(host) == 0 {
 		return verdict{reply: noHost}
 	}
@@ -259,6 +262,9 @@ func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade boo
 			}
 		} else {
 			wk := p.start(rt.AppID)
+			if leave != nil {
+				leave()
+			}
 			if !p.await(ctx, wk, upgrade, &v) {
 				return v
 			}
@@ -271,6 +277,9 @@ func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade boo
 		// running may already say up; a request that arrives then waits
 		// for that wake too.
 		if wk := p.wakes.running(rt.AppID); wk != nil {
+			if leave != nil {
+				leave()
+			}
 			if !p.await(ctx, wk, upgrade, &v) {
 				return v
 			}
@@ -337,7 +346,7 @@ func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, lim streamLi
 	if r.TLS != nil {
 		sni = sniName(r.TLS.ServerName)
 	}
-	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "")
+	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "", nil)
 	lg.app = v.app
 	if v.m != nil {
 		defer func() { v.m.End(p.opts.Now()) }()

@@ -52,6 +52,10 @@ type ListenConfig struct {
 	// H2C lets a plain (non-TLS) client speak HTTP/2 with prior knowledge
 	// (off by default: one is answered 505). HTTP/2 over TLS is always on.
 	H2C bool
+	// GoroutinePerConnection serves each connection on a goroutine of its
+	// own, polled by the runtime, instead of as a task of the event loop
+	// (loop.go): the design before it, kept to measure beside it.
+	GoroutinePerConnection bool
 }
 
 // The connection caps' defaults: nginx has worker_connections 512 per
@@ -74,6 +78,11 @@ type Server struct {
 
 	h2  *http.Server
 	h2l *connListener
+
+	// loop serves the connections (nil with GoroutinePerConnection);
+	// loopDone closes when its run returns.
+	loop     *loop
+	loopDone chan struct{}
 
 	// ctx ends when the server gives up on open requests (it ends waits
 	// on wakes, not the wakes).
@@ -127,6 +136,12 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen on %s: %w", cfg.Address, err)
 	}
+	if !cfg.GoroutinePerConnection {
+		if s.loop, err = newLoop(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("proxy: start its event loop: %w", err)
+		}
+	}
 	s.l = noDelayListener{l}
 	s.h2l = newConnListener(l.Addr())
 	return s, nil
@@ -140,6 +155,11 @@ func (s *Server) Addr() net.Addr { return s.l.Addr() }
 func (s *Server) Serve(ctx context.Context) error {
 	h2done := make(chan error, 1)
 	go func() { h2done <- s.h2.Serve(s.h2l) }()
+	if s.loop != nil {
+		s.loopDone = make(chan struct{})
+		go func() { s.loop.run(); close(s.loopDone) }()
+		defer func() { s.loop.stop(); <-s.loopDone }()
+	}
 	acceptDone := make(chan error, 1)
 	go func() { acceptDone <- s.accept() }()
 	var err error
@@ -208,6 +228,23 @@ func (s *Server) accept() error {
 		if limit != "" {
 			go s.turnAway(c, limit)
 			continue
+		}
+		if s.loop != nil {
+			if lc, err := adopt(admitted.(*countedConn).Conn); err == nil {
+				admitted.(*countedConn).Conn = lc
+				s.loop.start(func(t *task) {
+					lc.l, lc.task = s.loop, t
+					if err := s.loop.add(lc); err != nil {
+						// Out of memory for epoll, say: this one connection ends.
+						lc.l = nil
+						s.wg.Done()
+						admitted.Close()
+						return
+					}
+					s.serveConn(admitted)
+				})
+				continue
+			}
 		}
 		go s.serveConn(admitted)
 	}
@@ -312,6 +349,7 @@ func (s *Server) serveConn(c net.Conn) {
 		_ = c.SetDeadline(time.Time{})
 		st := tc.ConnectionState()
 		if st.NegotiatedProtocol == "h2" {
+			leaveLoop(c)
 			handedOff = s.h2l.hand(tc)
 			return
 		}
@@ -341,6 +379,7 @@ func (s *Server) serveConn(c net.Conn) {
 				return
 			}
 			_ = c.SetReadDeadline(time.Time{})
+			leaveLoop(c)
 			handedOff = s.h2l.hand(&peekedConn{Conn: c, r: r})
 			if handedOff {
 				r = bufio.NewReader(nil) // the handed connection keeps the pooled one
@@ -349,6 +388,14 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 	}
 	s.serveH1(tc, r, idle, isTLS, sni)
+}
+
+// leaveLoop takes c's task out of its loop, when c is a loop's: for
+// net/http, whose goroutines will read and write it.
+func leaveLoop(c net.Conn) {
+	if lc := lcOf(c); lc != nil && lc.task != nil {
+		lc.task.leave(lc)
+	}
 }
 
 // closeIdle closes the connections waiting for a request.

@@ -1,0 +1,338 @@
+package proxy
+
+import (
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The HTTP/1 path's event loop. Each client connection is still served
+// by straight-line code (serveConn, serveH1), but that code runs as a
+// coroutine (iter.Pull) driven by one goroutine that waits on epoll for
+// every connection at once, as nginx's worker does: a socket is read
+// only once epoll says it has bytes, and a connection whose read or
+// write would wait hands the loop back (a coroutine switch, not a trip
+// through the scheduler and its other threads). So a request costs about
+// two reads and two writes, the loop's epoll_wait is shared by every
+// connection ready at once, and the proxy's HTTP/1 work runs on one
+// thread instead of waking a second P for each ready connection
+// (docs/bench.md, issue 41).
+//
+// A coroutine must never wait on anything but its loopConns' readiness:
+// waiting on a channel or a lock held across a wait would stall every
+// connection of the loop. Where the path may wait otherwise (a wake, a
+// place among an app's connections, HTTP/2, an upgraded stream), it
+// leaves the loop first (task.leave): its connections become ordinary
+// runtime-polled ones, and a goroutine of its own drives it to its end.
+
+// loop is one epoll instance and the coroutines it drives. Its fields
+// below mu are the loop goroutine's alone (coroutines run on its behalf).
+type loop struct {
+	ep, efd int
+
+	mu      sync.Mutex
+	queued  []*task     // to start, under mu
+	closing []*loopConn // to close, under mu
+	stopped bool        // under mu: run returns once no task is left
+	kicked  bool        // under mu: efd was written since the loop last read it
+
+	conns  []*loopConn // by index, as epoll reports them
+	free   []uint32
+	timers timerHeap
+	tasks  int // tasks started and not ended
+	cur    *task
+	events [256]unix.EpollEvent
+}
+
+// efdIndex marks the eventfd's events.
+const efdIndex = -1
+
+func newLoop() (*loop, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(ep)
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: efdIndex}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+		unix.Close(ep)
+		unix.Close(efd)
+		return nil, err
+	}
+	return &loop{ep: ep, efd: efd}, nil
+}
+
+// kick wakes the loop's epoll_wait; call with mu held.
+func (l *loop) kick() {
+	if l.kicked {
+		return
+	}
+	l.kicked = true
+	var one = [8]byte{1}
+	_, _ = unix.Write(l.efd, one[:])
+}
+
+// start runs f as a coroutine of the loop.
+func (l *loop) start(f func(t *task)) {
+	t := &task{l: l, hi: -1}
+	t.next, t.stop = iter.Pull(func(yield func(struct{}) bool) {
+		t.yield = yield
+		f(t)
+	})
+	l.mu.Lock()
+	l.queued = append(l.queued, t)
+	l.kick()
+	l.mu.Unlock()
+}
+
+// stop makes run return once every task has ended.
+func (l *loop) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.kick()
+	l.mu.Unlock()
+}
+
+// run drives the loop's coroutines until stop, then closes it.
+func (l *loop) run() {
+	defer func() {
+		l.closeQueued()
+		unix.Close(l.ep)
+		unix.Close(l.efd)
+	}()
+	for {
+		l.mu.Lock()
+		queued, stopped := l.queued, l.stopped
+		l.queued, l.kicked = nil, false
+		l.mu.Unlock()
+		l.closeQueued()
+		for i, t := range queued {
+			queued[i] = nil
+			l.tasks++
+			l.resume(t)
+		}
+		if stopped && l.tasks == 0 {
+			return
+		}
+		wait := -1
+		if len(l.timers) > 0 {
+			wait = max(0, int((time.Until(l.timers[0].at)+time.Millisecond-1)/time.Millisecond))
+		}
+		n, err := unix.EpollWait(l.ep, l.events[:], wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			panic("proxy: epoll_wait: " + err.Error()) // EBADF or EFAULT: a bug, not a condition
+		}
+		for i := range max(n, 0) {
+			ev := l.events[i]
+			if ev.Fd == efdIndex {
+				var b [8]byte
+				_, _ = unix.Read(l.efd, b[:])
+				continue
+			}
+			idx := uint32(ev.Fd)
+			if int(idx) >= len(l.conns) {
+				continue
+			}
+			c := l.conns[idx]
+			if c == nil || c.gen != uint32(ev.Pad) {
+				continue
+			}
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.rready = true
+			}
+			if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.wready = true
+			}
+			if t := c.task; t != nil && t.on == c && (t.out && c.wready || !t.out && c.rready) {
+				l.resume(t)
+			}
+		}
+		if len(l.timers) > 0 {
+			now := time.Now()
+			for len(l.timers) > 0 && !l.timers[0].at.After(now) {
+				t := l.timers.pop()
+				t.timedOut = true
+				l.resume(t)
+			}
+		}
+	}
+}
+
+// closeQueued closes the descriptors of the connections closed since.
+func (l *loop) closeQueued() {
+	l.mu.Lock()
+	closing := l.closing
+	l.closing = nil
+	l.mu.Unlock()
+	for _, c := range closing {
+		unix.Close(c.fd)
+		if int(c.idx) < len(l.conns) && l.conns[c.idx] == c {
+			l.conns[c.idx] = nil
+			l.free = append(l.free, c.idx)
+		}
+		if t := c.task; t != nil && t.on == c {
+			// Closed from elsewhere while its task waited on it: the wait
+			// ends, and the task finds it closed.
+			l.resume(t)
+		}
+	}
+}
+
+// resume runs t until it waits again, leaves or ends.
+func (l *loop) resume(t *task) {
+	if t.hi >= 0 {
+		l.timers.remove(t)
+	}
+	l.cur = t
+	_, more := t.next()
+	l.cur = nil
+	switch {
+	case !more:
+		l.tasks--
+	case t.left:
+		l.tasks--
+		// Its connections are the runtime's now: a goroutine of its own
+		// drives it to its end.
+		go func() {
+			for {
+				if _, more := t.next(); !more {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// add registers c's descriptor with the loop.
+func (l *loop) add(c *loopConn) error {
+	if n := len(l.free); n > 0 {
+		c.idx = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		c.idx = uint32(len(l.conns))
+		l.conns = append(l.conns, nil)
+	}
+	c.gen++
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.idx), Pad: int32(c.gen)}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+		l.free = append(l.free, c.idx)
+		return err
+	}
+	l.conns[c.idx] = c
+	return nil
+}
+
+// task is one coroutine of the loop: a client connection being served.
+type task struct {
+	l     *loop
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+
+	on       *loopConn // the connection it waits on, nil when running
+	out      bool      // it waits to write (else to read)
+	timedOut bool      // the wait ended at its deadline
+	left     bool      // it left the loop (leave)
+
+	at time.Time // its wait's deadline, while in the timer heap
+	hi int       // its index in the timer heap, -1 when not in it
+}
+
+// wait hands the loop back until c is ready to read (or write, with
+// out), or until deadline (zero: none); false when the deadline came
+// first.
+func (t *task) wait(c *loopConn, out bool, deadline time.Time) bool {
+	t.on, t.out, t.timedOut = c, out, false
+	if !deadline.IsZero() {
+		t.at = deadline
+		t.l.timers.push(t)
+	}
+	t.yield(struct{}{})
+	t.on = nil
+	return !t.timedOut
+}
+
+// leave takes the task out of the loop: cs (its connections in use)
+// become runtime-polled, and the rest of the task runs on a goroutine of
+// its own. A task leaves before anything that may wait on something
+// other than its sockets.
+func (t *task) leave(cs ...*loopConn) {
+	if t == nil || t.left {
+		return
+	}
+	for _, c := range cs {
+		if c != nil {
+			c.detach()
+		}
+	}
+	t.left = true
+	t.yield(struct{}{})
+}
+
+// timerHeap is the tasks waiting with a deadline, soonest first.
+type timerHeap []*task
+
+func (h *timerHeap) push(t *task) {
+	t.hi = len(*h)
+	*h = append(*h, t)
+	h.up(t.hi)
+}
+
+func (h *timerHeap) pop() *task {
+	t := (*h)[0]
+	h.remove(t)
+	return t
+}
+
+func (h *timerHeap) remove(t *task) {
+	s := *h
+	i, last := t.hi, len(s)-1
+	if i != last {
+		s[i] = s[last]
+		s[i].hi = i
+	}
+	s[last] = nil
+	*h = s[:last]
+	t.hi = -1
+	if i != last {
+		h.down(i)
+		h.up(i)
+	}
+}
+
+func (h timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].at.Before(h[p].at) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		h[i].hi, h[p].hi = i, p
+		i = p
+	}
+}
+
+func (h timerHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l].at.Before(h[m].at) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h[r].at.Before(h[m].at) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		h[i].hi, h[m].hi = i, m
+		i = m
+	}
+}
