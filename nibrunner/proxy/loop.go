@@ -37,6 +37,7 @@ type loop struct {
 	queued  []*task     // to start, under mu
 	closing []*loopConn // to close, under mu
 	stopped bool        // under mu: run returns once no task is left
+	done    bool        // under mu: run returned; closes happen at once
 	kicked  bool        // under mu: efd was written since the loop last read it
 
 	conns  []*loopConn // by index, as epoll reports them
@@ -103,7 +104,14 @@ func (l *loop) stop() {
 // run drives the loop's coroutines until stop, then closes it.
 func (l *loop) run() {
 	defer func() {
-		l.closeQueued()
+		l.mu.Lock()
+		l.done = true
+		closing := l.closing
+		l.closing = nil
+		l.mu.Unlock()
+		for _, c := range closing {
+			unix.Close(c.fd)
+		}
 		unix.Close(l.ep)
 		unix.Close(l.efd)
 	}()

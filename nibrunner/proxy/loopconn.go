@@ -205,6 +205,13 @@ func (c *loopConn) queueClose() {
 		return
 	}
 	c.l.mu.Lock()
+	if c.l.done {
+		// The loop is gone (an idle pooled connection closed after its
+		// server stopped): nothing else can use the descriptor.
+		c.l.mu.Unlock()
+		unix.Close(c.fd)
+		return
+	}
 	c.l.closing = append(c.l.closing, c)
 	c.l.kick()
 	c.l.mu.Unlock()

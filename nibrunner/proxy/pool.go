@@ -226,6 +226,27 @@ func (ps *pools) closeIdle(shut bool) {
 	}
 }
 
+// closeOf closes the idle connections of loop l, which stopped.
+func (ps *pools) closeOf(l *loop) {
+	ps.mu.Lock()
+	byAddr := ps.byAddr
+	ps.mu.Unlock()
+	for _, bp := range byAddr {
+		bp.mu.Lock()
+		kept := bp.idle[:0]
+		for _, c := range bp.idle {
+			if c.lc != nil && c.lc.l == l {
+				c.Conn.Close()
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		clear(bp.idle[len(kept):])
+		bp.idle = kept
+		bp.mu.Unlock()
+	}
+}
+
 // quiet reports whether an idle connection has nothing to read: no bytes
 // the app sent after its last answer (which the next request would take
 // for its own answer) and no close. It asks the socket without waiting

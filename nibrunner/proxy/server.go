@@ -158,7 +158,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.loop != nil {
 		s.loopDone = make(chan struct{})
 		go func() { s.loop.run(); close(s.loopDone) }()
-		defer func() { s.loop.stop(); <-s.loopDone }()
+		defer func() {
+			s.loop.stop()
+			<-s.loopDone
+			s.p.pools.closeOf(s.loop)
+		}()
 	}
 	acceptDone := make(chan error, 1)
 	go func() { acceptDone <- s.accept() }()
