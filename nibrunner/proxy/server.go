@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -52,9 +53,14 @@ type ListenConfig struct {
 	// H2C lets a plain (non-TLS) client speak HTTP/2 with prior knowledge
 	// (off by default: one is answered 505). HTTP/2 over TLS is always on.
 	H2C bool
+	// Loops is how many event loops serve the connections (loop.go), each
+	// on one thread at a time, connections dealt among them in turn
+	// (default: one for every two Ps, at least one; nginx's workers, each
+	// a process with its own epoll, are the model).
+	Loops int
 	// GoroutinePerConnection serves each connection on a goroutine of its
-	// own, polled by the runtime, instead of as a task of the event loop
-	// (loop.go): the design before it, kept to measure beside it.
+	// own, polled by the runtime, instead of as a task of an event loop:
+	// the design before the loops, kept to measure beside them.
 	GoroutinePerConnection bool
 }
 
@@ -79,10 +85,10 @@ type Server struct {
 	h2  *http.Server
 	h2l *connListener
 
-	// loop serves the connections (nil with GoroutinePerConnection);
-	// loopDone closes when its run returns.
-	loop     *loop
-	loopDone chan struct{}
+	// loops serve the connections (none with GoroutinePerConnection),
+	// the next one taking the next connection.
+	loops []*loop
+	next  int
 
 	// ctx ends when the server gives up on open requests (it ends waits
 	// on wakes, not the wakes).
@@ -136,11 +142,20 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen on %s: %w", cfg.Address, err)
 	}
-	if !cfg.GoroutinePerConnection {
-		if s.loop, err = newLoop(); err != nil {
+	if cfg.Loops <= 0 {
+		cfg.Loops = max(1, runtime.GOMAXPROCS(0)/2)
+		s.cfg.Loops = cfg.Loops
+	}
+	for i := 0; i < cfg.Loops && !cfg.GoroutinePerConnection; i++ {
+		lp, err := newLoop()
+		if err != nil {
+			for _, lp := range s.loops {
+				lp.close()
+			}
 			l.Close()
-			return nil, fmt.Errorf("proxy: start its event loop: %w", err)
+			return nil, fmt.Errorf("proxy: start its event loops: %w", err)
 		}
+		s.loops = append(s.loops, lp)
 	}
 	s.l = noDelayListener{l}
 	s.h2l = newConnListener(l.Addr())
@@ -155,13 +170,13 @@ func (s *Server) Addr() net.Addr { return s.l.Addr() }
 func (s *Server) Serve(ctx context.Context) error {
 	h2done := make(chan error, 1)
 	go func() { h2done <- s.h2.Serve(s.h2l) }()
-	if s.loop != nil {
-		s.loopDone = make(chan struct{})
-		go func() { s.loop.run(); close(s.loopDone) }()
+	for _, lp := range s.loops {
+		done := make(chan struct{})
+		go func() { lp.run(); close(done) }()
 		defer func() {
-			s.loop.stop()
-			<-s.loopDone
-			s.p.pools.closeOf(s.loop)
+			lp.stop()
+			<-done
+			s.p.pools.closeOf(lp)
 		}()
 	}
 	acceptDone := make(chan error, 1)
@@ -233,12 +248,14 @@ func (s *Server) accept() error {
 			go s.turnAway(c, limit)
 			continue
 		}
-		if s.loop != nil {
+		if len(s.loops) > 0 {
 			if lc, err := adopt(admitted.(*countedConn).Conn); err == nil {
 				admitted.(*countedConn).Conn = lc
-				s.loop.start(func(t *task) {
-					lc.l, lc.task = s.loop, t
-					if err := s.loop.add(lc); err != nil {
+				lp := s.loops[s.next%len(s.loops)]
+				s.next++
+				lp.start(func(t *task) {
+					lc.l, lc.task = lp, t
+					if err := lp.add(lc); err != nil {
 						// Out of memory for epoll, say: this one connection ends.
 						lc.l = nil
 						s.wg.Done()
