@@ -50,6 +50,8 @@ type loop struct {
 	// scheduler.
 	scheduled time.Time
 	events [256]unix.EpollEvent
+	ready  []*loopConn // the batch's connections with a task
+	polls  uint64      // epoll_waits so far
 }
 
 // efdIndex marks the eventfd's events.
@@ -137,9 +139,14 @@ func (l *loop) run() {
 			wait = max(0, int((time.Until(l.timers[0].at)+time.Millisecond-1)/time.Millisecond))
 		}
 		n, err := unix.EpollWait(l.ep, l.events[:], wait)
+		l.polls++
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			panic("proxy: epoll_wait: " + err.Error()) // EBADF or EFAULT: a bug, not a condition
 		}
+		// Every edge of the batch is noted before any task runs, so that a
+		// task taking an idle app connection from the pool knows of bytes
+		// or a close that came to it while it was idle (bconn.quiet).
+		l.ready = l.ready[:0]
 		for i := range max(n, 0) {
 			ev := l.events[i]
 			if ev.Fd == efdIndex {
@@ -161,6 +168,12 @@ func (l *loop) run() {
 			if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				c.wready = true
 			}
+			if c.task != nil {
+				l.ready = append(l.ready, c)
+			}
+		}
+		for i, c := range l.ready {
+			l.ready[i] = nil
 			if t := c.task; t != nil && t.on == c && (t.out && c.wready || !t.out && c.rready) {
 				l.resume(t)
 			}

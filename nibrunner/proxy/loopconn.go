@@ -31,6 +31,7 @@ type loopConn struct {
 	// rready and wready: the socket may have bytes (room) — set by the
 	// loop on epoll's edges, cleared by a read (write) that found none.
 	rready, wready bool
+	drainedAt      uint64    // the loop's polls when a read last cleared rready
 	rdl, wdl       time.Time // deadlines (zero: none)
 	laddr, raddr   net.Addr
 
@@ -38,6 +39,10 @@ type loopConn struct {
 	queued atomic.Bool // the descriptor is queued for the loop to close
 	gc     atomic.Pointer[goConn]
 }
+
+// loopEmptyReads counts the reads that found their socket empty (a test
+// proves the loop's claim by it).
+var loopEmptyReads atomic.Int64
 
 // goConn is a detached loopConn's runtime-polled connection.
 type goConn struct{ net.Conn }
@@ -106,6 +111,7 @@ func (c *loopConn) Read(b []byte) (int, error) {
 					// Likely all there was: the next read waits for epoll's
 					// word instead of finding the socket empty.
 					c.rready = false
+					c.drainedAt = c.l.polls
 				}
 				return n, nil
 			case err == nil:
@@ -118,7 +124,9 @@ func (c *loopConn) Read(b []byte) (int, error) {
 			case err != unix.EAGAIN:
 				return 0, c.opErr("read", err)
 			}
+			loopEmptyReads.Add(1)
 			c.rready = false
+			c.drainedAt = c.l.polls
 		}
 		if err := c.waitFor(false, c.rdl); err != nil {
 			return 0, c.opErr("read", err)

@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"alpnib.dev/nibrunner/route"
+)
+
+// TestTheLoopReadsASocketOnlyOnceEpollSaysItHasBytes is the loop's
+// claim (loop.go): a kept-alive request costs no read that finds its
+// socket empty, on the client's side or the app's. The runtime's poller
+// makes one such read per socket per request (docs/bench.md), which is
+// what the loop was built to avoid.
+func TestTheLoopReadsASocketOnlyOnceEpollSaysItHasBytes(t *testing.T) {
+	p := newProxy(t, &fakeWaker{})
+	addr := serve(t, p, ListenConfig{Loops: 1})
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	ask := func() {
+		t.Helper()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: shop.example.com\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "shop answers shop.example.com\n" {
+			t.Fatalf("answered %q, %v", b, err)
+		}
+	}
+	ask() // the app's connection is dialled
+	const requests = 400
+	before := loopEmptyReads.Load()
+	for range requests {
+		ask()
+	}
+	// A read can still find a socket empty when epoll's word and the
+	// bytes cross (the word came with bytes a read already took); one
+	// request in twenty is far below the runtime's two in one.
+	if n := loopEmptyReads.Load() - before; n > requests/20 {
+		t.Fatalf("%d reads found their socket empty over %d requests, want at most %d", n, requests, requests/20)
+	}
+}
+
+// TestServingStopsAtOnceWithKeptAliveConnectionsWaitingInTheLoop: an idle
+// connection's task waits in its loop on epoll, not on a read the runtime
+// can interrupt; closing it from the server's goroutine must still end
+// that wait, or Serve would wait out IdleTimeout (2 minutes) for each.
+func TestServingStopsAtOnceWithKeptAliveConnectionsWaitingInTheLoop(t *testing.T) {
+	p := newProxy(t, &fakeWaker{})
+	defer p.Close()
+	s, err := p.Listen(context.Background(), ListenConfig{Address: "127.0.0.1:0", Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
+	var conns []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: shop.example.com\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		conns = append(conns, c)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve went on for 5 s with only idle kept-alive connections open: their tasks' waits did not end")
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); err == nil || n > 0 {
+			t.Fatalf("connection %d is still open after Serve returned: read %d, %v", i, n, err)
+		}
+	}
+}
+
+// TestAConnectionWaitingOnAWakeDoesNotHoldUpItsLoop: a wait on a wake is
+// a wait on a channel, which a task may not do in its loop (every other
+// connection of the loop would wait with it): the task leaves the loop
+// first, and its loop goes on serving the others meanwhile.
+func TestAConnectionWaitingOnAWakeDoesNotHoldUpItsLoop(t *testing.T) {
+	w := &fakeWaker{release: make(chan struct{})}
+	p := newProxy(t, w)
+	base := "http://" + serve(t, p, ListenConfig{Loops: 1})
+	apply(t, p,
+		routeTo("sleepy.example.com", "sleepy", backend(t, "sleepy"), route.Sleeping),
+		routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
+	woken := make(chan result, 1)
+	go func() {
+		r, err := ask(&http.Client{}, base, "sleepy.example.com")
+		if err != nil {
+			r.body = err.Error()
+		}
+		woken <- r
+	}()
+	waitFor(t, "the wake begins", func() bool { return w.calls.Load() == 1 })
+	for range 3 {
+		c := &http.Client{Timeout: 5 * time.Second}
+		must(t, get(t, c, base, "shop.example.com"), 200, "shop answers shop.example.com\n")
+	}
+	select {
+	case r := <-woken:
+		t.Fatalf("the sleeping app's request was answered before its wake ended: %d %q", r.status, r.body)
+	default:
+	}
+	close(w.release)
+	must(t, <-woken, 200, "sleepy answers sleepy.example.com\n")
+	// The connection that left the loop goes on serving requests.
+	must(t, get(t, &http.Client{}, base, "sleepy.example.com"), 200, "sleepy answers sleepy.example.com\n")
+}
+
+// TestConnectionsAreDealtAmongTheLoops: with two loops, each gets
+// connections, and a request on either is answered.
+func TestConnectionsAreDealtAmongTheLoops(t *testing.T) {
+	p := newProxy(t, &fakeWaker{})
+	defer p.Close()
+	s, err := p.Listen(context.Background(), ListenConfig{Address: "127.0.0.1:0", Loops: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	if len(s.loops) != 2 {
+		t.Fatalf("%d loops, want 2", len(s.loops))
+	}
+	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
+	for range 4 {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		must(t, get(t, c, "http://"+s.Addr().String(), "shop.example.com"), 200, "shop answers shop.example.com\n")
+	}
+	// Each loop's app connection went back to the one pool, each marked
+	// with its loop: two loops, so two connections (a task takes only
+	// its own loop's).
+	waitFor(t, "both loops' app connections are pooled", func() bool { return p.pools.idleCount() == 2 })
+}
