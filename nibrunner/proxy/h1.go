@@ -18,8 +18,10 @@ import (
 )
 
 // HTTP/1.x is served by a lean forwarder of its own rather than
-// net/http's server and httputil.ReverseProxy: one goroutine per client
-// connection reads a request head into a reused buffer, writes it to a
+// net/http's server and httputil.ReverseProxy: each client connection
+// (a task of an event loop, loop.go, or a goroutine of its own once it
+// left one or with ListenConfig.GoroutinePerConnection) reads a request
+// head into a reused buffer, writes it to a
 // kept-alive connection to the app with the hop-by-hop fields dropped and
 // the X-Forwarded ones added, and copies the response back, all without
 // per-request maps or goroutines (docs/bench.md has the measurements that
@@ -309,7 +311,8 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 			bc.Close()
 			return false, h.failed(lg, errors.New("the app switched protocols unasked"), true)
 		}
-		h.leave(bc) // the stream's two directions are two goroutines
+		// The stream's two directions are two goroutines: out of the loop.
+		h.leave(bc)
 		_ = bc.SetReadDeadline(time.Time{}) // the stream is not timed
 		h.c.readIdle = 0
 		_ = h.c.SetReadDeadline(time.Time{})

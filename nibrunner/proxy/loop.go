@@ -49,9 +49,9 @@ type loop struct {
 	// scheduled is when the loop last went through the runtime's
 	// scheduler.
 	scheduled time.Time
-	events [256]unix.EpollEvent
-	ready  []*loopConn // the batch's connections with a task
-	polls  uint64      // epoll_waits so far
+	events    [256]unix.EpollEvent
+	ready     []*loopConn // the batch's connections with a task
+	polls     uint64      // epoll_waits so far
 }
 
 // efdIndex marks the eventfd's events.
