@@ -5,6 +5,7 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,8 +51,8 @@ type loop struct {
 	// scheduler.
 	scheduled time.Time
 	events    [256]unix.EpollEvent
-	ready     []*loopConn // the batch's connections with a task
-	polls     uint64      // epoll_waits so far
+	ready     []*loopConn   // the batch's connections with a task
+	polls     atomic.Uint64 // epoll_waits so far (bconn.quiet reads it from anywhere)
 }
 
 // efdIndex marks the eventfd's events.
@@ -139,7 +140,7 @@ func (l *loop) run() {
 			wait = max(0, int((time.Until(l.timers[0].at)+time.Millisecond-1)/time.Millisecond))
 		}
 		n, err := unix.EpollWait(l.ep, l.events[:], wait)
-		l.polls++
+		l.polls.Add(1)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			panic("proxy: epoll_wait: " + err.Error()) // EBADF or EFAULT: a bug, not a condition
 		}
@@ -163,7 +164,7 @@ func (l *loop) run() {
 				continue
 			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-				c.rready = true
+				c.rready.Store(true)
 			}
 			if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				c.wready = true
@@ -174,7 +175,7 @@ func (l *loop) run() {
 		}
 		for i, c := range l.ready {
 			l.ready[i] = nil
-			if t := c.task; t != nil && t.on == c && (t.out && c.wready || !t.out && c.rready) {
+			if t := c.task; t != nil && t.on == c && (t.out && c.wready || !t.out && c.rready.Load()) {
 				l.resume(t)
 			}
 		}

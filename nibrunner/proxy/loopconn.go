@@ -30,10 +30,13 @@ type loopConn struct {
 
 	// rready and wready: the socket may have bytes (room) — set by the
 	// loop on epoll's edges, cleared by a read (write) that found none.
-	rready, wready bool
-	drainedAt      uint64    // the loop's polls when a read last cleared rready
-	rdl, wdl       time.Time // deadlines (zero: none)
-	laddr, raddr   net.Addr
+	// rready and drainedAt are atomic for bconn.quiet, which may ask an
+	// idle pooled connection from anywhere.
+	rready       atomic.Bool
+	wready       bool
+	drainedAt    atomic.Uint64 // the loop's polls when a read last cleared rready
+	rdl, wdl     time.Time     // deadlines (zero: none)
+	laddr, raddr net.Addr
 
 	closed atomic.Bool // Close was called
 	queued atomic.Bool // the descriptor is queued for the loop to close
@@ -66,7 +69,8 @@ func adopt(c net.Conn) (*loopConn, error) {
 	if derr != nil {
 		return nil, os.NewSyscallError("fcntl", derr)
 	}
-	lc := &loopConn{fd: fd, laddr: c.LocalAddr(), raddr: c.RemoteAddr(), rready: true, wready: true}
+	lc := &loopConn{fd: fd, laddr: c.LocalAddr(), raddr: c.RemoteAddr(), wready: true}
+	lc.rready.Store(true)
 	_ = c.Close()
 	return lc, nil
 }
@@ -103,15 +107,14 @@ func (c *loopConn) Read(b []byte) (int, error) {
 		if c.closed.Load() {
 			return 0, c.opErr("read", net.ErrClosed)
 		}
-		if c.rready {
+		if c.rready.Load() {
 			n, err := unix.Read(c.fd, b)
 			switch {
 			case n > 0:
 				if n < len(b) {
 					// Likely all there was: the next read waits for epoll's
 					// word instead of finding the socket empty.
-					c.rready = false
-					c.drainedAt = c.l.polls
+					c.drained()
 				}
 				return n, nil
 			case err == nil:
@@ -125,8 +128,7 @@ func (c *loopConn) Read(b []byte) (int, error) {
 				return 0, c.opErr("read", err)
 			}
 			loopEmptyReads.Add(1)
-			c.rready = false
-			c.drainedAt = c.l.polls
+			c.drained()
 		}
 		if err := c.waitFor(false, c.rdl); err != nil {
 			return 0, c.opErr("read", err)
@@ -163,6 +165,18 @@ func (c *loopConn) Write(b []byte) (int, error) {
 		}
 	}
 	return done, nil
+}
+
+// drained notes that a read found all the socket had.
+func (c *loopConn) drained() {
+	c.rready.Store(false)
+	c.drainedAt.Store(c.l.polls.Load())
+}
+
+// quiet reports whether the loop knows the socket to have had nothing
+// to read since its last read: no edge since it, and epoll asked since.
+func (c *loopConn) quiet() bool {
+	return !c.rready.Load() && c.l.polls.Load() > c.drainedAt.Load()
 }
 
 // waitFor waits for the socket's readiness to read (write, with out)
@@ -329,7 +343,8 @@ func (l *loop) dial(addr string, timeout time.Duration) (*loopConn, error) {
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, 30)
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, 30)
-	c := &loopConn{l: l, fd: fd, raddr: raddr, rready: true, task: l.cur}
+	c := &loopConn{l: l, fd: fd, raddr: raddr, task: l.cur}
+	c.rready.Store(true)
 	if err := l.add(c); err != nil {
 		unix.Close(fd)
 		return nil, fail("epoll_ctl", err)

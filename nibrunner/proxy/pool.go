@@ -261,7 +261,7 @@ func (c *bconn) quiet() bool {
 	if c.fd < 0 {
 		return true
 	}
-	if c.lc != nil && !c.lc.rready && c.lc.l.polls > c.lc.drainedAt {
+	if c.lc != nil && c.lc.quiet() {
 		// A loop's connection: its last read found all there was, and
 		// epoll, asked since, told the loop of no bytes or close after
 		// it (the loop notes a batch's edges before any task runs). The
