@@ -52,6 +52,8 @@ type loop struct {
 	scheduled time.Time
 	events    [256]unix.EpollEvent
 	ready     []*loopConn   // the batch's connections with a task
+	again     []*task       // tasks that gave way, to resume after the next poll
+	spare     []*task       // again's other buffer
 	polls     atomic.Uint64 // epoll_waits so far (bconn.quiet reads it from anywhere)
 }
 
@@ -136,7 +138,10 @@ func (l *loop) run() {
 			l.scheduled = now
 		}
 		wait := -1
-		if len(l.timers) > 0 {
+		switch {
+		case len(l.again) > 0:
+			wait = 0
+		case len(l.timers) > 0:
 			wait = max(0, int((time.Until(l.timers[0].at)+time.Millisecond-1)/time.Millisecond))
 		}
 		n, err := unix.EpollWait(l.ep, l.events[:], wait)
@@ -179,6 +184,15 @@ func (l *loop) run() {
 				l.resume(t)
 			}
 		}
+		// The tasks that gave way (task.giveWay) go on, once every ready
+		// connection had its turn.
+		again := l.again
+		l.again = l.spare[:0]
+		for i, t := range again {
+			again[i] = nil
+			l.resume(t)
+		}
+		l.spare = again[:0]
 		if len(l.timers) > 0 {
 			now := time.Now()
 			for len(l.timers) > 0 && !l.timers[0].at.After(now) {
@@ -230,6 +244,7 @@ func (l *loop) resume(t *task) {
 		l.timers.remove(t)
 	}
 	l.cur = t
+	t.ops = 0
 	_, more := t.next()
 	l.cur = nil
 	switch {
@@ -282,6 +297,29 @@ type task struct {
 
 	at time.Time // its wait's deadline, while in the timer heap
 	hi int       // its index in the timer heap, -1 when not in it
+
+	ops int // reads and writes since it was last resumed
+}
+
+// opsPerTurn is how many reads and writes a task makes before it gives
+// way: a request takes four or five, and a stream whose two sockets are
+// always ready (a large answer between a fast app and a fast client)
+// would otherwise keep every other connection of its loop waiting.
+const opsPerTurn = 64
+
+// didIO counts one read or write, and gives way when the task's turn is
+// over.
+func (t *task) didIO() {
+	if t.ops++; t.ops >= opsPerTurn {
+		t.giveWay()
+	}
+}
+
+// giveWay hands the loop back until the connections ready now had their
+// turn.
+func (t *task) giveWay() {
+	t.l.again = append(t.l.again, t)
+	t.yield(struct{}{})
 }
 
 // wait hands the loop back until c is ready to read (or write, with

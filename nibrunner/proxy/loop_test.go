@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"alpnib.dev/nibrunner/route"
+	"golang.org/x/sys/unix"
 )
 
 // TestTheLoopReadsASocketOnlyOnceEpollSaysItHasBytes is the loop's
@@ -160,4 +161,78 @@ func TestConnectionsAreDealtAmongTheLoops(t *testing.T) {
 	// with its loop: two loops, so two connections (a task takes only
 	// its own loop's).
 	waitFor(t, "both loops' app connections are pooled", func() bool { return p.pools.idleCount() == 2 })
+}
+
+// TestATaskWhoseSocketsAreAlwaysReadyGivesWayToTheOthers: a stream whose
+// sockets never make it wait (a large answer between a fast app and a
+// fast client) would keep its loop to itself; after opsPerTurn reads and
+// writes a task gives way, and the other tasks of the loop go first.
+func TestATaskWhoseSocketsAreAlwaysReadyGivesWayToTheOthers(t *testing.T) {
+	l, err := newLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go l.run()
+	defer l.stop()
+	// pair is a connected socket pair: a loopConn for a task of l, and
+	// the other end, with n bytes already written to it.
+	pair := func(n int) (*loopConn, int) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fds[1]) })
+		if n > 0 {
+			if w, err := unix.Write(fds[1], make([]byte, n)); w != n {
+				t.Fatalf("wrote %d of %d bytes: %v", w, n, err)
+			}
+		}
+		c := &loopConn{fd: fds[0], wready: true}
+		c.rready.Store(true)
+		return c, fds[1]
+	}
+	run := func(c *loopConn, f func()) {
+		l.start(func(tk *task) {
+			c.l, c.task = l, tk
+			if err := l.add(c); err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			f()
+		})
+	}
+	const reads = 10 * opsPerTurn
+	long, _ := pair(reads)
+	short, _ := pair(1)
+	var longDone, readsBeforeShort int
+	done := make(chan struct{}, 2)
+	// The long task reads a byte at a time: every read fills its buffer,
+	// so none waits.
+	run(long, func() {
+		b := make([]byte, 1)
+		for range reads {
+			if _, err := long.Read(b); err != nil {
+				t.Error(err)
+				break
+			}
+			longDone++
+		}
+		done <- struct{}{}
+	})
+	run(short, func() {
+		readsBeforeShort = longDone
+		if _, err := short.Read(make([]byte, 1)); err != nil {
+			t.Error(err)
+		}
+		done <- struct{}{}
+	})
+	<-done
+	<-done
+	if readsBeforeShort >= reads {
+		t.Fatalf("the short task ran only after the long one's %d reads", readsBeforeShort)
+	}
+	if readsBeforeShort > opsPerTurn {
+		t.Fatalf("the short task ran after %d of the long one's reads, want at most opsPerTurn (%d)", readsBeforeShort, opsPerTurn)
+	}
 }

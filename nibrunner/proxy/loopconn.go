@@ -116,6 +116,9 @@ func (c *loopConn) Read(b []byte) (int, error) {
 					// word instead of finding the socket empty.
 					c.drained()
 				}
+				if c.task != nil && !c.task.left {
+					c.task.didIO()
+				}
 				return n, nil
 			case err == nil:
 				if len(b) == 0 {
@@ -151,6 +154,9 @@ func (c *loopConn) Write(b []byte) (int, error) {
 			case n > 0:
 				if done += n; done < len(b) {
 					c.wready = false
+				}
+				if c.task != nil && !c.task.left {
+					c.task.didIO()
 				}
 				continue
 			case err == unix.EINTR:
