@@ -50,11 +50,11 @@ type loop struct {
 	// scheduled is when the loop last went through the runtime's
 	// scheduler.
 	scheduled time.Time
-	events    [256]unix.EpollEvent
-	ready     []*loopConn   // the batch's connections with a task
-	again     []*task       // tasks that gave way, to resume after the next poll
-	spare     []*task       // again's other buffer
-	polls     atomic.Uint64 // epoll_waits so far (bconn.quiet reads it from anywhere)
+	events    [512]unix.EpollEvent // as many as nginx asks epoll_wait for
+	ready     []*loopConn          // the batch's connections with a task
+	again     []*task              // tasks that gave way, to resume after the next poll
+	spare     []*task              // again's other buffer
+	polls     atomic.Uint64        // epoll_waits so far (bconn.quiet reads it from anywhere)
 }
 
 // efdIndex marks the eventfd's events.
