@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,7 +109,7 @@ func (c *loopConn) Read(b []byte) (int, error) {
 			return 0, c.opErr("read", net.ErrClosed)
 		}
 		if c.rready.Load() {
-			n, err := unix.Read(c.fd, b)
+			n, err := rawRead(c.fd, b)
 			switch {
 			case n > 0:
 				if n < len(b) {
@@ -149,7 +150,7 @@ func (c *loopConn) Write(b []byte) (int, error) {
 			return done, c.opErr("write", net.ErrClosed)
 		}
 		if c.wready {
-			n, err := unix.Write(c.fd, b[done:])
+			n, err := rawWrite(c.fd, b[done:])
 			switch {
 			case n > 0:
 				if done += n; done < len(b) {
@@ -183,6 +184,34 @@ func (c *loopConn) drained() {
 // to read since its last read: no edge since it, and epoll asked since.
 func (c *loopConn) quiet() bool {
 	return !c.rready.Load() && c.l.polls.Load() > c.drainedAt.Load()
+}
+
+// rawRead and rawWrite are read(2) and write(2) without telling the
+// runtime's scheduler: on a non-blocking socket they never wait, and the
+// loop wants its P kept, not handed to another thread while the kernel
+// copies, and each entersyscall and exitsyscall costs time of its own.
+func rawRead(fd int, b []byte) (int, error) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(p), uintptr(len(b)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, b []byte) (int, error) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(p), uintptr(len(b)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
 }
 
 // waitFor waits for the socket's readiness to read (write, with out)
