@@ -4,7 +4,8 @@
 // locked OS thread, as nginx's worker does. bench/proxy-vs-nginx.sh runs
 // it (EPOLL_PROXY=1) beside nibrunnerd's proxy and nginx, to tell whether
 // an epoll-driven HTTP/1 path would shorten nibrunnerd's tail
-// (docs/bench.md, "Would an epoll loop help?").
+// (docs/bench.md, "Who owns the CPU decides the tail" and "The loop").
+// nibrunnerd's proxy is such a loop now (nibrunner/proxy/loop.go).
 //
 // It passes each client's requests as they came to one backend, over a
 // connection of that client's own, and passes back answers framed by
