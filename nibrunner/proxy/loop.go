@@ -5,7 +5,6 @@ import (
 	"iter"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -54,7 +53,6 @@ type loop struct {
 	ready     []*loopConn          // the batch's connections with a task
 	again     []*task              // tasks that gave way, to resume after the next poll
 	spare     []*task              // again's other buffer
-	polls     atomic.Uint64        // epoll_waits so far (bconn.quiet reads it from anywhere)
 }
 
 // efdIndex marks the eventfd's events.
@@ -145,7 +143,6 @@ func (l *loop) run() {
 			wait = max(0, int((time.Until(l.timers[0].at)+time.Millisecond-1)/time.Millisecond))
 		}
 		n, err := unix.EpollWait(l.ep, l.events[:], wait)
-		l.polls.Add(1)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			panic("proxy: epoll_wait: " + err.Error()) // EBADF or EFAULT: a bug, not a condition
 		}

@@ -31,12 +31,11 @@ type loopConn struct {
 
 	// rready and wready: the socket may have bytes (room) — set by the
 	// loop on epoll's edges, cleared by a read (write) that found none.
-	// rready and drainedAt are atomic for bconn.quiet, which may ask an
+	// rready is atomic for bconn.quiet, which may ask an
 	// idle pooled connection from anywhere.
 	rready       atomic.Bool
 	wready       bool
-	drainedAt    atomic.Uint64 // the loop's polls when a read last cleared rready
-	rdl, wdl     time.Time     // deadlines (zero: none)
+	rdl, wdl     time.Time // deadlines (zero: none)
 	laddr, raddr net.Addr
 
 	closed atomic.Bool // Close was called
@@ -175,15 +174,17 @@ func (c *loopConn) Write(b []byte) (int, error) {
 }
 
 // drained notes that a read found all the socket had.
-func (c *loopConn) drained() {
-	c.rready.Store(false)
-	c.drainedAt.Store(c.l.polls.Load())
-}
+func (c *loopConn) drained() { c.rready.Store(false) }
 
 // quiet reports whether the loop knows the socket to have had nothing
-// to read since its last read: no edge since it, and epoll asked since.
+// to read since its last read: no edge since it. Bytes that came after
+// the loop's last epoll_wait are not known yet, as they are not to
+// nginx, which takes a cached upstream connection on the same word
+// (nginx/nginx src/http/modules/ngx_http_upstream_keepalive_module.c at
+// 403a9efc: the connection is asked only when it goes back to the cache
+// with its read event ready, and taken out unasked).
 func (c *loopConn) quiet() bool {
-	return !c.rready.Load() && c.l.polls.Load() > c.drainedAt.Load()
+	return !c.rready.Load()
 }
 
 // rawRead and rawWrite are read(2) and write(2) without telling the

@@ -262,11 +262,8 @@ func (c *bconn) quiet() bool {
 		return true
 	}
 	if c.lc != nil && c.lc.quiet() {
-		// A loop's connection: its last read found all there was, and
-		// epoll, asked since, told the loop of no bytes or close after
-		// it (the loop notes a batch's edges before any task runs). The
-		// socket was asked as of that epoll_wait, as the peek below
-		// asks it as of now.
+		// A loop's connection whose last read found all there was, and of
+		// which epoll has told the loop nothing since (loopConn.quiet).
 		return true
 	}
 	_, _, err := syscall.Recvfrom(c.fd, c.peek[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
