@@ -103,6 +103,9 @@ func (c *loopConn) Read(b []byte) (int, error) {
 	if g := c.gc.Load(); g != nil {
 		return g.Read(b)
 	}
+	if len(b) == 0 {
+		return 0, nil // as net.Conn does: nothing asked, nothing waited for
+	}
 	for {
 		if c.closed.Load() {
 			return 0, c.opErr("read", net.ErrClosed)
@@ -121,9 +124,6 @@ func (c *loopConn) Read(b []byte) (int, error) {
 				}
 				return n, nil
 			case err == nil:
-				if len(b) == 0 {
-					return 0, nil
-				}
 				return 0, io.EOF
 			case err == unix.EINTR:
 				continue
