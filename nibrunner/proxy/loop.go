@@ -165,6 +165,9 @@ func (l *loop) run() {
 			if c == nil || c.gen != uint32(ev.Pad) {
 				continue
 			}
+			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.eof = true
+			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				c.rready.Store(true)
 			}

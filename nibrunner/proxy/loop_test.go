@@ -236,3 +236,44 @@ func TestATaskWhoseSocketsAreAlwaysReadyGivesWayToTheOthers(t *testing.T) {
 		t.Fatalf("the short task ran after %d of the long one's reads, want at most opsPerTurn (%d)", readsBeforeShort, opsPerTurn)
 	}
 }
+
+// TestAnAnswerFramedByItsAppsCloseEndsWhenTheAppCloses: an answer with
+// neither Content-Length nor chunks ends at the app's close. The close's
+// epoll edge can come before the read that takes the answer's last bytes,
+// and comes once: a loop that took that short read for "nothing more"
+// would wait for ever on the app (a CI run hung so, 16 minutes).
+func TestAnAnswerFramedByItsAppsCloseEndsWhenTheAppCloses(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err == nil {
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the close\n")
+				}
+				c.Close()
+			}()
+		}
+	}()
+	p := newProxy(t, &fakeWaker{})
+	base := "http://" + serve(t, p, ListenConfig{Loops: 1})
+	apply(t, p, routeTo("shop.example.com", "shop", l.Addr().(*net.TCPAddr).Port, route.Up))
+	c := &http.Client{Timeout: 10 * time.Second}
+	for i := range 300 {
+		r, err := ask(c, base, "shop.example.com")
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if r.status != 200 || r.body != "until the close\n" {
+			t.Fatalf("request %d: %d %q", i, r.status, r.body)
+		}
+	}
+}

@@ -33,8 +33,15 @@ type loopConn struct {
 	// loop on epoll's edges, cleared by a read (write) that found none.
 	// rready is atomic for bconn.quiet, which may ask an
 	// idle pooled connection from anywhere.
-	rready       atomic.Bool
-	wready       bool
+	rready atomic.Bool
+	wready bool
+	// eof: epoll reported the peer's close (EPOLLRDHUP, EPOLLHUP or
+	// EPOLLERR). Its edge comes once, and may come before a read that
+	// finds data ahead of it, so a short read clears rready only while it
+	// is false, as nginx's pending_eof (nginx/nginx src/os/unix/ngx_recv.c
+	// at aa6936e6): otherwise a body framed by the close would wait for an
+	// edge that already came.
+	eof          bool
 	rdl, wdl     time.Time // deadlines (zero: none)
 	laddr, raddr net.Addr
 
@@ -131,7 +138,7 @@ func (c *loopConn) Read(b []byte) (int, error) {
 				return 0, c.opErr("read", err)
 			}
 			loopEmptyReads.Add(1)
-			c.drained()
+			c.rready.Store(false)
 		}
 		if err := c.waitFor(false, c.rdl); err != nil {
 			return 0, c.opErr("read", err)
@@ -173,8 +180,13 @@ func (c *loopConn) Write(b []byte) (int, error) {
 	return done, nil
 }
 
-// drained notes that a read found all the socket had.
-func (c *loopConn) drained() { c.rready.Store(false) }
+// drained notes that a short read took all the socket had, unless its
+// peer's close is still to be read.
+func (c *loopConn) drained() {
+	if !c.eof {
+		c.rready.Store(false)
+	}
+}
 
 // quiet reports whether the loop knows the socket to have had nothing
 // to read since its last read: no edge since it. Bytes that came after
