@@ -88,28 +88,24 @@ func (c *timedConn) Write(b []byte) (int, error) {
 		// (nginx's reset_timedout_connection): closed gracefully, the
 		// kernel would hold it and its unsent answer for a client that
 		// does not read.
-		if tc := tcpOf(c.Conn); tc != nil {
-			_ = tc.SetLinger(0)
-		} else if lc := lcOf(c.Conn); lc != nil {
-			_ = lc.SetLinger(0)
+		if l, ok := under(c.Conn).(interface{ SetLinger(int) error }); ok {
+			_ = l.SetLinger(0)
 		}
 	}
 	return n, err
 }
 
-// tcpOf is the TCP connection under c (through TLS and the caps'
-// counting), nil when there is none.
-func tcpOf(c net.Conn) *net.TCPConn {
+// under is the connection under c's TLS and the caps' counting: a
+// *net.TCPConn, or a loop's *loopConn.
+func under(c net.Conn) net.Conn {
 	for {
 		switch v := c.(type) {
-		case *net.TCPConn:
-			return v
 		case *tls.Conn:
 			c = v.NetConn()
 		case *countedConn:
 			c = v.Conn
 		default:
-			return nil
+			return c
 		}
 	}
 }

@@ -13,6 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// serveOwn runs p on a loopback port, as serve does, for a test that
+// stops it itself: cancel stops it, and done says how Serve returned.
+func serveOwn(t *testing.T, p *Proxy, cfg ListenConfig) (*Server, context.CancelFunc, chan error) {
+	t.Helper()
+	cfg.Address = "127.0.0.1:0"
+	s, err := p.Listen(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	return s, cancel, done
+}
+
 // TestTheLoopReadsASocketOnlyOnceEpollSaysItHasBytes is the loop's
 // claim (loop.go): a kept-alive request costs no read that finds its
 // socket empty, on the client's side or the app's. The runtime's poller
@@ -60,13 +75,7 @@ func TestTheLoopReadsASocketOnlyOnceEpollSaysItHasBytes(t *testing.T) {
 func TestServingStopsAtOnceWithKeptAliveConnectionsWaitingInTheLoop(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
 	defer p.Close()
-	s, err := p.Listen(context.Background(), ListenConfig{Address: "127.0.0.1:0", Loops: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
+	s, cancel, done := serveOwn(t, p, ListenConfig{Loops: 1})
 	apply(t, p, routeTo("shop.example.com", "shop", backend(t, "shop"), route.Up))
 	var conns []net.Conn
 	for range 20 {
@@ -141,13 +150,7 @@ func TestAConnectionWaitingOnAWakeDoesNotHoldUpItsLoop(t *testing.T) {
 func TestConnectionsAreDealtAmongTheLoops(t *testing.T) {
 	p := newProxy(t, &fakeWaker{})
 	defer p.Close()
-	s, err := p.Listen(context.Background(), ListenConfig{Address: "127.0.0.1:0", Loops: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
+	s, cancel, done := serveOwn(t, p, ListenConfig{Loops: 2})
 	defer func() { cancel(); <-done }()
 	if len(s.loops) != 2 {
 		t.Fatalf("%d loops, want 2", len(s.loops))

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -85,18 +84,8 @@ func adopt(c net.Conn) (*loopConn, error) {
 // lcOf is the loopConn under c (through TLS and the caps' counting), if
 // any.
 func lcOf(c net.Conn) *loopConn {
-	for {
-		switch v := c.(type) {
-		case *loopConn:
-			return v
-		case *tls.Conn:
-			c = v.NetConn()
-		case *countedConn:
-			c = v.Conn
-		default:
-			return nil
-		}
-	}
+	lc, _ := under(c).(*loopConn)
+	return lc
 }
 
 func (c *loopConn) opErr(op string, err error) error {
@@ -203,24 +192,15 @@ func (c *loopConn) quiet() bool {
 // runtime's scheduler: on a non-blocking socket they never wait, and the
 // loop wants its P kept, not handed to another thread while the kernel
 // copies, and each entersyscall and exitsyscall costs time of its own.
-func rawRead(fd int, b []byte) (int, error) {
-	var p unsafe.Pointer
-	if len(b) > 0 {
-		p = unsafe.Pointer(&b[0])
-	}
-	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(p), uintptr(len(b)))
-	if e != 0 {
-		return -1, e
-	}
-	return int(n), nil
-}
+func rawRead(fd int, b []byte) (int, error)  { return rawIO(unix.SYS_READ, fd, b) }
+func rawWrite(fd int, b []byte) (int, error) { return rawIO(unix.SYS_WRITE, fd, b) }
 
-func rawWrite(fd int, b []byte) (int, error) {
+func rawIO(trap uintptr, fd int, b []byte) (int, error) {
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
 	}
-	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(p), uintptr(len(b)))
+	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(p), uintptr(len(b)))
 	if e != 0 {
 		return -1, e
 	}
