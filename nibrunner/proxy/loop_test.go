@@ -175,7 +175,6 @@ func TestATaskWhoseSocketsAreAlwaysReadyGivesWayToTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go l.run()
 	defer l.stop()
 	// pair is a connected socket pair: a loopConn for a task of l, and
 	// the other end, with n bytes already written to it.
@@ -230,6 +229,9 @@ func TestATaskWhoseSocketsAreAlwaysReadyGivesWayToTheOthers(t *testing.T) {
 		}
 		done <- struct{}{}
 	})
+	// Both are queued before the loop runs, so each of them starts in
+	// the same turn, the long one first.
+	go l.run()
 	<-done
 	<-done
 	if readsBeforeShort >= reads {
