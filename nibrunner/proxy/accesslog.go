@@ -45,14 +45,14 @@ type Recorder interface {
 // logRequest writes the access log line of one request into *line (a
 // buffer its caller keeps between requests) and on to the access log,
 // and tells the recorder. An AccessLogWriter takes it into buffer shard.
-func (p *Proxy) logRequest(l *requestLog, line *[]byte, shard uint32) {
+// now is when the request ended.
+func (p *Proxy) logRequest(l *requestLog, line *[]byte, shard uint32, now time.Time) {
 	if p.opts.Recorder != nil {
 		p.opts.Recorder.ProxyRequest(l.app, l.status, l.bytesIn, l.bytesOut)
 	}
 	if p.opts.AccessLog == nil {
 		return
 	}
-	now := p.opts.Now()
 	*line = appendAccessLine((*line)[:0], now, now.Sub(l.start), l)
 	if a, ok := p.opts.AccessLog.(*AccessLogWriter); ok {
 		a.writeShard(*line, shard)

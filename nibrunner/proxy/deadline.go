@@ -35,6 +35,9 @@ type timedConn struct {
 	// p is told of a read or write deadline that passed, once.
 	p       *Proxy
 	tripped bool
+	// lc is the loop connection under it, if a loop serves it: its clock
+	// is the loop's.
+	lc *loopConn
 }
 
 // SetReadDeadline and SetWriteDeadline set the connection's deadline and
@@ -52,20 +55,20 @@ func (c *timedConn) SetWriteDeadline(t time.Time) error {
 // due is the deadline an operation beginning now needs, and whether the
 // one armed must move to it: it is none, later (another's, such as the
 // head's), or short of it by more than an eighth of the timeout.
-func due(armed time.Time, idle time.Duration) (time.Time, bool) {
-	want := time.Now().Add(idle)
+func due(now, armed time.Time, idle time.Duration) (time.Time, bool) {
+	want := now.Add(idle)
 	return want, armed.IsZero() || armed.After(want) || want.Sub(armed) > idle/8
 }
 
 func (c *timedConn) Read(b []byte) (int, error) {
 	if c.readIdle <= 0 {
 		if c.headTimeout > 0 {
-			_ = c.SetReadDeadline(time.Now().Add(c.headTimeout))
+			_ = c.SetReadDeadline(c.lc.clock().Add(c.headTimeout))
 			c.headTimeout = 0
 		}
 		return c.Conn.Read(b)
 	}
-	if t, rearm := due(c.readAt, c.readIdle); rearm {
+	if t, rearm := due(c.lc.clock(), c.readAt, c.readIdle); rearm {
 		_ = c.SetReadDeadline(t)
 	}
 	n, err := c.Conn.Read(b)
@@ -77,7 +80,7 @@ func (c *timedConn) Read(b []byte) (int, error) {
 
 func (c *timedConn) Write(b []byte) (int, error) {
 	if c.writeIdle > 0 {
-		if t, rearm := due(c.writeAt, c.writeIdle); rearm {
+		if t, rearm := due(c.lc.clock(), c.writeAt, c.writeIdle); rearm {
 			_ = c.SetWriteDeadline(t)
 		}
 	}

@@ -75,6 +75,7 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 		h.client = a.AddrPort().Addr().Unmap().AppendTo(nil)
 	}
 	if h.lc = lcOf(c.Conn); h.lc != nil {
+		c.lc = h.lc
 		h.leaveFn = func() { h.leave(nil) }
 	}
 	defer func() {
@@ -94,7 +95,7 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 		// eighth of it old (a connection waits 7/8 of IdleTimeout at least):
 		// a kept-alive request then arms no timer for its wait or its head
 		// (each a change to the runtime's timers, docs/bench.md).
-		if t, rearm := due(c.readAt, s.cfg.IdleTimeout); rearm {
+		if t, rearm := due(c.lc.clock(), c.readAt, s.cfg.IdleTimeout); rearm {
 			_ = c.SetReadDeadline(t)
 		}
 		if r.Buffered() == 0 && !h.inLoop() {
@@ -176,7 +177,7 @@ func writeAnswer(w *bufio.Writer, a answer, retryAfter string, closing bool) {
 func (h *h1conn) serveOne() bool {
 	p := h.p
 	req := &h.req
-	start := p.opts.Now()
+	start := h.now()
 	h.id = appendRequestID(h.id[:0])
 	hostField := req.bytes(req.host)
 	target := req.bytes(req.first[1])
@@ -193,10 +194,10 @@ func (h *h1conn) serveOne() bool {
 	}
 	h.key = appendNormalHost(h.key[:0], hostField)
 	hasBody := req.contentLength > 0 || req.chunked
-	v := p.decide(h.s.ctx, h.key, h.sni, req.upgrade, h.leaveFn)
+	v := p.decide(h.s.ctx, h.key, h.sni, req.upgrade, h.leaveFn, start)
 	lg := requestLog{app: v.app, status: v.reply.status, start: start}
 	if v.m != nil {
-		defer func() { v.m.End(p.opts.Now()) }()
+		defer func() { v.m.End(h.now()) }()
 	}
 	keep := !req.close && !hasBody
 	if v.addr == "" {
@@ -242,10 +243,10 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	for attempt := 0; ; attempt++ {
 		bc = nil
 		if h.held != nil {
-			bc = p.pools.reuse(h.unhold(), v.addr, p.opts.Now())
+			bc = p.pools.reuse(h.unhold(), v.addr, h.now())
 		}
 		if bc == nil {
-			bc, err = p.pools.get(context.Background(), v.addr, p.opts.Now(), h.loop())
+			bc, err = p.pools.get(context.Background(), v.addr, h.now(), h.loop())
 		}
 		if err != nil {
 			break
@@ -353,7 +354,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	// the next client as its answer: it is closed, never pooled.
 	reusable := err == nil && !resp.close && !untilEOF && !bodyUnsent && req.minor >= 1 && bc.r.Buffered() == 0
 	if reusable {
-		if !p.pools.put(bc, p.opts.Now()) {
+		if !p.pools.put(bc, h.now()) {
 			// The pool is full: the connection stays with this client
 			// connection for its next request, where nginx's keepalive
 			// closes it, so that the burst's end and the next burst do
@@ -368,6 +369,16 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 
 // inLoop reports whether a loop serves this connection now.
 func (h *h1conn) inLoop() bool { return h.lc != nil && h.lc.task != nil && !h.lc.task.left }
+
+// now is the clock of this connection's requests: its loop's (read once
+// a poll) while a loop serves it and the proxy runs on the wall clock,
+// the proxy's otherwise.
+func (h *h1conn) now() time.Time {
+	if h.p.wallClock && h.inLoop() {
+		return h.lc.l.now
+	}
+	return h.p.opts.Now()
+}
 
 // loop is the loop serving this connection now, nil when none does.
 func (h *h1conn) loop() *loop {
@@ -419,7 +430,7 @@ func (h *h1conn) unhold() *bconn {
 // readResponseHead reads the app's answer's head (or an interim one),
 // waiting at most ResponseHeaderTimeout for it.
 func (h *h1conn) readResponseHead(bc *bconn) error {
-	_ = bc.SetReadDeadline(time.Now().Add(h.p.opts.ResponseHeaderTimeout))
+	_ = bc.SetReadDeadline(h.lc.clock().Add(h.p.opts.ResponseHeaderTimeout))
 	err := h.resp.read(bc.r)
 	if err == nil {
 		err = h.resp.parseResponse()
@@ -624,7 +635,7 @@ func (h *h1conn) log(lg *requestLog, target []byte) {
 	lg.target = target
 	lg.proto = h.req.bytes(h.req.first[2])
 	lg.client = h.client
-	h.p.logRequest(lg, &h.line, h.shard)
+	h.p.logRequest(lg, &h.line, h.shard, h.now())
 }
 
 // absoluteForm splits an absolute-form target (http://host/path) into

@@ -46,6 +46,12 @@ type loop struct {
 	timers timerHeap
 	tasks  int // tasks started and not ended
 	cur    *task
+	// now is the time the loop's last epoll_wait returned: the clock of
+	// its tasks (loopConn.clock), read once a poll instead of once or
+	// more a read, a write and an access log line, as nginx's worker
+	// reads the time once an event loop iteration (ngx_time_update,
+	// docs/decisions.md).
+	now time.Time
 	// scheduled is when the loop last went through the runtime's
 	// scheduler.
 	scheduled time.Time
@@ -111,6 +117,7 @@ func (l *loop) stop() {
 // run drives the loop's coroutines until stop, then closes it.
 func (l *loop) run() {
 	defer l.close()
+	l.now = time.Now()
 	for {
 		l.mu.Lock()
 		queued, stopped := l.queued, l.stopped
@@ -125,7 +132,7 @@ func (l *loop) run() {
 		if stopped && l.tasks == 0 {
 			return
 		}
-		if now := time.Now(); now.Sub(l.scheduled) > time.Millisecond {
+		if l.now.Sub(l.scheduled) > time.Millisecond {
 			// Through the scheduler now and then: coroutine switches and
 			// system calls do not count as scheduling, so a loop that never
 			// passes through it looks like one goroutine running for ever,
@@ -133,7 +140,7 @@ func (l *loop) run() {
 			// wakes fifty times a millisecond (perf: 3.5% of the proxy's
 			// samples were that monitor's sleeps; docs/bench.md).
 			runtime.Gosched()
-			l.scheduled = now
+			l.scheduled = l.now
 		}
 		wait := -1
 		switch {
@@ -143,6 +150,7 @@ func (l *loop) run() {
 			wait = max(0, int((time.Until(l.timers[0].at)+time.Millisecond-1)/time.Millisecond))
 		}
 		n, err := unix.EpollWait(l.ep, l.events[:], wait)
+		l.now = time.Now()
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			panic("proxy: epoll_wait: " + err.Error()) // EBADF or EFAULT: a bug, not a condition
 		}
@@ -194,8 +202,9 @@ func (l *loop) run() {
 		}
 		l.spare = again[:0]
 		if len(l.timers) > 0 {
-			now := time.Now()
-			for len(l.timers) > 0 && !l.timers[0].at.After(now) {
+			// The deadlines that passed by the poll's time; those that pass
+			// while its batch runs go at the next poll, as nginx's timers do.
+			for len(l.timers) > 0 && !l.timers[0].at.After(l.now) {
 				t := l.timers.pop()
 				t.timedOut = true
 				l.resume(t)

@@ -207,10 +207,19 @@ func rawIO(trap uintptr, fd int, b []byte) (int, error) {
 	return int(n), nil
 }
 
+// clock is the time for c's deadlines: its loop's (loop.now) while a
+// task of the loop uses c, the wall clock's otherwise.
+func (c *loopConn) clock() time.Time {
+	if c != nil && c.task != nil && !c.task.left {
+		return c.l.now
+	}
+	return time.Now()
+}
+
 // waitFor waits for the socket's readiness to read (write, with out)
 // until deadline.
 func (c *loopConn) waitFor(out bool, deadline time.Time) error {
-	if !deadline.IsZero() && !time.Now().Before(deadline) {
+	if !deadline.IsZero() && !c.clock().Before(deadline) {
 		return os.ErrDeadlineExceeded
 	}
 	if c.task == nil || c.task.left {
@@ -386,7 +395,7 @@ func (l *loop) dial(addr string, timeout time.Duration) (*loopConn, error) {
 		return nil, fail("connect", err)
 	}
 	if err == unix.EINPROGRESS {
-		deadline := time.Now().Add(timeout)
+		deadline := c.clock().Add(timeout)
 		for !c.wready {
 			if c.task == nil || !c.task.wait(c, true, deadline) {
 				c.Close()

@@ -101,6 +101,9 @@ type Proxy struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	retryAt string
+	// wallClock says opts.Now is time.Now: a loop's tasks may then read
+	// the loop's time instead (h1conn.now).
+	wallClock bool
 }
 
 // table is one routing table, never changed once published.
@@ -138,13 +141,14 @@ func New(opts Options) *Proxy {
 	if opts.ResponseHeaderTimeout <= 0 {
 		opts.ResponseHeaderTimeout = 60 * time.Second
 	}
-	if opts.Now == nil {
+	wallClock := opts.Now == nil
+	if wallClock {
 		opts.Now = time.Now
 	}
 	if opts.Logf == nil {
 		opts.Logf = log.Printf
 	}
-	p := &Proxy{opts: opts, retryAt: strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))}
+	p := &Proxy{opts: opts, wallClock: wallClock, retryAt: strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.table.Store(&table{routes: map[string]route.Route{}})
 	if opts.Waker != nil {
@@ -239,7 +243,7 @@ type verdict struct {
 //
 // leave, when set, is called before a wait on a wake (a task of the
 // event loop leaves it then).
-func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade bool, leave func()) verdict {
+func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade bool, leave func(), now time.Time) verdict {
 	if len(host) == 0 {
 		return verdict{reply: noHost}
 	}
@@ -252,7 +256,7 @@ func (p *Proxy) decide(ctx context.Context, host []byte, sni string, upgrade boo
 		return verdict{reply: unknownHost}
 	}
 	v := verdict{app: rt.AppID, m: p.meters.Of(rt.AppID)}
-	v.m.Begin(p.opts.Now())
+	v.m.Begin(now)
 	addr := rt.Addr
 	switch rt.State {
 	case route.Sleeping:
@@ -346,7 +350,7 @@ func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, lim streamLi
 	if r.TLS != nil {
 		sni = sniName(r.TLS.ServerName)
 	}
-	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "", nil)
+	v := p.decide(r.Context(), []byte(normalHost(r.Host)), sni, r.Header.Get("Upgrade") != "", nil, p.opts.Now())
 	lg.app = v.app
 	if v.m != nil {
 		defer func() { v.m.End(p.opts.Now()) }()
@@ -412,7 +416,7 @@ func (p *Proxy) logH2(r *http.Request, l requestLog) {
 	l.method, l.host = []byte(r.Method), []byte(r.Host)
 	l.target, l.proto = []byte(r.URL.RequestURI()), []byte(r.Proto)
 	var line []byte
-	p.logRequest(&l, &line, 0)
+	p.logRequest(&l, &line, 0, p.opts.Now())
 }
 
 // clientOf is the address r came from, without its port, as the
