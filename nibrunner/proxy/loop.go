@@ -61,6 +61,15 @@ type loop struct {
 	spare     []*task              // again's other buffer
 }
 
+// gosched is how often the loop passes through the scheduler: half the
+// 10 ms after which the runtime's monitor preempts a goroutine that has
+// not (runtime/proc.go, forcePreemptNS), so that a long batch still
+// passes first. No more often: each Gosched wakes an idle thread
+// (goschedImpl's wakep), which may take the loop to another thread; at
+// once a millisecond that was four in five of the proxy's futex calls
+// and a quarter of its context switches (docs/bench.md).
+const gosched = 5 * time.Millisecond
+
 // efdIndex marks the eventfd's events.
 const efdIndex = -1
 
@@ -132,7 +141,7 @@ func (l *loop) run() {
 		if stopped && l.tasks == 0 {
 			return
 		}
-		if l.now.Sub(l.scheduled) > time.Millisecond {
+		if l.now.Sub(l.scheduled) > gosched {
 			// Through the scheduler now and then: coroutine switches and
 			// system calls do not count as scheduling, so a loop that never
 			// passes through it looks like one goroutine running for ever,
