@@ -215,8 +215,17 @@ func (l *loop) run() {
 			// while its batch runs go at the next poll, as nginx's timers do.
 			for len(l.timers) > 0 && !l.timers[0].at.After(l.now) {
 				t := l.timers.pop()
-				t.timedOut = true
-				l.resume(t)
+				switch {
+				case t.on == nil || t.due.IsZero():
+					// An entry an earlier wait left (task.wait).
+				case t.due.After(l.now):
+					// It waits to a later deadline than the entry's.
+					t.at = t.due
+					l.timers.push(t)
+				default:
+					t.timedOut = true
+					l.resume(t)
+				}
 			}
 		}
 	}
@@ -258,13 +267,13 @@ func (l *loop) closeQueued() {
 
 // resume runs t until it waits again, leaves or ends.
 func (l *loop) resume(t *task) {
-	if t.hi >= 0 {
-		l.timers.remove(t)
-	}
 	l.cur = t
 	t.ops = 0
 	_, more := t.next()
 	l.cur = nil
+	if (!more || t.left) && t.hi >= 0 {
+		l.timers.remove(t)
+	}
 	switch {
 	case !more:
 		l.tasks--
@@ -313,8 +322,9 @@ type task struct {
 	timedOut bool      // the wait ended at its deadline
 	left     bool      // it left the loop (leave)
 
-	at time.Time // its wait's deadline, while in the timer heap
-	hi int       // its index in the timer heap, -1 when not in it
+	due time.Time // its wait's deadline; zero while it runs or waits without one
+	at  time.Time // its entry's time, while in the timer heap
+	hi  int       // its index in the timer heap, -1 when not in it
 
 	ops int // reads and writes since it was last resumed
 }
@@ -343,14 +353,27 @@ func (t *task) giveWay() {
 // wait hands the loop back until c is ready to read (or write, with
 // out), or until deadline (zero: none); false when the deadline came
 // first.
+//
+// A task keeps its entry in the timer heap from one wait to the next, as
+// nginx keeps an event's timer when its new time is close to the old
+// (ngx_event_add_timer, docs/decisions.md): a deadline earlier than the
+// entry's moves it, a later one leaves it, and when the entry's time
+// comes the loop finds the task waiting to a later deadline and puts it
+// back at that one. Most waits then cost the heap nothing: a kept-alive
+// connection's deadlines move by whole requests while its entry stays.
 func (t *task) wait(c *loopConn, out bool, deadline time.Time) bool {
-	t.on, t.out, t.timedOut = c, out, false
-	if !deadline.IsZero() {
+	t.on, t.out, t.timedOut, t.due = c, out, false, deadline
+	switch {
+	case deadline.IsZero():
+	case t.hi < 0:
 		t.at = deadline
 		t.l.timers.push(t)
+	case deadline.Before(t.at):
+		t.at = deadline
+		t.l.timers.up(t.hi)
 	}
 	t.yield(struct{}{})
-	t.on = nil
+	t.on, t.due = nil, time.Time{}
 	return !t.timedOut
 }
 

@@ -282,3 +282,70 @@ func TestAnAnswerFramedByItsAppsCloseEndsWhenTheAppCloses(t *testing.T) {
 		}
 	}
 }
+
+// TestADeadlineHoldsThoughTheTimerEntryOfAnEarlierWaitIsKept: a task
+// keeps its timer entry from one wait to the next (task.wait). A wait to
+// an earlier deadline than the entry's still ends at its own, and one to
+// a later deadline is not ended by the entry's.
+func TestADeadlineHoldsThoughTheTimerEntryOfAnEarlierWaitIsKept(t *testing.T) {
+	l, err := newLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.stop()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	c := &loopConn{fd: fds[0], wready: true}
+	type waited struct {
+		ok   bool
+		took time.Duration
+	}
+	results := make(chan waited, 4)
+	l.start(func(tk *task) {
+		c.l, c.task = l, tk
+		if err := l.add(c); err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		// wait waits to deadline after; with a byte sent first, the byte
+		// ends the wait. The byte is taken after, as a short read would.
+		wait := func(after time.Duration, send bool) {
+			if send {
+				unix.Write(fds[1], []byte{1})
+			}
+			began := time.Now()
+			ok := tk.wait(c, false, began.Add(after))
+			results <- waited{ok, time.Since(began)}
+			unix.Read(c.fd, make([]byte, 8))
+			c.rready.Store(false)
+		}
+		wait(10*time.Second, true)        // its entry stays at 10 s
+		wait(100*time.Millisecond, false) // must not wait for the entry
+		wait(100*time.Millisecond, true)  // its entry stays at 100 ms
+		wait(400*time.Millisecond, false) // must not end at the entry
+	})
+	go l.run()
+	want := []struct {
+		ok       bool
+		min, max time.Duration
+	}{
+		{true, 0, 5 * time.Second},
+		{false, 100 * time.Millisecond, 5 * time.Second},
+		{true, 0, 5 * time.Second},
+		{false, 400 * time.Millisecond, 5 * time.Second},
+	}
+	for i, w := range want {
+		select {
+		case got := <-results:
+			if got.ok != w.ok || got.took < w.min || got.took > w.max {
+				t.Fatalf("wait %d: ended by its socket %v after %v; want %v, in [%v, %v]", i+1, got.ok, got.took, w.ok, w.min, w.max)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("wait %d has not ended after 10 s", i+1)
+		}
+	}
+}
