@@ -32,6 +32,7 @@ import (
 type h1conn struct {
 	s      *Server
 	p      *Proxy
+	st     *connState
 	c      *timedConn
 	r      *bufio.Reader
 	w      *bufio.Writer
@@ -67,8 +68,8 @@ var (
 // serveH1 serves HTTP/1.x requests on c until the client closes it, a
 // request or response says close, or the server shuts down. r is c's
 // reader (it may hold bytes already peeked).
-func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS bool, sni string) {
-	h := &h1conn{s: s, p: s.p, c: c, r: r, tls: isTLS, sni: sni, shard: h1conns.Add(1)}
+func (s *Server) serveH1(c *timedConn, r *bufio.Reader, st *connState, isTLS bool, sni string) {
+	h := &h1conn{s: s, p: s.p, c: c, r: r, st: st, tls: isTLS, sni: sni, shard: h1conns.Add(1)}
 	h.w = writerPool.Get().(*bufio.Writer)
 	h.w.Reset(c)
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
@@ -86,7 +87,7 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 		}
 	}()
 	for {
-		idle.Store(true)
+		st.idle.Store(true)
 		if s.closing.Load() {
 			return
 		}
@@ -107,7 +108,7 @@ func (s *Server) serveH1(c *timedConn, r *bufio.Reader, idle *atomic.Bool, isTLS
 		if _, err := r.Peek(1); err != nil {
 			return
 		}
-		idle.Store(false)
+		st.idle.Store(false)
 		// ReadHeaderTimeout from the head's first read past what woke the
 		// connection: a head that came whole needs none.
 		c.headTimeout = s.cfg.ReadHeaderTimeout
@@ -336,6 +337,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	}
 	h.writeResponseHead(closing)
 	out := flow{}
+	h.st.app.Store(bc) // shutdown's closeAll closes it
 	switch {
 	case noBody:
 		err = nil
@@ -346,6 +348,7 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 	default:
 		err = pump(h.w, bc.r, -1, &out)
 	}
+	h.st.app.Store(nil)
 	lg.bytesOut = out.n
 	if err == nil {
 		err = h.w.Flush()

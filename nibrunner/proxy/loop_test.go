@@ -349,3 +349,68 @@ func TestADeadlineHoldsThoughTheTimerEntryOfAnEarlierWaitIsKept(t *testing.T) {
 		}
 	}
 }
+
+// TestServingEndsAfterItsGraceWithAnAnswerStillStreaming: an answer's
+// body is not timed, so a client reading a stream from a silent app keeps
+// its request in flight past shutdown's grace. Serve then closes the
+// app's connection as well as the client's, and returns; it used to wait
+// on such a request for ever, in both designs.
+func TestServingEndsAfterItsGraceWithAnAnswerStillStreaming(t *testing.T) {
+	for name, cfg := range map[string]ListenConfig{"loop": {Loops: 1}, "goroutines": {GoroutinePerConnection: true}} {
+		t.Run(name, func(t *testing.T) {
+			app, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			appClosed := make(chan struct{})
+			go func() {
+				c, err := app.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+				// Silent from here on, until the proxy closes.
+				c.Read(make([]byte, 1))
+				close(appClosed)
+			}()
+			p := newProxy(t, &fakeWaker{})
+			defer p.Close()
+			cfg.ShutdownGrace = 100 * time.Millisecond
+			s, cancel, done := serveOwn(t, p, cfg)
+			apply(t, p, routeTo("stream.example.com", "stream", app.Addr().(*net.TCPAddr).Port, route.Up))
+			c, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: stream.example.com\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(resp.Body, b); err != nil || string(b) != "hello" {
+				t.Fatalf("the stream began with %q, %v", b, err)
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Serve went on 5 s past its 100 ms grace while an answer streamed from a silent app")
+			}
+			select {
+			case <-appClosed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the app's connection stayed open after Serve returned")
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type ListenConfig struct {
 	// own, polled by the runtime, instead of as a task of an event loop:
 	// the design before the loops, kept to measure beside them.
 	GoroutinePerConnection bool
+	// ShutdownGrace is how long Serve lets the requests in flight finish
+	// once its context ends (default 10 s); then it closes their
+	// connections, the client's and the app's, and returns.
+	ShutdownGrace time.Duration
 }
 
 // The connection caps' defaults: nginx has worker_connections 512 per
@@ -97,10 +101,10 @@ type Server struct {
 
 	closing  atomic.Bool
 	mu       sync.Mutex
-	conns    map[net.Conn]*atomic.Bool // HTTP/1.x connections → idle
-	capMu    sync.Mutex                // not mu: closing under mu gives a place back
-	open     int                       // client connections open, under capMu
-	byClient map[netip.Addr]int        // of those, by address
+	conns    map[net.Conn]*connState // HTTP/1.x connections
+	capMu    sync.Mutex              // not mu: closing under mu gives a place back
+	open     int                     // client connections open, under capMu
+	byClient map[netip.Addr]int      // of those, by address
 	wg       sync.WaitGroup
 }
 
@@ -112,6 +116,9 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 2 * time.Minute
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 60 * time.Second
@@ -125,7 +132,7 @@ func (p *Proxy) Listen(ctx context.Context, cfg ListenConfig) (*Server, error) {
 	if cfg.MaxConnectionsPerClient <= 0 {
 		cfg.MaxConnectionsPerClient = defaultMaxConnectionsPerClient
 	}
-	s := &Server{p: p, cfg: cfg, conns: map[net.Conn]*atomic.Bool{}, byClient: map[netip.Addr]int{}}
+	s := &Server{p: p, cfg: cfg, conns: map[net.Conn]*connState{}, byClient: map[netip.Addr]int{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.h2 = s.newH2Server()
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
@@ -196,7 +203,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.closing.Store(true)
 	s.l.Close()
 	s.closeIdle()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	h2err := make(chan error, 1)
 	go func() {
@@ -343,10 +350,10 @@ func (c *countedConn) Close() error {
 // serveConn tells the protocol and serves the connection.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
-	idle := new(atomic.Bool)
-	idle.Store(true)
+	st := new(connState)
+	st.idle.Store(true)
 	s.mu.Lock()
-	s.conns[c] = idle
+	s.conns[c] = st
 	s.mu.Unlock()
 	handedOff := false
 	defer func() {
@@ -408,7 +415,7 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 	}
-	s.serveH1(tc, r, idle, isTLS, sni)
+	s.serveH1(tc, r, st, isTLS, sni)
 }
 
 // leaveLoop takes c's task out of its loop, when c is a loop's: for
@@ -423,20 +430,33 @@ func leaveLoop(c net.Conn) {
 func (s *Server) closeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c, idle := range s.conns {
-		if idle.Load() {
+	for c, st := range s.conns {
+		if st.idle.Load() {
 			c.Close()
 		}
 	}
 }
 
-// closeAll closes every connection.
+// closeAll closes every connection, and the app connection an answer
+// comes on: a body is not timed, and a task or goroutine waiting on a
+// silent app would otherwise never see its client's close.
 func (s *Server) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.conns {
+	for c, st := range s.conns {
 		c.Close()
+		if a := st.app.Load(); a != nil {
+			a.Close()
+		}
 	}
+}
+
+// connState is what shutdown needs of an HTTP/1.x connection.
+type connState struct {
+	idle atomic.Bool // between requests
+	// app is the app connection the answer's body comes on, while it
+	// does.
+	app atomic.Pointer[bconn]
 }
 
 // connListener is a net.Listener fed by hand: the connections Server
