@@ -204,7 +204,11 @@ JSON
 
 # start_nginx PORT BACKENDS-FILE [tls]: one worker, a keepalive upstream
 # per app (128 idle connections, as ours keeps per app), host I to the
-# backend on line I+1.
+# backend on line I+1. The app gets from nginx the fields it gets from
+# ours: Host, X-Forwarded-For, -Proto and -Host, and an X-Request-Id
+# (nginx's $request_id); without the last two the guest parsed two
+# fields fewer a request behind nginx, and nginx did less work than ours
+# (docs/bench.md, "The same request to the app").
 start_nginx() {
   local port=$1 backends=$2 tls=${3:-} name=${4:-nginx} listen i=0 b
   listen="listen 127.0.0.1:$port;"
@@ -239,6 +243,8 @@ NGINX
       proxy_set_header Host \$host;
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto \$scheme;
+      proxy_set_header X-Forwarded-Host \$host;
+      proxy_set_header X-Request-Id \$request_id;
     }
   }
 NGINX
