@@ -215,6 +215,7 @@ func serve(ctx context.Context, configPath, vmmKind string, reserveMiB uint64, u
 			PortQueueBytes:             rc.UDPQueueBytesPerPort,
 			MaxTCPConnectionsPerClient: rc.MaxTCPConnectionsPerClient,
 			MaxTCPConnectionsPerApp:    rc.MaxTCPConnectionsPerApp,
+			MaxFlowsPerClient:          rc.MaxUDPFlowsPerClient,
 		}
 		if mx != nil {
 			ro.Recorder = mx

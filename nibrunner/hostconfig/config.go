@@ -394,6 +394,10 @@ type RawProxy struct {
 	// UDPQueueBytesPerPort bounds what the UDP flows of one port queue
 	// together while its app wakes (0: 4 MiB).
 	UDPQueueBytesPerPort int `toml:"udp_queue_bytes_per_port,omitempty"`
+	// MaxUDPFlowsPerClient bounds the UDP flows of one port from one IP
+	// address (0: 256, as max_tcp_connections_per_client), of the 4096
+	// a port keeps.
+	MaxUDPFlowsPerClient int `toml:"max_udp_flows_per_client,omitempty"`
 }
 
 // MaxPortsPerGuest is the most raw ports a host carries for one guest:
@@ -658,6 +662,7 @@ func (c *Config) validate(v *validator) {
 		if r.MaxTCPConnectionsPerApp > all {
 			v.fail("proxy.raw.max_tcp_connections_per_app is %d, more than proxy.raw.max_tcp_connections (%d); one app can have at most all of them", r.MaxTCPConnectionsPerApp, all)
 		}
+		v.optionalRange("proxy.raw.max_udp_flows_per_client", r.MaxUDPFlowsPerClient, 1, 4096, " (the UDP flows one port keeps from one address, of the 4096 it keeps)")
 		v.optionalRange("proxy.raw.udp_queue_bytes_per_port", r.UDPQueueBytesPerPort, 65536, 1<<30, " (a waking app's queued datagrams, all its flows together)")
 	}
 	if m := c.Metrics; m != nil {

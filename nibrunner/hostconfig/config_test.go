@@ -254,6 +254,7 @@ func TestBadValuesAreRefusedSayingWhatTheyMustBe(t *testing.T) {
 		{"proxy.raw.max_tcp_connections_per_client", int64(5000), "proxy.raw.max_tcp_connections_per_client is 5000, more than proxy.raw.max_tcp_connections (4096)"},
 		{"proxy.raw.max_tcp_connections_per_app", int64(4097), "proxy.raw.max_tcp_connections_per_app is 4097, more than proxy.raw.max_tcp_connections (4096)"},
 		{"proxy.raw.udp_queue_bytes_per_port", int64(1024), "proxy.raw.udp_queue_bytes_per_port is 1024; it must be 65536 to 1073741824 (a waking app's queued datagrams"},
+		{"proxy.raw.max_udp_flows_per_client", int64(5000), "proxy.raw.max_udp_flows_per_client is 5000; it must be 1 to 4096 (the UDP flows one port keeps from one address"},
 		{"metrics.port", int64(70000), "metrics.port is 70000"},
 		{"metrics.port", int64(443), "metrics.port 443 is also proxy.http.port"},
 	}

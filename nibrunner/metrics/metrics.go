@@ -116,7 +116,7 @@ func New() *Metrics {
 	m.rawBytes = counterVec("nibrunner_raw_bytes_total", "Bytes the raw relay carried, by app, protocol and direction: in (to the app), out (from it).", "app", "proto", "direction")
 	m.rawUDPDropped = counterVec("nibrunner_raw_udp_dropped_total", "UDP datagrams dropped because the queue in front of a waking app was full, by app.", "app")
 	m.proxyLimits = counterVec("nibrunner_proxy_limit_trips_total", "Client connections the HTTP proxy ended at a cap or timeout, by limit: header_timeout, header_size, body_timeout, send_timeout, connections, client_connections, app_connections ([proxy.http] in config.toml).", "limit")
-	m.rawLimits = counterVec("nibrunner_raw_limit_trips_total", "Raw connections ended and UDP datagrams dropped at a cap or timeout, by limit: tcp_idle_timeout, tcp_connections, tcp_client_connections, tcp_app_connections, udp_port_budget ([proxy.raw] in config.toml).", "limit")
+	m.rawLimits = counterVec("nibrunner_raw_limit_trips_total", "Raw connections ended and UDP datagrams dropped at a cap or timeout, by limit: tcp_idle_timeout, tcp_connections, tcp_client_connections, tcp_app_connections, udp_port_budget, udp_flows, udp_client_flows ([proxy.raw] in config.toml).", "limit")
 	m.reg.MustRegister(
 		m.appState, m.restarts, m.wakes, m.sleeps, m.wakeSeconds, m.vmStartSeconds,
 		m.passSeconds, m.passes, m.refused, m.checkpoints, m.exports,
@@ -134,7 +134,7 @@ func New() *Metrics {
 	for _, l := range []string{"header_timeout", "header_size", "body_timeout", "send_timeout", "connections", "client_connections", "app_connections"} {
 		m.proxyLimits.WithLabelValues(l)
 	}
-	for _, l := range []string{"tcp_idle_timeout", "tcp_connections", "tcp_client_connections", "tcp_app_connections", "udp_port_budget"} {
+	for _, l := range []string{"tcp_idle_timeout", "tcp_connections", "tcp_client_connections", "tcp_app_connections", "udp_port_budget", "udp_flows", "udp_client_flows"} {
 		m.rawLimits.WithLabelValues(l)
 	}
 	return m

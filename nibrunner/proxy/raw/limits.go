@@ -22,6 +22,12 @@ const (
 	// limitUDPPortBudget: a datagram dropped because its port's flows
 	// queue PortQueueBytes already.
 	limitUDPPortBudget = "udp_port_budget"
+	// limitUDPFlows: a datagram dropped because it would begin a flow of
+	// a port that has MaxFlows.
+	limitUDPFlows = "udp_flows"
+	// limitUDPClientFlows: a datagram dropped because it would begin a
+	// flow of a port where its client's address has MaxFlowsPerClient.
+	limitUDPClientFlows = "udp_client_flows"
 )
 
 // defaultMaxTCPConnectionsPerClient is the HTTP proxy's per-client

@@ -332,3 +332,59 @@ func wantReset(t *testing.T, from netip.Addr, addr string) {
 		t.Fatalf("a connection from %s to %s past a cap was not ended: read %d bytes, %v", from, addr, n, err)
 	}
 }
+
+// One client sending from many source ports takes no more than its cap
+// of a port's UDP flows: past it, a datagram that would begin another is
+// dropped and counted, another client still gets a flow and its echo,
+// and a flow that ends gives its place back. Before, one address could
+// take every flow of a port (MaxFlows) and lock every other client out.
+func TestOneClientTakesNoMoreThanItsCapOfAPortsUDPFlows(t *testing.T) {
+	guest := listenEcho(t, "127.0.0.1:0")
+	rec := &countingRecorder{changed: newBell()}
+	r := newRelay(t, Options{MaxFlows: 8, MaxFlowsPerClient: 3, FlowIdle: 2 * time.Second, Recorder: rec})
+	hp := freePort(t)
+	addr := applyPort(t, r, route.Port{AppID: "dns", Index: 1, HostPort: hp, Addr: guest.addr, State: route.Up})
+	hog, other := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	var held []net.Conn
+	for i := range 3 {
+		c := udpFrom(t, hog, addr)
+		echoOn(t, c, fmt.Sprintf("flow %d", i))
+		held = append(held, c)
+	}
+	udpFrom(t, hog, addr).Write([]byte("one source port too many"))
+	waitUntil(t, "the dropped datagram is counted", rec.changed, func() bool { return rec.limit(limitUDPClientFlows) == 1 })
+
+	echoOn(t, udpFrom(t, other, addr), "another client")
+	echoOn(t, held[0], "still carried")
+	pt := r.ports[hp]
+	flowsOf := func(a netip.Addr) int {
+		pt.mu.Lock()
+		defer pt.mu.Unlock()
+		return pt.byClient[a]
+	}
+	if n := flowsOf(hog); n != 3 {
+		t.Fatalf("the client at its cap has %d flows, want 3", n)
+	}
+	if n := rec.limit(limitUDPFlows); n != 0 {
+		t.Fatalf("%d trips of the port's cap, want none", n)
+	}
+	// Its flows end when idle, and their places come back.
+	waitFor(t, "the client's idle flows end", func() bool { return flowsOf(hog) == 0 })
+	echoOn(t, udpFrom(t, hog, addr), "a place again")
+}
+
+// udpFrom is a UDP socket from the loopback address from to addr,
+// closed when the test ends.
+func udpFrom(t *testing.T, from netip.Addr, addr string) net.Conn {
+	t.Helper()
+	to, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(from, 0)), net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, from, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -90,8 +90,14 @@ type Options struct {
 	// FlowIdle ends a UDP flow nothing crossed for this long (default
 	// 2 min, about conntrack's stream timeout).
 	FlowIdle time.Duration
-	// MaxFlows bounds the UDP flows one port keeps (default 4096).
-	MaxFlows int
+	// MaxFlows bounds the UDP flows one port keeps (default 4096), and
+	// MaxFlowsPerClient those of one port from one IP address (default
+	// 256, as MaxTCPConnectionsPerClient, and at most MaxFlows), so that
+	// one client sending from many source ports cannot take every flow
+	// of a port. Past either, a datagram that would begin a flow is
+	// dropped, as a full conntrack table drops it.
+	MaxFlows          int
+	MaxFlowsPerClient int
 	// Now is the clock traffic is measured by (default time.Now).
 	Now func() time.Time
 	// Logf logs one line (default log.Printf).
@@ -161,6 +167,9 @@ func New(opts Options) *Relay {
 	}
 	if opts.MaxFlows <= 0 {
 		opts.MaxFlows = 4096
+	}
+	if opts.MaxFlowsPerClient <= 0 {
+		opts.MaxFlowsPerClient = min(defaultMaxTCPConnectionsPerClient, opts.MaxFlows)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -260,7 +269,7 @@ func (r *Relay) open(p route.Port) (*port, error) {
 		tl.Close()
 		return nil, err
 	}
-	pt := &port{r: r, tcp: tl.(*net.TCPListener), udp: ul.(*net.UDPConn), flows: map[netip.AddrPort]*flow{}, done: make(chan struct{})}
+	pt := &port{r: r, tcp: tl.(*net.TCPListener), udp: ul.(*net.UDPConn), flows: map[netip.AddrPort]*flow{}, byClient: map[netip.Addr]int{}, done: make(chan struct{})}
 	pt.set(p)
 	r.wg.Add(2)
 	go pt.acceptTCP()
@@ -277,10 +286,13 @@ type port struct {
 	done chan struct{}
 	once sync.Once
 
-	mu     sync.Mutex
-	flows  map[netip.AddrPort]*flow // by client address
-	conns  map[net.Conn]struct{}
-	queued int // bytes all flows queue, against PortQueueBytes, under mu
+	mu    sync.Mutex
+	flows map[netip.AddrPort]*flow // by client address
+	// byClient counts flows by client IP (an IPv4-mapped one as IPv4),
+	// against MaxFlowsPerClient.
+	byClient map[netip.Addr]int
+	conns    map[net.Conn]struct{}
+	queued   int // bytes all flows queue, against PortQueueBytes, under mu
 }
 
 func (pt *port) route() route.Port { return *pt.cur.Load() }

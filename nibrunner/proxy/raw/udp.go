@@ -86,12 +86,20 @@ func (pt *port) flowFor(client netip.AddrPort, app string, oob []byte) *flow {
 		return f
 	}
 	f := &flow{pt: pt, client: client, app: app}
-	if len(pt.flows) >= pt.r.opts.MaxFlows {
-		// Too many clients at once: this one's datagrams are dropped, as
-		// a full conntrack table would.
+	ip := client.Addr().Unmap()
+	// Too many flows at once, on the port or from this client's address:
+	// this one's datagrams are dropped, as a full conntrack table would.
+	switch {
+	case len(pt.flows) >= pt.r.opts.MaxFlows:
 		f.ended = true
+		pt.r.limit(limitUDPFlows, 1)
+		return f
+	case pt.byClient[ip] >= pt.r.opts.MaxFlowsPerClient:
+		f.ended = true
+		pt.r.limit(limitUDPClientFlows, 1)
 		return f
 	}
+	pt.byClient[ip]++
 	f.local = pt.destination(oob)
 	f.from = replySource(oob)
 	pt.flows[client] = f
@@ -404,6 +412,10 @@ func (f *flow) end(outcome ...string) {
 	pt.mu.Lock()
 	if pt.flows[f.client] == f {
 		delete(pt.flows, f.client)
+		ip := f.client.Addr().Unmap()
+		if pt.byClient[ip]--; pt.byClient[ip] <= 0 {
+			delete(pt.byClient, ip)
+		}
 	}
 	pt.mu.Unlock()
 	if rec := pt.r.opts.Recorder; rec != nil {
