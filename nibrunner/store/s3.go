@@ -165,7 +165,10 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, int64, error) 
 		obj.Close()
 		return nil, 0, s.wrap("get", key, err)
 	}
-	return obj, st.Size, nil
+	if st.ETag == "" {
+		return obj, st.Size, nil // nothing to hold the rest to: read once
+	}
+	return &resumingReader{s: s, ctx: ctx, key: key, name: name, etag: st.ETag, size: st.Size, obj: obj}, st.Size, nil
 }
 
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error {

@@ -19,11 +19,12 @@ import (
 )
 
 // Retry is how a stream's requests are retried alone (PutStream's parts,
-// its single PUT and its complete call): a request that fails with a
-// transient error is sent again after min(Initial·Factor^(n−1), Max),
-// jittered down by up to half, until Attempts requests have been sent.
-// Every other request of the store is tried once, for its caller's backoff
-// (see NewS3).
+// its single PUT and its complete call, and the requests for the rest of
+// an object whose read Get's reader lost partway, s3get.go): a request
+// that fails with a transient error is sent again after
+// min(Initial·Factor^(n−1), Max), jittered down by up to half, until
+// Attempts requests have been sent. Every other request of the store is
+// tried once, for its caller's backoff (see NewS3).
 type Retry struct {
 	// Attempts is how many times one request is sent in all (at least 1).
 	Attempts int

@@ -20,14 +20,7 @@ func TestAFailingS3RequestIsTriedOnceForTheCallersBackoffToRetry(t *testing.T) {
 		w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>busy</Message></Error>`))
 	}))
 	defer srv.Close()
-	t.Setenv("NIB_S3_ENDPOINT", srv.URL)
-	t.Setenv("NIB_S3_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	s, err := NewS3(context.Background(), "s3://bucket/prefix")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeAt(t, srv.URL)
 	for _, call := range []struct {
 		name string
 		do   func() error
