@@ -38,13 +38,15 @@ type Retry struct {
 // the upload is aborted and its job's own backoff takes over.
 var DefaultRetry = Retry{Attempts: 6, Initial: 500 * time.Millisecond, Max: 15 * time.Second, Factor: 2}
 
-// S3Stats is what an S3 store counts of its uploads since it was opened,
-// for an operator to tell a flaky store from a healthy one.
+// S3Stats is what an S3 store counts of its uploads, and of the reads it
+// resumed (s3get.go), since it was opened, for an operator to tell a
+// flaky store from a healthy one.
 type S3Stats struct {
-	// Retries counts requests sent again after a transient failure.
+	// Retries counts requests sent again after a transient failure (a
+	// part, or the rest of an object whose read was cut).
 	Retries uint64
 	// GaveUp counts requests that failed on every attempt; their
-	// upload was aborted.
+	// upload was aborted, or their read failed.
 	GaveUp uint64
 }
 
