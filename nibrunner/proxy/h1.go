@@ -373,12 +373,12 @@ func (h *h1conn) forward(v verdict, target, host []byte, lg requestLog) (bool, r
 // inLoop reports whether a loop serves this connection now.
 func (h *h1conn) inLoop() bool { return h.lc != nil && h.lc.task != nil && !h.lc.task.left }
 
-// now is the clock of this connection's requests: its loop's (read once
-// a poll) while a loop serves it and the proxy runs on the wall clock,
-// the proxy's otherwise.
+// now is the clock of this connection's requests: on the wall clock,
+// its connection's (loopConn.clock: the loop's, read once a poll, while
+// a loop serves it); an injected clock otherwise.
 func (h *h1conn) now() time.Time {
-	if h.p.wallClock && h.inLoop() {
-		return h.lc.l.now
+	if h.p.wallClock {
+		return h.lc.clock()
 	}
 	return h.p.opts.Now()
 }
