@@ -58,9 +58,10 @@ func closedPort(t testing.TB) int {
 	return port
 }
 
-// serve runs p on a loopback port until the test ends and returns its
-// address.
-func serve(t testing.TB, p *Proxy, cfg ListenConfig) string {
+// serveOwn runs p on a loopback port (unless cfg names an address), for
+// a test that stops it itself: cancel stops it, and done says how Serve
+// returned.
+func serveOwn(t testing.TB, p *Proxy, cfg ListenConfig) (*Server, context.CancelFunc, chan error) {
 	t.Helper()
 	if cfg.Address == "" {
 		cfg.Address = "127.0.0.1:0"
@@ -72,6 +73,28 @@ func serve(t testing.TB, p *Proxy, cfg ListenConfig) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
+	return s, cancel, done
+}
+
+// served wants the Serve behind done to return, without an error, within
+// 5 s of its stop; after says what kept it going if it does not.
+func served(t testing.TB, done <-chan error, after string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve went on for 5 s " + after)
+	}
+}
+
+// serve runs p on a loopback port until the test ends and returns its
+// address.
+func serve(t testing.TB, p *Proxy, cfg ListenConfig) string {
+	t.Helper()
+	s, cancel, done := serveOwn(t, p, cfg)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

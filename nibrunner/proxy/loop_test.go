@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -12,21 +11,6 @@ import (
 	"alpnib.dev/nibrunner/route"
 	"golang.org/x/sys/unix"
 )
-
-// serveOwn runs p on a loopback port, as serve does, for a test that
-// stops it itself: cancel stops it, and done says how Serve returned.
-func serveOwn(t *testing.T, p *Proxy, cfg ListenConfig) (*Server, context.CancelFunc, chan error) {
-	t.Helper()
-	cfg.Address = "127.0.0.1:0"
-	s, err := p.Listen(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	return s, cancel, done
-}
 
 // TestTheLoopReadsASocketOnlyOnceEpollSaysItHasBytes is the loop's
 // claim (loop.go): a kept-alive request costs no read that finds its
@@ -94,14 +78,7 @@ func TestServingStopsAtOnceWithKeptAliveConnectionsWaitingInTheLoop(t *testing.T
 		conns = append(conns, c)
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve went on for 5 s with only idle kept-alive connections open: their tasks' waits did not end")
-	}
+	served(t, done, "with only idle kept-alive connections open: their tasks' waits did not end")
 	for i, c := range conns {
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if n, err := c.Read(make([]byte, 1)); err == nil || n > 0 {
@@ -398,14 +375,7 @@ func TestServingEndsAfterItsGraceWithAnAnswerStillStreaming(t *testing.T) {
 				t.Fatalf("the stream began with %q, %v", b, err)
 			}
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Serve went on 5 s past its 100 ms grace while an answer streamed from a silent app")
-			}
+			served(t, done, "past its 100 ms grace while an answer streamed from a silent app")
 			select {
 			case <-appClosed:
 			case <-time.After(5 * time.Second):
